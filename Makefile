@@ -1,0 +1,74 @@
+# graid top-level Makefile. `make help` lists the targets.
+#
+# The kernel is graid's cached test-VM build (build/kernel.sh) unless KDIR names another
+# Rust-enabled kernel build tree: make module KDIR=/path/to/linux-build
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+.PHONY: help deps kernel module rust-analyzer tools host-test lint vm-test test vm-run vm-shell \
+	demo clean
+
+CARGO ?= cargo
+CARGO_TOOLS := $(CARGO) --locked
+TOOLS := --manifest-path tools/Cargo.toml
+ifdef KDIR
+export KDIR
+endif
+# Forwarded to the VM harness (selftests/vm.sh documents them).
+export DISKS DISK_SIZE_MB VM_TIMEOUT VM_MEM_MB VM_CPUS TESTS
+
+help:
+	@echo "graid make targets:"
+	@echo "  demo           boot the test VM and run the demo (the README's main command)"
+	@echo "  test           host tests + lint + module build + VM selftests (the README's test command)"
+	@echo "  deps           install the toolchain and packages (idempotent)"
+	@echo "  kernel         build the test-VM kernel into the cache (no-op when cached)"
+	@echo "  module         build raid_gpu.ko (KDIR=... for another kernel tree)"
+	@echo "  tools          build graidctl and friends (cargo, release)"
+	@echo "  rust-analyzer  write rust-project.json for the module"
+	@echo "  host-test      cargo test for everything that runs on the host"
+	@echo "  lint           rustfmt and clippy on the tools"
+	@echo "  vm-test        VM selftests only (TESTS='name ...' to pick some)"
+	@echo "  vm-run         run SCRIPT=path in the VM (DISKS=n, DISK_SIZE_MB=n)"
+	@echo "  vm-shell       interactive shell in the VM"
+	@echo "  clean          remove build outputs (keeps the kernel cache)"
+
+deps:
+	build/deps.sh
+
+kernel: deps
+	build/kernel.sh >/dev/null
+
+module: deps
+	build/module.sh modules
+
+rust-analyzer: deps
+	build/module.sh rust-analyzer
+
+tools:
+	$(CARGO_TOOLS) build --release $(TOOLS)
+
+host-test:
+	$(CARGO_TOOLS) test $(TOOLS) --workspace
+
+lint:
+	$(CARGO) fmt $(TOOLS) --all -- --check
+	$(CARGO_TOOLS) clippy $(TOOLS) --workspace --all-targets -- -D warnings
+
+vm-test: module tools
+	selftests/run.sh
+
+test: host-test lint vm-test
+
+vm-run: module tools
+	@test -n "$(SCRIPT)" || { echo "usage: make vm-run SCRIPT=path [DISKS=n]"; exit 2; }
+	selftests/vm.sh $(SCRIPT)
+
+vm-shell: module tools
+	selftests/vm.sh --shell
+
+demo: module tools
+	selftests/vm.sh selftests/demo.sh
+
+clean:
+	-build/module.sh clean
+	rm -rf out tools/target

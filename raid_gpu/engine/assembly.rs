@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Which devices may join an array at assembly, judged from their decoded superblocks alone.
+//!
+//! The freshest superblock (highest event counter) of the array speaks for the array: its slot
+//! table says what every device is. Like md, a device one event behind the freshest is still
+//! current: superblocks are written to all members in parallel, so a crash can leave some a
+//! single update behind, and every update that makes a device's data stale (it failed, it was
+//! removed) also changes its slot in the table, which the check below catches.
+//! Device sizes are not known here: the caller checks the data area fits each device.
+
+use super::superblock::{Slot, Superblock, RECOVERY_COMPLETE, UUID_LEN};
+
+/// Verdict on one device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MemberStatus {
+    /// Current and in sync for `role`.
+    Active { role: u8 },
+    /// Holds `role` but is in sync only up to `recovery_offset` (a rebuild was interrupted).
+    Recovering { role: u8, recovery_offset: u64 },
+    /// A current spare.
+    Spare,
+    /// Belongs to another array.
+    Foreign,
+    /// Missed updates: more than one event behind the freshest superblock.
+    Stale { events: u64, freshest_events: u64 },
+    /// The freshest superblock marks this device faulty.
+    Faulty,
+    /// The freshest superblock no longer lists this device.
+    Removed,
+    /// Another device (index `of`) claims the same slot or member UUID and is preferred.
+    Duplicate { of: usize },
+    /// Same array UUID, but level, members, chunk or data size differ from the freshest.
+    Mismatch,
+}
+
+impl MemberStatus {
+    /// Whether the device can be part of the running array (possibly after recovery).
+    pub fn joins(&self) -> bool {
+        matches!(
+            self,
+            Self::Active { .. } | Self::Recovering { .. } | Self::Spare
+        )
+    }
+}
+
+/// Index of the freshest superblock of array `array_uuid` in `sbs` (highest event counter,
+/// first on ties), or `None` if no device belongs to it.
+pub fn pick_freshest(sbs: &[Superblock], array_uuid: &[u8; UUID_LEN]) -> Option<usize> {
+    sbs.iter()
+        .enumerate()
+        .filter(|(_, sb)| sb.array_uuid == *array_uuid)
+        .fold(None, |best: Option<(usize, u64)>, (i, sb)| match best {
+            Some((_, events)) if events >= sb.events => best,
+            _ => Some((i, sb.events)),
+        })
+        .map(|(i, _)| i)
+}
+
+/// Verdict on device `index` given the freshest superblock `freshest` (see [`pick_freshest`]).
+/// `None` if either index is outside `sbs`.
+pub fn member_status(sbs: &[Superblock], freshest: usize, index: usize) -> Option<MemberStatus> {
+    let best = sbs.get(freshest)?;
+    let sb = sbs.get(index)?;
+    if sb.array_uuid != best.array_uuid {
+        return Some(MemberStatus::Foreign);
+    }
+    if let Some(of) = preferred_twin(sbs, index) {
+        return Some(MemberStatus::Duplicate { of });
+    }
+    let same_shape = sb.level == best.level
+        && sb.members == best.members
+        && sb.chunk_sectors == best.chunk_sectors
+        && sb.data_size == best.data_size;
+    if !same_shape {
+        return Some(MemberStatus::Mismatch);
+    }
+    if sb.events < best.events.saturating_sub(1) {
+        return Some(MemberStatus::Stale {
+            events: sb.events,
+            freshest_events: best.events,
+        });
+    }
+    let entry = usize::try_from(sb.this_slot)
+        .ok()
+        .and_then(|slot| best.slots.get(slot))
+        .copied()
+        .unwrap_or(Slot::Empty);
+    Some(match entry {
+        Slot::Active { role } if sb.recovery_offset == RECOVERY_COMPLETE => {
+            MemberStatus::Active { role }
+        }
+        Slot::Active { role } => MemberStatus::Recovering {
+            role,
+            recovery_offset: sb.recovery_offset,
+        },
+        Slot::Spare => MemberStatus::Spare,
+        Slot::Faulty => MemberStatus::Faulty,
+        Slot::Empty => MemberStatus::Removed,
+    })
+}
+
+/// Another device of the same array that claims the same slot or member UUID and is preferred
+/// over `index`: more events, or as many and earlier in `sbs`.
+fn preferred_twin(sbs: &[Superblock], index: usize) -> Option<usize> {
+    let sb = sbs.get(index)?;
+    sbs.iter().enumerate().find_map(|(j, other)| {
+        let twin = j != index
+            && other.array_uuid == sb.array_uuid
+            && (other.this_slot == sb.this_slot || other.member_uuid == sb.member_uuid);
+        let preferred = other.events > sb.events || (other.events == sb.events && j < index);
+        (twin && preferred).then_some(j)
+    })
+}

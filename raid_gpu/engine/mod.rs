@@ -1,0 +1,13 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The RAID engine: pure, `core`-only logic shared by the kernel module and the host tools.
+//!
+//! Everything below this module is compiled twice: into `raid_gpu.ko` and, through
+//! `tools/graid-engine`, into host crates where it is unit- and property-tested. It must therefore
+//! stay free of kernel, `std` and `alloc` types, never panic on any input, use no floating point
+//! and no `unsafe`. Callers own all memory and pass it in.
+
+pub mod assembly;
+pub mod crc32c;
+pub mod geometry;
+pub mod superblock;

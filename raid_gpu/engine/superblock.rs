@@ -1,0 +1,741 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! graid's on-disk member superblock: one 4 KiB little-endian block, 4 KiB from the start of
+//! every member, protected by CRC-32C. `Documentation/on-disk-format.rst` describes it byte by
+//! byte; the offsets in [`offset`] are the source of truth and a golden test pins the encoding.
+//!
+//! [`decode`] treats its input as hostile: it never panics and accepts only superblocks that
+//! [`encode`] could have written (apart from unknown compatible feature bits and reserved bytes).
+
+use core::fmt;
+
+use super::crc32c::crc32c;
+use super::geometry::{Geometry, GeometryError, Level, MAX_SECTORS};
+
+/// Size of the superblock block in bytes.
+pub const SUPERBLOCK_SIZE: usize = 4096;
+/// Member sector where the superblock starts (byte 4096, like md's v1.2). The first 4 KiB stay
+/// untouched so a partition table or boot sector there survives and is never mistaken for ours.
+pub const SUPERBLOCK_SECTOR: u64 = 8;
+/// First member sector after the superblock: reserved areas and the data area start here or later.
+pub const METADATA_END_SECTOR: u64 = SUPERBLOCK_SECTOR + (SUPERBLOCK_SIZE as u64 >> 9);
+/// Data offset graid creates arrays with: 2 MiB, leaving room for a bitmap and a journal.
+pub const DEFAULT_DATA_OFFSET_SECTORS: u64 = 4096;
+/// The data area starts on a 4 KiB boundary, so 4 KiB-sector members stay aligned.
+pub const DATA_OFFSET_ALIGN_SECTORS: u64 = 8;
+
+/// First 8 bytes of every superblock.
+pub const MAGIC: [u8; 8] = *b"GRAID-SB";
+/// The only format version this code reads and writes. Compatible extensions use feature bits.
+pub const FORMAT_VERSION: u32 = 1;
+/// Bytes of the array name field.
+pub const NAME_LEN: usize = 32;
+/// Bytes of a UUID.
+pub const UUID_LEN: usize = 16;
+/// Entries in the slot table: one per device that ever joined the array and is still
+/// remembered, active members and spares alike (at most 32 of them active).
+pub const MAX_SLOTS: usize = 64;
+/// `recovery_offset` of a member whose whole data area is in sync.
+pub const RECOVERY_COMPLETE: u64 = u64::MAX;
+
+/// Compatible features this code knows. Unknown ones are ignored on read and dropped on write,
+/// so a feature may only be compatible if its data is harmless to lose with its bit.
+pub const FEATURES_COMPAT_KNOWN: u64 = 0;
+/// Incompatible features this code knows. A superblock with any other bit set is refused.
+pub const FEATURES_INCOMPAT_KNOWN: u64 = 0;
+
+/// State flag: the array was shut down cleanly, no resync needed.
+const STATE_CLEAN: u32 = 1 << 0;
+const STATE_KNOWN: u32 = STATE_CLEAN;
+
+/// Byte offsets of the fields. Everything not listed is reserved and written as zero.
+pub mod offset {
+    /// `[u8; 8]` [`super::MAGIC`].
+    pub const MAGIC: usize = 0x000;
+    /// `u32` format version.
+    pub const VERSION: usize = 0x008;
+    /// `u32` state flags (bit 0: clean).
+    pub const STATE: usize = 0x00C;
+    /// `u64` compatible feature bits.
+    pub const FEATURES_COMPAT: usize = 0x010;
+    /// `u64` incompatible (required) feature bits.
+    pub const FEATURES_INCOMPAT: usize = 0x018;
+    /// `[u8; 16]` array UUID.
+    pub const ARRAY_UUID: usize = 0x020;
+    /// `[u8; 32]` array name, UTF-8, NUL-padded.
+    pub const ARRAY_NAME: usize = 0x030;
+    /// `u64` creation time, seconds since the Unix epoch.
+    pub const CREATED: usize = 0x050;
+    /// `u64` event counter.
+    pub const EVENTS: usize = 0x058;
+    /// `u32` RAID level (0, 1, 10).
+    pub const LEVEL: usize = 0x060;
+    /// `u32` layout.
+    pub const LAYOUT: usize = 0x064;
+    /// `u32` chunk size in sectors (0 for RAID 1).
+    pub const CHUNK_SECTORS: usize = 0x068;
+    /// `u32` number of members (RAID positions).
+    pub const MEMBERS: usize = 0x06C;
+    /// `[u8; 16]` this device's UUID.
+    pub const MEMBER_UUID: usize = 0x070;
+    /// `u32` this device's index in the slot table.
+    pub const THIS_SLOT: usize = 0x080;
+    /// `u64` data area start, sectors from the member start.
+    pub const DATA_OFFSET: usize = 0x088;
+    /// `u64` data area size in sectors, the same on every member.
+    pub const DATA_SIZE: usize = 0x090;
+    /// `u64` sectors of this member's data area known in sync.
+    pub const RECOVERY_OFFSET: usize = 0x098;
+    /// `u64` bitmap area start, sectors from the member start (0: none).
+    pub const BITMAP_OFFSET: usize = 0x0A0;
+    /// `u64` bitmap area size in sectors.
+    pub const BITMAP_SECTORS: usize = 0x0A8;
+    /// `u64` journal area start, sectors from the member start (0: none).
+    pub const JOURNAL_OFFSET: usize = 0x0B0;
+    /// `u64` journal area size in sectors.
+    pub const JOURNAL_SECTORS: usize = 0x0B8;
+    /// `[u16; 64]` slot table.
+    pub const SLOTS: usize = 0x100;
+    /// End of the slot table.
+    pub const SLOTS_END: usize = SLOTS + 2 * super::MAX_SLOTS;
+    /// `u32` CRC-32C of bytes `0..CHECKSUM`.
+    pub const CHECKSUM: usize = 0xFFC;
+}
+
+/// An array name: UTF-8, at most [`NAME_LEN`] bytes, no NUL, `/` or control characters (it
+/// becomes `/dev/graid/NAME` and a uevent variable). Stored NUL-padded.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ArrayName([u8; NAME_LEN]);
+
+/// Why an array name is refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NameError {
+    /// Longer than [`NAME_LEN`] bytes.
+    TooLong { len: usize },
+    /// Not valid UTF-8.
+    NotUtf8,
+    /// A NUL byte followed by something other than NUL padding.
+    NotNulPadded,
+    /// Contains `/` or a control character.
+    ForbiddenChar,
+}
+
+impl fmt::Display for NameError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Self::TooLong { len } => write!(f, "is {len} bytes, at most {NAME_LEN} fit"),
+            Self::NotUtf8 => f.write_str("is not valid UTF-8"),
+            Self::NotNulPadded => f.write_str("has bytes after its NUL padding"),
+            Self::ForbiddenChar => f.write_str("contains '/' or a control character"),
+        }
+    }
+}
+
+impl core::error::Error for NameError {}
+
+impl ArrayName {
+    /// The empty name.
+    pub const EMPTY: Self = Self([0; NAME_LEN]);
+
+    /// Checks and pads `name`.
+    pub fn new(name: &str) -> Result<Self, NameError> {
+        let bytes = name.as_bytes();
+        if bytes.len() > NAME_LEN {
+            return Err(NameError::TooLong { len: bytes.len() });
+        }
+        let mut padded = [0u8; NAME_LEN];
+        for (dst, &src) in padded.iter_mut().zip(bytes) {
+            *dst = src;
+        }
+        Self::from_padded(padded)
+    }
+
+    /// Checks a name field as stored on disk.
+    pub fn from_padded(padded: [u8; NAME_LEN]) -> Result<Self, NameError> {
+        let (text, padding) = padded
+            .split_at_checked(text_len(&padded))
+            .ok_or(NameError::NotNulPadded)?;
+        if padding.iter().any(|&b| b != 0) {
+            return Err(NameError::NotNulPadded);
+        }
+        core::str::from_utf8(text).map_err(|_| NameError::NotUtf8)?;
+        // Byte-wise on valid UTF-8: C0 controls, DEL, '/', and C1 controls (U+0080..U+009F,
+        // encoded as 0xC2 0x80..0x9F).
+        let mut prev = 0u8;
+        for &b in text {
+            if b < 0x20 || b == 0x7F || b == b'/' || (prev == 0xC2 && (0x80..=0x9F).contains(&b)) {
+                return Err(NameError::ForbiddenChar);
+            }
+            prev = b;
+        }
+        Ok(Self(padded))
+    }
+
+    /// The name without padding.
+    pub fn as_str(&self) -> &str {
+        // Validated on construction; never falls back.
+        self.0
+            .get(..text_len(&self.0))
+            .and_then(|text| core::str::from_utf8(text).ok())
+            .unwrap_or("")
+    }
+
+    /// The NUL-padded bytes as stored on disk.
+    pub fn as_padded(&self) -> &[u8; NAME_LEN] {
+        &self.0
+    }
+}
+
+/// Bytes before the first NUL. Counted with a bounded `Range`: unlike `position()` or `0..`, its
+/// counter carries no overflow check (a panic path) into the kernel build.
+fn text_len(padded: &[u8; NAME_LEN]) -> usize {
+    for (&b, i) in padded.iter().zip(0..NAME_LEN) {
+        if b == 0 {
+            return i;
+        }
+    }
+    NAME_LEN
+}
+
+impl fmt::Debug for ArrayName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+/// What a slot-table entry says about one device. On disk a `u16`: `0x0000` empty,
+/// `0x01rr` active in role `rr`, `0x0200` spare, `0x0300` faulty.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Slot {
+    /// No device.
+    Empty,
+    /// Holds RAID position `role` (in sync up to that device's own recovery offset).
+    Active { role: u8 },
+    /// A spare, waiting for a role.
+    Spare,
+    /// Failed; kept so the device is refused if it comes back.
+    Faulty,
+}
+
+impl Slot {
+    const EMPTY: u16 = 0x0000;
+    const ACTIVE: u16 = 0x0100;
+    const SPARE: u16 = 0x0200;
+    const FAULTY: u16 = 0x0300;
+
+    /// The on-disk `u16`.
+    pub fn encode(self) -> u16 {
+        match self {
+            Self::Empty => Self::EMPTY,
+            Self::Active { role } => Self::ACTIVE | u16::from(role),
+            Self::Spare => Self::SPARE,
+            Self::Faulty => Self::FAULTY,
+        }
+    }
+
+    /// The entry for an on-disk `u16`, if it is one of the defined encodings.
+    pub fn decode(raw: u16) -> Option<Self> {
+        let [role, kind] = raw.to_le_bytes();
+        match (u16::from(kind) << 8, role) {
+            (Self::EMPTY, 0) => Some(Self::Empty),
+            (Self::ACTIVE, role) => Some(Self::Active { role }),
+            (Self::SPARE, 0) => Some(Self::Spare),
+            (Self::FAULTY, 0) => Some(Self::Faulty),
+            _ => None,
+        }
+    }
+}
+
+/// A reserved on-member area in sectors from the member start; `sectors == 0` means none.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Area {
+    pub offset: u64,
+    pub sectors: u64,
+}
+
+impl Area {
+    /// No area.
+    pub const NONE: Self = Self {
+        offset: 0,
+        sectors: 0,
+    };
+}
+
+/// Which reserved area an error is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AreaKind {
+    Bitmap,
+    Journal,
+}
+
+impl fmt::Display for AreaKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Bitmap => "bitmap",
+            Self::Journal => "journal",
+        })
+    }
+}
+
+/// One member's superblock, decoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Superblock {
+    /// Compatible feature bits (unknown ones are dropped by [`encode`]).
+    pub features_compat: u64,
+    /// Incompatible feature bits; must be a subset of [`FEATURES_INCOMPAT_KNOWN`].
+    pub features_incompat: u64,
+    pub array_uuid: [u8; UUID_LEN],
+    pub array_name: ArrayName,
+    /// Creation time, seconds since the Unix epoch.
+    pub created: u64,
+    /// Bumped on every metadata change; the freshest members win at assembly.
+    pub events: u64,
+    /// No write was in flight when the array stopped: no resync needed.
+    pub clean: bool,
+    pub level: Level,
+    /// Chunk size in sectors, 0 for RAID 1.
+    pub chunk_sectors: u32,
+    /// Number of RAID positions.
+    pub members: u32,
+    /// This device's UUID.
+    pub member_uuid: [u8; UUID_LEN],
+    /// This device's entry in `slots`.
+    pub this_slot: u32,
+    /// Start of the data area in sectors from the member start.
+    pub data_offset: u64,
+    /// Size of the data area in sectors, the same on every member.
+    pub data_size: u64,
+    /// Sectors of this member's data area known in sync; [`RECOVERY_COMPLETE`] when all are.
+    pub recovery_offset: u64,
+    /// Reserved for a write-intent bitmap (none yet).
+    pub bitmap: Area,
+    /// Reserved for a write journal or partial parity log (none yet).
+    pub journal: Area,
+    /// What every remembered device is, indexed by device slot.
+    pub slots: [Slot; MAX_SLOTS],
+}
+
+/// Why a superblock is refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SuperblockError {
+    /// Fewer than [`SUPERBLOCK_SIZE`] bytes were given.
+    TooShort { len: usize },
+    /// Not a graid superblock.
+    BadMagic,
+    /// A format version this code does not read.
+    UnsupportedVersion { version: u32 },
+    /// The block is corrupt.
+    BadChecksum { stored: u32, computed: u32 },
+    /// Features this code does not implement are required.
+    UnknownRequiredFeatures { bits: u64 },
+    /// State flags this code does not know.
+    UnknownState { bits: u32 },
+    /// A RAID level graid does not implement.
+    UnknownLevel { level: u32 },
+    /// A layout the level does not have.
+    BadLayout { level: Level, layout: u32 },
+    /// The data area is empty.
+    EmptyDataArea,
+    /// Level, member count, chunk size and data size do not make an array.
+    Geometry(GeometryError),
+    /// The array name field is invalid.
+    BadName(NameError),
+    /// The array UUID is all zeroes.
+    NilArrayUuid,
+    /// The member UUID is all zeroes.
+    NilMemberUuid,
+    /// A slot-table entry has no defined meaning.
+    BadSlotEntry { slot: usize, raw: u16 },
+    /// A slot claims a role the array does not have.
+    RoleOutOfRange { slot: usize, role: u8, members: u32 },
+    /// Two slots claim the same role.
+    DuplicateRole { role: u8 },
+    /// This device's slot is out of the table or empty.
+    BadThisSlot { slot: u32 },
+    /// The data area overlaps the superblock or is not 4 KiB aligned.
+    BadDataOffset { data_offset: u64 },
+    /// The data area ends beyond the largest supported member.
+    DataAreaTooLarge { data_offset: u64, data_size: u64 },
+    /// A reserved area overlaps the superblock, the data area or the other area.
+    BadArea {
+        area: AreaKind,
+        offset: u64,
+        sectors: u64,
+    },
+    /// The recovery offset lies beyond the data area.
+    BadRecoveryOffset {
+        recovery_offset: u64,
+        data_size: u64,
+    },
+}
+
+impl fmt::Display for SuperblockError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Self::TooShort { len } => {
+                write!(f, "superblock needs {SUPERBLOCK_SIZE} bytes, got {len}")
+            }
+            Self::BadMagic => f.write_str("no graid superblock (bad magic)"),
+            Self::UnsupportedVersion { version } => write!(
+                f,
+                "superblock format version {version} is not supported (only {FORMAT_VERSION})"
+            ),
+            Self::BadChecksum { stored, computed } => write!(
+                f,
+                "superblock checksum mismatch: stored {stored:#010x}, computed {computed:#010x}"
+            ),
+            Self::UnknownRequiredFeatures { bits } => {
+                write!(f, "superblock requires unknown features {bits:#x}")
+            }
+            Self::UnknownState { bits } => write!(f, "unknown state flags {bits:#x}"),
+            Self::UnknownLevel { level } => write!(f, "unsupported RAID level {level}"),
+            Self::BadLayout { level, layout } => {
+                write!(f, "layout {layout:#x} is not valid for {level}")
+            }
+            Self::EmptyDataArea => f.write_str("data area is empty"),
+            Self::Geometry(e) => write!(f, "impossible geometry: {e}"),
+            Self::BadName(e) => write!(f, "array name {e}"),
+            Self::NilArrayUuid => f.write_str("array UUID is nil"),
+            Self::NilMemberUuid => f.write_str("member UUID is nil"),
+            Self::BadSlotEntry { slot, raw } => {
+                write!(f, "slot {slot} has undefined entry {raw:#06x}")
+            }
+            Self::RoleOutOfRange {
+                slot,
+                role,
+                members,
+            } => write!(
+                f,
+                "slot {slot} claims role {role} of an array with {members} members"
+            ),
+            Self::DuplicateRole { role } => write!(f, "role {role} is claimed by two slots"),
+            Self::BadThisSlot { slot } => {
+                write!(f, "this device's slot {slot} is outside the table or empty")
+            }
+            Self::BadDataOffset { data_offset } => write!(
+                f,
+                "data offset {data_offset} is not 4 KiB aligned at or after sector \
+                 {METADATA_END_SECTOR}"
+            ),
+            Self::DataAreaTooLarge {
+                data_offset,
+                data_size,
+            } => write!(
+                f,
+                "data area of {data_size} sectors at {data_offset} is beyond the largest member"
+            ),
+            Self::BadArea {
+                area,
+                offset,
+                sectors,
+            } => write!(
+                f,
+                "{area} area of {sectors} sectors at {offset} overlaps other metadata or data"
+            ),
+            Self::BadRecoveryOffset {
+                recovery_offset,
+                data_size,
+            } => write!(
+                f,
+                "recovery offset {recovery_offset} is beyond the {data_size}-sector data area"
+            ),
+        }
+    }
+}
+
+impl core::error::Error for SuperblockError {}
+
+impl From<GeometryError> for SuperblockError {
+    fn from(e: GeometryError) -> Self {
+        Self::Geometry(e)
+    }
+}
+
+impl From<NameError> for SuperblockError {
+    fn from(e: NameError) -> Self {
+        Self::BadName(e)
+    }
+}
+
+impl Superblock {
+    /// The array geometry this superblock describes.
+    pub fn geometry(&self) -> Result<Geometry, GeometryError> {
+        Geometry::new(self.level, self.members, self.chunk_sectors, self.data_size)
+    }
+
+    /// This device's slot-table entry, if the slot exists.
+    pub fn this_slot_entry(&self) -> Option<Slot> {
+        usize::try_from(self.this_slot)
+            .ok()
+            .and_then(|i| self.slots.get(i))
+            .copied()
+    }
+
+    /// This device's role, if it is an active member.
+    pub fn this_role(&self) -> Option<u8> {
+        match self.this_slot_entry() {
+            Some(Slot::Active { role }) => Some(role),
+            _ => None,
+        }
+    }
+
+    /// Checks everything [`decode`] checks after the checksum; returns the geometry.
+    pub fn validate(&self) -> Result<Geometry, SuperblockError> {
+        let unknown = self.features_incompat & !FEATURES_INCOMPAT_KNOWN;
+        if unknown != 0 {
+            return Err(SuperblockError::UnknownRequiredFeatures { bits: unknown });
+        }
+        if self.data_size == 0 {
+            return Err(SuperblockError::EmptyDataArea);
+        }
+        let geometry = self.geometry()?;
+        if self.array_uuid == [0; UUID_LEN] {
+            return Err(SuperblockError::NilArrayUuid);
+        }
+        if self.member_uuid == [0; UUID_LEN] {
+            return Err(SuperblockError::NilMemberUuid);
+        }
+        self.validate_slots()?;
+        self.validate_placement()?;
+        if self.recovery_offset != RECOVERY_COMPLETE && self.recovery_offset > self.data_size {
+            return Err(SuperblockError::BadRecoveryOffset {
+                recovery_offset: self.recovery_offset,
+                data_size: self.data_size,
+            });
+        }
+        Ok(geometry)
+    }
+
+    fn validate_slots(&self) -> Result<(), SuperblockError> {
+        // Bit r set: some slot holds role r. Roles are < members <= 32 once checked.
+        let mut roles_seen: u32 = 0;
+        for (entry, slot) in self.slots.iter().zip(0..MAX_SLOTS) {
+            let Slot::Active { role } = *entry else {
+                continue;
+            };
+            if u32::from(role) >= self.members {
+                return Err(SuperblockError::RoleOutOfRange {
+                    slot,
+                    role,
+                    members: self.members,
+                });
+            }
+            let bit = 1u32.checked_shl(u32::from(role)).unwrap_or(0);
+            if roles_seen & bit != 0 {
+                return Err(SuperblockError::DuplicateRole { role });
+            }
+            roles_seen |= bit;
+        }
+        match self.this_slot_entry() {
+            None | Some(Slot::Empty) => Err(SuperblockError::BadThisSlot {
+                slot: self.this_slot,
+            }),
+            Some(_) => Ok(()),
+        }
+    }
+
+    /// Superblock, reserved areas and data area must not overlap and must fit a member.
+    fn validate_placement(&self) -> Result<(), SuperblockError> {
+        let data_offset = self.data_offset;
+        if data_offset < METADATA_END_SECTOR || data_offset & (DATA_OFFSET_ALIGN_SECTORS - 1) != 0 {
+            return Err(SuperblockError::BadDataOffset { data_offset });
+        }
+        match data_offset.checked_add(self.data_size) {
+            Some(end) if end <= MAX_SECTORS => {}
+            _ => {
+                return Err(SuperblockError::DataAreaTooLarge {
+                    data_offset,
+                    data_size: self.data_size,
+                })
+            }
+        }
+        let areas = [
+            (AreaKind::Bitmap, self.bitmap),
+            (AreaKind::Journal, self.journal),
+        ];
+        for (kind, area) in areas {
+            let bad = SuperblockError::BadArea {
+                area: kind,
+                offset: area.offset,
+                sectors: area.sectors,
+            };
+            if area.sectors == 0 {
+                if area.offset != 0 {
+                    return Err(bad);
+                }
+                continue;
+            }
+            match area.offset.checked_add(area.sectors) {
+                Some(end) if area.offset >= METADATA_END_SECTOR && end <= data_offset => {}
+                _ => return Err(bad),
+            }
+        }
+        // Both areas lie before the data; they must not overlap each other either.
+        let (b, j) = (self.bitmap, self.journal);
+        let disjoint = b.sectors == 0
+            || j.sectors == 0
+            || b.offset.saturating_add(b.sectors) <= j.offset
+            || j.offset.saturating_add(j.sectors) <= b.offset;
+        if !disjoint {
+            return Err(SuperblockError::BadArea {
+                area: AreaKind::Journal,
+                offset: j.offset,
+                sectors: j.sectors,
+            });
+        }
+        Ok(())
+    }
+}
+
+fn put<const N: usize>(block: &mut [u8; SUPERBLOCK_SIZE], at: usize, bytes: [u8; N]) {
+    // Offsets are constants inside the block; `get_mut` just keeps this free of panic paths.
+    if let Some(field) = block
+        .get_mut(at..)
+        .and_then(|rest| rest.first_chunk_mut::<N>())
+    {
+        *field = bytes;
+    }
+}
+
+fn put_u32(block: &mut [u8; SUPERBLOCK_SIZE], at: usize, value: u32) {
+    put(block, at, value.to_le_bytes());
+}
+
+fn put_u64(block: &mut [u8; SUPERBLOCK_SIZE], at: usize, value: u64) {
+    put(block, at, value.to_le_bytes());
+}
+
+fn get<const N: usize>(block: &[u8; SUPERBLOCK_SIZE], at: usize) -> [u8; N] {
+    block
+        .get(at..)
+        .and_then(|rest| rest.first_chunk::<N>())
+        .copied()
+        .unwrap_or([0; N])
+}
+
+fn get_u32(block: &[u8; SUPERBLOCK_SIZE], at: usize) -> u32 {
+    u32::from_le_bytes(get(block, at))
+}
+
+fn get_u64(block: &[u8; SUPERBLOCK_SIZE], at: usize) -> u64 {
+    u64::from_le_bytes(get(block, at))
+}
+
+/// CRC-32C of everything before the checksum field.
+fn checksum(block: &[u8; SUPERBLOCK_SIZE]) -> u32 {
+    crc32c(block.get(..offset::CHECKSUM).unwrap_or(&[]))
+}
+
+/// Writes `sb` as a complete block (reserved bytes zeroed, checksum set). Refuses a superblock
+/// that [`decode`] would refuse, so graid never writes one it cannot read back.
+pub fn encode(sb: &Superblock, block: &mut [u8; SUPERBLOCK_SIZE]) -> Result<(), SuperblockError> {
+    sb.validate()?;
+    *block = [0; SUPERBLOCK_SIZE];
+    let state = if sb.clean { STATE_CLEAN } else { 0 };
+    // Unknown compatible features go, since their data in reserved bytes is not written back.
+    let compat = sb.features_compat & FEATURES_COMPAT_KNOWN;
+    put(block, offset::MAGIC, MAGIC);
+    put_u32(block, offset::VERSION, FORMAT_VERSION);
+    put_u32(block, offset::STATE, state);
+    put_u64(block, offset::FEATURES_COMPAT, compat);
+    put_u64(block, offset::FEATURES_INCOMPAT, sb.features_incompat);
+    put(block, offset::ARRAY_UUID, sb.array_uuid);
+    put(block, offset::ARRAY_NAME, *sb.array_name.as_padded());
+    put_u64(block, offset::CREATED, sb.created);
+    put_u64(block, offset::EVENTS, sb.events);
+    put_u32(block, offset::LEVEL, sb.level.code());
+    put_u32(block, offset::LAYOUT, sb.level.layout());
+    put_u32(block, offset::CHUNK_SECTORS, sb.chunk_sectors);
+    put_u32(block, offset::MEMBERS, sb.members);
+    put(block, offset::MEMBER_UUID, sb.member_uuid);
+    put_u32(block, offset::THIS_SLOT, sb.this_slot);
+    put_u64(block, offset::DATA_OFFSET, sb.data_offset);
+    put_u64(block, offset::DATA_SIZE, sb.data_size);
+    put_u64(block, offset::RECOVERY_OFFSET, sb.recovery_offset);
+    put_u64(block, offset::BITMAP_OFFSET, sb.bitmap.offset);
+    put_u64(block, offset::BITMAP_SECTORS, sb.bitmap.sectors);
+    put_u64(block, offset::JOURNAL_OFFSET, sb.journal.offset);
+    put_u64(block, offset::JOURNAL_SECTORS, sb.journal.sectors);
+    if let Some(table) = block.get_mut(offset::SLOTS..offset::SLOTS_END) {
+        for (raw, slot) in table.chunks_exact_mut(2).zip(&sb.slots) {
+            if let Some(pair) = raw.first_chunk_mut() {
+                *pair = slot.encode().to_le_bytes();
+            }
+        }
+    }
+    let crc = checksum(block);
+    put_u32(block, offset::CHECKSUM, crc);
+    Ok(())
+}
+
+/// Reads and fully validates a superblock from the first [`SUPERBLOCK_SIZE`] bytes of `bytes`.
+pub fn decode(bytes: &[u8]) -> Result<Superblock, SuperblockError> {
+    let block = bytes
+        .first_chunk::<SUPERBLOCK_SIZE>()
+        .ok_or(SuperblockError::TooShort { len: bytes.len() })?;
+    if get::<8>(block, offset::MAGIC) != MAGIC {
+        return Err(SuperblockError::BadMagic);
+    }
+    let version = get_u32(block, offset::VERSION);
+    if version != FORMAT_VERSION {
+        return Err(SuperblockError::UnsupportedVersion { version });
+    }
+    let stored = get_u32(block, offset::CHECKSUM);
+    let computed = checksum(block);
+    if stored != computed {
+        return Err(SuperblockError::BadChecksum { stored, computed });
+    }
+    let state = get_u32(block, offset::STATE);
+    if state & !STATE_KNOWN != 0 {
+        return Err(SuperblockError::UnknownState {
+            bits: state & !STATE_KNOWN,
+        });
+    }
+    let level_code = get_u32(block, offset::LEVEL);
+    let level =
+        Level::from_code(level_code).ok_or(SuperblockError::UnknownLevel { level: level_code })?;
+    let layout = get_u32(block, offset::LAYOUT);
+    if layout != level.layout() {
+        return Err(SuperblockError::BadLayout { level, layout });
+    }
+    let mut slots = [Slot::Empty; MAX_SLOTS];
+    let table = block.get(offset::SLOTS..offset::SLOTS_END).unwrap_or(&[]);
+    for ((slot, raw), index) in slots
+        .iter_mut()
+        .zip(table.chunks_exact(2))
+        .zip(0..MAX_SLOTS)
+    {
+        let raw = raw
+            .first_chunk()
+            .map_or(0, |pair| u16::from_le_bytes(*pair));
+        *slot = Slot::decode(raw).ok_or(SuperblockError::BadSlotEntry { slot: index, raw })?;
+    }
+    let sb = Superblock {
+        features_compat: get_u64(block, offset::FEATURES_COMPAT),
+        features_incompat: get_u64(block, offset::FEATURES_INCOMPAT),
+        array_uuid: get(block, offset::ARRAY_UUID),
+        array_name: ArrayName::from_padded(get(block, offset::ARRAY_NAME))?,
+        created: get_u64(block, offset::CREATED),
+        events: get_u64(block, offset::EVENTS),
+        clean: state & STATE_CLEAN != 0,
+        level,
+        chunk_sectors: get_u32(block, offset::CHUNK_SECTORS),
+        members: get_u32(block, offset::MEMBERS),
+        member_uuid: get(block, offset::MEMBER_UUID),
+        this_slot: get_u32(block, offset::THIS_SLOT),
+        data_offset: get_u64(block, offset::DATA_OFFSET),
+        data_size: get_u64(block, offset::DATA_SIZE),
+        recovery_offset: get_u64(block, offset::RECOVERY_OFFSET),
+        bitmap: Area {
+            offset: get_u64(block, offset::BITMAP_OFFSET),
+            sectors: get_u64(block, offset::BITMAP_SECTORS),
+        },
+        journal: Area {
+            offset: get_u64(block, offset::JOURNAL_OFFSET),
+            sectors: get_u64(block, offset::JOURNAL_SECTORS),
+        },
+        slots,
+    };
+    sb.validate()?;
+    Ok(sb)
+}

@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! raid_gpu: GPU-accelerated software RAID.
+//!
+//! Module entry: registers the control device `/dev/graid-control`. Arrays, the stripe engine
+//! and the parity helper ring are added on top of this skeleton.
+
+#[path = "../rust/mod.rs"]
+mod kernel_ext;
+
+mod control;
+
+// Shared verbatim with the tools; not every item is used by the module.
+#[allow(dead_code, unreachable_pub)]
+mod uapi;
+
+use kernel::prelude::*;
+use kernel_ext::misc::MiscRegistration;
+
+/// Version reported by the VERSION ioctl and `modinfo`.
+pub(crate) const MODULE_VERSION: &str = "0.1.0";
+
+module! {
+    type: RaidGpuModule,
+    name: "raid_gpu",
+    authors: ["The graid developers"],
+    description: "graid: GPU-accelerated software RAID",
+    license: "GPL",
+}
+
+#[pin_data]
+struct RaidGpuModule {
+    #[pin]
+    control: MiscRegistration<control::Control>,
+}
+
+impl kernel::InPlaceModule for RaidGpuModule {
+    fn init(module: &'static ThisModule) -> impl PinInit<Self, Error> {
+        pr_info!("raid_gpu {} loaded (ABI {})\n", MODULE_VERSION, uapi::GRAID_ABI_VERSION);
+        try_pin_init!(Self {
+            // Root only: the control device creates and destroys arrays.
+            control <- MiscRegistration::register(c"graid-control", 0o600, module, control::Control),
+        })
+    }
+}

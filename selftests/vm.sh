@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# Boots graid's test kernel in QEMU with emulated NVMe drives and runs a script inside it.
+#
+#   selftests/vm.sh [options] SCRIPT [ARG...]   run SCRIPT in the guest, print its output,
+#                                               exit with its status
+#   selftests/vm.sh [options] --shell           interactive shell on the serial console
+#
+# Options (or the environment variable in brackets):
+#   --disks N        emulated NVMe drives, 0-16 [DISKS, default 4]
+#   --disk-size MiB  size of each drive [DISK_SIZE_MB, default 256]
+#   --timeout S      kill the guest after S seconds [VM_TIMEOUT, default 1200]
+#   --mem MiB        guest memory [VM_MEM_MB, default 2048]
+#   --cpus N         guest CPUs [VM_CPUS, default 2]
+#   --null-disks     back the drives with QEMU's null-co driver (reads zero, writes vanish)
+#
+# Exit status: the script's; 124 when the guest timed out, 125 when it died first (panic,
+# oops: the kernel runs with oops=panic). The guest console is kept in out/vm/console.log.
+# The kernel is graid's cached build (built if missing) unless KDIR names another tree.
+set -euo pipefail
+. "$(dirname "$0")/../build/common.sh"
+
+disks=${DISKS:-4}
+disk_mb=${DISK_SIZE_MB:-256}
+timeout=${VM_TIMEOUT:-1200}
+mem=${VM_MEM_MB:-2048}
+cpus=${VM_CPUS:-2}
+null_disks=0
+shell=0
+while (($#)); do
+	case $1 in
+	--disks) disks=$2; shift 2 ;;
+	--disk-size) disk_mb=$2; shift 2 ;;
+	--timeout) timeout=$2; shift 2 ;;
+	--mem) mem=$2; shift 2 ;;
+	--cpus) cpus=$2; shift 2 ;;
+	--null-disks) null_disks=1; shift ;;
+	--shell) shell=1; shift ;;
+	--) shift; break ;;
+	-*) die "unknown option $1 (see the top of $0)" ;;
+	*) break ;;
+	esac
+done
+[[ $disks =~ ^[0-9]+$ ]] && ((disks <= 16)) || die "--disks must be 0-16, not '$disks'"
+[[ $disk_mb =~ ^[0-9]+$ ]] && ((disk_mb > 0)) || die "--disk-size must be a positive number of MiB"
+if ((shell == 0)); then
+	(($# >= 1)) || die "usage: $0 [options] SCRIPT [ARG...] | --shell"
+	script=$1; shift
+	[ -f "$script" ] || die "no such script: $script"
+fi
+
+kdir=$("$GRAID_ROOT/build/kdir.sh")
+kver=$(cat "$kdir/include/config/kernel.release")
+ko=$GRAID_ROOT/raid_gpu.ko
+bin=$GRAID_ROOT/tools/target/release
+[ -f "$ko" ] || die "$ko is missing: run 'make module' first"
+[ -x "$bin/graidctl" ] || die "$bin/graidctl is missing: run 'make tools' first"
+
+work=${GRAID_VM_WORK:-$GRAID_ROOT/out/vm}
+root=$work/root
+rm -rf "$root"
+mkdir -p "$root"/{bin,sbin,usr/bin,usr/sbin,dev,proc,sys,tmp,run,etc,root,graid,lib/modules}
+
+printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n' >"$root/etc/passwd"
+printf 'root:x:0:\nnogroup:x:65534:\n' >"$root/etc/group"
+
+# Userspace: static busybox plus the dynamically linked tools with the libraries they need.
+cp /bin/busybox "$root/bin/busybox"
+copy_binary() {
+	local src=$1 dst=$root/usr/bin/$(basename "$1") lib
+	cp "$src" "$dst"
+	for lib in $(ldd "$src" 2>/dev/null | grep -o '/[^ ]*' || true); do
+		[ -e "$root$lib" ] && continue
+		mkdir -p "$root$(dirname "$lib")"
+		cp -L "$lib" "$root$lib"
+	done
+}
+for b in "$bin/graidctl" "$bin/graid-probe" "$(command -v fio)"; do copy_binary "$b"; done
+
+# Kernel modules of the test kernel, plus ours, indexed for modprobe.
+cp -a "$kdir/modinst/lib/modules/$kver" "$root/lib/modules/"
+rm -f "$root/lib/modules/$kver"/{build,source}
+mkdir -p "$root/lib/modules/$kver/extra"
+cp "$ko" "$root/lib/modules/$kver/extra/"
+depmod -b "$root" "$kver"
+
+# The payload.
+cp -r "$GRAID_ROOT/selftests/." "$root/graid/"
+if ((shell == 0)); then
+	cp "$script" "$root/graid/payload"
+	: >"$root/graid/payload.args"
+	(($# == 0)) || printf '%s\n' "$@" >"$root/graid/payload.args"
+fi
+cat >"$root/graid/vm.env" <<ENV
+GRAID_DISKS=$disks
+GRAID_DISK_SIZE_MB=$disk_mb
+GRAID_SHELL=$shell
+ENV
+cp "$GRAID_ROOT/selftests/guest-init" "$root/init"
+chmod +x "$root/init"
+(cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) >"$work/initramfs.cpio.gz"
+
+drives=()
+for ((i = 0; i < disks; i++)); do
+	if ((null_disks)); then
+		drives+=(-drive "if=none,id=nvm$i,driver=null-co,size=${disk_mb}M,read-zeroes=on")
+	else
+		img=$work/nvme$i.img
+		rm -f "$img"
+		truncate -s "${disk_mb}M" "$img"
+		drives+=(-drive "if=none,id=nvm$i,file=$img,format=raw,aio=threads,cache=unsafe")
+	fi
+	drives+=(-device "nvme,serial=graid-nvme$i,drive=nvm$i")
+done
+
+qemu=(qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp "$cpus" -m "$mem"
+	-nodefaults -no-reboot -display none
+	-kernel "$kdir/arch/x86/boot/bzImage" -initrd "$work/initramfs.cpio.gz"
+	"${drives[@]}")
+cmdline="console=ttyS0 panic=-1 oops=panic rdinit=/init"
+
+if ((shell)); then
+	exec "${qemu[@]}" -append "$cmdline" -serial mon:stdio
+fi
+
+# ttyS0 is the kernel console (to a file); the script's output comes back on ttyS1.
+console=$work/console.log
+exit_file=$work/exit-status
+rm -f "$exit_file"
+set +e
+timeout -k 10 "$timeout" "${qemu[@]}" -append "$cmdline quiet" \
+	-serial "file:$console" -chardev stdio,id=out,signal=off -serial chardev:out </dev/null |
+	while IFS= read -r line || [ -n "$line" ]; do
+		line=${line%$'\r'}
+		case $line in
+		"GRAID-VM-EXIT: "*) echo "${line#GRAID-VM-EXIT: }" >"$exit_file" ;;
+		*) printf '%s\n' "$line" ;;
+		esac
+	done
+qemu_rc=${PIPESTATUS[0]}
+set -e
+
+if [ -s "$exit_file" ]; then
+	exit "$(cat "$exit_file")"
+fi
+if ((qemu_rc == 124 || qemu_rc == 137)); then
+	log "the guest timed out after ${timeout}s; last console lines:"
+	rc=124
+else
+	log "the guest died before the script finished (qemu exit $qemu_rc); last console lines:"
+	rc=125
+fi
+tail -n 60 "$console" | sed 's/^/    /' >&2
+exit "$rc"

@@ -1,0 +1,365 @@
+//! The single-pass kernel every level runs, generic over the vector type. Each level module
+//! instantiates [`run`] inside a `#[target_feature]` function; everything here is
+//! `#[inline(always)]` so the intrinsics are compiled for that level's instruction set.
+//!
+//! For each column of `UNROLL` vectors it reads every source once, keeps P and Q in registers,
+//! and writes every output once: generation, update and two-chunk recovery all cost one pass.
+
+use crate::gf;
+use crate::job::MAX_MEMBERS;
+use crate::plan::Plan;
+use std::ptr;
+
+/// One SIMD register's worth of bytes and the GF(2^8) operations on it.
+///
+/// Every method is `unsafe` because it may only run on a CPU with the level's features (and
+/// `load`/`store` additionally need `BYTES` valid bytes at the pointer).
+pub(crate) trait Vector: Copy {
+    /// Bytes per vector.
+    const BYTES: usize;
+    /// `true`: accumulate Q by Horner's rule (q = 2q + s), cheapest when doubling is cheaper
+    /// than a general multiplication (nibble tables). `false`: multiply each source by its own
+    /// g^i, which GFNI does in one instruction and which has no serial dependency through q.
+    const HORNER: bool;
+    /// A constant prepared for [`Vector::mul`] (nibble tables or an affine matrix).
+    type Multiplier: Copy;
+
+    unsafe fn zero() -> Self;
+    unsafe fn load(src: *const u8) -> Self;
+    unsafe fn store(self, dst: *mut u8);
+    unsafe fn xor(self, other: Self) -> Self;
+    /// Multiplies every byte by g = 2.
+    unsafe fn mul2(self) -> Self;
+    unsafe fn multiplier(c: u8) -> Self::Multiplier;
+    unsafe fn mul(self, by: Self::Multiplier) -> Self;
+}
+
+/// Multiplication by a constant, with the cheap constants spelled out.
+#[derive(Clone, Copy)]
+enum Scale<M> {
+    Zero,
+    One,
+    Two,
+    Four,
+    By(M),
+}
+
+#[inline(always)]
+unsafe fn scale_for<V: Vector>(c: u8) -> Scale<V::Multiplier> {
+    match c {
+        0 => Scale::Zero,
+        1 => Scale::One,
+        2 => Scale::Two,
+        4 => Scale::Four,
+        _ => Scale::By(V::multiplier(c)),
+    }
+}
+
+#[inline(always)]
+unsafe fn scale<V: Vector>(v: V, by: Scale<V::Multiplier>) -> V {
+    match by {
+        Scale::Zero => V::zero(),
+        Scale::One => v,
+        Scale::Two => v.mul2(),
+        Scale::Four => v.mul2().mul2(),
+        Scale::By(m) => v.mul(m),
+    }
+}
+
+/// A source for the direct form: Q += scale · source.
+struct Feed<M> {
+    data: *const u8,
+    /// Null unless this is an update's old data.
+    old: *const u8,
+    scale: Scale<M>,
+}
+
+/// What an output is made of. Plain P and Q are spelled out so the common case costs nothing
+/// but the store (a generic scale would tempt the compiler to precompute every variant).
+#[derive(Clone, Copy)]
+enum Blend<M> {
+    P,
+    Q,
+    /// a·p ⊕ b·q, both non-zero.
+    Both(Coef<M>, Coef<M>),
+    /// a·p or b·q alone, with a coefficient other than 1.
+    POnly(M),
+    QOnly(M),
+}
+
+/// A coefficient of an output: 1, or a prepared multiplier.
+#[derive(Clone, Copy)]
+enum Coef<M> {
+    One,
+    By(M),
+}
+
+#[inline(always)]
+unsafe fn coef_for<V: Vector>(c: u8) -> Coef<V::Multiplier> {
+    match c {
+        1 => Coef::One,
+        _ => Coef::By(V::multiplier(c)),
+    }
+}
+
+#[inline(always)]
+unsafe fn apply<V: Vector>(v: V, coef: Coef<V::Multiplier>) -> V {
+    match coef {
+        Coef::One => v,
+        Coef::By(m) => v.mul(m),
+    }
+}
+
+#[inline(always)]
+unsafe fn blend_for<V: Vector>(p_coef: u8, q_coef: u8) -> Blend<V::Multiplier> {
+    match (p_coef, q_coef) {
+        (1, 0) => Blend::P,
+        (0, 1) => Blend::Q,
+        (a, 0) => Blend::POnly(V::multiplier(a)),
+        (0, b) => Blend::QOnly(V::multiplier(b)),
+        (a, b) => Blend::Both(coef_for::<V>(a), coef_for::<V>(b)),
+    }
+}
+
+struct Sink<M> {
+    buf: *mut u8,
+    blend: Blend<M>,
+    accumulate: bool,
+}
+
+/// How Q is accumulated for one plan.
+// One lives on the stack per plan; boxing the array would bring back the allocation it avoids.
+#[allow(clippy::large_enum_variant)]
+enum QForm<M> {
+    /// Horner's rule over every exponent from the highest down to 0: q = 2q + D_i, with null
+    /// entries for chunks that are absent (lost). One doubling per position, no tables.
+    Dense([*const u8; MAX_MEMBERS], usize),
+    /// Each source multiplied by its own g^i: used with GFNI (one instruction per multiply),
+    /// for updates (few, scattered sources), and when Q is not needed at all.
+    Direct(Vec<Feed<M>>),
+}
+
+struct Context<M> {
+    form: QForm<M>,
+    /// A plan has one or two outputs.
+    sinks: [Option<Sink<M>>; 2],
+    /// Null when absent.
+    p_seed: *const u8,
+    q_seed: *const u8,
+}
+
+fn seed_ptr(seed: Option<&[u8]>) -> *const u8 {
+    seed.map_or(ptr::null(), <[u8]>::as_ptr)
+}
+
+/// Runs a plan.
+///
+/// # Safety
+/// The CPU must support `V`'s instructions. The plan must come from a validated job: all
+/// buffers the same length, a multiple of 64 bytes (so of `V::BYTES`).
+#[inline(always)]
+pub(crate) unsafe fn run<V: Vector, const UNROLL: usize>(plan: &mut Plan<'_>) {
+    let needs_q = plan.needs_q();
+    let has_old = plan.sources.iter().any(|s| s.old.is_some());
+    let form = if V::HORNER && needs_q && !has_old {
+        let highest = plan.sources.first().map_or(0, |s| s.exponent);
+        let mut dense = [ptr::null(); MAX_MEMBERS];
+        for source in &plan.sources {
+            // Sources are sorted by descending exponent: slot 0 is the highest.
+            dense[highest - source.exponent] = source.data.as_ptr();
+        }
+        QForm::Dense(dense, highest + 1)
+    } else {
+        QForm::Direct(
+            plan.sources
+                .iter()
+                .map(|source| Feed {
+                    data: source.data.as_ptr(),
+                    old: seed_ptr(source.old),
+                    scale: scale_for::<V>(gf::pow2(source.exponent)),
+                })
+                .collect(),
+        )
+    };
+    let mut sinks = [None, None];
+    debug_assert!(plan.outputs.len() <= sinks.len());
+    for (slot, out) in sinks.iter_mut().zip(plan.outputs.iter_mut()) {
+        *slot = Some(Sink {
+            buf: out.buf.as_mut_ptr(),
+            blend: blend_for::<V>(out.p_coef, out.q_coef),
+            accumulate: out.accumulate,
+        });
+    }
+    let ctx = Context {
+        form,
+        sinks,
+        p_seed: seed_ptr(plan.p_seed),
+        q_seed: seed_ptr(plan.q_seed),
+    };
+    let len = plan.len();
+    match (&ctx.form, needs_q, has_old) {
+        (QForm::Dense(dense, count), _, _) => columns::<V, UNROLL>(&ctx, len, |c, o| {
+            dense_column::<V, UNROLL>(c, &dense[..*count], o)
+        }),
+        (QForm::Direct(feeds), true, true) => columns::<V, UNROLL>(&ctx, len, |c, o| {
+            direct_column::<V, UNROLL, true, true>(c, feeds, o)
+        }),
+        (QForm::Direct(feeds), true, false) => columns::<V, UNROLL>(&ctx, len, |c, o| {
+            direct_column::<V, UNROLL, true, false>(c, feeds, o)
+        }),
+        (QForm::Direct(feeds), false, true) => columns::<V, UNROLL>(&ctx, len, |c, o| {
+            direct_column::<V, UNROLL, false, true>(c, feeds, o)
+        }),
+        (QForm::Direct(feeds), false, false) => columns::<V, UNROLL>(&ctx, len, |c, o| {
+            direct_column::<V, UNROLL, false, false>(c, feeds, o)
+        }),
+    }
+}
+
+/// Walks the chunk in blocks of `UNROLL` vectors, then one vector at a time for the tail.
+#[inline(always)]
+unsafe fn columns<V: Vector, const UNROLL: usize>(
+    ctx: &Context<V::Multiplier>,
+    len: usize,
+    column: impl Fn(&Context<V::Multiplier>, usize),
+) {
+    debug_assert!(len.is_multiple_of(V::BYTES));
+    let block = V::BYTES * UNROLL;
+    let mut offset = 0;
+    while offset + block <= len {
+        column(ctx, offset);
+        offset += block;
+    }
+    while offset < len {
+        // The general one-vector column: correct for every plan, and the tail is short.
+        match &ctx.form {
+            QForm::Dense(dense, count) => dense_column::<V, 1>(ctx, &dense[..*count], offset),
+            QForm::Direct(feeds) => direct_column::<V, 1, true, true>(ctx, feeds, offset),
+        }
+        offset += V::BYTES;
+    }
+}
+
+#[inline(always)]
+unsafe fn load_p<V: Vector, const UNROLL: usize>(
+    ctx: &Context<V::Multiplier>,
+    offset: usize,
+) -> [V; UNROLL] {
+    let mut p = [V::zero(); UNROLL];
+    if !ctx.p_seed.is_null() {
+        for (u, p) in p.iter_mut().enumerate() {
+            *p = V::load(ctx.p_seed.add(offset + u * V::BYTES));
+        }
+    }
+    p
+}
+
+/// Horner's rule down every exponent: q = 2q + D_i.
+#[inline(always)]
+unsafe fn dense_column<V: Vector, const UNROLL: usize>(
+    ctx: &Context<V::Multiplier>,
+    dense: &[*const u8],
+    offset: usize,
+) {
+    let mut p = load_p::<V, UNROLL>(ctx, offset);
+    let mut q = [V::zero(); UNROLL];
+    for &data in dense {
+        for q in q.iter_mut() {
+            *q = q.mul2();
+        }
+        if !data.is_null() {
+            for u in 0..UNROLL {
+                let v = V::load(data.add(offset + u * V::BYTES));
+                p[u] = p[u].xor(v);
+                q[u] = q[u].xor(v);
+            }
+        }
+    }
+    finish::<V, UNROLL>(ctx, p, q, offset);
+}
+
+/// Q += g^i · source, each multiplied on its own. `OLD`: sources are updates (new ^ old).
+#[inline(always)]
+unsafe fn direct_column<V: Vector, const UNROLL: usize, const Q: bool, const OLD: bool>(
+    ctx: &Context<V::Multiplier>,
+    feeds: &[Feed<V::Multiplier>],
+    offset: usize,
+) {
+    let mut p = load_p::<V, UNROLL>(ctx, offset);
+    let mut q = [V::zero(); UNROLL];
+    for feed in feeds {
+        let mut v = [V::zero(); UNROLL];
+        for u in 0..UNROLL {
+            v[u] = V::load(feed.data.add(offset + u * V::BYTES));
+            if OLD && !feed.old.is_null() {
+                v[u] = v[u].xor(V::load(feed.old.add(offset + u * V::BYTES)));
+            }
+            p[u] = p[u].xor(v[u]);
+        }
+        if Q {
+            match feed.scale {
+                Scale::One => {
+                    for u in 0..UNROLL {
+                        q[u] = q[u].xor(v[u]);
+                    }
+                }
+                Scale::By(m) => {
+                    for u in 0..UNROLL {
+                        q[u] = q[u].xor(v[u].mul(m));
+                    }
+                }
+                other => {
+                    for u in 0..UNROLL {
+                        q[u] = q[u].xor(scale(v[u], other));
+                    }
+                }
+            }
+        }
+    }
+    finish::<V, UNROLL>(ctx, p, q, offset);
+}
+
+/// Adds the Q seed and writes every output: p_coef·p + q_coef·q.
+#[inline(always)]
+unsafe fn finish<V: Vector, const UNROLL: usize>(
+    ctx: &Context<V::Multiplier>,
+    p: [V; UNROLL],
+    mut q: [V; UNROLL],
+    offset: usize,
+) {
+    let at = |u: usize| offset + u * V::BYTES;
+    if !ctx.q_seed.is_null() {
+        for (u, q) in q.iter_mut().enumerate() {
+            *q = q.xor(V::load(ctx.q_seed.add(at(u))));
+        }
+    }
+    for sink in ctx.sinks.iter().flatten() {
+        let mut out = [V::zero(); UNROLL];
+        match sink.blend {
+            Blend::P => out = p,
+            Blend::Q => out = q,
+            Blend::POnly(m) => {
+                for u in 0..UNROLL {
+                    out[u] = p[u].mul(m);
+                }
+            }
+            Blend::QOnly(m) => {
+                for u in 0..UNROLL {
+                    out[u] = q[u].mul(m);
+                }
+            }
+            Blend::Both(a, b) => {
+                for u in 0..UNROLL {
+                    out[u] = apply(p[u], a).xor(apply(q[u], b));
+                }
+            }
+        }
+        for (u, out) in out.iter_mut().enumerate() {
+            let dst = sink.buf.add(at(u));
+            if sink.accumulate {
+                *out = out.xor(V::load(dst));
+            }
+            out.store(dst);
+        }
+    }
+}

@@ -1,0 +1,130 @@
+//! GFNI levels (AVX2 and AVX-512 widths): every multiplication by a constant is one
+//! `gf2p8affineqb` with that constant's 8x8 bit matrix ([`gf::AFFINE_MATRICES`]).
+//! `gf2p8mulb` would be one instruction too, but it reduces by the AES polynomial 0x11b, not
+//! md's 0x11d, so it would compute a different Q.
+
+use super::exec::{self, Vector};
+use crate::gf;
+use crate::plan::Plan;
+use std::arch::x86_64::*;
+
+#[derive(Clone, Copy)]
+pub(crate) struct Avx2Gfni(__m256i);
+
+impl Vector for Avx2Gfni {
+    const BYTES: usize = 32;
+    // One instruction per multiplication: multiply each source by its own g^i and avoid
+    // Horner's serial chain through q.
+    const HORNER: bool = false;
+    type Multiplier = __m256i;
+
+    #[inline(always)]
+    unsafe fn zero() -> Self {
+        Avx2Gfni(_mm256_setzero_si256())
+    }
+
+    #[inline(always)]
+    unsafe fn load(src: *const u8) -> Self {
+        Avx2Gfni(_mm256_loadu_si256(src.cast()))
+    }
+
+    #[inline(always)]
+    unsafe fn store(self, dst: *mut u8) {
+        _mm256_storeu_si256(dst.cast(), self.0)
+    }
+
+    #[inline(always)]
+    unsafe fn xor(self, other: Self) -> Self {
+        Avx2Gfni(_mm256_xor_si256(self.0, other.0))
+    }
+
+    #[inline(always)]
+    unsafe fn mul2(self) -> Self {
+        self.mul(Self::multiplier(2))
+    }
+
+    #[inline(always)]
+    unsafe fn multiplier(c: u8) -> Self::Multiplier {
+        _mm256_set1_epi64x(gf::AFFINE_MATRICES[c as usize] as i64)
+    }
+
+    #[inline(always)]
+    unsafe fn mul(self, matrix: Self::Multiplier) -> Self {
+        Avx2Gfni(_mm256_gf2p8affine_epi64_epi8::<0>(self.0, matrix))
+    }
+}
+
+#[derive(Clone, Copy)]
+pub(crate) struct Avx512Gfni(__m512i);
+
+impl Vector for Avx512Gfni {
+    const BYTES: usize = 64;
+    const HORNER: bool = false;
+    type Multiplier = __m512i;
+
+    #[inline(always)]
+    unsafe fn zero() -> Self {
+        Avx512Gfni(_mm512_setzero_si512())
+    }
+
+    #[inline(always)]
+    unsafe fn load(src: *const u8) -> Self {
+        Avx512Gfni(_mm512_loadu_si512(src.cast()))
+    }
+
+    #[inline(always)]
+    unsafe fn store(self, dst: *mut u8) {
+        _mm512_storeu_si512(dst.cast(), self.0)
+    }
+
+    #[inline(always)]
+    unsafe fn xor(self, other: Self) -> Self {
+        Avx512Gfni(_mm512_xor_si512(self.0, other.0))
+    }
+
+    #[inline(always)]
+    unsafe fn mul2(self) -> Self {
+        self.mul(Self::multiplier(2))
+    }
+
+    #[inline(always)]
+    unsafe fn multiplier(c: u8) -> Self::Multiplier {
+        _mm512_set1_epi64(gf::AFFINE_MATRICES[c as usize] as i64)
+    }
+
+    #[inline(always)]
+    unsafe fn mul(self, matrix: Self::Multiplier) -> Self {
+        Avx512Gfni(_mm512_gf2p8affine_epi64_epi8::<0>(self.0, matrix))
+    }
+}
+
+#[target_feature(enable = "avx2,gfni")]
+unsafe fn run_avx2_gfni(plan: &mut Plan<'_>) {
+    exec::run::<Avx2Gfni, 4>(plan)
+}
+
+#[target_feature(enable = "avx512f,avx512bw,gfni")]
+unsafe fn run_avx512_gfni(plan: &mut Plan<'_>) {
+    exec::run::<Avx512Gfni, 4>(plan)
+}
+
+pub(crate) fn run_avx2(plan: &mut Plan<'_>) {
+    assert!(
+        is_x86_feature_detected!("avx2") && is_x86_feature_detected!("gfni"),
+        "AVX2+GFNI level on a CPU without AVX2 and GFNI"
+    );
+    // SAFETY: the CPU supports AVX2 and GFNI (checked above); plans come from validated jobs.
+    unsafe { run_avx2_gfni(plan) }
+}
+
+pub(crate) fn run_avx512(plan: &mut Plan<'_>) {
+    assert!(
+        is_x86_feature_detected!("avx512f")
+            && is_x86_feature_detected!("avx512bw")
+            && is_x86_feature_detected!("gfni"),
+        "AVX-512+GFNI level on a CPU without AVX-512BW and GFNI"
+    );
+    // SAFETY: the CPU supports AVX-512F/BW and GFNI (checked above); plans come from validated
+    // jobs.
+    unsafe { run_avx512_gfni(plan) }
+}
