@@ -1,18 +1,57 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! `/dev/graid-control`: the ioctls graidctl uses to manage arrays.
+//!
+//! Every argument is copied in, validated completely and only then acted on, so a malformed
+//! request changes nothing. All array changes happen under one mutex.
 
+use crate::array::{random_uuid, Array, CreateParams};
+use crate::engine::geometry::{Geometry, Level};
+use crate::engine::superblock::ArrayName;
 use crate::kernel_ext::{capability::require_sys_admin, misc::MiscOps};
-use crate::uapi::{self, GraidVersion};
+use crate::uapi::{self, GraidCreate, GraidDetail, GraidList, GraidStop, GraidVersion};
 use core::mem::size_of;
-use kernel::{fs::File, prelude::*, transmute::AsBytes, uaccess::UserSlice};
+use kernel::{
+    bindings,
+    fs::File,
+    new_mutex,
+    prelude::*,
+    sync::Mutex,
+    transmute::{AsBytes, FromBytes},
+    uaccess::UserSlice,
+};
 
-// SAFETY: `GraidVersion` is `repr(C)` with integer fields only and no padding (checked by the
-// ABI crate's host tests), so every byte of it is initialised.
+// SAFETY (all impls below): the uapi structs are `repr(C)`, made of integers and integer
+// arrays only, without padding (checked by graid-abi's host tests): every byte is initialised
+// and every bit pattern is a valid value.
 unsafe impl AsBytes for GraidVersion {}
+// SAFETY: see above.
+unsafe impl AsBytes for GraidCreate {}
+// SAFETY: see above.
+unsafe impl FromBytes for GraidCreate {}
+// SAFETY: see above.
+unsafe impl FromBytes for GraidStop {}
+// SAFETY: see above.
+unsafe impl AsBytes for GraidList {}
+// SAFETY: see above.
+unsafe impl AsBytes for GraidDetail {}
+// SAFETY: see above.
+unsafe impl FromBytes for GraidDetail {}
 
-/// The control device. Stateless for now; arrays will hang off it.
-pub(crate) struct Control;
+/// The control device: owns every running array.
+#[pin_data]
+pub(crate) struct Control {
+    #[pin]
+    arrays: Mutex<KVec<Pin<KBox<Array>>>>,
+}
+
+impl Control {
+    pub(crate) fn new() -> impl PinInit<Self, Error> {
+        try_pin_init!(Self {
+            arrays <- new_mutex!(KVec::new()),
+        })
+    }
+}
 
 impl MiscOps for Control {
     fn open(&self, _file: &File) -> Result {
@@ -22,14 +61,19 @@ impl MiscOps for Control {
     fn ioctl(&self, _file: &File, cmd: u32, arg: usize) -> Result<isize> {
         // Checked again here: an opened descriptor may have been passed to another process.
         require_sys_admin()?;
+        let user = |size| UserSlice::new(UserPtr::from_addr(arg), size);
         match cmd {
-            uapi::GRAID_IOC_VERSION => version(arg),
+            uapi::GRAID_IOC_VERSION => version(user(size_of::<GraidVersion>())),
+            uapi::GRAID_IOC_CREATE => self.create(user(size_of::<GraidCreate>())),
+            uapi::GRAID_IOC_STOP => self.stop(user(size_of::<GraidStop>())),
+            uapi::GRAID_IOC_LIST => self.list(user(size_of::<GraidList>())),
+            uapi::GRAID_IOC_DETAIL => self.detail(user(size_of::<GraidDetail>())),
             _ => Err(ENOTTY),
         }
     }
 }
 
-fn version(arg: usize) -> Result<isize> {
+fn version(user: UserSlice) -> Result<isize> {
     let mut answer = GraidVersion {
         abi_version: uapi::GRAID_ABI_VERSION,
         struct_size: size_of::<GraidVersion>() as u32,
@@ -38,8 +82,117 @@ fn version(arg: usize) -> Result<isize> {
     let v = crate::MODULE_VERSION.as_bytes();
     let len = v.len().min(uapi::GRAID_VERSION_LEN - 1);
     answer.module_version[..len].copy_from_slice(&v[..len]);
-    UserSlice::new(UserPtr::from_addr(arg), size_of::<GraidVersion>())
-        .writer()
-        .write(&answer)?;
+    user.writer().write(&answer)?;
     Ok(0)
+}
+
+/// Checks everything about a CREATE request that does not need the member devices.
+fn parse_create(req: &GraidCreate) -> Result<CreateParams> {
+    if req.flags != 0 || req.reserved != 0 {
+        return Err(EINVAL);
+    }
+    let level = Level::from_code(req.level).ok_or(EINVAL)?;
+    let nr = req.nr_members as usize;
+    let members = req.members.get(..nr).ok_or(EINVAL)?;
+    // Level, member count and chunk size, before any device is touched.
+    Geometry::new(level, req.nr_members, req.chunk_sectors, 1 << 30).map_err(|_| EINVAL)?;
+    // The ABI promises a NUL-terminated name; the on-disk field need not hold the NUL.
+    if !req.name.contains(&0) {
+        return Err(EINVAL);
+    }
+    let name = ArrayName::from_padded(req.name).map_err(|_| EINVAL)?;
+    if name.as_str().is_empty() {
+        return Err(EINVAL);
+    }
+    let mut devs = KVec::with_capacity(nr, GFP_KERNEL)?;
+    for (i, m) in members.iter().enumerate() {
+        if members.iter().skip(i + 1).any(|other| other == m) {
+            return Err(EINVAL);
+        }
+        devs.push((m.major, m.minor), GFP_KERNEL)?;
+    }
+    let uuid = if req.uuid == [0; 16] { random_uuid() } else { req.uuid };
+    let created = if req.ctime != 0 {
+        req.ctime
+    } else {
+        // SAFETY: reads the wall clock.
+        unsafe { bindings::ktime_get_real_seconds() as u64 }
+    };
+    Ok(CreateParams {
+        level,
+        chunk_sectors: req.chunk_sectors,
+        name,
+        uuid,
+        created,
+        members: devs,
+    })
+}
+
+impl Control {
+    fn create(&self, user: UserSlice) -> Result<isize> {
+        let (mut reader, mut writer) = user.reader_writer();
+        let mut req: GraidCreate = reader.read()?;
+        let params = parse_create(&req)?;
+        let mut arrays = self.arrays.lock();
+        if arrays.iter().any(|a| a.name().as_str() == params.name.as_str()) {
+            return Err(EEXIST);
+        }
+        let index = (0..uapi::GRAID_MAX_ARRAYS as u32)
+            .find(|i| !arrays.iter().any(|a| a.index == *i))
+            .ok_or(ENOSPC)?;
+        let array = Array::create(index, params)?;
+        arrays.push(array, GFP_KERNEL)?;
+        req.index = index;
+        writer.write(&req)?;
+        Ok(0)
+    }
+
+    fn stop(&self, user: UserSlice) -> Result<isize> {
+        let req: GraidStop = user.reader().read()?;
+        if req.flags & !uapi::GRAID_STOP_FORCE != 0 {
+            return Err(EINVAL);
+        }
+        let mut arrays = self.arrays.lock();
+        let pos = arrays.iter().position(|a| a.index == req.index).ok_or(ENODEV)?;
+        // Even with FORCE: tearing down an open disk could lose writes in flight.
+        if arrays.get(pos).map(|a| a.open_count()).unwrap_or(0) > 0 {
+            return Err(EBUSY);
+        }
+        let array = arrays.remove(pos)?;
+        // Deletes the disk (draining I/O), marks the superblocks clean, releases the members.
+        drop(array);
+        Ok(0)
+    }
+
+    fn list(&self, user: UserSlice) -> Result<isize> {
+        let mut out = GraidList {
+            count: 0,
+            reserved: 0,
+            indices: [0; uapi::GRAID_MAX_ARRAYS],
+        };
+        let arrays = self.arrays.lock();
+        for (a, slot) in arrays.iter().zip(out.indices.iter_mut()) {
+            *slot = a.index;
+            out.count += 1;
+        }
+        drop(arrays);
+        user.writer().write(&out)?;
+        Ok(0)
+    }
+
+    fn detail(&self, user: UserSlice) -> Result<isize> {
+        let (mut reader, mut writer) = user.reader_writer();
+        let mut out: GraidDetail = reader.read()?;
+        let index = out.index;
+        // Start from zero so nothing the caller passed in is echoed back.
+        // SAFETY: GraidDetail is plain integers (see the FromBytes impl); all-zero is valid.
+        out = unsafe { core::mem::zeroed() };
+        out.index = index;
+        let arrays = self.arrays.lock();
+        let array = arrays.iter().find(|a| a.index == index).ok_or(ENODEV)?;
+        array.detail(&mut out);
+        drop(arrays);
+        writer.write(&out)?;
+        Ok(0)
+    }
 }

@@ -8,7 +8,14 @@
 #[path = "../rust/mod.rs"]
 mod kernel_ext;
 
+mod array;
 mod control;
+mod io;
+mod metadata;
+
+// Pure RAID logic shared with the host tools (tools/graid-engine), where it is tested.
+#[allow(dead_code, unreachable_pub)]
+mod engine;
 
 // Shared verbatim with the tools; not every item is used by the module.
 #[allow(dead_code, unreachable_pub)]
@@ -39,7 +46,7 @@ impl kernel::InPlaceModule for RaidGpuModule {
         pr_info!("raid_gpu {} loaded (ABI {})\n", MODULE_VERSION, uapi::GRAID_ABI_VERSION);
         try_pin_init!(Self {
             // Root only: the control device creates and destroys arrays.
-            control <- MiscRegistration::register(c"graid-control", 0o600, module, control::Control),
+            control <- MiscRegistration::register(c"graid-control", 0o600, module, control::Control::new()),
         })
     }
 }

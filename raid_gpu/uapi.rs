@@ -39,6 +39,11 @@ pub const fn ior<T>(nr: u32) -> u32 {
     ioc(IOC_READ, nr, core::mem::size_of::<T>())
 }
 
+/// `_IOW(GRAID_IOCTL_TYPE, nr, T)`: userspace passes a `T` in.
+pub const fn iow<T>(nr: u32) -> u32 {
+    ioc(IOC_WRITE, nr, core::mem::size_of::<T>())
+}
+
 /// `_IOWR(GRAID_IOCTL_TYPE, nr, T)`: userspace passes a `T` in and gets it back updated.
 pub const fn iowr<T>(nr: u32) -> u32 {
     ioc(IOC_READ | IOC_WRITE, nr, core::mem::size_of::<T>())
@@ -80,3 +85,170 @@ impl GraidVersion {
 
 /// Reports the ABI and module versions.
 pub const GRAID_IOC_VERSION: u32 = ior::<GraidVersion>(0x00);
+
+/// Most members an array can have.
+pub const GRAID_MAX_MEMBERS: usize = 32;
+/// Length of an array name field, including the terminating NUL.
+pub const GRAID_NAME_LEN: usize = 32;
+/// Most arrays [`GRAID_IOC_LIST`] reports at once.
+pub const GRAID_MAX_ARRAYS: usize = 64;
+
+/// RAID levels, as in `GraidCreate::level` (same numbers as md).
+pub const GRAID_LEVEL_RAID0: u32 = 0;
+/// Mirroring.
+pub const GRAID_LEVEL_RAID1: u32 = 1;
+/// Striped mirrors, md's near-2 layout.
+pub const GRAID_LEVEL_RAID10: u32 = 10;
+
+/// A member block device, by its device number (`major(st_rdev)`, `minor(st_rdev)`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GraidMember {
+    /// Device major number.
+    pub major: u32,
+    /// Device minor number.
+    pub minor: u32,
+}
+
+/// Argument of [`GRAID_IOC_CREATE`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GraidCreate {
+    /// One of the `GRAID_LEVEL_*` values.
+    pub level: u32,
+    /// Chunk size in 512-byte sectors: a power of two from 8 (4 KiB) to 2048 (1 MiB); 0 for RAID1.
+    pub chunk_sectors: u32,
+    /// Number of valid entries in `members`.
+    pub nr_members: u32,
+    /// Must be 0; reserved for options.
+    pub flags: u32,
+    /// Array name: UTF-8, NUL-terminated, no `/` or control characters.
+    pub name: [u8; GRAID_NAME_LEN],
+    /// Array UUID; all zero lets the module pick a random one.
+    pub uuid: [u8; 16],
+    /// Creation time, seconds since the epoch (userspace's clock, recorded in the superblocks).
+    pub ctime: u64,
+    /// Members in role order.
+    pub members: [GraidMember; GRAID_MAX_MEMBERS],
+    /// Out: the new array's index N, as in `/dev/graidN`.
+    pub index: u32,
+    /// Reserved, must be 0.
+    pub reserved: u32,
+}
+
+/// Argument of [`GRAID_IOC_ASSEMBLE`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GraidAssemble {
+    /// Number of valid entries in `members`.
+    pub nr_members: u32,
+    /// Must be 0; reserved for options.
+    pub flags: u32,
+    /// The array's members, in any order.
+    pub members: [GraidMember; GRAID_MAX_MEMBERS],
+    /// Out: the array's index N, as in `/dev/graidN`.
+    pub index: u32,
+    /// Out: index into `members` of the member that was refused, when assembly fails on one;
+    /// `u32::MAX` otherwise.
+    pub bad_member: u32,
+}
+
+/// [`GraidStop::flags`]: stop even if the array is open (refused unless no I/O can be lost).
+pub const GRAID_STOP_FORCE: u32 = 1;
+
+/// Argument of [`GRAID_IOC_STOP`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GraidStop {
+    /// Index N of `/dev/graidN`.
+    pub index: u32,
+    /// `GRAID_STOP_*` flags.
+    pub flags: u32,
+}
+
+/// Argument of [`GRAID_IOC_LIST`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GraidList {
+    /// Out: number of arrays.
+    pub count: u32,
+    /// Reserved, must be 0.
+    pub reserved: u32,
+    /// Out: their indices, the first `count` entries.
+    pub indices: [u32; GRAID_MAX_ARRAYS],
+}
+
+/// Array states in [`GraidDetail::state`].
+pub const GRAID_ARRAY_OPTIMAL: u32 = 0;
+/// At least one member is faulty or missing; data is still served.
+pub const GRAID_ARRAY_DEGRADED: u32 = 1;
+/// Too many members are faulty; I/O fails.
+pub const GRAID_ARRAY_FAILED: u32 = 2;
+
+/// Member states in [`GraidMemberDetail::state`].
+pub const GRAID_MEMBER_ACTIVE: u32 = 0;
+/// The member failed I/O and is no longer used.
+pub const GRAID_MEMBER_FAULTY: u32 = 1;
+/// The member is missing (the array was assembled without it).
+pub const GRAID_MEMBER_MISSING: u32 = 2;
+
+/// One member in [`GraidDetail`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GraidMemberDetail {
+    /// The member's device.
+    pub dev: GraidMember,
+    /// Role (position) in the array.
+    pub role: u32,
+    /// One of `GRAID_MEMBER_*`.
+    pub state: u32,
+    /// Completed read requests sent to this member.
+    pub reads: u64,
+    /// Completed write requests sent to this member.
+    pub writes: u64,
+    /// Bytes read from this member.
+    pub read_bytes: u64,
+    /// Bytes written to this member.
+    pub write_bytes: u64,
+    /// I/O errors this member returned.
+    pub errors: u64,
+}
+
+/// Argument of [`GRAID_IOC_DETAIL`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GraidDetail {
+    /// In: index N of `/dev/graidN`.
+    pub index: u32,
+    /// Out: one of the `GRAID_LEVEL_*` values.
+    pub level: u32,
+    /// Out: chunk size in sectors (0 for RAID1).
+    pub chunk_sectors: u32,
+    /// Out: number of members.
+    pub nr_members: u32,
+    /// Out: one of `GRAID_ARRAY_*`.
+    pub state: u32,
+    /// Out: how many times the array is open.
+    pub open_count: u32,
+    /// Out: array size in sectors.
+    pub size_sectors: u64,
+    /// Out: superblock event counter.
+    pub events: u64,
+    /// Out: array UUID.
+    pub uuid: [u8; 16],
+    /// Out: array name, NUL-terminated.
+    pub name: [u8; GRAID_NAME_LEN],
+    /// Out: the first `nr_members` entries describe the members in role order.
+    pub members: [GraidMemberDetail; GRAID_MAX_MEMBERS],
+}
+
+/// Creates an array and writes a fresh superblock to each member.
+pub const GRAID_IOC_CREATE: u32 = iowr::<GraidCreate>(0x01);
+/// Assembles an array from members that carry its superblock.
+pub const GRAID_IOC_ASSEMBLE: u32 = iowr::<GraidAssemble>(0x02);
+/// Stops an array: its block device goes away, members are released, superblocks marked clean.
+pub const GRAID_IOC_STOP: u32 = iow::<GraidStop>(0x03);
+/// Lists the running arrays.
+pub const GRAID_IOC_LIST: u32 = ior::<GraidList>(0x04);
+/// Describes one running array.
+pub const GRAID_IOC_DETAIL: u32 = iowr::<GraidDetail>(0x05);

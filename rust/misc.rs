@@ -33,6 +33,7 @@ pub(crate) trait MiscOps: Send + Sync + Sized {
 /// `fops`; deregistration happens exactly once, in `drop`.
 #[pin_data(PinnedDrop)]
 pub(crate) struct MiscRegistration<T: MiscOps> {
+    #[pin]
     ops: T,
     #[pin]
     fops: Opaque<bindings::file_operations>,
@@ -52,10 +53,10 @@ impl<T: MiscOps> MiscRegistration<T> {
         name: &'static CStr,
         mode: u16,
         module: &'static ThisModule,
-        ops: T,
+        ops: impl PinInit<T, Error>,
     ) -> impl PinInit<Self, Error> {
         try_pin_init!(&this in Self {
-            ops,
+            ops <- ops,
             fops <- Opaque::ffi_init(move |slot: *mut bindings::file_operations| {
                 let mut fops: bindings::file_operations = pin_init::zeroed();
                 fops.owner = module.as_ptr();

@@ -3,7 +3,12 @@
 //! Kernel support layer: safe wrappers graid needs that Linux 7.2's `kernel` crate lacks.
 //!
 //! Written in the style of upstream `rust/kernel/` so pieces can be proposed upstream. All FFI
-//! with the C side of the kernel lives here; the driver above uses only these safe interfaces.
+//! with the C side of the kernel lives here (plus `shim.c` for what bindgen cannot export); the
+//! driver above uses these interfaces.
 
+pub(crate) mod bdev;
+pub(crate) mod bio;
+pub(crate) mod blk_mq;
 pub(crate) mod capability;
 pub(crate) mod misc;
+mod shim;

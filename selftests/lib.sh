@@ -64,3 +64,29 @@ kmemleak_check() {
 		fail "kmemleak reports leaked objects"
 	fi
 }
+
+# fio_verify DEV OFFSET SIZE RW BS [EXTRA...]: writes with crc32c verification headers and
+# verifies in the same job, then verifies again from a second, read-only job.
+fio_verify() {
+	dev=$1 off=$2 size=$3 rw=$4 bs=$5
+	shift 5
+	set -- --filename="$dev" --offset="$off" --size="$size" --rw="$rw" --bsrange="$bs" \
+		--direct=1 --ioengine=libaio --iodepth=8 --verify=crc32c --verify_fatal=1 \
+		--randrepeat=1 --group_reporting --minimal "$@"
+	fio --name=write "$@" >/tmp/fio.out 2>&1 || { cat /tmp/fio.out; fail "fio $rw $bs on $dev failed"; }
+	fio --name=readback --verify_only "$@" >/tmp/fio.out 2>&1 ||
+		{ cat /tmp/fio.out; fail "fio read-back verify ($rw $bs) on $dev failed"; }
+}
+
+# json_field NAME TEXT: the first value of "NAME": in JSON TEXT (numbers and strings).
+json_field() {
+	echo "$2" | sed -n "s/.*\"$1\": *\"\{0,1\}\([^\",}]*\).*/\1/p" | head -n 1
+}
+
+# wipe_superblocks DEV...: zeroes the superblock block (4 KiB at byte 4096) of each device, so a
+# test starts from blank members whatever the tests before it left.
+wipe_superblocks() {
+	for d in "$@"; do
+		dd if=/dev/zero of="$d" bs=4096 seek=1 count=1 conv=fsync 2>/dev/null || fail "cannot wipe $d"
+	done
+}

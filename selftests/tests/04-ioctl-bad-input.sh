@@ -2,7 +2,7 @@
 # unprivileged opens are refused with the right errno, never a crash.
 . /graid/lib.sh
 load_module
-graid-probe /dev/graid-control || fail "graid-probe found misbehaving ioctls"
+graid-probe ioctls /dev/graid-control || fail "graid-probe found misbehaving ioctls"
 # The module still answers afterwards.
 expect_rc 0 graidctl version
 unload_module

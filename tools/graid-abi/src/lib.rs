@@ -30,7 +30,51 @@ mod tests {
 
     #[test]
     fn structs_have_no_padding() {
+        // Sizes are the sums of the fields: no implicit padding anywhere.
         assert_eq!(size_of::<GraidVersion>(), 4 + 4 + GRAID_VERSION_LEN);
+        assert_eq!(size_of::<GraidMember>(), 8);
+        let members = GRAID_MAX_MEMBERS * size_of::<GraidMember>();
+        assert_eq!(
+            size_of::<GraidCreate>(),
+            4 * 4 + GRAID_NAME_LEN + 16 + 8 + members + 8
+        );
+        assert_eq!(size_of::<GraidAssemble>(), 8 + members + 8);
+        assert_eq!(size_of::<GraidStop>(), 8);
+        assert_eq!(size_of::<GraidList>(), 8 + 4 * GRAID_MAX_ARRAYS);
+        assert_eq!(size_of::<GraidMemberDetail>(), 8 + 4 + 4 + 5 * 8);
+        assert_eq!(
+            size_of::<GraidDetail>(),
+            6 * 4
+                + 8
+                + 8
+                + 16
+                + GRAID_NAME_LEN
+                + GRAID_MAX_MEMBERS * size_of::<GraidMemberDetail>()
+        );
+    }
+
+    #[test]
+    fn ioctl_numbers_are_distinct_and_fit_the_size_field() {
+        let all = [
+            GRAID_IOC_VERSION,
+            GRAID_IOC_CREATE,
+            GRAID_IOC_ASSEMBLE,
+            GRAID_IOC_STOP,
+            GRAID_IOC_LIST,
+            GRAID_IOC_DETAIL,
+        ];
+        for (i, a) in all.iter().enumerate() {
+            assert_eq!((a >> 8) & 0xff, GRAID_IOCTL_TYPE);
+            for b in &all[i + 1..] {
+                assert_ne!(a & 0xff, b & 0xff, "two ioctls share a number");
+            }
+        }
+        // _IOC_SIZEBITS is 14: the largest argument must fit.
+        assert!(size_of::<GraidDetail>() < 1 << 14);
+        assert_eq!(
+            GRAID_IOC_STOP as u64,
+            nix::request_code_write!(GRAID_IOCTL_TYPE, 0x03, size_of::<GraidStop>()) as u64
+        );
     }
 
     #[test]

@@ -1,15 +1,60 @@
 //! The control device `/dev/graid-control` and its ioctls.
+//!
+//! [`ControlDevice`] is the seam between the verbs and the kernel: one method per ioctl, each
+//! returning the raw OS error so the caller can explain it in context (see `errno.rs`). The real
+//! device is [`Control`]; tests use a fake. All of graidctl's `unsafe` for ioctls is in this file.
 
 use crate::error::CtlError;
-use graid_abi::{GraidVersion, GRAID_CONTROL_NAME, GRAID_IOC_VERSION};
+use crate::version;
+use graid_abi::{
+    GraidAssemble, GraidCreate, GraidDetail, GraidList, GraidStop, GraidVersion,
+    GRAID_CONTROL_NAME, GRAID_IOC_ASSEMBLE, GRAID_IOC_CREATE, GRAID_IOC_DETAIL, GRAID_IOC_LIST,
+    GRAID_IOC_STOP, GRAID_IOC_VERSION, GRAID_MAX_ARRAYS,
+};
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::fd::AsRawFd;
 
+/// The ioctls of the control device. Arguments the kernel fills in are updated in place, also
+/// when the call fails (`GraidAssemble::bad_member` is set on failure).
+pub trait ControlDevice {
+    fn version(&self) -> io::Result<GraidVersion>;
+    fn create(&self, arg: &mut GraidCreate) -> io::Result<()>;
+    fn assemble(&self, arg: &mut GraidAssemble) -> io::Result<()>;
+    fn stop(&self, arg: &GraidStop) -> io::Result<()>;
+    fn list(&self) -> io::Result<GraidList>;
+    fn detail(&self, index: u32) -> io::Result<GraidDetail>;
+}
+
+/// An all-zero `GraidList` (the kernel fills it).
+pub fn empty_list() -> GraidList {
+    GraidList {
+        count: 0,
+        reserved: 0,
+        indices: [0; GRAID_MAX_ARRAYS],
+    }
+}
+
+/// A `GraidDetail` asking about array `index`; every other field zero.
+pub fn detail_request(index: u32) -> GraidDetail {
+    GraidDetail {
+        index,
+        level: 0,
+        chunk_sectors: 0,
+        nr_members: 0,
+        state: 0,
+        open_count: 0,
+        size_sectors: 0,
+        events: 0,
+        uuid: [0; 16],
+        name: [0; graid_abi::GRAID_NAME_LEN],
+        members: [Default::default(); graid_abi::GRAID_MAX_MEMBERS],
+    }
+}
+
 /// An open handle on the module's control device.
 pub struct Control {
     file: File,
-    path: String,
 }
 
 impl Control {
@@ -21,7 +66,7 @@ impl Control {
     pub fn open_path(path: &str) -> Result<Self, CtlError> {
         let path = path.to_owned();
         match OpenOptions::new().read(true).write(true).open(&path) {
-            Ok(file) => Ok(Self { file, path }),
+            Ok(file) => Ok(Self { file }),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Err(CtlError::NoModule { path }),
             Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
                 Err(CtlError::Permission { path })
@@ -33,24 +78,268 @@ impl Control {
         }
     }
 
-    /// Asks the module for its ABI and module versions.
-    pub fn version(&self) -> Result<GraidVersion, CtlError> {
-        let mut version = GraidVersion::ZERO;
-        // SAFETY: GRAID_IOC_VERSION is a read ioctl whose size field is size_of::<GraidVersion>(),
-        // and `version` is a valid, writable GraidVersion for the duration of the call.
+    /// Opens the control device and checks that the module speaks this graidctl's ABI, as every
+    /// array verb must before its first array ioctl.
+    pub fn open_checked() -> Result<Self, CtlError> {
+        let control = Self::open()?;
+        let answer = control.version().map_err(|source| CtlError::Io {
+            what: format!("VERSION ioctl on /dev/{GRAID_CONTROL_NAME}"),
+            source,
+        })?;
+        version::check_module(&answer)?;
+        Ok(control)
+    }
+
+    /// Issues `request` with `arg` as its argument.
+    fn call<T: AbiArg>(&self, request: u32, arg: &mut T) -> io::Result<()> {
+        // The size field of the request must be the argument's size: the kernel copies exactly
+        // that many bytes in and/or out. Checked at run time so a mismatched pair cannot compile
+        // into an out-of-bounds write.
+        let size = (request >> 16) & 0x3fff;
+        assert_eq!(
+            size as usize,
+            std::mem::size_of::<T>(),
+            "ioctl size mismatch"
+        );
+        // SAFETY: `arg` is a valid, exclusively borrowed `T` for the whole call, and the request
+        // encodes `size_of::<T>()` (checked above), so the kernel reads and writes only within it.
+        // `T: AbiArg` is one of the ABI's `repr(C)` structs made only of integers and integer
+        // arrays, for which any bytes the kernel writes are a valid value.
         let ret = unsafe {
             libc::ioctl(
                 self.file.as_raw_fd(),
-                GRAID_IOC_VERSION as libc::c_ulong,
-                &mut version as *mut GraidVersion,
+                request as libc::c_ulong,
+                arg as *mut T,
             )
         };
         if ret < 0 {
-            return Err(CtlError::Io {
-                what: format!("VERSION ioctl on {}", self.path),
-                source: io::Error::last_os_error(),
-            });
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(())
         }
+    }
+}
+
+/// The ABI structs: `repr(C)`, integers only, every bit pattern valid.
+trait AbiArg {}
+impl AbiArg for GraidVersion {}
+impl AbiArg for GraidCreate {}
+impl AbiArg for GraidAssemble {}
+impl AbiArg for GraidStop {}
+impl AbiArg for GraidList {}
+impl AbiArg for GraidDetail {}
+
+impl ControlDevice for Control {
+    fn version(&self) -> io::Result<GraidVersion> {
+        let mut version = GraidVersion::ZERO;
+        self.call(GRAID_IOC_VERSION, &mut version)?;
         Ok(version)
+    }
+
+    fn create(&self, arg: &mut GraidCreate) -> io::Result<()> {
+        self.call(GRAID_IOC_CREATE, arg)
+    }
+
+    fn assemble(&self, arg: &mut GraidAssemble) -> io::Result<()> {
+        self.call(GRAID_IOC_ASSEMBLE, arg)
+    }
+
+    fn stop(&self, arg: &GraidStop) -> io::Result<()> {
+        let mut copy = *arg;
+        self.call(GRAID_IOC_STOP, &mut copy)
+    }
+
+    fn list(&self) -> io::Result<GraidList> {
+        let mut list = empty_list();
+        self.call(GRAID_IOC_LIST, &mut list)?;
+        Ok(list)
+    }
+
+    fn detail(&self, index: u32) -> io::Result<GraidDetail> {
+        let mut detail = detail_request(index);
+        self.call(GRAID_IOC_DETAIL, &mut detail)?;
+        Ok(detail)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every ioctl goes through `call` (whose size check would panic on a mismatched pair) and
+    /// comes back with the kernel's errno: /dev/null answers ENOTTY to all of them.
+    #[test]
+    fn real_ioctls_pass_errno_through() {
+        let null = Control::open_path("/dev/null").unwrap();
+        let enotty =
+            |r: io::Result<()>| assert_eq!(r.unwrap_err().raw_os_error(), Some(libc::ENOTTY));
+        enotty(null.version().map(drop));
+        enotty(null.list().map(drop));
+        enotty(null.detail(0).map(drop));
+        enotty(null.stop(&GraidStop { index: 0, flags: 0 }));
+        let mut assemble = GraidAssemble {
+            nr_members: 0,
+            flags: 0,
+            members: [Default::default(); graid_abi::GRAID_MAX_MEMBERS],
+            index: 0,
+            bad_member: u32::MAX,
+        };
+        enotty(null.assemble(&mut assemble));
+        let mut list_sized = empty_list();
+        enotty(null.call(GRAID_IOC_LIST, &mut list_sized));
+    }
+
+    #[test]
+    fn missing_control_device_means_no_module() {
+        let err = Control::open_path("/nonexistent/graid-control")
+            .err()
+            .unwrap();
+        assert_eq!(err.exit_code(), crate::error::EXIT_NO_MODULE);
+    }
+}
+
+#[cfg(test)]
+pub mod fake {
+    //! An in-memory control device for host tests: a set of running arrays, and scripted errors.
+
+    use super::*;
+    use graid_abi::GraidMemberDetail;
+    use std::cell::RefCell;
+
+    #[derive(Default)]
+    pub struct FakeControl {
+        pub arrays: RefCell<Vec<GraidDetail>>,
+        /// errno each ioctl fails with, by name ("create", "assemble", ...).
+        pub fail: RefCell<Vec<(&'static str, i32)>>,
+        /// `bad_member` an ASSEMBLE failure reports.
+        pub bad_member: u32,
+        pub created: RefCell<Vec<GraidCreate>>,
+        pub assembled: RefCell<Vec<GraidAssemble>>,
+        pub stopped: RefCell<Vec<GraidStop>>,
+    }
+
+    /// A running array for the fake.
+    pub fn array(index: u32, name: &str, level: u32, members: &[(u32, u32, u32)]) -> GraidDetail {
+        let mut d = detail_request(index);
+        d.level = level;
+        d.chunk_sectors = if level == 1 { 0 } else { 1024 };
+        d.nr_members = members.len() as u32;
+        d.size_sectors = 1 << 21;
+        d.events = 7;
+        d.uuid = [index as u8 + 1; 16];
+        d.name[..name.len()].copy_from_slice(name.as_bytes());
+        for (role, &(major, minor, state)) in members.iter().enumerate() {
+            d.members[role] = GraidMemberDetail {
+                dev: graid_abi::GraidMember { major, minor },
+                role: role as u32,
+                state,
+                reads: 100 * role as u64,
+                writes: 10,
+                read_bytes: 4096 * 100 * role as u64,
+                write_bytes: 40960,
+                errors: 0,
+            };
+        }
+        d
+    }
+
+    impl FakeControl {
+        pub fn with(arrays: Vec<GraidDetail>) -> Self {
+            Self {
+                arrays: RefCell::new(arrays),
+                bad_member: u32::MAX,
+                ..Default::default()
+            }
+        }
+
+        fn check(&self, op: &str) -> io::Result<()> {
+            match self.fail.borrow().iter().find(|(o, _)| *o == op) {
+                Some(&(_, errno)) => Err(io::Error::from_raw_os_error(errno)),
+                None => Ok(()),
+            }
+        }
+
+        fn next_index(&self) -> u32 {
+            (0..)
+                .find(|i| self.arrays.borrow().iter().all(|a| a.index != *i))
+                .unwrap()
+        }
+    }
+
+    impl ControlDevice for FakeControl {
+        fn version(&self) -> io::Result<GraidVersion> {
+            self.check("version")?;
+            let mut v = GraidVersion::ZERO;
+            v.abi_version = graid_abi::GRAID_ABI_VERSION;
+            v.struct_size = std::mem::size_of::<GraidVersion>() as u32;
+            Ok(v)
+        }
+
+        fn create(&self, arg: &mut GraidCreate) -> io::Result<()> {
+            self.created.borrow_mut().push(*arg);
+            self.check("create")?;
+            arg.index = self.next_index();
+            let members: Vec<_> = arg.members[..arg.nr_members as usize]
+                .iter()
+                .map(|m| (m.major, m.minor, graid_abi::GRAID_MEMBER_ACTIVE))
+                .collect();
+            let name = graid_engine::superblock::ArrayName::from_padded(arg.name).unwrap();
+            let mut d = array(arg.index, name.as_str(), arg.level, &members);
+            d.chunk_sectors = arg.chunk_sectors;
+            if arg.uuid != [0; 16] {
+                d.uuid = arg.uuid;
+            }
+            self.arrays.borrow_mut().push(d);
+            Ok(())
+        }
+
+        fn assemble(&self, arg: &mut GraidAssemble) -> io::Result<()> {
+            self.assembled.borrow_mut().push(*arg);
+            if let Err(e) = self.check("assemble") {
+                arg.bad_member = self.bad_member;
+                return Err(e);
+            }
+            arg.index = self.next_index();
+            arg.bad_member = u32::MAX;
+            let members: Vec<_> = arg.members[..arg.nr_members as usize]
+                .iter()
+                .map(|m| (m.major, m.minor, graid_abi::GRAID_MEMBER_ACTIVE))
+                .collect();
+            let d = array(arg.index, "found", 10, &members);
+            self.arrays.borrow_mut().push(d);
+            Ok(())
+        }
+
+        fn stop(&self, arg: &GraidStop) -> io::Result<()> {
+            self.stopped.borrow_mut().push(*arg);
+            self.check("stop")?;
+            let mut arrays = self.arrays.borrow_mut();
+            let before = arrays.len();
+            arrays.retain(|a| a.index != arg.index);
+            if arrays.len() == before {
+                return Err(io::Error::from_raw_os_error(libc::ENODEV));
+            }
+            Ok(())
+        }
+
+        fn list(&self) -> io::Result<GraidList> {
+            self.check("list")?;
+            let mut list = empty_list();
+            for (slot, a) in list.indices.iter_mut().zip(self.arrays.borrow().iter()) {
+                *slot = a.index;
+                list.count += 1;
+            }
+            Ok(list)
+        }
+
+        fn detail(&self, index: u32) -> io::Result<GraidDetail> {
+            self.check("detail")?;
+            self.arrays
+                .borrow()
+                .iter()
+                .find(|a| a.index == index)
+                .copied()
+                .ok_or_else(|| io::Error::from_raw_os_error(libc::ENODEV))
+        }
     }
 }

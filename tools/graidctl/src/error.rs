@@ -5,11 +5,13 @@ use thiserror::Error;
 
 /// Exit status of a command that failed for a reason not listed below.
 pub const EXIT_FAILURE: u8 = 1;
-/// Exit status of a usage error (clap's own convention).
+/// Exit status of a usage error (clap's own convention), including option values graidctl
+/// refuses before doing anything (bad chunk size, name, member count, UUID, ARRAY form).
 pub const EXIT_USAGE: u8 = 2;
 /// Exit status when the `raid_gpu` module is not loaded.
 pub const EXIT_NO_MODULE: u8 = 3;
-/// Exit status when the module speaks another ABI version than this graidctl.
+/// Exit status when the module speaks another ABI version than this graidctl, or lacks an
+/// ioctl this graidctl needs (`ENOTTY`).
 pub const EXIT_ABI_MISMATCH: u8 = 4;
 /// Exit status when the caller lacks the privilege the operation needs.
 pub const EXIT_PERMISSION: u8 = 5;
@@ -35,15 +37,64 @@ pub enum CtlError {
         #[source]
         source: io::Error,
     },
+    /// The command line asks for something impossible; nothing was done.
+    #[error("{0}")]
+    Usage(String),
+    /// The operation failed; the message names the device and the reason.
+    #[error("{0}")]
+    Failed(String),
+    /// The operation needs a privilege the caller lacks.
+    #[error("{0}")]
+    Denied(String),
+    /// The loaded module does not implement an ioctl graidctl needs.
+    #[error("{0}")]
+    Unsupported(String),
+    /// Part of a multi-array operation failed: `stdout` is the report to print anyway.
+    #[error("{message}")]
+    Partial { stdout: String, message: String },
 }
 
 impl CtlError {
     pub fn exit_code(&self) -> u8 {
         match self {
             CtlError::NoModule { .. } => EXIT_NO_MODULE,
-            CtlError::Permission { .. } => EXIT_PERMISSION,
-            CtlError::AbiMismatch { .. } => EXIT_ABI_MISMATCH,
-            CtlError::Io { .. } => EXIT_FAILURE,
+            CtlError::Permission { .. } | CtlError::Denied(_) => EXIT_PERMISSION,
+            CtlError::AbiMismatch { .. } | CtlError::Unsupported(_) => EXIT_ABI_MISMATCH,
+            CtlError::Usage(_) => EXIT_USAGE,
+            CtlError::Io { .. } | CtlError::Failed(_) | CtlError::Partial { .. } => EXIT_FAILURE,
         }
+    }
+
+    /// An I/O error on a file or device graidctl opened itself (not the control device):
+    /// `EACCES`/`EPERM` become exit status 5, everything else 1.
+    pub fn io(what: impl Into<String>, source: io::Error) -> Self {
+        let what = what.into();
+        match source.raw_os_error() {
+            Some(libc::EACCES) | Some(libc::EPERM) => {
+                CtlError::Denied(format!("{what}: permission denied (run as root)"))
+            }
+            _ => CtlError::Io { what, source },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn io_permission_errors_exit_5() {
+        let e = CtlError::io(
+            "opening /dev/sdz",
+            io::Error::from_raw_os_error(libc::EACCES),
+        );
+        assert_eq!(e.exit_code(), EXIT_PERMISSION);
+        assert_eq!(
+            e.to_string(),
+            "opening /dev/sdz: permission denied (run as root)"
+        );
+        let e = CtlError::io("reading /dev/sdz", io::Error::from_raw_os_error(libc::EIO));
+        assert_eq!(e.exit_code(), EXIT_FAILURE);
+        assert!(e.to_string().starts_with("reading /dev/sdz: "), "{e}");
     }
 }

@@ -1,20 +1,39 @@
 //! graidctl: manage graid arrays (the mdadm of graid).
 
+mod array_ref;
+mod assemble;
 mod control;
+mod create;
+mod errno;
 mod error;
+mod examine;
+mod member;
+mod output;
+mod sbio;
+mod show;
+mod size;
+mod stop;
+mod uuid;
 mod version;
 
 use clap::{Parser, Subcommand};
+use control::Control;
+use error::CtlError;
+use member::RealSystem;
 use std::process::ExitCode;
 
 const EXIT_CODES_HELP: &str = "\
 Exit status:
   0  success
-  1  failure (the message names the device and the reason)
-  2  usage error
+  1  failure (the message names the array or member and the reason)
+  2  usage error: bad option or value (chunk size, name, member count, UUID, ARRAY);
+     nothing was done
   3  the raid_gpu module is not loaded
-  4  the loaded module speaks another ABI version than this graidctl
-  5  permission denied (graid's control device needs root)";
+  4  the loaded module speaks another ABI version than this graidctl, or lacks an
+     ioctl it needs
+  5  permission denied (graid's control device and member devices need root)
+
+ARRAY is /dev/graidN, graidN, N, /dev/graid/NAME, NAME, or a link to /dev/graidN.";
 
 #[derive(Parser, Debug)]
 #[command(
@@ -36,6 +55,66 @@ struct Cli {
 enum Command {
     /// Print graidctl's and the loaded raid_gpu module's versions and ABI versions.
     Version,
+    /// Create an array and write a new superblock to each member.
+    Create(create::CreateArgs),
+    /// Start an existing array from its members.
+    Assemble(assemble::AssembleArgs),
+    /// Stop an array: its block device goes away and its members are released.
+    Stop {
+        /// The array (see ARRAY below).
+        array: String,
+        /// Stop even if the array is open (the module refuses if I/O would be lost).
+        #[arg(short, long)]
+        force: bool,
+    },
+    /// List the running arrays.
+    List,
+    /// Describe a running array and its members.
+    Detail {
+        /// The array (see ARRAY below).
+        array: String,
+    },
+    /// Print the graid superblock of a member device (works without the module).
+    Examine {
+        /// Member block device (or image file).
+        member: String,
+    },
+    /// Erase the graid superblock of a member that is not in a running array.
+    ZeroSuperblock {
+        /// Member block device (or image file).
+        member: String,
+        /// Zero the superblock block even if it holds no graid superblock.
+        #[arg(short, long)]
+        force: bool,
+    },
+}
+
+fn run(cli: Cli) -> Result<String, CtlError> {
+    let sys = RealSystem;
+    let json = cli.json;
+    match cli.command {
+        Command::Version => version::run(json),
+        Command::Examine { member } => examine::examine(&sys, &member, json),
+        Command::ZeroSuperblock { member, force } => examine::zero(&member, force, json),
+        // Everything checkable without the module is checked before opening it.
+        Command::Create(args) => {
+            let req = create::prepare(&sys, &args)?;
+            create::submit(&Control::open_checked()?, &sys, &args, req, json)
+        }
+        Command::Assemble(args) => {
+            let rdevs = assemble::prepare(&sys, &args)?;
+            assemble::submit(&Control::open_checked()?, &sys, &args, &rdevs, json)
+        }
+        Command::Stop { array, force } => {
+            let array = array_ref::parse(&array)?;
+            stop::run(&Control::open_checked()?, &sys, &array, force, json)
+        }
+        Command::List => show::list(&Control::open_checked()?, &sys, json),
+        Command::Detail { array } => {
+            let array = array_ref::parse(&array)?;
+            show::detail(&Control::open_checked()?, &sys, &array, json)
+        }
+    }
 }
 
 fn main() -> ExitCode {
@@ -47,12 +126,15 @@ fn main() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { error::EXIT_USAGE } else { 0 });
         }
     };
-    let result = match cli.command {
-        Command::Version => version::run(cli.json),
-    };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
+    match run(cli) {
+        Ok(stdout) => {
+            print!("{stdout}");
+            ExitCode::SUCCESS
+        }
         Err(e) => {
+            if let CtlError::Partial { stdout, .. } = &e {
+                print!("{stdout}");
+            }
             eprintln!("graidctl: {e}");
             ExitCode::from(e.exit_code())
         }
@@ -69,17 +151,125 @@ mod tests {
         Cli::command().debug_assert();
     }
 
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("graidctl").chain(args.iter().copied()))
+    }
+
+    fn usage_error(args: &[&str]) -> String {
+        let err = parse(args).unwrap_err();
+        assert_eq!(err.exit_code(), error::EXIT_USAGE as i32, "{args:?}");
+        err.to_string()
+    }
+
     #[test]
     fn json_flag_is_global() {
-        let cli = Cli::try_parse_from(["graidctl", "version", "--json"]).unwrap();
+        let cli = parse(&["version", "--json"]).unwrap();
         assert!(cli.json);
-        let cli = Cli::try_parse_from(["graidctl", "--json", "version"]).unwrap();
+        let cli = parse(&["--json", "version"]).unwrap();
+        assert!(cli.json);
+        let cli = parse(&["list", "--json"]).unwrap();
         assert!(cli.json);
     }
 
     #[test]
     fn unknown_command_is_a_usage_error() {
-        let err = Cli::try_parse_from(["graidctl", "frobnicate"]).unwrap_err();
-        assert_eq!(err.exit_code(), error::EXIT_USAGE as i32);
+        usage_error(&["frobnicate"]);
+    }
+
+    #[test]
+    fn create_parses_mdadm_style_options() {
+        let cli = parse(&[
+            "create",
+            "data",
+            "--level",
+            "raid10",
+            "--chunk",
+            "64K",
+            "--uuid",
+            "01234567:89abcdef:01234567:89abcdef",
+            "/dev/a",
+            "/dev/b",
+        ])
+        .unwrap();
+        let Command::Create(args) = cli.command else {
+            panic!("create")
+        };
+        assert_eq!(args.name, "data");
+        assert_eq!(args.level, 10);
+        assert_eq!(args.chunk, Some(128));
+        assert_eq!(args.uuid.unwrap()[..2], [0x01, 0x23]);
+        assert_eq!(args.members, ["/dev/a", "/dev/b"]);
+        assert!(!args.force);
+        let cli = parse(&["create", "m", "-l", "1", "-f", "/dev/a", "/dev/b"]).unwrap();
+        let Command::Create(args) = cli.command else {
+            panic!("create")
+        };
+        assert_eq!((args.level, args.chunk, args.force), (1, None, true));
+    }
+
+    #[test]
+    fn create_rejects_bad_values_before_doing_anything() {
+        let msg = usage_error(&["create", "d", "-l", "5", "/dev/a", "/dev/b"]);
+        assert!(msg.contains("graid supports 0, 1 and 10"), "{msg}");
+        let msg = usage_error(&["create", "d", "-l", "0", "-c", "3K", "/dev/a", "/dev/b"]);
+        assert!(msg.contains("power of two"), "{msg}");
+        let msg = usage_error(&["create", "a/b", "-l", "0", "/dev/a", "/dev/b"]);
+        assert!(msg.contains("'/'"), "{msg}");
+        let msg = usage_error(&["create", "d", "-l", "0", "--uuid", "xyz", "/dev/a"]);
+        assert!(msg.contains("not a UUID"), "{msg}");
+        usage_error(&["create", "d", "/dev/a", "/dev/b"]); // --level is required
+        usage_error(&["create", "d", "-l", "0"]); // members are required
+    }
+
+    #[test]
+    fn assemble_takes_members_or_scan() {
+        let cli = parse(&["assemble", "/dev/a", "/dev/b"]).unwrap();
+        let Command::Assemble(args) = cli.command else {
+            panic!("assemble")
+        };
+        assert_eq!((args.scan, args.members.len()), (false, 2));
+        let cli = parse(&["assemble", "--scan"]).unwrap();
+        let Command::Assemble(args) = cli.command else {
+            panic!("assemble")
+        };
+        assert!(args.scan && args.members.is_empty());
+        usage_error(&["assemble"]);
+        usage_error(&["assemble", "--scan", "/dev/a"]);
+    }
+
+    #[test]
+    fn other_verbs_parse() {
+        let cli = parse(&["stop", "--force", "/dev/graid0"]).unwrap();
+        assert!(
+            matches!(cli.command, Command::Stop { force: true, ref array } if array == "/dev/graid0")
+        );
+        assert!(matches!(parse(&["list"]).unwrap().command, Command::List));
+        assert!(matches!(
+            parse(&["detail", "data"]).unwrap().command,
+            Command::Detail { .. }
+        ));
+        assert!(matches!(
+            parse(&["examine", "/dev/a"]).unwrap().command,
+            Command::Examine { .. }
+        ));
+        assert!(matches!(
+            parse(&["zero-superblock", "-f", "/dev/a"]).unwrap().command,
+            Command::ZeroSuperblock { force: true, .. }
+        ));
+        usage_error(&["stop"]);
+        usage_error(&["detail"]);
+        usage_error(&["examine"]);
+    }
+
+    #[test]
+    fn help_documents_exit_codes_and_array_forms() {
+        let help = Cli::command().render_long_help().to_string();
+        for code in 0..=5 {
+            assert!(
+                help.contains(&format!("\n  {code}  ")),
+                "exit status {code}"
+            );
+        }
+        assert!(help.contains("/dev/graid/NAME"));
     }
 }

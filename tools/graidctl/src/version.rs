@@ -1,8 +1,8 @@
 //! `graidctl version`: tool and module versions, and whether their ABIs agree.
 
-use crate::control::Control;
+use crate::control::{Control, ControlDevice};
 use crate::error::CtlError;
-use graid_abi::{GraidVersion, GRAID_ABI_VERSION};
+use graid_abi::{GraidVersion, GRAID_ABI_VERSION, GRAID_CONTROL_NAME};
 use serde::Serialize;
 
 #[derive(Debug, Serialize, PartialEq, Eq)]
@@ -41,28 +41,27 @@ pub fn check_module(answer: &GraidVersion) -> Result<Component, CtlError> {
     Ok(module)
 }
 
-pub fn run(json: bool) -> Result<(), CtlError> {
+pub fn run(json: bool) -> Result<String, CtlError> {
     let control = Control::open()?;
+    let answer = control.version().map_err(|source| CtlError::Io {
+        what: format!("VERSION ioctl on /dev/{GRAID_CONTROL_NAME}"),
+        source,
+    })?;
     let versions = Versions {
         graidctl: tool_component(),
-        module: check_module(&control.version()?)?,
+        module: check_module(&answer)?,
     };
-    if json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&versions).expect("plain struct serializes")
-        );
+    Ok(if json {
+        crate::output::json(&versions)
     } else {
-        println!(
-            "graidctl {} (ABI {})",
-            versions.graidctl.version, versions.graidctl.abi
-        );
-        println!(
-            "raid_gpu {} (ABI {})",
-            versions.module.version, versions.module.abi
-        );
-    }
-    Ok(())
+        format!(
+            "graidctl {} (ABI {})\nraid_gpu {} (ABI {})\n",
+            versions.graidctl.version,
+            versions.graidctl.abi,
+            versions.module.version,
+            versions.module.abi
+        )
+    })
 }
 
 #[cfg(test)]

@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! One running array: its members, its `/dev/graidN` disk, and how it is created and described.
+
+use crate::engine::geometry::{Geometry, Level};
+use crate::engine::superblock::{
+    Area, ArrayName, Superblock, DEFAULT_DATA_OFFSET_SECTORS, RECOVERY_COMPLETE,
+};
+use crate::io::{fresh_slots, write_member_superblocks, ArrayIo, Member, MemberStats};
+use crate::kernel_ext::{
+    bdev::BlockDeviceFile,
+    blk_mq::{Disk, DiskConfig},
+};
+use crate::uapi;
+use kernel::{bindings, ffi::c_void, prelude::*, sync::atomic::ordering};
+
+/// Smallest usable data area per member: one 1 MiB chunk.
+const MIN_MEMBER_DATA_SECTORS: u64 = 2048;
+
+/// What CREATE asks for, validated by the caller except for what needs the devices.
+pub(crate) struct CreateParams {
+    pub(crate) level: Level,
+    pub(crate) chunk_sectors: u32,
+    pub(crate) name: ArrayName,
+    pub(crate) uuid: [u8; 16],
+    pub(crate) created: u64,
+    /// (major, minor) of each member, in role order, without duplicates.
+    pub(crate) members: KVec<(u32, u32)>,
+}
+
+/// A running array.
+#[pin_data]
+pub(crate) struct Array {
+    pub(crate) index: u32,
+    #[pin]
+    disk: Disk<ArrayIo>,
+    /// Unique holder cookie for the members' exclusive opens (freed last).
+    _holder: KBox<u64>,
+}
+
+pub(crate) fn random_uuid() -> [u8; 16] {
+    let mut uuid = [0u8; 16];
+    // SAFETY: `uuid` is valid for writes of its length.
+    unsafe { bindings::get_random_bytes(uuid.as_mut_ptr().cast(), uuid.len()) };
+    // RFC 9562 version 4, variant 10.
+    uuid[6] = (uuid[6] & 0x0f) | 0x40;
+    uuid[8] = (uuid[8] & 0x3f) | 0x80;
+    uuid
+}
+
+impl Array {
+    /// Opens the members exclusively, writes fresh superblocks and brings up `/dev/graid<index>`.
+    /// Nothing is written unless every member opened and the geometry is valid.
+    pub(crate) fn create(index: u32, params: CreateParams) -> Result<Pin<KBox<Array>>> {
+        let holder = KBox::new(0u64, GFP_KERNEL)?;
+        let holder_ptr = (&*holder as *const u64).cast_mut().cast::<c_void>();
+        let mut members = KVec::with_capacity(params.members.len(), GFP_KERNEL)?;
+        for &(major, minor) in params.members.iter() {
+            let file = BlockDeviceFile::open_exclusive(major, minor, holder_ptr)?;
+            members.push(
+                Member {
+                    file,
+                    uuid: random_uuid(),
+                    stats: MemberStats::new(),
+                },
+                GFP_KERNEL,
+            )?;
+        }
+        let smallest = members.iter().map(|m| m.file.nr_sectors()).min().unwrap_or(0);
+        let data_sectors = smallest
+            .checked_sub(DEFAULT_DATA_OFFSET_SECTORS)
+            .filter(|&s| s >= MIN_MEMBER_DATA_SECTORS)
+            .ok_or(ENOSPC)?;
+        let nr = members.len() as u32;
+        let geometry = Geometry::new(params.level, nr, params.chunk_sectors, data_sectors)
+            .inspect_err(|e| pr_err!("graid: cannot create {}: {:?}\n", params.name.as_str(), e))
+            .map_err(|_| EINVAL)?;
+        let superblock = Superblock {
+            features_compat: 0,
+            features_incompat: 0,
+            array_uuid: params.uuid,
+            array_name: params.name,
+            created: params.created,
+            events: 1,
+            clean: false,
+            level: params.level,
+            chunk_sectors: params.chunk_sectors,
+            members: nr,
+            member_uuid: [0; 16],
+            this_slot: 0,
+            data_offset: DEFAULT_DATA_OFFSET_SECTORS,
+            data_size: geometry.member_data_sectors(),
+            recovery_offset: RECOVERY_COMPLETE,
+            bitmap: Area::NONE,
+            journal: Area::NONE,
+            slots: fresh_slots(nr),
+        };
+        let first = Superblock {
+            member_uuid: members.first().map(|m| m.uuid).unwrap_or([0; 16]),
+            ..superblock
+        };
+        if let Err(e) = first.validate() {
+            pr_err!("graid: cannot create {}: {:?}\n", superblock.array_name.as_str(), e);
+            return Err(EINVAL);
+        }
+        write_member_superblocks(&members, &superblock)?;
+        Self::start(index, superblock, geometry, members, holder)
+    }
+
+    fn start(
+        index: u32,
+        superblock: Superblock,
+        geometry: Geometry,
+        members: KVec<Member>,
+        holder: KBox<u64>,
+    ) -> Result<Pin<KBox<Array>>> {
+        let mut stack = KVec::with_capacity(members.len(), GFP_KERNEL)?;
+        for m in members.iter() {
+            stack.push((m.file.bdev(), superblock.data_offset), GFP_KERNEL)?;
+        }
+        let config = DiskConfig {
+            index,
+            capacity_sectors: geometry.array_sectors(),
+            chunk_sectors: geometry.boundary_sectors(),
+            io_min: geometry.io_min_bytes(),
+            io_opt: geometry.io_opt_bytes(),
+            members: &stack,
+        };
+        KBox::pin_init(
+            try_pin_init!(Array {
+                index,
+                disk <- Disk::new(&config, ArrayIo::new(superblock, geometry, members)),
+                _holder: holder,
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    fn io(&self) -> &ArrayIo {
+        self.disk.ops()
+    }
+
+    /// The array's name.
+    pub(crate) fn name(&self) -> &ArrayName {
+        &self.io().superblock.array_name
+    }
+
+    /// How many openers the disk has.
+    pub(crate) fn open_count(&self) -> u32 {
+        self.disk.open_count()
+    }
+
+    /// Fills in DETAIL.
+    pub(crate) fn detail(&self, out: &mut uapi::GraidDetail) {
+        let io = self.io();
+        let sb = &io.superblock;
+        out.level = sb.level.code();
+        out.chunk_sectors = sb.chunk_sectors;
+        out.nr_members = sb.members;
+        out.state = uapi::GRAID_ARRAY_OPTIMAL;
+        out.open_count = self.open_count();
+        out.size_sectors = io.geometry.array_sectors();
+        out.events = io.events.load(ordering::Relaxed);
+        out.uuid = sb.array_uuid;
+        out.name = *sb.array_name.as_padded();
+        for (member, slot) in io.members.iter().zip(out.members.iter_mut()) {
+            let (major, minor) = member.file.dev();
+            let s = &member.stats;
+            *slot = uapi::GraidMemberDetail {
+                dev: uapi::GraidMember { major, minor },
+                role: 0,
+                state: uapi::GRAID_MEMBER_ACTIVE,
+                reads: s.reads.load(ordering::Relaxed),
+                writes: s.writes.load(ordering::Relaxed),
+                read_bytes: s.read_bytes.load(ordering::Relaxed),
+                write_bytes: s.write_bytes.load(ordering::Relaxed),
+                errors: s.errors.load(ordering::Relaxed),
+            };
+        }
+        for (role, slot) in out.members.iter_mut().enumerate().take(io.members.len()) {
+            slot.role = role as u32;
+        }
+    }
+}

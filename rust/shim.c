@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * C half of graid's kernel support layer. Only what Rust cannot reach through bindgen:
+ * static inline functions, function-like macros and __force-typed constants. No logic lives
+ * here; each helper is a one-line forwarder declared in rust/shim.rs.
+ */
+#include <linux/bio.h>
+#include <linux/blk-mq.h>
+#include <linux/blkdev.h>
+#include <linux/kdev_t.h>
+#include <linux/module.h>
+
+#include "shim.h"
+
+/* Constants with __force types (bindgen drops these macros). */
+blk_mode_t graid_blk_open_rw_excl(void) { return BLK_OPEN_READ | BLK_OPEN_WRITE | BLK_OPEN_EXCL; }
+gfp_t graid_gfp_noio(void) { return GFP_NOIO; }
+blk_features_t graid_blk_feat_write_cache_fua(void) { return BLK_FEAT_WRITE_CACHE | BLK_FEAT_FUA; }
+blk_opf_t graid_req_op_read(void) { return REQ_OP_READ; }
+blk_opf_t graid_req_op_write_fua_sync(void) { return REQ_OP_WRITE | REQ_FUA | REQ_SYNC; }
+blk_opf_t graid_req_op_flush(void) { return REQ_OP_WRITE | REQ_PREFLUSH; }
+blk_status_t graid_blk_sts_ok(void) { return BLK_STS_OK; }
+blk_status_t graid_blk_sts_ioerr(void) { return BLK_STS_IOERR; }
+blk_status_t graid_blk_sts_notsupp(void) { return BLK_STS_NOTSUPP; }
+
+/* Static inlines and macros. */
+dev_t graid_mkdev(unsigned int major, unsigned int minor) { return MKDEV(major, minor); }
+unsigned int graid_major(dev_t dev) { return MAJOR(dev); }
+unsigned int graid_minor(dev_t dev) { return MINOR(dev); }
+sector_t graid_bdev_nr_sectors(struct block_device *bdev) { return bdev_nr_sectors(bdev); }
+dev_t graid_bdev_dev(struct block_device *bdev) { return bdev->bd_dev; }
+struct bio *graid_bio_alloc(struct block_device *bdev, unsigned short nr_vecs, blk_opf_t opf,
+			    gfp_t gfp) { return bio_alloc(bdev, nr_vecs, opf, gfp); }
+struct gendisk *graid_blk_mq_alloc_disk(struct blk_mq_tag_set *set, struct queue_limits *lim,
+					void *queuedata) { return blk_mq_alloc_disk(set, lim, queuedata); }
+int graid_add_disk(struct gendisk *disk) { return add_disk(disk); }
+void *graid_blk_mq_rq_to_pdu(struct request *rq) { return blk_mq_rq_to_pdu(rq); }
+sector_t graid_blk_rq_pos(const struct request *rq) { return blk_rq_pos(rq); }
+unsigned int graid_blk_rq_bytes(const struct request *rq) { return blk_rq_bytes(rq); }
+unsigned int graid_req_op(const struct request *rq) { return req_op(rq); }
+
+/* File operations of every graid disk: only the owner, so an open disk pins the module. */
+static const struct block_device_operations graid_disk_fops = { .owner = THIS_MODULE };
+const struct block_device_operations *graid_disk_fops_ptr(void) { return &graid_disk_fops; }

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Prototypes of the forwarders in shim.c (declared for Rust in shim.rs). */
+#ifndef GRAID_SHIM_H
+#define GRAID_SHIM_H
+
+#include <linux/bio.h>
+#include <linux/blk-mq.h>
+#include <linux/blkdev.h>
+
+blk_mode_t graid_blk_open_rw_excl(void);
+gfp_t graid_gfp_noio(void);
+blk_features_t graid_blk_feat_write_cache_fua(void);
+blk_opf_t graid_req_op_read(void);
+blk_opf_t graid_req_op_write_fua_sync(void);
+blk_opf_t graid_req_op_flush(void);
+blk_status_t graid_blk_sts_ok(void);
+blk_status_t graid_blk_sts_ioerr(void);
+blk_status_t graid_blk_sts_notsupp(void);
+dev_t graid_mkdev(unsigned int major, unsigned int minor);
+unsigned int graid_major(dev_t dev);
+unsigned int graid_minor(dev_t dev);
+sector_t graid_bdev_nr_sectors(struct block_device *bdev);
+dev_t graid_bdev_dev(struct block_device *bdev);
+int graid_add_disk(struct gendisk *disk);
+void *graid_blk_mq_rq_to_pdu(struct request *rq);
+sector_t graid_blk_rq_pos(const struct request *rq);
+unsigned int graid_blk_rq_bytes(const struct request *rq);
+unsigned int graid_req_op(const struct request *rq);
+const struct block_device_operations *graid_disk_fops_ptr(void);
+struct bio *graid_bio_alloc(struct block_device *bdev, unsigned short nr_vecs, blk_opf_t opf, gfp_t gfp);
+struct gendisk *graid_blk_mq_alloc_disk(struct blk_mq_tag_set *set, struct queue_limits *lim, void *queuedata);
+
+#endif

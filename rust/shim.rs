@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Declarations of the forwarders in `shim.c`: static inlines, macros and `__force` constants
+//! of the block layer that bindgen cannot export.
+
+use kernel::bindings::{
+    bio, blk_features_t, block_device_operations, blk_mode_t, blk_mq_tag_set, blk_opf_t, blk_status_t, block_device,
+    dev_t, gendisk, gfp_t, queue_limits, request, sector_t,
+};
+use kernel::ffi::{c_int, c_uint, c_ushort, c_void};
+
+#[allow(improper_ctypes)]
+extern "C" {
+    pub(crate) fn graid_blk_open_rw_excl() -> blk_mode_t;
+    pub(crate) fn graid_gfp_noio() -> gfp_t;
+    pub(crate) fn graid_blk_feat_write_cache_fua() -> blk_features_t;
+    pub(crate) fn graid_req_op_read() -> blk_opf_t;
+    pub(crate) fn graid_req_op_write_fua_sync() -> blk_opf_t;
+    pub(crate) fn graid_req_op_flush() -> blk_opf_t;
+    pub(crate) fn graid_blk_sts_ok() -> blk_status_t;
+    pub(crate) fn graid_blk_sts_ioerr() -> blk_status_t;
+    pub(crate) fn graid_blk_sts_notsupp() -> blk_status_t;
+    pub(crate) fn graid_mkdev(major: c_uint, minor: c_uint) -> dev_t;
+    pub(crate) fn graid_major(dev: dev_t) -> c_uint;
+    pub(crate) fn graid_minor(dev: dev_t) -> c_uint;
+    pub(crate) fn graid_bdev_nr_sectors(bdev: *mut block_device) -> sector_t;
+    pub(crate) fn graid_bdev_dev(bdev: *mut block_device) -> dev_t;
+    pub(crate) fn graid_bio_alloc(
+        bdev: *mut block_device,
+        nr_vecs: c_ushort,
+        opf: blk_opf_t,
+        gfp: gfp_t,
+    ) -> *mut bio;
+    pub(crate) fn graid_blk_mq_alloc_disk(
+        set: *mut blk_mq_tag_set,
+        lim: *mut queue_limits,
+        queuedata: *mut c_void,
+    ) -> *mut gendisk;
+    pub(crate) fn graid_add_disk(disk: *mut gendisk) -> c_int;
+    pub(crate) fn graid_blk_mq_rq_to_pdu(rq: *mut request) -> *mut c_void;
+    pub(crate) fn graid_blk_rq_pos(rq: *const request) -> sector_t;
+    pub(crate) fn graid_blk_rq_bytes(rq: *const request) -> c_uint;
+    pub(crate) fn graid_req_op(rq: *const request) -> c_uint;
+    pub(crate) fn graid_disk_fops_ptr() -> *const block_device_operations;
+}

@@ -1,0 +1,104 @@
+//! Malformed and hostile ioctls: unknown numbers, wrong sizes and directions, NULL, short and
+//! kernel pointers, unprivileged opens.
+
+use crate::sys::{open_as_nobody, open_control, raw_ioctl, GuardedPage, Report};
+use graid_abi::{ioc, ior, GraidVersion, GRAID_ABI_VERSION, GRAID_IOC_VERSION};
+use std::mem::size_of;
+use std::process::ExitCode;
+
+pub fn run(path: &str) -> ExitCode {
+    let fd = match open_control(path) {
+        Ok(fd) => fd,
+        Err(e) => {
+            println!("not ok open {path}: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let guard = match GuardedPage::new() {
+        Ok(g) => g,
+        Err(e) => {
+            println!("not ok guard page: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut r = Report::default();
+    let vsize = size_of::<GraidVersion>();
+
+    let mut version = GraidVersion::ZERO;
+    let got = raw_ioctl(&fd, GRAID_IOC_VERSION, &mut version as *mut _ as usize);
+    r.check("version with a valid buffer", got, &[0]);
+    r.total += 1;
+    if version.abi_version == GRAID_ABI_VERSION && version.struct_size as usize == vsize {
+        println!("ok version answer is ABI {GRAID_ABI_VERSION}");
+    } else {
+        r.failed += 1;
+        println!("not ok version answer: {version:?}");
+    }
+
+    r.check(
+        "version with NULL",
+        raw_ioctl(&fd, GRAID_IOC_VERSION, 0),
+        &[libc::EFAULT],
+    );
+    let short = guard.tail(vsize / 2);
+    r.check(
+        "version into a buffer cut short by an unmapped page",
+        raw_ioctl(&fd, GRAID_IOC_VERSION, short),
+        &[libc::EFAULT],
+    );
+    r.check(
+        "version into the guard page",
+        raw_ioctl(&fd, GRAID_IOC_VERSION, guard.tail(0)),
+        &[libc::EFAULT],
+    );
+    r.check(
+        "version into kernel memory",
+        raw_ioctl(&fd, GRAID_IOC_VERSION, 0xffff_8880_0000_0000),
+        &[libc::EFAULT],
+    );
+    r.check(
+        "version into a non-canonical address",
+        raw_ioctl(&fd, GRAID_IOC_VERSION, 0x8000_0000_0000_0000),
+        &[libc::EFAULT],
+    );
+    let whole = guard.tail(vsize);
+    r.check(
+        "version into a buffer ending at the guard page",
+        raw_ioctl(&fd, GRAID_IOC_VERSION, whole),
+        &[0],
+    );
+
+    r.check(
+        "unknown command number",
+        raw_ioctl(&fd, ior::<GraidVersion>(0xee), whole),
+        &[libc::ENOTTY],
+    );
+    r.check(
+        "version number with a wrong size",
+        raw_ioctl(&fd, ioc(2, 0x00, 8), whole),
+        &[libc::ENOTTY, libc::EINVAL],
+    );
+    r.check(
+        "version number with write direction",
+        raw_ioctl(&fd, ioc(1, 0x00, vsize), whole),
+        &[libc::ENOTTY, libc::EINVAL],
+    );
+    r.check(
+        "foreign ioctl type",
+        raw_ioctl(&fd, 0x8004_1270, whole),
+        &[libc::ENOTTY],
+    );
+    r.check("zero command", raw_ioctl(&fd, 0, 0), &[libc::ENOTTY]);
+    r.check(
+        "open as an unprivileged user",
+        open_as_nobody(path),
+        &[libc::EACCES, libc::EPERM],
+    );
+
+    println!("{} probes, {} failed", r.total, r.failed);
+    if r.failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}

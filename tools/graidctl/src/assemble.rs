@@ -1,0 +1,431 @@
+//! `graidctl assemble`: start an array from its members (GRAID_IOC_ASSEMBLE), either the members
+//! given or, with `--scan`, every array whose members are found among the system's block
+//! devices.
+
+use crate::array_ref::running_arrays;
+use crate::control::ControlDevice;
+use crate::errno::{ioctl_error, Op};
+use crate::error::CtlError;
+use crate::member::{describe, resolve_members, Rdev, System};
+use crate::output::{array_device, json, ArrayView};
+use crate::uuid;
+use clap::Args;
+use graid_abi::{GraidAssemble, GraidMember, GRAID_MAX_MEMBERS};
+use graid_engine::assembly::{member_status, pick_freshest, MemberStatus};
+use graid_engine::superblock::{decode, Superblock};
+use serde::Serialize;
+
+#[derive(Args, Debug)]
+pub struct AssembleArgs {
+    /// Find the members of every graid array among the block devices in /sys/class/block and
+    /// assemble each array that is not running yet.
+    #[arg(short, long, conflicts_with = "members")]
+    pub scan: bool,
+    /// The array's member block devices, in any order.
+    #[arg(value_name = "MEMBER", required_unless_present = "scan")]
+    pub members: Vec<String>,
+}
+
+/// Checks the members given on the command line without the module (none with `--scan`).
+pub fn prepare(sys: &dyn System, args: &AssembleArgs) -> Result<Vec<Rdev>, CtlError> {
+    if args.scan {
+        return Ok(Vec::new());
+    }
+    if args.members.len() > GRAID_MAX_MEMBERS {
+        return Err(CtlError::Usage(format!(
+            "an array has at most {GRAID_MAX_MEMBERS} members, {} given",
+            args.members.len()
+        )));
+    }
+    resolve_members(sys, &args.members)
+}
+
+/// Assembles the members [`prepare`] checked, or scans.
+pub fn submit(
+    ctl: &dyn ControlDevice,
+    sys: &dyn System,
+    args: &AssembleArgs,
+    rdevs: &[Rdev],
+    json_out: bool,
+) -> Result<String, CtlError> {
+    if args.scan {
+        return scan(ctl, sys, json_out);
+    }
+    let view = assemble(ctl, sys, rdevs, &args.members)?;
+    Ok(if json_out {
+        json(&view)
+    } else {
+        assembled_line(&view)
+    })
+}
+
+/// [`prepare`] and [`submit`].
+#[cfg(test)]
+pub fn run(
+    ctl: &dyn ControlDevice,
+    sys: &dyn System,
+    args: &AssembleArgs,
+    json_out: bool,
+) -> Result<String, CtlError> {
+    submit(ctl, sys, args, &prepare(sys, args)?, json_out)
+}
+
+fn assembled_line(view: &ArrayView) -> String {
+    let name = if view.name.is_empty() {
+        String::new()
+    } else {
+        format!(" {}", view.name)
+    };
+    format!(
+        "graidctl: array{name} assembled as {} ({}, {} members, {})\n",
+        view.device,
+        view.level,
+        view.members_summary(),
+        view.state
+    )
+}
+
+/// Sends ASSEMBLE for `rdevs` (shown as `paths`) and describes the running array.
+fn assemble(
+    ctl: &dyn ControlDevice,
+    sys: &dyn System,
+    rdevs: &[Rdev],
+    paths: &[String],
+) -> Result<ArrayView, CtlError> {
+    let mut req = GraidAssemble {
+        nr_members: rdevs.len() as u32,
+        flags: 0,
+        members: [GraidMember::default(); GRAID_MAX_MEMBERS],
+        index: 0,
+        bad_member: u32::MAX,
+    };
+    for (slot, rdev) in req.members.iter_mut().zip(rdevs) {
+        *slot = GraidMember {
+            major: rdev.major,
+            minor: rdev.minor,
+        };
+    }
+    if let Err(e) = ctl.assemble(&mut req) {
+        let bad = usize::try_from(req.bad_member).ok();
+        let member = bad
+            .and_then(|i| Some((paths.get(i)?, rdevs.get(i)?)))
+            .map(|(path, rdev)| format!("{path} ({rdev})"));
+        return Err(ioctl_error(
+            Op::Assemble {
+                member: member.as_deref(),
+            },
+            &e,
+        ));
+    }
+    let device = array_device(req.index);
+    let detail = ctl.detail(req.index).map_err(|e| {
+        CtlError::Failed(format!(
+            "the array was assembled as {device}, but describing it failed: {}",
+            ioctl_error(Op::Detail { array: &device }, &e)
+        ))
+    })?;
+    Ok(ArrayView::new(&detail, sys))
+}
+
+/// A device with a graid superblock, found by `--scan`.
+struct Found {
+    path: String,
+    rdev: Rdev,
+    sb: Superblock,
+}
+
+/// A device `--scan` leaves out of its array, and why.
+#[derive(Debug, Serialize, PartialEq, Eq)]
+pub struct LeftOut {
+    pub device: String,
+    pub reason: String,
+}
+
+/// What `--scan` did with one array.
+#[derive(Debug, Serialize)]
+pub struct ScanResult {
+    pub uuid: String,
+    pub name: String,
+    /// `assembled`, `running` (already was) or `failed`.
+    pub status: &'static str,
+    /// Members sent to the module.
+    pub members: Vec<String>,
+    pub left_out: Vec<LeftOut>,
+    /// The running array (after assembly, or the one that was already running).
+    pub array: Option<ArrayView>,
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct ScanReport {
+    arrays: Vec<ScanResult>,
+}
+
+fn status_text(status: &MemberStatus, found: &[Found]) -> String {
+    match *status {
+        MemberStatus::Stale {
+            events,
+            freshest_events,
+        } => format!("stale (events {events}, the freshest member has {freshest_events})"),
+        MemberStatus::Faulty => "marked faulty by the other members".to_owned(),
+        MemberStatus::Removed => "no longer listed by the other members".to_owned(),
+        MemberStatus::Duplicate { of } => format!(
+            "duplicate of {}",
+            found.get(of).map_or("another device", |f| f.path.as_str())
+        ),
+        MemberStatus::Mismatch => {
+            "its level, member count, chunk or size differ from the freshest member".to_owned()
+        }
+        MemberStatus::Foreign => "belongs to another array".to_owned(),
+        MemberStatus::Active { .. } | MemberStatus::Recovering { .. } | MemberStatus::Spare => {
+            "joins".to_owned()
+        }
+    }
+}
+
+fn scan(ctl: &dyn ControlDevice, sys: &dyn System, json_out: bool) -> Result<String, CtlError> {
+    let found: Vec<Found> = sys
+        .block_devices()
+        .into_iter()
+        .filter_map(|dev| {
+            let block = sys.read_superblock(&dev.path).ok()?;
+            let sb = decode(&block[..]).ok()?;
+            Some(Found {
+                path: dev.path,
+                rdev: dev.rdev,
+                sb,
+            })
+        })
+        .collect();
+    let running = running_arrays(ctl)?;
+    // Array UUIDs in the order their first member was found.
+    let mut uuids: Vec<[u8; 16]> = Vec::new();
+    for f in &found {
+        if !uuids.contains(&f.sb.array_uuid) {
+            uuids.push(f.sb.array_uuid);
+        }
+    }
+    let sbs: Vec<Superblock> = found.iter().map(|f| f.sb).collect();
+    let mut results = Vec::new();
+    for array_uuid in uuids {
+        let Some(freshest) = pick_freshest(&sbs, &array_uuid) else {
+            continue;
+        };
+        let mut result = ScanResult {
+            uuid: uuid::format(&array_uuid),
+            name: sbs[freshest].array_name.as_str().to_owned(),
+            status: "failed",
+            members: Vec::new(),
+            left_out: Vec::new(),
+            array: None,
+            error: None,
+        };
+        if let Some(a) = running.iter().find(|a| a.uuid == array_uuid) {
+            result.status = "running";
+            result.array = Some(ArrayView::new(a, sys));
+            results.push(result);
+            continue;
+        }
+        let mut rdevs = Vec::new();
+        for (i, f) in found.iter().enumerate() {
+            if f.sb.array_uuid != array_uuid {
+                continue;
+            }
+            match member_status(&sbs, freshest, i) {
+                Some(status) if status.joins() => {
+                    rdevs.push(f.rdev);
+                    result.members.push(f.path.clone());
+                }
+                Some(status) => result.left_out.push(LeftOut {
+                    device: describe(sys, f.rdev),
+                    reason: status_text(&status, &found),
+                }),
+                None => {}
+            }
+        }
+        rdevs.truncate(GRAID_MAX_MEMBERS);
+        result.members.truncate(GRAID_MAX_MEMBERS);
+        match assemble(ctl, sys, &rdevs, &result.members) {
+            Ok(view) => {
+                result.status = "assembled";
+                result.array = Some(view);
+            }
+            Err(e) => result.error = Some(e.to_string()),
+        }
+        results.push(result);
+    }
+    let failed = results.iter().filter(|r| r.status == "failed").count();
+    let total = results.len();
+    let stdout = if json_out {
+        json(&ScanReport { arrays: results })
+    } else {
+        scan_text(&results)
+    };
+    if failed > 0 {
+        return Err(CtlError::Partial {
+            stdout,
+            message: format!("{failed} of {total} arrays could not be assembled"),
+        });
+    }
+    Ok(stdout)
+}
+
+fn scan_text(results: &[ScanResult]) -> String {
+    if results.is_empty() {
+        return "graidctl: no graid superblocks found\n".to_owned();
+    }
+    let mut out = String::new();
+    for r in results {
+        let label = format!("array {} ({})", r.name, r.uuid);
+        for l in &r.left_out {
+            out.push_str(&format!(
+                "graidctl: {label}: leaving out {}: {}\n",
+                l.device, l.reason
+            ));
+        }
+        match (r.status, &r.array, &r.error) {
+            ("running", Some(a), _) => out.push_str(&format!(
+                "graidctl: {label} is already running as {}\n",
+                a.device
+            )),
+            (_, Some(a), _) => out.push_str(&assembled_line(a)),
+            (_, _, Some(e)) => out.push_str(&format!("graidctl: {label}: {e}\n")),
+            _ => {}
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::control::fake::{array, FakeControl};
+    use crate::error::{EXIT_FAILURE, EXIT_USAGE};
+    use crate::member::fake::FakeSystem;
+    use crate::sbio::testutil::{block, sample};
+
+    fn args(members: &[&str]) -> AssembleArgs {
+        AssembleArgs {
+            scan: false,
+            members: members.iter().map(|m| format!("/dev/{m}")).collect(),
+        }
+    }
+
+    #[test]
+    fn assembles_the_given_members() {
+        let ctl = FakeControl::with(vec![]);
+        let sys = FakeSystem::with_disks(&["a", "b"]);
+        let out = run(&ctl, &sys, &args(&["b", "a"]), false).unwrap();
+        assert_eq!(
+            out,
+            "graidctl: array found assembled as /dev/graid0 (raid10, 2/2 members, optimal)\n"
+        );
+        let sent = ctl.assembled.borrow()[0];
+        assert_eq!(sent.nr_members, 2);
+        assert_eq!((sent.members[0].minor, sent.members[1].minor), (1, 0));
+        assert_eq!(sent.flags, 0);
+        assert_eq!(sent.bad_member, u32::MAX);
+    }
+
+    #[test]
+    fn refused_member_is_named() {
+        let mut ctl = FakeControl::with(vec![]);
+        ctl.bad_member = 1;
+        ctl.fail.borrow_mut().push(("assemble", libc::ESTALE));
+        let sys = FakeSystem::with_disks(&["a", "b"]);
+        let err = run(&ctl, &sys, &args(&["a", "b"]), false).unwrap_err();
+        assert_eq!(err.exit_code(), EXIT_FAILURE);
+        assert!(
+            err.to_string()
+                .starts_with("cannot assemble: member /dev/b (259:1): stale"),
+            "{err}"
+        );
+        // Out-of-range or absent bad_member: no member named.
+        ctl.bad_member = 7;
+        let err = run(&ctl, &sys, &args(&["a", "b"]), false).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("cannot assemble: a member is stale"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn too_many_members_is_a_usage_error() {
+        let names: Vec<String> = (0..33).map(|i| format!("d{i}")).collect();
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        let sys = FakeSystem::with_disks(&refs);
+        let err = run(&FakeControl::with(vec![]), &sys, &args(&refs), false).unwrap_err();
+        assert_eq!(err.exit_code(), EXIT_USAGE);
+    }
+
+    /// Disks a, b (array X, current), c (array X, stale), d (array Y), e (nothing).
+    fn scan_system() -> FakeSystem {
+        let mut sys = FakeSystem::with_disks(&["a", "b", "c", "d", "e"]);
+        let mut stale = sample("x", [1; 16], 1, 2);
+        stale.member_uuid = [0x77; 16];
+        stale.this_slot = 2;
+        stale.slots[2] = graid_engine::superblock::Slot::Spare;
+        sys.devices[0].2 = Some(block(&sample("x", [1; 16], 0, 9)));
+        sys.devices[1].2 = Some(block(&sample("x", [1; 16], 1, 9)));
+        sys.devices[2].2 = Some(block(&stale));
+        sys.devices[3].2 = Some(block(&sample("y", [2; 16], 0, 1)));
+        sys
+    }
+
+    #[test]
+    fn scan_groups_by_uuid_and_leaves_out_stale_members() {
+        let ctl = FakeControl::with(vec![]);
+        let sys = scan_system();
+        let out = scan(&ctl, &sys, false).unwrap();
+        assert_eq!(
+            out,
+            "graidctl: array x (01010101-0101-0101-0101-010101010101): leaving out \
+             /dev/c (259:2): stale (events 2, the freshest member has 9)\n\
+             graidctl: array found assembled as /dev/graid0 (raid10, 2/2 members, optimal)\n\
+             graidctl: array found assembled as /dev/graid1 (raid10, 1/1 members, optimal)\n"
+        );
+        let sent = ctl.assembled.borrow();
+        assert_eq!(sent.len(), 2);
+        assert_eq!(sent[0].nr_members, 2);
+        assert_eq!((sent[0].members[0].minor, sent[0].members[1].minor), (0, 1));
+        assert_eq!((sent[1].nr_members, sent[1].members[0].minor), (1, 3));
+    }
+
+    #[test]
+    fn scan_skips_running_arrays_and_reports_failures_in_json() {
+        let mut running = array(4, "x", 1, &[(259, 0, 0), (259, 1, 0)]);
+        running.uuid = [1; 16];
+        let ctl = FakeControl::with(vec![running]);
+        ctl.fail.borrow_mut().push(("assemble", libc::EUCLEAN));
+        let err = scan(&ctl, &scan_system(), true).unwrap_err();
+        assert_eq!(err.exit_code(), EXIT_FAILURE);
+        assert_eq!(err.to_string(), "1 of 2 arrays could not be assembled");
+        let CtlError::Partial { stdout, .. } = err else {
+            panic!("partial")
+        };
+        let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+        let arrays = v["arrays"].as_array().unwrap();
+        assert_eq!(arrays[0]["status"], "running");
+        assert_eq!(arrays[0]["array"]["device"], "/dev/graid4");
+        assert_eq!(arrays[1]["status"], "failed");
+        assert_eq!(arrays[1]["name"], "y");
+        assert_eq!(arrays[1]["members"][0], "/dev/d");
+        assert!(arrays[1]["error"]
+            .as_str()
+            .unwrap()
+            .contains("corrupt graid superblock"));
+        assert_eq!(ctl.assembled.borrow().len(), 1, "only y was sent");
+    }
+
+    #[test]
+    fn scan_with_nothing_found_succeeds() {
+        let ctl = FakeControl::with(vec![]);
+        let sys = FakeSystem::with_disks(&["a"]);
+        assert_eq!(
+            scan(&ctl, &sys, false).unwrap(),
+            "graidctl: no graid superblocks found\n"
+        );
+        assert_eq!(scan(&ctl, &sys, true).unwrap(), "{\n  \"arrays\": []\n}\n");
+    }
+}

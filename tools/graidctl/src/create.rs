@@ -1,0 +1,406 @@
+//! `graidctl create`: validate locally, then GRAID_IOC_CREATE.
+
+use crate::control::ControlDevice;
+use crate::errno::{ioctl_error, Op};
+use crate::error::CtlError;
+use crate::member::{resolve_members, System};
+use crate::output::{array_device, json, ArrayView};
+use crate::size::{format_sectors, DEFAULT_CHUNK_BYTES, SECTOR_BYTES};
+use crate::uuid;
+use clap::Args;
+use graid_abi::{
+    GraidCreate, GraidMember, GRAID_LEVEL_RAID0, GRAID_LEVEL_RAID1, GRAID_LEVEL_RAID10,
+    GRAID_MAX_ARRAYS, GRAID_MAX_MEMBERS, GRAID_NAME_LEN,
+};
+use graid_engine::superblock::{decode, ArrayName, NameError};
+
+/// Fewest members `create` accepts.
+pub const MIN_MEMBERS: usize = 2;
+
+#[derive(Args, Debug)]
+pub struct CreateArgs {
+    /// Array name (at most 31 bytes of UTF-8, no '/' or control characters); becomes
+    /// /dev/graid/NAME.
+    #[arg(value_parser = parse_name)]
+    pub name: String,
+    /// RAID level: 0 (raid0, stripe), 1 (raid1, mirror) or 10 (raid10).
+    #[arg(short, long, value_parser = parse_level)]
+    pub level: u32,
+    /// Chunk size for RAID 0/10: a power of two from 4K to 1M, K/M suffix, a bare number is in
+    /// KiB [default: 512K]. Not valid for RAID 1.
+    #[arg(short, long, value_parser = crate::size::parse_chunk, value_name = "SIZE")]
+    pub chunk: Option<u32>,
+    /// Array UUID (32 hex digits, dashes or colons allowed) [default: random, picked by the
+    /// module].
+    #[arg(long, value_parser = uuid::parse)]
+    pub uuid: Option<[u8; 16]>,
+    /// Create even if a member already carries a graid superblock (its array is destroyed).
+    #[arg(short, long)]
+    pub force: bool,
+    /// Member block devices, in role order.
+    #[arg(value_name = "MEMBER", required = true)]
+    pub members: Vec<String>,
+}
+
+/// Parses `--level`: md's numbers and mdadm's names for them.
+pub fn parse_level(text: &str) -> Result<u32, String> {
+    match text.to_ascii_lowercase().as_str() {
+        "0" | "raid0" | "stripe" => Ok(GRAID_LEVEL_RAID0),
+        "1" | "raid1" | "mirror" => Ok(GRAID_LEVEL_RAID1),
+        "10" | "raid10" => Ok(GRAID_LEVEL_RAID10),
+        _ => Err(format!(
+            "unsupported RAID level '{text}' (graid supports 0, 1 and 10)"
+        )),
+    }
+}
+
+/// Checks an array name the way the module and the superblock codec will.
+pub fn parse_name(name: &str) -> Result<String, String> {
+    let max = GRAID_NAME_LEN - 1;
+    if name.is_empty() {
+        return Err("the array name must not be empty".to_owned());
+    }
+    if name.len() > max {
+        return Err(format!(
+            "the array name is {} bytes long, at most {max} fit",
+            name.len()
+        ));
+    }
+    match ArrayName::new(name) {
+        Ok(_) => Ok(name.to_owned()),
+        Err(NameError::ForbiddenChar) => {
+            Err("the array name must not contain '/' or control characters".to_owned())
+        }
+        Err(e) => Err(format!("the array name {e}")),
+    }
+}
+
+/// Cross-field checks clap cannot do: returns the chunk size in sectors to send.
+pub fn check_shape(level: u32, chunk: Option<u32>, members: usize) -> Result<u32, CtlError> {
+    let level_name = crate::output::level_name(level);
+    if !(MIN_MEMBERS..=GRAID_MAX_MEMBERS).contains(&members) {
+        return Err(CtlError::Usage(format!(
+            "{level_name} needs {MIN_MEMBERS} to {GRAID_MAX_MEMBERS} members, {members} given"
+        )));
+    }
+    match (level, chunk) {
+        (GRAID_LEVEL_RAID1, Some(_)) => Err(CtlError::Usage(
+            "--chunk is not valid for raid1: mirrors have no chunks".to_owned(),
+        )),
+        (GRAID_LEVEL_RAID1, None) => Ok(0),
+        (_, Some(chunk)) => Ok(chunk),
+        (_, None) => Ok((DEFAULT_CHUNK_BYTES / SECTOR_BYTES) as u32),
+    }
+}
+
+/// Refuses members that already belong to a graid array, unless forced.
+fn check_not_in_use(sys: &dyn System, members: &[String]) -> Result<(), CtlError> {
+    for path in members {
+        // Unreadable members are the module's to refuse, with its own reason.
+        let Ok(block) = sys.read_superblock(path) else {
+            continue;
+        };
+        if let Ok(sb) = decode(&block[..]) {
+            return Err(CtlError::Failed(format!(
+                "member {path} already belongs to array '{}' ({}); use --force to destroy \
+                 that array, or graidctl zero-superblock {path} first",
+                sb.array_name.as_str(),
+                uuid::format(&sb.array_uuid)
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The human summary line of a new or assembled array, e.g. `RAID10, 4 members, chunk 512 KiB`.
+pub fn shape_summary(view: &ArrayView) -> String {
+    let mut text = format!(
+        "{}, {} members",
+        view.level.to_uppercase(),
+        view.members.len()
+    );
+    if view.chunk_sectors != 0 {
+        text.push_str(&format!(
+            ", chunk {}",
+            format_sectors(u64::from(view.chunk_sectors))
+        ));
+    }
+    text
+}
+
+fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// Checks everything that can be checked without the module and builds the request.
+pub fn prepare(sys: &dyn System, args: &CreateArgs) -> Result<GraidCreate, CtlError> {
+    let chunk_sectors = check_shape(args.level, args.chunk, args.members.len())?;
+    let rdevs = resolve_members(sys, &args.members)?;
+    if !args.force {
+        check_not_in_use(sys, &args.members)?;
+    }
+    let mut req = GraidCreate {
+        level: args.level,
+        chunk_sectors,
+        nr_members: rdevs.len() as u32,
+        flags: 0,
+        name: [0; GRAID_NAME_LEN],
+        uuid: args.uuid.unwrap_or([0; 16]),
+        ctime: now(),
+        members: [GraidMember::default(); GRAID_MAX_MEMBERS],
+        index: 0,
+        reserved: 0,
+    };
+    req.name[..args.name.len()].copy_from_slice(args.name.as_bytes());
+    for (slot, rdev) in req.members.iter_mut().zip(&rdevs) {
+        *slot = GraidMember {
+            major: rdev.major,
+            minor: rdev.minor,
+        };
+    }
+    Ok(req)
+}
+
+/// Sends a request made by [`prepare`] and describes the new array.
+pub fn submit(
+    ctl: &dyn ControlDevice,
+    sys: &dyn System,
+    args: &CreateArgs,
+    mut req: GraidCreate,
+    json_out: bool,
+) -> Result<String, CtlError> {
+    ctl.create(&mut req).map_err(|e| {
+        // The module also answers ENOSPC when every array index is taken.
+        let full = e.raw_os_error() == Some(libc::ENOSPC)
+            && ctl
+                .list()
+                .is_ok_and(|l| l.count as usize >= GRAID_MAX_ARRAYS);
+        if full {
+            CtlError::Failed(format!(
+                "cannot create array '{}': {GRAID_MAX_ARRAYS} arrays are running, the most \
+                 graid supports (ENOSPC)",
+                args.name
+            ))
+        } else {
+            ioctl_error(Op::Create { name: &args.name }, &e)
+        }
+    })?;
+    let device = array_device(req.index);
+    let detail = ctl.detail(req.index).map_err(|e| {
+        CtlError::Failed(format!(
+            "array '{}' was created as {device}, but describing it failed: {}",
+            args.name,
+            ioctl_error(Op::Detail { array: &device }, &e)
+        ))
+    })?;
+    let view = ArrayView::new(&detail, sys);
+    Ok(if json_out {
+        json(&view)
+    } else {
+        format!(
+            "graidctl: array {} created as {} ({})\n",
+            args.name,
+            view.device,
+            shape_summary(&view)
+        )
+    })
+}
+
+/// [`prepare`] and [`submit`].
+#[cfg(test)]
+pub fn run(
+    ctl: &dyn ControlDevice,
+    sys: &dyn System,
+    args: &CreateArgs,
+    json_out: bool,
+) -> Result<String, CtlError> {
+    submit(ctl, sys, args, prepare(sys, args)?, json_out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::control::fake::{array, FakeControl};
+    use crate::error::{EXIT_FAILURE, EXIT_USAGE};
+    use crate::member::fake::FakeSystem;
+    use crate::sbio::testutil::{block, sample};
+
+    fn args(level: u32, chunk: Option<u32>, members: &[&str]) -> CreateArgs {
+        CreateArgs {
+            name: "data".into(),
+            level,
+            chunk,
+            uuid: None,
+            force: false,
+            members: members.iter().map(|m| format!("/dev/{m}")).collect(),
+        }
+    }
+
+    fn disks() -> FakeSystem {
+        FakeSystem::with_disks(&["nvme0n1", "nvme1n1", "nvme2n1", "nvme3n1"])
+    }
+
+    #[test]
+    fn levels_have_md_numbers_and_mdadm_names() {
+        assert_eq!(parse_level("0"), Ok(0));
+        assert_eq!(parse_level("stripe"), Ok(0));
+        assert_eq!(parse_level("RAID1"), Ok(1));
+        assert_eq!(parse_level("mirror"), Ok(1));
+        assert_eq!(parse_level("raid10"), Ok(10));
+        let err = parse_level("5").unwrap_err();
+        assert!(err.contains("0, 1 and 10"), "{err}");
+    }
+
+    #[test]
+    fn names_are_checked_like_the_module_does() {
+        assert_eq!(parse_name("data-1"), Ok("data-1".into()));
+        assert_eq!(parse_name(&"x".repeat(31)), Ok("x".repeat(31)));
+        assert!(parse_name(&"x".repeat(32))
+            .unwrap_err()
+            .contains("32 bytes"));
+        // 30 ASCII + a 2-byte character = 32 bytes.
+        let long = format!("{}é", "x".repeat(30));
+        assert!(parse_name(&long).unwrap_err().contains("at most 31"));
+        assert!(parse_name("").unwrap_err().contains("empty"));
+        for bad in ["a/b", "tab\there", "del\u{7f}", "c1\u{85}"] {
+            assert!(parse_name(bad).unwrap_err().contains("'/'"), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn shape_checks_count_and_chunk() {
+        assert_eq!(check_shape(0, None, 2).unwrap(), 1024);
+        assert_eq!(check_shape(10, Some(128), 4).unwrap(), 128);
+        assert_eq!(check_shape(1, None, 32).unwrap(), 0);
+        let err = check_shape(1, Some(128), 2).unwrap_err();
+        assert_eq!(err.exit_code(), EXIT_USAGE);
+        assert!(err.to_string().contains("--chunk is not valid for raid1"));
+        let err = check_shape(10, None, 1).unwrap_err();
+        assert_eq!(err.to_string(), "raid10 needs 2 to 32 members, 1 given");
+        assert!(check_shape(0, None, 33).is_err());
+    }
+
+    #[test]
+    fn sends_members_in_role_order_and_reports_the_new_array() {
+        let ctl = FakeControl::with(vec![array(0, "old", 1, &[(8, 0, 0), (8, 16, 0)])]);
+        let sys = disks();
+        let a = args(10, None, &["nvme2n1", "nvme0n1", "nvme1n1", "nvme3n1"]);
+        let out = run(&ctl, &sys, &a, false).unwrap();
+        assert_eq!(
+            out,
+            "graidctl: array data created as /dev/graid1 (RAID10, 4 members, chunk 512 KiB)\n"
+        );
+        let sent = ctl.created.borrow()[0];
+        assert_eq!(sent.level, 10);
+        assert_eq!(sent.chunk_sectors, 1024);
+        assert_eq!(sent.nr_members, 4);
+        assert_eq!(&sent.name[..5], b"data\0");
+        assert_eq!(sent.uuid, [0; 16], "the module picks the UUID");
+        assert!(sent.ctime > 1_700_000_000);
+        let minors: Vec<u32> = sent.members[..4].iter().map(|m| m.minor).collect();
+        assert_eq!(minors, [2, 0, 1, 3]);
+        assert!(sent.members[4..]
+            .iter()
+            .all(|m| *m == GraidMember::default()));
+        assert_eq!((sent.flags, sent.reserved), (0, 0));
+    }
+
+    #[test]
+    fn raid1_has_no_chunk_and_json_is_the_detail() {
+        let ctl = FakeControl::with(vec![]);
+        let mut a = args(1, None, &["nvme0n1", "nvme1n1"]);
+        a.uuid = Some([0xab; 16]);
+        let out = run(&ctl, &disks(), &a, true).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["device"], "/dev/graid0");
+        assert_eq!(v["level"], "raid1");
+        assert_eq!(v["chunk_sectors"], 0);
+        assert_eq!(v["uuid"], "abababab-abab-abab-abab-abababababab");
+        assert_eq!(v["members"][1]["device"], "/dev/nvme1n1");
+        let human = run(
+            &FakeControl::with(vec![]),
+            &disks(),
+            &args(1, None, &["nvme0n1", "nvme1n1"]),
+            false,
+        )
+        .unwrap();
+        assert_eq!(
+            human,
+            "graidctl: array data created as /dev/graid0 (RAID1, 2 members)\n"
+        );
+    }
+
+    #[test]
+    fn local_errors_name_the_member_and_send_nothing() {
+        let ctl = FakeControl::with(vec![]);
+        let err = run(&ctl, &disks(), &args(0, None, &["nvme0n1", "sdq"]), false).unwrap_err();
+        assert_eq!(err.to_string(), "member /dev/sdq: no such device");
+        let err = run(
+            &ctl,
+            &disks(),
+            &args(0, None, &["nvme0n1", "nvme0n1"]),
+            false,
+        )
+        .unwrap_err();
+        assert_eq!(err.exit_code(), EXIT_USAGE);
+        assert!(ctl.created.borrow().is_empty());
+    }
+
+    #[test]
+    fn members_of_another_array_need_force() {
+        let ctl = FakeControl::with(vec![]);
+        let mut sys = disks();
+        sys.devices[1].2 = Some(block(&sample("old", [7; 16], 1, 4)));
+        let mut a = args(0, None, &["nvme0n1", "nvme1n1"]);
+        let err = run(&ctl, &sys, &a, false).unwrap_err();
+        assert_eq!(err.exit_code(), EXIT_FAILURE);
+        assert_eq!(
+            err.to_string(),
+            "member /dev/nvme1n1 already belongs to array 'old' \
+             (07070707-0707-0707-0707-070707070707); use --force to destroy that array, or \
+             graidctl zero-superblock /dev/nvme1n1 first"
+        );
+        assert!(ctl.created.borrow().is_empty());
+        a.force = true;
+        run(&ctl, &sys, &a, false).unwrap();
+        assert_eq!(ctl.created.borrow().len(), 1);
+    }
+
+    #[test]
+    fn enospc_is_a_full_array_table_or_a_small_member() {
+        let ctl = FakeControl::with(vec![]);
+        ctl.fail.borrow_mut().push(("create", libc::ENOSPC));
+        let a = args(0, None, &["nvme0n1", "nvme1n1"]);
+        let err = run(&ctl, &disks(), &a, false).unwrap_err();
+        assert!(err.to_string().contains("a member is too small"), "{err}");
+        let full: Vec<_> = (0..GRAID_MAX_ARRAYS as u32)
+            .map(|i| array(i, &format!("a{i}"), 1, &[(8, 0, 0), (8, 16, 0)]))
+            .collect();
+        *ctl.arrays.borrow_mut() = full;
+        let err = run(&ctl, &disks(), &a, false).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "cannot create array 'data': 64 arrays are running, the most graid supports (ENOSPC)"
+        );
+    }
+
+    #[test]
+    fn module_errors_are_explained() {
+        let ctl = FakeControl::with(vec![]);
+        ctl.fail.borrow_mut().push(("create", libc::EEXIST));
+        let err = run(
+            &ctl,
+            &disks(),
+            &args(0, None, &["nvme0n1", "nvme1n1"]),
+            false,
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "cannot create array 'data': an array named 'data' (or with this UUID) exists \
+             (EEXIST)"
+        );
+    }
+}

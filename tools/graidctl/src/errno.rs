@@ -1,0 +1,248 @@
+//! Turning an ioctl's errno into a message that says what went wrong, in the words of the
+//! operation that failed (documented in Documentation/graidctl.rst).
+
+use crate::error::CtlError;
+use std::io;
+
+/// The ioctl that failed, with what graidctl knows about its target.
+#[derive(Clone, Copy, Debug)]
+pub enum Op<'a> {
+    /// Creating array `name`.
+    Create { name: &'a str },
+    /// Assembling; `member` is the refused member's description when the module named one.
+    Assemble { member: Option<&'a str> },
+    /// Stopping `array` (e.g. `/dev/graid0 (data)`), open `open_count` times when last asked.
+    Stop {
+        array: &'a str,
+        force: bool,
+        open_count: u32,
+    },
+    /// Listing arrays.
+    List,
+    /// Describing `array`.
+    Detail { array: &'a str },
+}
+
+impl Op<'_> {
+    fn ioctl(&self) -> &'static str {
+        match self {
+            Op::Create { .. } => "CREATE",
+            Op::Assemble { .. } => "ASSEMBLE",
+            Op::Stop { .. } => "STOP",
+            Op::List => "LIST",
+            Op::Detail { .. } => "DETAIL",
+        }
+    }
+
+    fn failed(&self) -> String {
+        match self {
+            Op::Create { name } => format!("cannot create array '{name}'"),
+            Op::Assemble { member: Some(m) } => format!("cannot assemble: member {m}"),
+            Op::Assemble { member: None } => "cannot assemble".to_owned(),
+            Op::Stop { array, .. } => format!("cannot stop {array}"),
+            Op::List => "cannot list arrays".to_owned(),
+            Op::Detail { array } => format!("cannot describe {array}"),
+        }
+    }
+}
+
+/// The symbolic name of the errnos graidctl explains, for the end of its messages.
+pub fn errno_name(errno: i32) -> Option<&'static str> {
+    Some(match errno {
+        libc::EPERM => "EPERM",
+        libc::EACCES => "EACCES",
+        libc::ENOTTY => "ENOTTY",
+        libc::EFAULT => "EFAULT",
+        libc::EINVAL => "EINVAL",
+        libc::EBUSY => "EBUSY",
+        libc::EEXIST => "EEXIST",
+        libc::ENODEV => "ENODEV",
+        libc::ENXIO => "ENXIO",
+        libc::ENOSPC => "ENOSPC",
+        libc::E2BIG => "E2BIG",
+        libc::ESTALE => "ESTALE",
+        libc::EUCLEAN => "EUCLEAN",
+        libc::EMEDIUMTYPE => "EMEDIUMTYPE",
+        libc::EXDEV => "EXDEV",
+        libc::ENODATA => "ENODATA",
+        libc::EIO => "EIO",
+        libc::EROFS => "EROFS",
+        libc::ENOMEM => "ENOMEM",
+        libc::EINTR => "EINTR",
+        libc::EAGAIN => "EAGAIN",
+        _ => return None,
+    })
+}
+
+/// Why `op` failed with `errno`, without the operation itself.
+fn reason(op: &Op<'_>, errno: i32) -> String {
+    let is_member_op = matches!(op, Op::Create { .. } | Op::Assemble { .. });
+    let named_member = matches!(op, Op::Assemble { member: Some(_) });
+    match errno {
+        libc::EINVAL => match op {
+            Op::Create { .. } => "invalid argument: the module refused the level, chunk size, \
+                                  member count, name, UUID or flags"
+                .to_owned(),
+            Op::Assemble { .. } => {
+                "invalid argument: the module refused the member list or flags".to_owned()
+            }
+            Op::Stop { .. } => "invalid argument: the module refused the index or flags".to_owned(),
+            _ => "invalid argument".to_owned(),
+        },
+        libc::EBUSY => match op {
+            Op::Stop {
+                force: false,
+                open_count,
+                ..
+            } => format!(
+                "the array is in use (open {open_count} time(s)); unmount or close it, \
+                 or use --force"
+            ),
+            Op::Stop { force: true, .. } => {
+                "the array is in use and cannot be stopped without losing I/O".to_owned()
+            }
+            _ if named_member => "in use (mounted, held open exclusively, or a member of a \
+                                  running array)"
+                .to_owned(),
+            _ if is_member_op => "a member is in use (mounted, held open exclusively, or a \
+                                  member of a running array)"
+                .to_owned(),
+            _ => "device or resource busy".to_owned(),
+        },
+        libc::EEXIST => match op {
+            Op::Create { name } => format!("an array named '{name}' (or with this UUID) exists"),
+            Op::Assemble { .. } => {
+                "the array is already running (or another array has its name)".to_owned()
+            }
+            _ => "already exists".to_owned(),
+        },
+        libc::ENODEV | libc::ENXIO => match op {
+            Op::Stop { .. } | Op::Detail { .. } => "no such array".to_owned(),
+            _ if named_member => "no such device".to_owned(),
+            _ if is_member_op => "a member device does not exist".to_owned(),
+            _ => "no such device".to_owned(),
+        },
+        libc::ENOSPC | libc::E2BIG => match op {
+            Op::Create { .. } => {
+                "a member is too small (each needs 2 MiB for metadata plus room for data)"
+                    .to_owned()
+            }
+            _ if named_member => "too small for the data area its superblock describes".to_owned(),
+            _ => "a member is too small for the array".to_owned(),
+        },
+        libc::ESTALE if named_member => "stale: its superblock missed updates the other \
+                                         members have (event counter behind)"
+            .to_owned(),
+        libc::ESTALE => "a member is stale (its superblock missed updates)".to_owned(),
+        libc::EUCLEAN if named_member => "bad or corrupt graid superblock (graidctl examine \
+                                          shows why)"
+            .to_owned(),
+        libc::EUCLEAN => "a member has a bad or corrupt graid superblock".to_owned(),
+        libc::ENODATA if named_member => "no graid superblock".to_owned(),
+        libc::ENODATA => "a member has no graid superblock".to_owned(),
+        libc::EMEDIUMTYPE | libc::EXDEV if named_member => {
+            "belongs to another array (its array UUID differs)".to_owned()
+        }
+        libc::EMEDIUMTYPE | libc::EXDEV => {
+            "the members belong to different arrays (array UUIDs differ)".to_owned()
+        }
+        libc::EIO => "I/O error on a member".to_owned(),
+        libc::EROFS if named_member => "read-only device".to_owned(),
+        libc::EROFS => "a member is read-only".to_owned(),
+        libc::ENOMEM => "the kernel is out of memory".to_owned(),
+        libc::EINTR | libc::EAGAIN => "interrupted; try again".to_owned(),
+        libc::EFAULT => "internal error: the module could not access the ioctl argument".to_owned(),
+        _ => io::Error::from_raw_os_error(errno).to_string(),
+    }
+}
+
+/// The error graidctl reports when `op`'s ioctl fails with `err`.
+pub fn ioctl_error(op: Op<'_>, err: &io::Error) -> CtlError {
+    let Some(errno) = err.raw_os_error() else {
+        return CtlError::Failed(format!("{}: {err}", op.failed()));
+    };
+    let suffix = errno_name(errno).map_or(String::new(), |n| format!(" ({n})"));
+    match errno {
+        libc::EPERM | libc::EACCES => CtlError::Denied(format!(
+            "{}: permission denied: graid's ioctls need root (CAP_SYS_ADMIN){suffix}",
+            op.failed()
+        )),
+        libc::ENOTTY => CtlError::Unsupported(format!(
+            "{}: the loaded raid_gpu module does not implement the {} ioctl (older than \
+             graidctl?){suffix}",
+            op.failed(),
+            op.ioctl()
+        )),
+        _ => CtlError::Failed(format!("{}: {}{suffix}", op.failed(), reason(&op, errno))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::{EXIT_ABI_MISMATCH, EXIT_FAILURE, EXIT_PERMISSION};
+
+    fn msg(op: Op<'_>, errno: i32) -> (String, u8) {
+        let e = ioctl_error(op, &io::Error::from_raw_os_error(errno));
+        (e.to_string(), e.exit_code())
+    }
+
+    #[test]
+    fn create_errors_name_the_array_and_reason() {
+        let op = Op::Create { name: "data" };
+        let (m, code) = msg(op, libc::EEXIST);
+        assert_eq!(
+            m,
+            "cannot create array 'data': an array named 'data' (or with this UUID) exists (EEXIST)"
+        );
+        assert_eq!(code, EXIT_FAILURE);
+        assert!(msg(op, libc::ENOSPC).0.contains("too small"));
+        assert!(msg(op, libc::E2BIG).0.contains("too small"));
+        assert!(msg(op, libc::EBUSY).0.contains("a member is in use"));
+        assert!(msg(op, libc::EINVAL).0.contains("invalid argument"));
+    }
+
+    #[test]
+    fn assemble_errors_name_the_refused_member() {
+        let op = Op::Assemble {
+            member: Some("/dev/sdb (8:16)"),
+        };
+        assert_eq!(
+            msg(op, libc::ESTALE).0,
+            "cannot assemble: member /dev/sdb (8:16): stale: its superblock missed updates the \
+             other members have (event counter behind) (ESTALE)"
+        );
+        assert!(msg(op, libc::EXDEV).0.contains("another array"));
+        assert!(msg(op, libc::EMEDIUMTYPE).0.contains("another array"));
+        assert!(msg(op, libc::EUCLEAN).0.contains("corrupt"));
+        let anon = Op::Assemble { member: None };
+        assert!(msg(anon, libc::ESTALE).0.contains("a member is stale"));
+    }
+
+    #[test]
+    fn stop_busy_suggests_force_with_the_open_count() {
+        let op = Op::Stop {
+            array: "/dev/graid0 (data)",
+            force: false,
+            open_count: 2,
+        };
+        let (m, _) = msg(op, libc::EBUSY);
+        assert!(m.starts_with("cannot stop /dev/graid0 (data): "), "{m}");
+        assert!(m.contains("open 2 time(s)") && m.contains("--force"), "{m}");
+        assert!(msg(op, libc::ENODEV).0.contains("no such array"));
+    }
+
+    #[test]
+    fn permission_and_missing_ioctls_have_their_exit_codes() {
+        let op = Op::List;
+        assert_eq!(msg(op, libc::EPERM).1, EXIT_PERMISSION);
+        assert_eq!(msg(op, libc::EACCES).1, EXIT_PERMISSION);
+        let (m, code) = msg(op, libc::ENOTTY);
+        assert_eq!(code, EXIT_ABI_MISMATCH);
+        assert!(m.contains("LIST ioctl"), "{m}");
+        // Unknown errnos fall back to the OS text.
+        let (m, code) = msg(op, libc::ETIMEDOUT);
+        assert!(m.starts_with("cannot list arrays: "), "{m}");
+        assert_eq!(code, EXIT_FAILURE);
+    }
+}

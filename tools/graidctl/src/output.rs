@@ -1,0 +1,321 @@
+//! What graidctl prints: the views of arrays and members shared by the human and JSON output,
+//! plain-text tables, and JSON rendering.
+
+use crate::member::{Rdev, System};
+use crate::size::{format_sectors, SECTOR_BYTES};
+use crate::uuid;
+use graid_abi::{
+    GraidDetail, GraidMemberDetail, GRAID_ARRAY_DEGRADED, GRAID_ARRAY_FAILED, GRAID_ARRAY_OPTIMAL,
+    GRAID_MAX_MEMBERS, GRAID_MEMBER_ACTIVE, GRAID_MEMBER_FAULTY, GRAID_MEMBER_MISSING,
+};
+use serde::Serialize;
+
+/// Pretty JSON of `value`, newline-terminated.
+pub fn json<T: Serialize>(value: &T) -> String {
+    let mut text = serde_json::to_string_pretty(value).expect("views serialize");
+    text.push('\n');
+    text
+}
+
+/// `raid0`, `raid1`, `raid10`, or `level N` for a level this graidctl does not know.
+pub fn level_name(level: u32) -> String {
+    match level {
+        0 | 1 | 10 => format!("raid{level}"),
+        other => format!("level {other}"),
+    }
+}
+
+fn array_state_name(state: u32) -> String {
+    match state {
+        GRAID_ARRAY_OPTIMAL => "optimal".to_owned(),
+        GRAID_ARRAY_DEGRADED => "degraded".to_owned(),
+        GRAID_ARRAY_FAILED => "failed".to_owned(),
+        other => format!("unknown ({other})"),
+    }
+}
+
+fn member_state_name(state: u32) -> String {
+    match state {
+        GRAID_MEMBER_ACTIVE => "active".to_owned(),
+        GRAID_MEMBER_FAULTY => "faulty".to_owned(),
+        GRAID_MEMBER_MISSING => "missing".to_owned(),
+        other => format!("unknown ({other})"),
+    }
+}
+
+/// The text of a NUL-terminated name field (lossy: the module only stores valid UTF-8).
+pub fn name_str(field: &[u8]) -> String {
+    let len = field.iter().position(|&b| b == 0).unwrap_or(field.len());
+    String::from_utf8_lossy(&field[..len]).into_owned()
+}
+
+/// `/dev/graidN`.
+pub fn array_device(index: u32) -> String {
+    format!("/dev/graid{index}")
+}
+
+/// One running array, as `detail`, `list` and `--json` show it.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct ArrayView {
+    pub device: String,
+    pub index: u32,
+    pub name: String,
+    pub uuid: String,
+    pub level: String,
+    /// Chunk size; 0 for RAID 1.
+    pub chunk_sectors: u32,
+    pub chunk_bytes: u64,
+    pub size_sectors: u64,
+    pub size_bytes: u64,
+    pub state: String,
+    pub events: u64,
+    pub open_count: u32,
+    pub members: Vec<MemberView>,
+}
+
+/// One member of a running array.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct MemberView {
+    pub role: u32,
+    /// `/dev/NAME`, or null when the member is missing or has no device node.
+    pub device: Option<String>,
+    pub major: u32,
+    pub minor: u32,
+    pub state: String,
+    pub reads: u64,
+    pub writes: u64,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    pub errors: u64,
+}
+
+impl MemberView {
+    fn new(m: &GraidMemberDetail, sys: &dyn System) -> Self {
+        let rdev = Rdev {
+            major: m.dev.major,
+            minor: m.dev.minor,
+        };
+        let present = m.state != GRAID_MEMBER_MISSING && rdev != Rdev { major: 0, minor: 0 };
+        Self {
+            role: m.role,
+            device: if present { sys.dev_path(rdev) } else { None },
+            major: rdev.major,
+            minor: rdev.minor,
+            state: member_state_name(m.state),
+            reads: m.reads,
+            writes: m.writes,
+            read_bytes: m.read_bytes,
+            write_bytes: m.write_bytes,
+            errors: m.errors,
+        }
+    }
+
+    /// The device column: path, `major:minor` without a node, `-` when missing.
+    fn device_text(&self) -> String {
+        match &self.device {
+            Some(path) => path.clone(),
+            None if self.state == "missing" => "-".to_owned(),
+            None => format!("{}:{}", self.major, self.minor),
+        }
+    }
+}
+
+impl ArrayView {
+    pub fn new(d: &GraidDetail, sys: &dyn System) -> Self {
+        let count = (d.nr_members as usize).min(GRAID_MAX_MEMBERS);
+        Self {
+            device: array_device(d.index),
+            index: d.index,
+            name: name_str(&d.name),
+            uuid: uuid::format(&d.uuid),
+            level: level_name(d.level),
+            chunk_sectors: d.chunk_sectors,
+            chunk_bytes: u64::from(d.chunk_sectors) * SECTOR_BYTES,
+            size_sectors: d.size_sectors,
+            size_bytes: d.size_sectors.saturating_mul(SECTOR_BYTES),
+            state: array_state_name(d.state),
+            events: d.events,
+            open_count: d.open_count,
+            members: d.members[..count]
+                .iter()
+                .map(|m| MemberView::new(m, sys))
+                .collect(),
+        }
+    }
+
+    /// `/dev/graid0 (data)`, for messages.
+    pub fn label(&self) -> String {
+        if self.name.is_empty() {
+            self.device.clone()
+        } else {
+            format!("{} ({})", self.device, self.name)
+        }
+    }
+
+    /// Active members over all members, e.g. `3/4`.
+    pub fn members_summary(&self) -> String {
+        let active = self.members.iter().filter(|m| m.state == "active").count();
+        format!("{active}/{}", self.members.len())
+    }
+
+    /// Chunk size for people: `512 KiB`, or `-` for RAID 1.
+    pub fn chunk_text(&self) -> String {
+        if self.chunk_sectors == 0 {
+            "-".to_owned()
+        } else {
+            format_sectors(u64::from(self.chunk_sectors))
+        }
+    }
+
+    /// The `detail` report.
+    pub fn detail_text(&self) -> String {
+        let count = |state: &str| self.members.iter().filter(|m| m.state == state).count();
+        let fields = [
+            ("Name", self.name.clone()),
+            ("UUID", self.uuid.clone()),
+            ("RAID Level", self.level.clone()),
+            ("Chunk Size", self.chunk_text()),
+            (
+                "Array Size",
+                format!(
+                    "{} ({} sectors)",
+                    format_sectors(self.size_sectors),
+                    self.size_sectors
+                ),
+            ),
+            ("State", self.state.clone()),
+            ("Events", self.events.to_string()),
+            ("Open Count", self.open_count.to_string()),
+            (
+                "Members",
+                format!(
+                    "{} ({} active, {} faulty, {} missing)",
+                    self.members.len(),
+                    count("active"),
+                    count("faulty"),
+                    count("missing")
+                ),
+            ),
+        ];
+        let mut out = format!("{}:\n", self.device);
+        for (key, value) in fields {
+            let line = format!("{key:>14} : {value}");
+            out.push_str(line.trim_end());
+            out.push('\n');
+        }
+        out.push('\n');
+        let mut table = Table::new(&[
+            ("ROLE", Align::Right),
+            ("DEVICE", Align::Left),
+            ("STATE", Align::Left),
+            ("READS", Align::Right),
+            ("WRITES", Align::Right),
+            ("READ", Align::Right),
+            ("WRITTEN", Align::Right),
+            ("ERRORS", Align::Right),
+        ]);
+        for m in &self.members {
+            table.row(vec![
+                m.role.to_string(),
+                m.device_text(),
+                m.state.clone(),
+                m.reads.to_string(),
+                m.writes.to_string(),
+                crate::size::format_bytes(m.read_bytes),
+                crate::size::format_bytes(m.write_bytes),
+                m.errors.to_string(),
+            ]);
+        }
+        out.push_str(&table.render());
+        out
+    }
+}
+
+/// Column alignment in a [`Table`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Align {
+    Left,
+    Right,
+}
+
+/// A plain-text table: a header line, then one line per row, columns two spaces apart.
+pub struct Table {
+    columns: Vec<(&'static str, Align)>,
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    pub fn new(columns: &[(&'static str, Align)]) -> Self {
+        Self {
+            columns: columns.to_vec(),
+            rows: Vec::new(),
+        }
+    }
+
+    pub fn row(&mut self, cells: Vec<String>) {
+        assert_eq!(cells.len(), self.columns.len(), "table row width");
+        self.rows.push(cells);
+    }
+
+    pub fn render(&self) -> String {
+        let width = |i: usize| {
+            self.rows
+                .iter()
+                .map(|r| r[i].chars().count())
+                .chain([self.columns[i].0.len()])
+                .max()
+                .unwrap_or(0)
+        };
+        let widths: Vec<usize> = (0..self.columns.len()).map(width).collect();
+        let header: Vec<String> = self.columns.iter().map(|(h, _)| (*h).to_owned()).collect();
+        let mut out = String::new();
+        for cells in std::iter::once(&header).chain(&self.rows) {
+            let mut line = String::new();
+            for (i, cell) in cells.iter().enumerate() {
+                if i > 0 {
+                    line.push_str("  ");
+                }
+                let pad = widths[i] - cell.chars().count();
+                match self.columns[i].1 {
+                    Align::Left => {
+                        line.push_str(cell);
+                        line.push_str(&" ".repeat(pad));
+                    }
+                    Align::Right => {
+                        line.push_str(&" ".repeat(pad));
+                        line.push_str(cell);
+                    }
+                }
+            }
+            out.push_str(line.trim_end());
+            out.push('\n');
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_aligns_columns() {
+        let mut t = Table::new(&[("A", Align::Left), ("NUMBER", Align::Right)]);
+        t.row(vec!["long-name".into(), "7".into()]);
+        t.row(vec!["x".into(), "123456789".into()]);
+        assert_eq!(
+            t.render(),
+            "A             NUMBER\nlong-name          7\nx          123456789\n"
+        );
+    }
+
+    #[test]
+    fn names_stop_at_nul_and_unknown_values_are_shown() {
+        assert_eq!(name_str(b"data\0\0\0"), "data");
+        assert_eq!(name_str(b"full"), "full");
+        assert_eq!(level_name(10), "raid10");
+        assert_eq!(level_name(6), "level 6");
+        assert_eq!(array_state_name(9), "unknown (9)");
+        assert_eq!(member_state_name(GRAID_MEMBER_FAULTY), "faulty");
+    }
+}

@@ -1,0 +1,207 @@
+//! `graidctl list` and `graidctl detail ARRAY`.
+
+use crate::array_ref::{resolve, running_arrays, ArrayRef};
+use crate::control::ControlDevice;
+use crate::error::CtlError;
+use crate::member::System;
+use crate::output::{json, Align, ArrayView, Table};
+use crate::size::format_sectors;
+use serde::Serialize;
+
+#[derive(Serialize)]
+struct ListReport {
+    arrays: Vec<ArrayView>,
+}
+
+pub fn list(ctl: &dyn ControlDevice, sys: &dyn System, json_out: bool) -> Result<String, CtlError> {
+    let arrays: Vec<ArrayView> = running_arrays(ctl)?
+        .iter()
+        .map(|d| ArrayView::new(d, sys))
+        .collect();
+    if json_out {
+        return Ok(json(&ListReport { arrays }));
+    }
+    if arrays.is_empty() {
+        return Ok("no graid arrays are running\n".to_owned());
+    }
+    let mut table = Table::new(&[
+        ("DEVICE", Align::Left),
+        ("NAME", Align::Left),
+        ("LEVEL", Align::Left),
+        ("SIZE", Align::Right),
+        ("STATE", Align::Left),
+        ("MEMBERS", Align::Right),
+    ]);
+    for a in &arrays {
+        table.row(vec![
+            a.device.clone(),
+            a.name.clone(),
+            a.level.clone(),
+            format_sectors(a.size_sectors),
+            a.state.clone(),
+            a.members_summary(),
+        ]);
+    }
+    Ok(table.render())
+}
+
+pub fn detail(
+    ctl: &dyn ControlDevice,
+    sys: &dyn System,
+    array: &ArrayRef,
+    json_out: bool,
+) -> Result<String, CtlError> {
+    let view = ArrayView::new(&resolve(ctl, sys, array)?, sys);
+    Ok(if json_out {
+        json(&view)
+    } else {
+        view.detail_text()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::array_ref::parse;
+    use crate::control::fake::{array, FakeControl};
+    use crate::member::fake::FakeSystem;
+    use graid_abi::{GRAID_ARRAY_DEGRADED, GRAID_MEMBER_FAULTY, GRAID_MEMBER_MISSING};
+
+    fn setup() -> (FakeControl, FakeSystem) {
+        let mut degraded = array(
+            3,
+            "scratch",
+            1,
+            &[
+                (259, 2, 0),
+                (259, 9, GRAID_MEMBER_FAULTY),
+                (0, 0, GRAID_MEMBER_MISSING),
+            ],
+        );
+        degraded.state = GRAID_ARRAY_DEGRADED;
+        degraded.size_sectors = 3 << 30;
+        let ctl = FakeControl::with(vec![
+            array(0, "data", 10, &[(259, 0, 0), (259, 1, 0)]),
+            degraded,
+        ]);
+        (
+            ctl,
+            FakeSystem::with_disks(&["nvme0n1", "nvme1n1", "nvme2n1"]),
+        )
+    }
+
+    #[test]
+    fn list_table() {
+        let (ctl, sys) = setup();
+        assert_eq!(
+            list(&ctl, &sys, false).unwrap(),
+            "\
+DEVICE       NAME     LEVEL       SIZE  STATE     MEMBERS
+/dev/graid0  data     raid10     1 GiB  optimal       2/2
+/dev/graid3  scratch  raid1   1.50 TiB  degraded      1/3
+"
+        );
+        let empty = FakeControl::with(vec![]);
+        assert_eq!(
+            list(&empty, &sys, false).unwrap(),
+            "no graid arrays are running\n"
+        );
+        assert_eq!(
+            list(&empty, &sys, true).unwrap(),
+            "{\n  \"arrays\": []\n}\n"
+        );
+    }
+
+    #[test]
+    fn list_skips_arrays_that_vanish_and_reports_list_errors() {
+        let (ctl, sys) = setup();
+        ctl.fail.borrow_mut().push(("list", libc::EPERM));
+        let err = list(&ctl, &sys, false).unwrap_err();
+        assert_eq!(err.exit_code(), crate::error::EXIT_PERMISSION);
+    }
+
+    #[test]
+    fn detail_text_is_mdadm_like() {
+        let (ctl, sys) = setup();
+        assert_eq!(
+            detail(&ctl, &sys, &parse("scratch").unwrap(), false).unwrap(),
+            "\
+/dev/graid3:
+          Name : scratch
+          UUID : 04040404-0404-0404-0404-040404040404
+    RAID Level : raid1
+    Chunk Size : -
+    Array Size : 1.50 TiB (3221225472 sectors)
+         State : degraded
+        Events : 7
+    Open Count : 0
+       Members : 3 (1 active, 1 faulty, 1 missing)
+
+ROLE  DEVICE        STATE    READS  WRITES     READ  WRITTEN  ERRORS
+   0  /dev/nvme2n1  active       0      10      0 B   40 KiB       0
+   1  259:9         faulty     100      10  400 KiB   40 KiB       0
+   2  -             missing    200      10  800 KiB   40 KiB       0
+"
+        );
+    }
+
+    #[test]
+    fn detail_json_shape() {
+        let (ctl, sys) = setup();
+        let out = detail(&ctl, &sys, &parse("/dev/graid0").unwrap(), true).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        // serde_json's Map is sorted; the printed text keeps the struct's order.
+        let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            [
+                "chunk_bytes",
+                "chunk_sectors",
+                "device",
+                "events",
+                "index",
+                "level",
+                "members",
+                "name",
+                "open_count",
+                "size_bytes",
+                "size_sectors",
+                "state",
+                "uuid"
+            ]
+        );
+        assert!(out.starts_with("{\n  \"device\": \"/dev/graid0\",\n  \"index\": 0,"));
+        assert_eq!(v["index"], 0);
+        assert_eq!(v["chunk_sectors"], 1024);
+        assert_eq!(v["chunk_bytes"], 512 * 1024);
+        assert_eq!(v["size_bytes"], 1u64 << 30);
+        assert_eq!(v["uuid"], "01010101-0101-0101-0101-010101010101");
+        let m = &v["members"][1];
+        let keys: Vec<&str> = m.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            [
+                "device",
+                "errors",
+                "major",
+                "minor",
+                "read_bytes",
+                "reads",
+                "role",
+                "state",
+                "write_bytes",
+                "writes"
+            ]
+        );
+        assert_eq!(m["device"], "/dev/nvme1n1");
+        assert_eq!(
+            (m["major"].clone(), m["minor"].clone()),
+            (259.into(), 1.into())
+        );
+        let out = detail(&ctl, &sys, &parse("scratch").unwrap(), true).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["members"][2]["device"], serde_json::Value::Null);
+        assert_eq!(v["members"][2]["state"], "missing");
+        assert_eq!(v["state"], "degraded");
+    }
+}

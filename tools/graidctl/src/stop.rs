@@ -1,0 +1,120 @@
+//! `graidctl stop ARRAY`: GRAID_IOC_STOP.
+
+use crate::array_ref::{resolve, ArrayRef};
+use crate::control::ControlDevice;
+use crate::errno::{ioctl_error, Op};
+use crate::error::CtlError;
+use crate::member::System;
+use crate::output::{json, ArrayView};
+use graid_abi::{GraidStop, GRAID_STOP_FORCE};
+
+pub fn run(
+    ctl: &dyn ControlDevice,
+    sys: &dyn System,
+    array: &ArrayRef,
+    force: bool,
+    json_out: bool,
+) -> Result<String, CtlError> {
+    let detail = resolve(ctl, sys, array)?;
+    let view = ArrayView::new(&detail, sys);
+    let req = GraidStop {
+        index: detail.index,
+        flags: if force { GRAID_STOP_FORCE } else { 0 },
+    };
+    ctl.stop(&req).map_err(|e| {
+        let label = view.label();
+        let op = Op::Stop {
+            array: &label,
+            force,
+            open_count: detail.open_count,
+        };
+        ioctl_error(op, &e)
+    })?;
+    Ok(if json_out {
+        json(&view)
+    } else {
+        format!("graidctl: stopped {}\n", view.label())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::array_ref::parse;
+    use crate::control::fake::{array, FakeControl};
+    use crate::member::fake::FakeSystem;
+
+    fn ctl() -> FakeControl {
+        FakeControl::with(vec![
+            array(0, "data", 1, &[(259, 0, 0), (259, 1, 0)]),
+            array(2, "", 0, &[(259, 2, 0), (259, 3, 0)]),
+        ])
+    }
+
+    #[test]
+    fn stops_by_name_and_reports() {
+        let ctl = ctl();
+        let out = run(
+            &ctl,
+            &FakeSystem::default(),
+            &parse("/dev/graid/data").unwrap(),
+            false,
+            false,
+        )
+        .unwrap();
+        assert_eq!(out, "graidctl: stopped /dev/graid0 (data)\n");
+        assert_eq!(*ctl.stopped.borrow(), [GraidStop { index: 0, flags: 0 }]);
+        let out = run(
+            &ctl,
+            &FakeSystem::default(),
+            &parse("2").unwrap(),
+            true,
+            true,
+        )
+        .unwrap();
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["device"], "/dev/graid2");
+        assert_eq!(
+            ctl.stopped.borrow()[1],
+            GraidStop {
+                index: 2,
+                flags: GRAID_STOP_FORCE
+            }
+        );
+    }
+
+    #[test]
+    fn busy_array_suggests_force() {
+        let ctl = ctl();
+        ctl.arrays.borrow_mut()[0].open_count = 3;
+        ctl.fail.borrow_mut().push(("stop", libc::EBUSY));
+        let err = run(
+            &ctl,
+            &FakeSystem::default(),
+            &parse("data").unwrap(),
+            false,
+            false,
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "cannot stop /dev/graid0 (data): the array is in use (open 3 time(s)); unmount or \
+             close it, or use --force (EBUSY)"
+        );
+    }
+
+    #[test]
+    fn unknown_array_sends_nothing() {
+        let ctl = ctl();
+        let err = run(
+            &ctl,
+            &FakeSystem::default(),
+            &parse("/dev/graid5").unwrap(),
+            false,
+            false,
+        )
+        .unwrap_err();
+        assert_eq!(err.to_string(), "no such array: /dev/graid5 is not running");
+        assert!(ctl.stopped.borrow().is_empty());
+    }
+}
