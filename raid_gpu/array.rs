@@ -136,6 +136,39 @@ impl Array {
         )
     }
 
+    /// Announces the array's name, UUID and level to udev (`tools/udev/`).
+    pub(crate) fn announce(&self) {
+        let sb = &self.io().superblock;
+        let mut name = KVec::new();
+        let mut uuid = KVec::new();
+        let mut level = KVec::new();
+        let built = (|| -> Result {
+            name.extend_from_slice(b"GRAID_NAME=", GFP_KERNEL)?;
+            name.extend_from_slice(sb.array_name.as_str().as_bytes(), GFP_KERNEL)?;
+            uuid.extend_from_slice(b"GRAID_UUID=", GFP_KERNEL)?;
+            for (i, byte) in sb.array_uuid.iter().enumerate() {
+                if matches!(i, 4 | 6 | 8 | 10) {
+                    uuid.push(b'-', GFP_KERNEL)?;
+                }
+                for nibble in [byte >> 4, byte & 0xf] {
+                    let digit = b"0123456789abcdef".get(usize::from(nibble)).copied();
+                    uuid.push(digit.unwrap_or(b'0'), GFP_KERNEL)?;
+                }
+            }
+            level.extend_from_slice(b"GRAID_LEVEL=raid", GFP_KERNEL)?;
+            let code = sb.level.code();
+            if code >= 10 {
+                level.push(b'0' + (code / 10) as u8, GFP_KERNEL)?;
+            }
+            level.push(b'0' + (code % 10) as u8, GFP_KERNEL)?;
+            Ok(())
+        })();
+        let sent = built.and_then(|()| self.disk.change_uevent(&[&name, &uuid, &level]));
+        if let Err(e) = sent {
+            pr_warn!("graid: graid{}: udev announcement failed: {:?}\n", self.index, e);
+        }
+    }
+
     fn io(&self) -> &ArrayIo {
         self.disk.ops()
     }

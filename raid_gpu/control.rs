@@ -141,6 +141,7 @@ impl Control {
             .find(|i| !arrays.iter().any(|a| a.index == *i))
             .ok_or(ENOSPC)?;
         let array = Array::create(index, params)?;
+        array.announce();
         arrays.push(array, GFP_KERNEL)?;
         req.index = index;
         writer.write(&req)?;

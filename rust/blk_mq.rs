@@ -280,6 +280,32 @@ impl<T: DiskOps> Disk<T> {
         &self.ops
     }
 
+    /// Sends a "change" uevent for the disk carrying `vars` (each `KEY=value`), so udev can name
+    /// it. Block devices get no driver hook on their "add" uevent, hence the extra event.
+    pub(crate) fn change_uevent(&self, vars: &[&[u8]]) -> Result {
+        // Every variable NUL-terminated, back to back, then the pointer array.
+        let mut strings = KVec::new();
+        for var in vars {
+            strings.extend_from_slice(var, GFP_KERNEL)?;
+            strings.push(0, GFP_KERNEL)?;
+        }
+        let mut envp: KVec<*mut kernel::ffi::c_char> = KVec::with_capacity(vars.len() + 1, GFP_KERNEL)?;
+        let mut offset = 0;
+        for var in vars {
+            let ptr = strings.as_mut_ptr().wrapping_add(offset).cast::<kernel::ffi::c_char>();
+            envp.push(ptr, GFP_KERNEL)?;
+            offset += var.len() + 1;
+        }
+        envp.push(core::ptr::null_mut(), GFP_KERNEL)?;
+        // SAFETY: the disk is live (type invariant); `envp` is a NULL-terminated array of
+        // NUL-terminated strings that outlives the call (the uevent copies them).
+        let ret = unsafe {
+            let kobj = &raw mut (*(*self.disk).part0).bd_device.kobj;
+            bindings::kobject_uevent_env(kobj, bindings::kobject_action_KOBJ_CHANGE, envp.as_mut_ptr())
+        };
+        to_result(ret)
+    }
+
     /// Number of current openers of the disk.
     pub(crate) fn open_count(&self) -> u32 {
         // SAFETY: the disk is live (type invariant); `part0` is its whole-disk device.

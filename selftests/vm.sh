@@ -74,7 +74,13 @@ copy_binary() {
 		cp -L "$lib" "$root$lib"
 	done
 }
-for b in "$bin/graidctl" "$bin/graid-probe" "$(command -v fio)"; do copy_binary "$b"; done
+for b in "$bin/graidctl" "$bin/graid-probe"; do copy_binary "$b"; done
+# Test tools from Debian (see APT_PACKAGES in build/versions.env).
+for b in fio mkfs.ext4 blkid dmsetup mdadm udevadm; do
+	copy_binary "$(PATH=/usr/sbin:/sbin:$PATH command -v "$b")"
+done
+copy_binary /lib/systemd/systemd-udevd
+cp /etc/mke2fs.conf "$root/etc/"
 
 # Kernel modules of the test kernel, plus ours, indexed for modprobe.
 cp -a "$kdir/modinst/lib/modules/$kver" "$root/lib/modules/"
