@@ -107,6 +107,30 @@ impl Array {
         Self::start(index, superblock, geometry, members, holder)
     }
 
+    /// Starts an array from members carrying its superblocks, in role order (checked by the
+    /// caller), newest superblock first in `freshest`. Bumps the event count on every member.
+    pub(crate) fn assemble(
+        index: u32,
+        members: KVec<Member>,
+        freshest: Superblock,
+        holder: KBox<u64>,
+    ) -> Result<Pin<KBox<Array>>> {
+        let geometry = freshest.geometry().map_err(|_| crate::errno::euclean())?;
+        let array = Self::start(index, freshest, geometry, members, holder)?;
+        array.io().write_superblocks(false)?;
+        Ok(array)
+    }
+
+    /// A fresh holder cookie for members' exclusive opens.
+    pub(crate) fn new_holder() -> Result<KBox<u64>> {
+        Ok(KBox::new(0u64, GFP_KERNEL)?)
+    }
+
+    /// The array's UUID.
+    pub(crate) fn uuid(&self) -> &[u8; 16] {
+        &self.io().superblock.array_uuid
+    }
+
     fn start(
         index: u32,
         superblock: Superblock,

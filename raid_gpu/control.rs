@@ -6,10 +6,15 @@
 //! request changes nothing. All array changes happen under one mutex.
 
 use crate::array::{random_uuid, Array, CreateParams};
+use crate::engine::assembly::{member_status, pick_freshest, MemberStatus};
 use crate::engine::geometry::{Geometry, Level};
 use crate::engine::superblock::ArrayName;
-use crate::kernel_ext::{capability::require_sys_admin, misc::MiscOps};
-use crate::uapi::{self, GraidCreate, GraidDetail, GraidList, GraidStop, GraidVersion};
+use crate::io::{Member, MemberStats};
+use crate::kernel_ext::{bdev::BlockDeviceFile, capability::require_sys_admin, misc::MiscOps};
+use crate::metadata::read_superblock;
+use crate::uapi::{
+    self, GraidAssemble, GraidCreate, GraidDetail, GraidList, GraidStop, GraidVersion,
+};
 use core::mem::size_of;
 use kernel::{
     bindings,
@@ -31,6 +36,10 @@ unsafe impl AsBytes for GraidCreate {}
 unsafe impl FromBytes for GraidCreate {}
 // SAFETY: see above.
 unsafe impl FromBytes for GraidStop {}
+// SAFETY: see above.
+unsafe impl AsBytes for GraidAssemble {}
+// SAFETY: see above.
+unsafe impl FromBytes for GraidAssemble {}
 // SAFETY: see above.
 unsafe impl AsBytes for GraidList {}
 // SAFETY: see above.
@@ -65,6 +74,7 @@ impl MiscOps for Control {
         match cmd {
             uapi::GRAID_IOC_VERSION => version(user(size_of::<GraidVersion>())),
             uapi::GRAID_IOC_CREATE => self.create(user(size_of::<GraidCreate>())),
+            uapi::GRAID_IOC_ASSEMBLE => self.assemble(user(size_of::<GraidAssemble>())),
             uapi::GRAID_IOC_STOP => self.stop(user(size_of::<GraidStop>())),
             uapi::GRAID_IOC_LIST => self.list(user(size_of::<GraidList>())),
             uapi::GRAID_IOC_DETAIL => self.detail(user(size_of::<GraidDetail>())),
@@ -128,6 +138,13 @@ fn parse_create(req: &GraidCreate) -> Result<CreateParams> {
     })
 }
 
+/// The lowest array index not in use.
+fn free_index(arrays: &[Pin<KBox<Array>>]) -> Result<u32> {
+    (0..uapi::GRAID_MAX_ARRAYS as u32)
+        .find(|i| !arrays.iter().any(|a| a.index == *i))
+        .ok_or(ENFILE)
+}
+
 impl Control {
     fn create(&self, user: UserSlice) -> Result<isize> {
         let (mut reader, mut writer) = user.reader_writer();
@@ -137,15 +154,96 @@ impl Control {
         if arrays.iter().any(|a| a.name().as_str() == params.name.as_str()) {
             return Err(EEXIST);
         }
-        let index = (0..uapi::GRAID_MAX_ARRAYS as u32)
-            .find(|i| !arrays.iter().any(|a| a.index == *i))
-            .ok_or(ENOSPC)?;
+        let index = free_index(&arrays)?;
         let array = Array::create(index, params)?;
         array.announce();
         arrays.push(array, GFP_KERNEL)?;
         req.index = index;
         writer.write(&req)?;
         Ok(0)
+    }
+
+    /// ASSEMBLE: the answer is copied back even on failure, so `bad_member` reaches userspace.
+    fn assemble(&self, user: UserSlice) -> Result<isize> {
+        let (mut reader, mut writer) = user.reader_writer();
+        let mut req: GraidAssemble = reader.read()?;
+        req.bad_member = u32::MAX;
+        let result = self.assemble_members(&mut req);
+        if let Ok(index) = result {
+            req.index = index;
+        }
+        writer.write(&req)?;
+        result.map(|_| 0)
+    }
+
+    fn assemble_members(&self, req: &mut GraidAssemble) -> Result<u32> {
+        if req.flags != 0 {
+            return Err(EINVAL);
+        }
+        let nr = req.nr_members as usize;
+        let all = req.members;
+        let devs = all.get(..nr).filter(|d| !d.is_empty()).ok_or(EINVAL)?;
+        let holder = Array::new_holder()?;
+        let holder_ptr = (&*holder as *const u64).cast_mut().cast::<kernel::ffi::c_void>();
+        let mut files = KVec::with_capacity(nr, GFP_KERNEL)?;
+        let mut sbs = KVec::with_capacity(nr, GFP_KERNEL)?;
+        for (i, dev) in devs.iter().enumerate() {
+            req.bad_member = i as u32;
+            if devs.iter().take(i).any(|earlier| earlier == dev) {
+                return Err(EINVAL);
+            }
+            let file = BlockDeviceFile::open_exclusive(dev.major, dev.minor, holder_ptr)?;
+            sbs.push(read_superblock(&file)?, GFP_KERNEL)?;
+            files.push(Some(file), GFP_KERNEL)?;
+        }
+        // The array is the one the first member belongs to; the newest superblock describes it.
+        let uuid = sbs.first().map(|sb| sb.array_uuid).ok_or(EINVAL)?;
+        let freshest = pick_freshest(&sbs, &uuid).ok_or(EINVAL)?;
+        let best = *sbs.get(freshest).ok_or(EINVAL)?;
+        let mut by_role: KVec<Option<Member>> = KVec::with_capacity(best.members as usize, GFP_KERNEL)?;
+        for _ in 0..best.members {
+            by_role.push(None, GFP_KERNEL)?;
+        }
+        for (i, (file, sb)) in files.iter_mut().zip(sbs.iter()).enumerate() {
+            req.bad_member = i as u32;
+            let role = match member_status(&sbs, freshest, i).ok_or(EINVAL)? {
+                MemberStatus::Active { role } => role,
+                MemberStatus::Foreign => return Err(EXDEV),
+                MemberStatus::Stale { .. } | MemberStatus::Faulty | MemberStatus::Removed => {
+                    return Err(crate::errno::estale())
+                }
+                MemberStatus::Mismatch => return Err(crate::errno::euclean()),
+                // Spares, rebuilds and duplicates are not supported yet.
+                _ => return Err(EINVAL),
+            };
+            let slot = by_role.get_mut(usize::from(role)).ok_or(EINVAL)?;
+            if slot.is_some() {
+                return Err(EINVAL);
+            }
+            *slot = Some(Member {
+                file: file.take().ok_or(EINVAL)?,
+                uuid: sb.member_uuid,
+                stats: MemberStats::new(),
+            });
+        }
+        req.bad_member = u32::MAX;
+        let mut members = KVec::with_capacity(by_role.len(), GFP_KERNEL)?;
+        for member in by_role.into_iter() {
+            // A role nobody fills: degraded assembly is not supported yet.
+            members.push(member.ok_or(ENODEV)?, GFP_KERNEL)?;
+        }
+        if !best.clean {
+            pr_warn!("graid: {} was not stopped cleanly; mirrors are not resynchronised yet\n", best.array_name.as_str());
+        }
+        let mut arrays = self.arrays.lock();
+        if arrays.iter().any(|a| a.uuid() == &best.array_uuid || a.name().as_str() == best.array_name.as_str()) {
+            return Err(EEXIST);
+        }
+        let index = free_index(&arrays)?;
+        let array = Array::assemble(index, members, best, holder)?;
+        array.announce();
+        arrays.push(array, GFP_KERNEL)?;
+        Ok(index)
     }
 
     fn stop(&self, user: UserSlice) -> Result<isize> {

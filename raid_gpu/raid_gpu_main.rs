@@ -10,6 +10,7 @@ mod kernel_ext;
 
 mod array;
 mod control;
+mod errno;
 mod io;
 mod metadata;
 
