@@ -6,7 +6,7 @@ use crate::engine::geometry::{Geometry, Level};
 use crate::engine::superblock::{
     Area, ArrayName, Superblock, DEFAULT_DATA_OFFSET_SECTORS, RECOVERY_COMPLETE,
 };
-use crate::io::{fresh_slots, write_member_superblocks, ArrayIo, Member, MemberStats};
+use crate::io::{fresh_slots, write_member_superblocks, ArrayIo, Member};
 use crate::kernel_ext::{
     bdev::BlockDeviceFile,
     blk_mq::{Disk, DiskConfig},
@@ -57,14 +57,7 @@ impl Array {
         let mut members = KVec::with_capacity(params.members.len(), GFP_KERNEL)?;
         for &(major, minor) in params.members.iter() {
             let file = BlockDeviceFile::open_exclusive(major, minor, holder_ptr)?;
-            members.push(
-                Member {
-                    file,
-                    uuid: random_uuid(),
-                    stats: MemberStats::new(),
-                },
-                GFP_KERNEL,
-            )?;
+            members.push(Member::new(file, random_uuid()), GFP_KERNEL)?;
         }
         let smallest = members.iter().map(|m| m.file.nr_sectors()).min().unwrap_or(0);
         let data_sectors = smallest
@@ -214,7 +207,13 @@ impl Array {
         out.level = sb.level.code();
         out.chunk_sectors = sb.chunk_sectors;
         out.nr_members = sb.members;
-        out.state = uapi::GRAID_ARRAY_OPTIMAL;
+        out.state = if !io.has_all_data() {
+            uapi::GRAID_ARRAY_FAILED
+        } else if io.members.iter().any(|m| m.is_faulty()) {
+            uapi::GRAID_ARRAY_DEGRADED
+        } else {
+            uapi::GRAID_ARRAY_OPTIMAL
+        };
         out.open_count = self.open_count();
         out.size_sectors = io.geometry.array_sectors();
         out.events = io.events.load(ordering::Relaxed);
@@ -226,7 +225,11 @@ impl Array {
             *slot = uapi::GraidMemberDetail {
                 dev: uapi::GraidMember { major, minor },
                 role: 0,
-                state: uapi::GRAID_MEMBER_ACTIVE,
+                state: if member.is_faulty() {
+                    uapi::GRAID_MEMBER_FAULTY
+                } else {
+                    uapi::GRAID_MEMBER_ACTIVE
+                },
                 reads: s.reads.load(ordering::Relaxed),
                 writes: s.writes.load(ordering::Relaxed),
                 read_bytes: s.read_bytes.load(ordering::Relaxed),

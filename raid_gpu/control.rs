@@ -9,7 +9,7 @@ use crate::array::{random_uuid, Array, CreateParams};
 use crate::engine::assembly::{member_status, pick_freshest, MemberStatus};
 use crate::engine::geometry::{Geometry, Level};
 use crate::engine::superblock::ArrayName;
-use crate::io::{Member, MemberStats};
+use crate::io::Member;
 use crate::kernel_ext::{bdev::BlockDeviceFile, capability::require_sys_admin, misc::MiscOps};
 use crate::metadata::read_superblock;
 use crate::uapi::{
@@ -220,11 +220,7 @@ impl Control {
             if slot.is_some() {
                 return Err(EINVAL);
             }
-            *slot = Some(Member {
-                file: file.take().ok_or(EINVAL)?,
-                uuid: sb.member_uuid,
-                stats: MemberStats::new(),
-            });
+            *slot = Some(Member::new(file.take().ok_or(EINVAL)?, sb.member_uuid));
         }
         req.bad_member = u32::MAX;
         let mut members = KVec::with_capacity(by_role.len(), GFP_KERNEL)?;

@@ -4,7 +4,7 @@
 //! and sent to the members as clones of the request's own bios (no data copy). The request ends
 //! when its last piece does, with the first error any piece saw.
 
-use crate::engine::geometry::Geometry;
+use crate::engine::geometry::{Geometry, Piece};
 use crate::engine::superblock::{Slot, Superblock};
 use crate::metadata::write_superblock;
 use crate::kernel_ext::{
@@ -45,6 +45,23 @@ pub(crate) struct Member {
     /// This member's UUID, kept in its superblock.
     pub(crate) uuid: [u8; 16],
     pub(crate) stats: MemberStats,
+    faulty: Atomic<bool>,
+}
+
+impl Member {
+    pub(crate) fn new(file: BlockDeviceFile, uuid: [u8; 16]) -> Self {
+        Self {
+            file,
+            uuid,
+            stats: MemberStats::new(),
+            faulty: Atomic::new(false),
+        }
+    }
+
+    /// The member returned an I/O error and is no longer used.
+    pub(crate) fn is_faulty(&self) -> bool {
+        self.faulty.load(ordering::Relaxed)
+    }
 }
 
 /// Per-request state, in the request's PDU.
@@ -53,6 +70,8 @@ pub(crate) struct RequestState {
     pending: Atomic<i32>,
     /// First error status seen (0 = OK).
     status: Atomic<i32>,
+    /// A piece failed on a member that has redundancy: send the request again, without it.
+    retry: Atomic<bool>,
 }
 
 /// Context riding in front of every member bio.
@@ -84,6 +103,8 @@ pub(crate) struct ArrayIo {
     clones: CloneSet<PieceCtx>,
     /// Round-robin choice of the mirror that serves the next read.
     next_read_copy: Atomic<u32>,
+    /// A member failed since the superblocks were last written.
+    superblocks_stale: Atomic<bool>,
 }
 
 const REQ_OP_READ: u32 = bindings::req_op_REQ_OP_READ;
@@ -105,15 +126,53 @@ impl ArrayIo {
             members,
             clones <- CloneSet::new(64),
             next_read_copy: Atomic::new(0),
+            superblocks_stale: Atomic::new(false),
         })
     }
 
     /// Writes every member's superblock with a new event count.
+    /// Failed members are recorded as faulty in the slot table and not written to.
     pub(crate) fn write_superblocks(&self, clean: bool) -> Result {
         let mut sb = self.superblock;
         sb.events = self.events.fetch_add(1, ordering::Full) + 1;
         sb.clean = clean;
+        for (member, slot) in self.members.iter().zip(sb.slots.iter_mut()) {
+            if member.is_faulty() {
+                *slot = Slot::Faulty;
+            }
+        }
         write_member_superblocks(&self.members, &sb)
+    }
+
+    /// True while every part of the data has a copy on a member that has not failed.
+    pub(crate) fn has_all_data(&self) -> bool {
+        let probe = |start| {
+            (0..self.geometry.copies()).any(|copy| {
+                self.geometry
+                    .map_read(start, 1, copy)
+                    .ok()
+                    .and_then(|mut pieces| pieces.next())
+                    .is_some_and(|p| self.member_ok(p.member))
+            })
+        };
+        // One sector of each of the first `members` chunks covers every member combination
+        // of the layout (a row for RAID 0/1, every adjacent pair for near-2 RAID 10).
+        let chunk = u64::from(self.geometry.chunk_sectors().max(1));
+        (0..u64::from(self.geometry.members())).all(|i| probe(i * chunk))
+    }
+
+    fn member_ok(&self, index: u32) -> bool {
+        self.members.get(index as usize).is_some_and(|m| !m.is_faulty())
+    }
+
+    /// `piece`, or the same data on another copy if its member failed.
+    fn healthy_copy(&self, piece: Piece) -> Option<Piece> {
+        if self.member_ok(piece.member) {
+            return Some(piece);
+        }
+        (0..self.geometry.copies())
+            .filter_map(|c| self.geometry.map_read(piece.array_sector, piece.sectors, c).ok()?.next())
+            .find(|p| self.member_ok(p.member))
     }
 
     /// Sends every piece of a read or write; false if any could not be sent.
@@ -131,6 +190,20 @@ impl ArrayIo {
             return false;
         };
         for piece in pieces {
+            let piece = if self.member_ok(piece.member) {
+                piece
+            } else if write {
+                // Another copy takes the data; with none left the write cannot succeed.
+                if self.healthy_copy(piece).is_some() {
+                    continue;
+                }
+                return false;
+            } else {
+                match self.healthy_copy(piece) {
+                    Some(p) => p,
+                    None => return false,
+                }
+            };
             let piece_end = piece.array_sector + piece.sectors;
             // Each bio of the request that overlaps the piece gets one clone, trimmed to the overlap.
             for (src, bio_start, bio_sectors) in rq.bios() {
@@ -155,7 +228,7 @@ impl ArrayIo {
         bio_start: u64,
         from: u64,
         to: u64,
-        piece: &crate::engine::geometry::Piece,
+        piece: &Piece,
         write: bool,
     ) -> bool {
         let Some(member) = self.members.get(piece.member as usize) else {
@@ -229,6 +302,9 @@ pub(crate) fn write_member_superblocks(members: &[Member], sb: &Superblock) -> R
     let mut sb = *sb;
     let mut result = Ok(());
     for (slot, member) in members.iter().enumerate() {
+        if member.is_faulty() {
+            continue;
+        }
         sb.this_slot = slot as u32;
         sb.member_uuid = member.uuid;
         if let Err(e) = write_superblock(&member.file, &sb) {
@@ -270,6 +346,12 @@ unsafe fn put_request(rq: *mut bindings::request, status: bindings::blk_status_t
         let _ = state.status.cmpxchg(0, i32::from(status), ordering::Relaxed);
     }
     if state.pending.fetch_sub(1, ordering::Full) == 1 {
+        if state.retry.load(ordering::Relaxed) {
+            // SAFETY: this was the last reference; blk-mq dispatches the request again, and
+            // `queue_rq` then avoids the member that failed.
+            unsafe { bindings::blk_mq_requeue_request(rq, true) };
+            return;
+        }
         let status = state.status.load(ordering::Relaxed) as bindings::blk_status_t;
         // SAFETY: this was the last reference: nothing touches the request afterwards.
         unsafe { Request::<ArrayIo>::end(rq, status) };
@@ -294,6 +376,20 @@ unsafe extern "C" fn piece_end_io(bio: *mut bindings::bio) {
             stats.read_bytes.add(u64::from(ctx.bytes), ordering::Relaxed);
         }
     }
+    let mut status = status;
+    if status != 0 && io.geometry.copies() > 1 {
+        // Redundant level: fail the member, keep serving from the other copies.
+        if let Some(member) = io.members.get(ctx.member as usize) {
+            if !member.faulty.xchg(true, ordering::Full) {
+                pr_err!("graid: member {} failed (I/O error {}), array degraded\n", ctx.member, status);
+                io.superblocks_stale.store(true, ordering::Release);
+            }
+        }
+        // SAFETY: the request is alive while this piece holds a reference.
+        let state = unsafe { &*crate::kernel_ext::blk_mq::request_data::<ArrayIo>(ctx.rq) };
+        state.retry.store(true, ordering::Relaxed);
+        status = 0;
+    }
     // SAFETY: this piece held one reference on the request.
     unsafe { put_request(ctx.rq, status) };
 }
@@ -307,8 +403,18 @@ impl DiskOps for ArrayIo {
             rq.data().write(RequestState {
                 pending: Atomic::new(1),
                 status: Atomic::new(0),
+                retry: Atomic::new(false),
             })
         };
+        // Record a member failure before more I/O depends on the array's state (process context).
+        if self.superblocks_stale.xchg(false, ordering::Full) {
+            let _ = self.write_superblocks(false);
+        }
+        if !self.has_all_data() {
+            // SAFETY: nothing was sent; drop the submit reference with the error.
+            unsafe { put_request(rq.raw(), crate::kernel_ext::blk_mq::status_ioerr()) };
+            return crate::kernel_ext::blk_mq::status_ok();
+        }
         let sent = match rq.op() {
             REQ_OP_READ => self.submit_rw(&rq, false),
             REQ_OP_WRITE => self.submit_rw(&rq, true),
