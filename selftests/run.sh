@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Runs graid's VM selftests: boots the test VM once, runs every selftests/tests/*.sh (or the
-# ones named in $TESTS, e.g. TESTS="module-load version") and prints TAP plus a final
-# "N passed, N failed" line. Exits non-zero if any test failed or the guest did not finish.
+# Runs graid's VM selftests: boots the test VM, runs every selftests/tests/*.sh (or the ones
+# named in $TESTS, e.g. TESTS="module-load version"), then, when the whole list ran, boots it
+# again on the same drive images and runs selftests/after-reboot/*.sh (state that must survive
+# a reboot). Prints TAP plus a final "N passed, N failed" line. Exits non-zero if any test
+# failed or a guest did not finish.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 
@@ -18,17 +20,36 @@ fi
 
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-"$here/vm.sh" "$here/run-tests.sh" "${tests[@]}" | tee "$out"
-rc=${PIPESTATUS[0]}
+passed=0 failed=0 status=0
 
-passed=$(grep -cE '^ok [0-9]+ ' "$out")
-failed=$(grep -cE '^not ok [0-9]+ ' "$out")
-ran=$((passed + failed))
-if ((rc != 0 && failed == 0)) || ((ran < ${#tests[@]})); then
-	# The guest died or hung: whatever did not report counts as failed.
-	echo "not ok - the VM stopped after $ran of ${#tests[@]} tests (status $rc)"
-	failed=$((failed + ${#tests[@]} - ran))
-	((failed > 0)) || failed=1
+# boot VM_OPTION... -- TEST...: one VM boot running the given tests; adds to the counts.
+boot() {
+	local opts=() list=()
+	while [ "$1" != -- ]; do opts+=("$1"); shift; done
+	shift
+	list=("$@")
+	"$here/vm.sh" "${opts[@]}" "$here/run-tests.sh" "${list[@]}" | tee "$out"
+	local rc=${PIPESTATUS[0]}
+	local p f
+	p=$(grep -cE '^ok [0-9]+ ' "$out")
+	f=$(grep -cE '^not ok [0-9]+ ' "$out")
+	if ((rc != 0 && f == 0)) || ((p + f < ${#list[@]})); then
+		# The guest died or hung: whatever did not report counts as failed.
+		echo "not ok - the VM stopped after $((p + f)) of ${#list[@]} tests (status $rc)"
+		f=$((f + ${#list[@]} - p - f))
+		((f > 0)) || f=1
+	fi
+	passed=$((passed + p))
+	failed=$((failed + f))
+	((rc == 0)) || status=$rc
+}
+
+boot -- "${tests[@]}"
+if [ -z "${TESTS:-}" ]; then
+	after=()
+	for f in "$here"/after-reboot/*.sh; do after+=("after-reboot/$(basename "$f")"); done
+	echo "# rebooting the VM on the same drives"
+	boot --keep-disks -- "${after[@]}"
 fi
 echo "$passed passed, $failed failed"
-((failed == 0 && rc == 0))
+((failed == 0 && status == 0))

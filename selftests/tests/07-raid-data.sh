@@ -36,9 +36,11 @@ for level in 0 1 10; do
 	detail=$OUT
 	expect_rc 0 graidctl detail "data$level"
 	echo "$OUT"
-	# Every member received writes.
+	# Every member received writes, and reads were spread over all of them (mirrors balance).
 	n=$(echo "$detail" | grep -c '"writes": [1-9]')
 	[ "$n" = 4 ] || fail "only $n of 4 members received writes"
+	n=$(echo "$detail" | grep -c '"reads": [1-9]')
+	[ "$n" = 4 ] || fail "only $n of 4 members served reads"
 
 	if [ $level != 1 ]; then
 		# Chunk k of the array (64 KiB) holds byte value k+1; find it where the layout says.

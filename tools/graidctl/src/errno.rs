@@ -95,8 +95,8 @@ fn reason(op: &Op<'_>, errno: i32) -> String {
                 open_count,
                 ..
             } => format!(
-                "the array is in use (open {open_count} time(s)); unmount or close it, \
-                 or use --force"
+                "the array is in use (open {open_count} time(s)); unmount or close it \
+                 first (--force cannot stop an open array either)"
             ),
             Op::Stop { force: true, .. } => {
                 "the array is in use and cannot be stopped without losing I/O".to_owned()

@@ -7,6 +7,16 @@ use crate::error::CtlError;
 use crate::member::System;
 use crate::output::{json, ArrayView};
 use graid_abi::{GraidStop, GRAID_STOP_FORCE};
+use std::time::Duration;
+
+/// udev and blkid open a new or changed array for a moment; a stop that races with them waits
+/// this long (in total) for them to let go before reporting the array busy.
+const BUSY_GRACE: Duration = if cfg!(test) {
+    Duration::ZERO
+} else {
+    Duration::from_secs(3)
+};
+const BUSY_POLL: Duration = Duration::from_millis(100);
 
 pub fn run(
     ctl: &dyn ControlDevice,
@@ -21,7 +31,15 @@ pub fn run(
         index: detail.index,
         flags: if force { GRAID_STOP_FORCE } else { 0 },
     };
-    ctl.stop(&req).map_err(|e| {
+    let mut waited = Duration::ZERO;
+    let mut result = ctl.stop(&req);
+    while matches!(&result, Err(e) if e.raw_os_error() == Some(libc::EBUSY)) && waited < BUSY_GRACE
+    {
+        std::thread::sleep(BUSY_POLL);
+        waited += BUSY_POLL;
+        result = ctl.stop(&req);
+    }
+    result.map_err(|e| {
         let label = view.label();
         let op = Op::Stop {
             array: &label,
@@ -84,7 +102,7 @@ mod tests {
     }
 
     #[test]
-    fn busy_array_suggests_force() {
+    fn busy_array_says_to_close_it_first() {
         let ctl = ctl();
         ctl.arrays.borrow_mut()[0].open_count = 3;
         ctl.fail.borrow_mut().push(("stop", libc::EBUSY));
@@ -99,7 +117,7 @@ mod tests {
         assert_eq!(
             err.to_string(),
             "cannot stop /dev/graid0 (data): the array is in use (open 3 time(s)); unmount or \
-             close it, or use --force (EBUSY)"
+             close it first (--force cannot stop an open array either) (EBUSY)"
         );
     }
 
