@@ -1,22 +1,62 @@
-# graid demo (make demo), run inside the test VM: load the module, show versions and drives.
-# Later issues grow this into create / write / fail / rebuild / verify.
+# graid demo (make demo), run inside the test VM: create a RAID 1 and a RAID 0 on emulated NVMe
+# drives, write and verify data, show them, survive a failing mirror, stop and reassemble.
+# Later issues grow it into the full fail / rebuild / verify story.
 . /graid/lib.sh
 step() { printf '\n=== %s\n' "$*"; }
+run() { echo "# $*"; "$@" || exit 1; }
 
 step "Loading raid_gpu"
 load_module
-dmesg | grep raid_gpu | tail -n 1
-
-step "graidctl version"
 graidctl version || exit 1
 
+set -- $(graid_nvme_disks)
+[ $# -ge 4 ] || { echo "the demo needs 4 NVMe drives"; exit 1; }
 step "NVMe drives in this VM"
-for d in $(graid_nvme_disks); do
+for d in "$@"; do
 	n=${d#/dev/}
-	c=${n%n[0-9]*}
-	printf '%-14s %6s MiB  serial %s\n' "$d" $(($(cat /sys/class/block/$n/size) / 2048)) "$(tr -d " " </sys/class/nvme/$c/serial)"
+	printf '%-14s %6s MiB  serial %s\n' "$d" $(($(cat /sys/class/block/$n/size) / 2048)) \
+		"$(tr -d ' ' </sys/class/nvme/${n%n[0-9]*}/serial)"
 done
+wipe_superblocks "$@"
 
-step "Unloading raid_gpu"
+step "Create a RAID 1 (mirror) on $1 $2 and a RAID 0 (stripe) on $3 $4"
+run graidctl create mirror --level 1 "$1" "$2"
+run graidctl create stripe --level 0 --chunk 64K "$3" "$4"
+run graidctl list
+udevadm settle 2>/dev/null
+ls -l /dev/graid/ 2>/dev/null
+
+step "Write 32 MiB to each with fio and verify every block (crc32c)"
+for a in mirror stripe; do
+	dev=$(graidctl detail $a | grep -o '/dev/graid[0-9]*' | head -n 1)
+	fio_verify "$dev" 0 32M randwrite 4k-256k
+	echo "$a ($dev): 32 MiB written and verified, then verified again by a second reader"
+done
+run graidctl detail mirror
+
+step "Mirror member $2 starts failing reads (dm-dust bad blocks under it)"
+run graidctl stop mirror
+modprobe dm-dust
+export DM_DISABLE_UDEV=1
+dmsetup --noudevsync create dust --table "0 $(cat /sys/class/block/${2#/dev/}/size) dust $2 0 4096"
+run graidctl assemble "$1" /dev/mapper/dust
+for b in 600 1500 3000 4500 6000; do dmsetup message dust 0 addbadblock $b >/dev/null; done
+dmsetup message dust 0 enable >/dev/null
+dev=$(graidctl detail mirror | grep -o '/dev/graid[0-9]*' | head -n 1)
+fio --name=readback --filename="$dev" --size=32M --rw=randwrite --bsrange=4k-256k --direct=1 \
+	--ioengine=libaio --iodepth=8 --verify=crc32c --verify_fatal=1 --randrepeat=1 --verify_only \
+	--minimal >/dev/null 2>&1 && echo "all 32 MiB still read back correctly" || { echo "DATA LOST"; exit 1; }
+run graidctl detail mirror
+
+step "Stop everything and assemble the stripe again from its superblocks"
+run graidctl stop mirror
+dmsetup --noudevsync remove dust
+run graidctl stop stripe
+run graidctl assemble "$3" "$4"
+run graidctl list
+echo "(the mirror's failed member is stale now: degraded assembly and rebuild come next)"
+run graidctl stop stripe
+wipe_superblocks "$@"
 unload_module
-echo "done"
+echo
+echo "demo finished: create, write, verify, member failure, stop, assemble"

@@ -12,6 +12,7 @@
 #   --mem MiB        guest memory [VM_MEM_MB, default 2048]
 #   --cpus N         guest CPUs [VM_CPUS, default 2]
 #   --null-disks     back the drives with QEMU's null-co driver (reads zero, writes vanish)
+#   --keep-disks     reuse the drive images of the previous run (a "reboot"), if present
 #
 # Exit status: the script's; 124 when the guest timed out, 125 when it died first (panic,
 # oops: the kernel runs with oops=panic). The guest console is kept in out/vm/console.log.
@@ -25,6 +26,7 @@ timeout=${VM_TIMEOUT:-1200}
 mem=${VM_MEM_MB:-2048}
 cpus=${VM_CPUS:-2}
 null_disks=0
+keep_disks=0
 shell=0
 while (($#)); do
 	case $1 in
@@ -34,6 +36,7 @@ while (($#)); do
 	--mem) mem=$2; shift 2 ;;
 	--cpus) cpus=$2; shift 2 ;;
 	--null-disks) null_disks=1; shift ;;
+	--keep-disks) keep_disks=1; shift ;;
 	--shell) shell=1; shift ;;
 	--) shift; break ;;
 	-*) die "unknown option $1 (see the top of $0)" ;;
@@ -81,6 +84,11 @@ for b in fio mkfs.ext4 blkid dmsetup mdadm udevadm; do
 done
 copy_binary /lib/systemd/systemd-udevd
 cp /etc/mke2fs.conf "$root/etc/"
+# udev: only graid's rules (the host's would probe and watch every drive the tests use); the
+# rules call graidctl where a host install puts it.
+mkdir -p "$root/lib/udev/rules.d"
+cp "$GRAID_ROOT"/tools/udev/*.rules "$root/lib/udev/rules.d/"
+ln -s ../bin/graidctl "$root/usr/sbin/graidctl"
 
 # Kernel modules of the test kernel, plus ours, indexed for modprobe.
 cp -a "$kdir/modinst/lib/modules/$kver" "$root/lib/modules/"
@@ -111,8 +119,10 @@ for ((i = 0; i < disks; i++)); do
 		drives+=(-drive "if=none,id=nvm$i,driver=null-co,size=${disk_mb}M,read-zeroes=on")
 	else
 		img=$work/nvme$i.img
-		rm -f "$img"
-		truncate -s "${disk_mb}M" "$img"
+		if ((keep_disks == 0)) || ! [ -f "$img" ]; then
+			rm -f "$img"
+			truncate -s "${disk_mb}M" "$img"
+		fi
 		drives+=(-drive "if=none,id=nvm$i,file=$img,format=raw,aio=threads,cache=unsafe")
 	fi
 	drives+=(-device "nvme,serial=graid-nvme$i,drive=nvm$i")
@@ -128,22 +138,39 @@ if ((shell)); then
 	exec "${qemu[@]}" -append "$cmdline" -serial mon:stdio
 fi
 
-# ttyS0 is the kernel console (to a file); the script's output comes back on ttyS1.
+# ttyS0 is the kernel console (to a file); the script's output comes back on ttyS1, framed by
+# a start marker (the guest reached the payload) and its exit status.
 console=$work/console.log
 exit_file=$work/exit-status
-rm -f "$exit_file"
-set +e
-timeout -k 10 "$timeout" "${qemu[@]}" -append "$cmdline quiet" \
-	-serial "file:$console" -chardev stdio,id=out,signal=off -serial chardev:out </dev/null |
-	while IFS= read -r line || [ -n "$line" ]; do
-		line=${line%$'\r'}
-		case $line in
-		"GRAID-VM-EXIT: "*) echo "${line#GRAID-VM-EXIT: }" >"$exit_file" ;;
-		*) printf '%s\n' "$line" ;;
-		esac
-	done
-qemu_rc=${PIPESTATUS[0]}
-set -e
+start_file=$work/started
+boot_once() {
+	rm -f "$exit_file" "$start_file"
+	set +e
+	timeout -k 10 "$timeout" "${qemu[@]}" -append "$cmdline quiet" \
+		-serial "file:$console" -chardev stdio,id=out,signal=off -serial chardev:out </dev/null |
+		while IFS= read -r line || [ -n "$line" ]; do
+			line=${line%$'\r'}
+			case $line in
+			"GRAID-VM-START") : >"$start_file" ;;
+			"GRAID-VM-EXIT: "*) echo "${line#GRAID-VM-EXIT: }" >"$exit_file" ;;
+			*) printf '%s\n' "$line" ;;
+			esac
+		done
+	qemu_rc=${PIPESTATUS[0]}
+	set -e
+}
+
+# A guest that dies while booting, before any graid code ran, is retried: under TCG the
+# kernel occasionally oopses in early boot (int3 from text patching under multi-threaded TCG).
+for attempt in 1 2 3; do
+	boot_once
+	[ -s "$exit_file" ] || [ -e "$start_file" ] || ((qemu_rc == 124 || qemu_rc == 137)) || {
+		log "the guest died while booting (attempt $attempt, before the payload started); console:"
+		grep -E 'Oops|BUG|panic|RIP' "$console" | head -n 5 | sed 's/^/    /' >&2
+		continue
+	}
+	break
+done
 
 if [ -s "$exit_file" ]; then
 	exit "$(cat "$exit_file")"

@@ -259,11 +259,16 @@ pub fn run(control: &str, small: &str, paths: &[String]) -> ExitCode {
         println!("not ok detail: {detail:?}");
     }
     let mut stop = GraidStop { index, flags: 0 };
-    r.check(
-        "stop it",
-        raw_ioctl(&fd, GRAID_IOC_STOP, &mut stop as *mut _ as usize),
-        &[0],
-    );
+    // udevd holds a new array's disk open while it processes its uevents: wait for it to let go.
+    let mut stopped = raw_ioctl(&fd, GRAID_IOC_STOP, &mut stop as *mut _ as usize);
+    for _ in 0..30 {
+        if stopped != libc::EBUSY {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        stopped = raw_ioctl(&fd, GRAID_IOC_STOP, &mut stop as *mut _ as usize);
+    }
+    r.check("stop it", stopped, &[0]);
     r.check(
         "stop it again",
         raw_ioctl(&fd, GRAID_IOC_STOP, &mut stop as *mut _ as usize),

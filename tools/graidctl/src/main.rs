@@ -73,6 +73,9 @@ enum Command {
     Detail {
         /// The array (see ARRAY below).
         array: String,
+        /// Print GRAID_NAME=, GRAID_UUID= and GRAID_LEVEL= lines for udev's IMPORT{program}.
+        #[arg(long)]
+        export: bool,
     },
     /// Print the graid superblock of a member device (works without the module).
     Examine {
@@ -110,9 +113,17 @@ fn run(cli: Cli) -> Result<String, CtlError> {
             stop::run(&Control::open_checked()?, &sys, &array, force, json)
         }
         Command::List => show::list(&Control::open_checked()?, &sys, json),
-        Command::Detail { array } => {
+        Command::Detail { export: true, .. } if json => Err(CtlError::Usage(
+            "--export and --json are different output formats; pick one".to_owned(),
+        )),
+        Command::Detail { array, export } => {
             let array = array_ref::parse(&array)?;
-            show::detail(&Control::open_checked()?, &sys, &array, json)
+            let ctl = Control::open_checked()?;
+            if export {
+                show::export(&ctl, &sys, &array)
+            } else {
+                show::detail(&ctl, &sys, &array, json)
+            }
         }
     }
 }
@@ -246,8 +257,18 @@ mod tests {
         assert!(matches!(parse(&["list"]).unwrap().command, Command::List));
         assert!(matches!(
             parse(&["detail", "data"]).unwrap().command,
-            Command::Detail { .. }
+            Command::Detail { export: false, .. }
         ));
+        assert!(matches!(
+            parse(&["detail", "--export", "/dev/graid0"])
+                .unwrap()
+                .command,
+            Command::Detail { export: true, .. }
+        ));
+        // --json is global, so clap cannot refuse it with --export; run() does, before the module.
+        let cli = parse(&["--json", "detail", "--export", "data"]).unwrap();
+        let err = run(cli).unwrap_err();
+        assert_eq!(err.exit_code(), error::EXIT_USAGE);
         assert!(matches!(
             parse(&["examine", "/dev/a"]).unwrap().command,
             Command::Examine { .. }

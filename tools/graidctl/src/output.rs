@@ -54,6 +54,17 @@ pub fn array_device(index: u32) -> String {
     format!("/dev/graid{index}")
 }
 
+/// `detail --export`: the udev properties the module's change uevent carries, in the same form
+/// (`raidN` whatever N is), as `KEY=value` lines for udev's `IMPORT{program}`.
+pub fn export_text(d: &GraidDetail) -> String {
+    format!(
+        "GRAID_NAME={}\nGRAID_UUID={}\nGRAID_LEVEL=raid{}\n",
+        name_str(&d.name),
+        uuid::format(&d.uuid),
+        d.level
+    )
+}
+
 /// One running array, as `detail`, `list` and `--json` show it.
 #[derive(Clone, Debug, Serialize, PartialEq, Eq)]
 pub struct ArrayView {

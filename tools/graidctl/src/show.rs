@@ -1,10 +1,10 @@
-//! `graidctl list` and `graidctl detail ARRAY`.
+//! `graidctl list`, `graidctl detail ARRAY` and `graidctl detail --export ARRAY`.
 
 use crate::array_ref::{resolve, running_arrays, ArrayRef};
 use crate::control::ControlDevice;
 use crate::error::CtlError;
 use crate::member::System;
-use crate::output::{json, Align, ArrayView, Table};
+use crate::output::{export_text, json, Align, ArrayView, Table};
 use crate::size::format_sectors;
 use serde::Serialize;
 
@@ -57,6 +57,15 @@ pub fn detail(
     } else {
         view.detail_text()
     })
+}
+
+/// `detail --export`: udev properties (see Documentation/udev.rst).
+pub fn export(
+    ctl: &dyn ControlDevice,
+    sys: &dyn System,
+    array: &ArrayRef,
+) -> Result<String, CtlError> {
+    Ok(export_text(&resolve(ctl, sys, array)?))
 }
 
 #[cfg(test)]
@@ -203,5 +212,19 @@ ROLE  DEVICE        STATE    READS  WRITES     READ  WRITTEN  ERRORS
         assert_eq!(v["members"][2]["device"], serde_json::Value::Null);
         assert_eq!(v["members"][2]["state"], "missing");
         assert_eq!(v["state"], "degraded");
+    }
+
+    #[test]
+    fn detail_export_matches_the_uevent() {
+        let (ctl, sys) = setup();
+        assert_eq!(
+            export(&ctl, &sys, &parse("/dev/graid3").unwrap()).unwrap(),
+            "GRAID_NAME=scratch\nGRAID_UUID=04040404-0404-0404-0404-040404040404\nGRAID_LEVEL=raid1\n"
+        );
+        assert_eq!(
+            export(&ctl, &sys, &parse("data").unwrap()).unwrap(),
+            "GRAID_NAME=data\nGRAID_UUID=01010101-0101-0101-0101-010101010101\nGRAID_LEVEL=raid10\n"
+        );
+        assert!(export(&ctl, &sys, &parse("/dev/graid7").unwrap()).is_err());
     }
 }
