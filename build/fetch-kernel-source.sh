@@ -8,24 +8,24 @@ set -euo pipefail
 src_dir=$GRAID_CACHE/src
 mkdir -p "$src_dir"
 
-apt_in_suite() { # suite, apt-get args...
-	local suite=$1; shift
+apt_in_suite() { # tool (apt-get|apt-cache), suite, args...
+	local tool=$1 suite=$2; shift 2
 	local d=$GRAID_CACHE/apt/$suite
 	mkdir -p "$d/lists/partial"
 	echo "deb http://deb.debian.org/debian $suite main" >"$d/sources.list"
-	apt-get -q -o Dir::Etc::SourceList="$d/sources.list" -o Dir::Etc::SourceParts=/dev/null \
+	"$tool" -q -o Dir::Etc::SourceList="$d/sources.list" -o Dir::Etc::SourceParts=/dev/null \
 		-o Dir::State::Lists="$d/lists" -o Dir::Cache="$d/cache" "$@"
 }
 suite_updated=()
 update_suite() {
 	local s
 	for s in "${suite_updated[@]}"; do [ "$s" = "$1" ] && return 0; done
-	apt_in_suite "$1" update >&2
+	apt_in_suite apt-get "$1" update >&2
 	suite_updated+=("$1")
 }
 download() { # suite version
 	update_suite "$1"
-	(cd "$src_dir" && apt_in_suite "$1" download "$KERNEL_SOURCE_PKG=$2" >&2)
+	(cd "$src_dir" && apt_in_suite apt-get "$1" download "$KERNEL_SOURCE_PKG=$2" >&2)
 }
 deb_name() { echo "${KERNEL_SOURCE_PKG}_${1//:/%3a}_all.deb"; }
 
@@ -36,7 +36,7 @@ if ! [ -f "$src_dir/$(deb_name "$version")" ]; then
 		version=
 		for suite in $KERNEL_FALLBACK_SUITES; do
 			update_suite "$suite"
-			v=$(apt_in_suite "$suite" show "$KERNEL_SOURCE_PKG" 2>/dev/null |
+			v=$( (apt_in_suite apt-cache "$suite" show "$KERNEL_SOURCE_PKG" 2>/dev/null || true) |
 				sed -n 's/^Version: //p' | sort -V | tail -n 1)
 			if [ -n "$v" ] && download "$suite" "$v"; then version=$v; break; fi
 		done

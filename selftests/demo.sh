@@ -43,9 +43,7 @@ run graidctl assemble "$1" /dev/mapper/dust
 for b in 600 1500 3000 4500 6000; do dmsetup message dust 0 addbadblock $b >/dev/null; done
 dmsetup message dust 0 enable >/dev/null
 dev=$(graidctl detail mirror | grep -o '/dev/graid[0-9]*' | head -n 1)
-fio --name=readback --filename="$dev" --size=32M --rw=randwrite --bsrange=4k-256k --direct=1 \
-	--ioengine=libaio --iodepth=8 --verify=crc32c --verify_fatal=1 --randrepeat=1 --verify_only \
-	--minimal >/dev/null 2>&1 && echo "all 32 MiB still read back correctly" || { echo "DATA LOST"; exit 1; }
+fio_readback "$dev" 0 32M randwrite 4k-256k "DATA LOST" && echo "all 32 MiB still read back correctly"
 run graidctl detail mirror
 
 step "Stop everything and assemble the stripe again from its superblocks"

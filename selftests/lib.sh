@@ -65,17 +65,27 @@ kmemleak_check() {
 	fi
 }
 
-# fio_verify DEV OFFSET SIZE RW BS [EXTRA...]: writes with crc32c verification headers and
-# verifies in the same job, then verifies again from a second, read-only job.
+# fio_args DEV OFFSET SIZE RW BS: the fio options of graid's verified I/O pattern; the same
+# arguments always give the same blocks and contents (fixed random seed).
+fio_args() {
+	echo --filename="$1" --offset="$2" --size="$3" --rw="$4" --bsrange="$5" --direct=1 \
+		--ioengine=libaio --iodepth=8 --verify=crc32c --verify_fatal=1 --randrepeat=1 \
+		--group_reporting --minimal
+}
+
+# fio_verify DEV OFFSET SIZE RW BS: writes with crc32c verification headers and verifies in
+# the same job, then verifies again from a second, read-only job.
 fio_verify() {
-	dev=$1 off=$2 size=$3 rw=$4 bs=$5
-	shift 5
-	set -- --filename="$dev" --offset="$off" --size="$size" --rw="$rw" --bsrange="$bs" \
-		--direct=1 --ioengine=libaio --iodepth=8 --verify=crc32c --verify_fatal=1 \
-		--randrepeat=1 --group_reporting --minimal "$@"
-	fio --name=write "$@" >/tmp/fio.out 2>&1 || { cat /tmp/fio.out; fail "fio $rw $bs on $dev failed"; }
-	fio --name=readback --verify_only "$@" >/tmp/fio.out 2>&1 ||
-		{ cat /tmp/fio.out; fail "fio read-back verify ($rw $bs) on $dev failed"; }
+	fio --name=write $(fio_args "$@") >/tmp/fio.out 2>&1 ||
+		{ cat /tmp/fio.out; fail "fio $4 $5 on $1 failed"; }
+	fio_readback "$@" "fio read-back verify ($4 $5) on $1 failed"
+}
+
+# fio_readback DEV OFFSET SIZE RW BS WHY: re-reads what fio_verify wrote with the same arguments
+# and checks every block; fails the test with WHY if any differs.
+fio_readback() {
+	fio --name=readback --verify_only $(fio_args "$1" "$2" "$3" "$4" "$5") >/tmp/fio.out 2>&1 ||
+		{ cat /tmp/fio.out; fail "$6"; }
 }
 
 # json_field NAME TEXT: the first value of "NAME": in JSON TEXT (numbers and strings).

@@ -8,9 +8,7 @@ expect_rc 0 graidctl --json detail survivor
 expect_match '"level": "raid10"' "$OUT" "level after reboot"
 dev=$(echo "$OUT" | grep -o '/dev/graid[0-9]*' | head -n 1)
 [ -b "$dev" ] || dev=$(graidctl detail survivor | grep -o '/dev/graid[0-9]*' | head -n 1)
-fio --name=readback --filename="$dev" --offset=0 --size=40M --rw=randwrite --bsrange=4k-512k \
-	--direct=1 --ioengine=libaio --iodepth=8 --verify=crc32c --verify_fatal=1 --randrepeat=1 \
-	--verify_only --minimal >/tmp/fio.out 2>&1 || { cat /tmp/fio.out; fail "data lost across the reboot"; }
+fio_readback "$dev" 0 40M randwrite 4k-512k "data lost across the reboot"
 expect_rc 0 graidctl stop survivor
 wipe_superblocks $(graid_nvme_disks)
 unload_module

@@ -21,9 +21,7 @@ expect_rc 0 graidctl assemble $d2 $d0 $d3 $d1
 echo "$OUT"
 dev=$(array_dev "$OUT")
 [ -b "$dev" ] || fail "no array device after assemble: $OUT"
-fio --name=readback --filename="$dev" --offset=0 --size=32M --rw=randwrite --bsrange=4k-256k \
-	--direct=1 --ioengine=libaio --iodepth=8 --verify=crc32c --verify_fatal=1 --randrepeat=1 \
-	--verify_only --minimal >/tmp/fio.out 2>&1 || { cat /tmp/fio.out; fail "data lost across stop/assemble"; }
+fio_readback "$dev" 0 32M randwrite 4k-256k "data lost across stop/assemble"
 expect_rc 0 graidctl --json detail asm
 events=$(json_field events "$OUT")
 [ "$events" -ge 3 ] 2>/dev/null || fail "events did not advance across stop/assemble: '$events'"
@@ -38,10 +36,8 @@ load_module
 expect_rc 0 graidctl assemble --scan
 echo "$OUT"
 expect_rc 0 graidctl --json detail asm
-fio --name=readback --filename="$(array_dev "$(graidctl detail asm)")" --offset=0 --size=32M \
-	--rw=randwrite --bsrange=4k-256k --direct=1 --ioengine=libaio --iodepth=8 --verify=crc32c \
-	--verify_fatal=1 --randrepeat=1 --verify_only --minimal >/tmp/fio.out 2>&1 ||
-	{ cat /tmp/fio.out; fail "data lost across module reload + assemble --scan"; }
+fio_readback "$(array_dev "$(graidctl detail asm)")" 0 32M randwrite 4k-256k \
+	"data lost across module reload + assemble --scan"
 
 echo "--- a running array's members are busy"
 expect_rc 1 graidctl assemble $d0 $d1 $d2 $d3

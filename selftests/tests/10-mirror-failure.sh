@@ -9,11 +9,7 @@ d0=$1 d1=$2 d2=$3 d3=$4
 export DM_DISABLE_UDEV=1
 modprobe dm-dust || fail "cannot load dm-dust"
 
-readback() {
-	fio --name=readback --filename="$1" --offset=0 --size=32M --rw=randwrite --bsrange=4k-256k \
-		--direct=1 --ioengine=libaio --iodepth=8 --verify=crc32c --verify_fatal=1 --randrepeat=1 \
-		--verify_only --minimal >/tmp/fio.out 2>&1 || { cat /tmp/fio.out; fail "$2"; }
-}
+readback() { fio_readback "$1" 0 32M randwrite 4k-256k "$2"; }
 
 for level in 1 10; do
 	echo "--- RAID $level, member 1 behind dm-dust"
