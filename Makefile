@@ -15,13 +15,17 @@ export KDIR
 endif
 # Forwarded to the VM harness (selftests/vm.sh documents them).
 export DISKS DISK_SIZE_MB VM_TIMEOUT VM_MEM_MB VM_CPUS TESTS
+# test (default) or debug: KASAN, lockdep and friends (build/kconfig/debug.config), e.g.
+# make test KERNEL_VARIANT=debug
+export KERNEL_VARIANT
 
 help:
 	@echo "graid make targets:"
 	@echo "  demo           boot the test VM and run the demo (the README's main command)"
 	@echo "  test           host tests + lint + module build + VM selftests (the README's test command)"
 	@echo "  deps           install the toolchain and packages (idempotent)"
-	@echo "  kernel         build the test-VM kernel into the cache (no-op when cached)"
+	@echo "  kernel         build the test-VM kernel into the cache (no-op when cached);"
+	@echo "                 KERNEL_VARIANT=debug for KASAN/lockdep (works with every target)"
 	@echo "  module         build raid_gpu.ko (KDIR=... for another kernel tree)"
 	@echo "  tools          build graidctl and friends (cargo, release)"
 	@echo "  rust-analyzer  write rust-project.json for the module"

@@ -1,17 +1,25 @@
 #!/usr/bin/env bash
 # Builds the test-VM kernel (bzImage + modules) into the cache, keyed by its inputs.
-#   build/kernel.sh            build if needed, print the build tree path on stdout
-#   build/kernel.sh --path     print the path the current inputs map to (no build)
+#   build/kernel.sh                build if needed, print the build tree path on stdout
+#   build/kernel.sh --path         print the path the current inputs map to (no build)
+#   build/kernel.sh --config-only  configure and check the config in a scratch tree (no build)
+# KERNEL_VARIANT=test (default) or debug (KASAN, lockdep, ...: build/kconfig/debug.config).
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 
-fragment=$GRAID_ROOT/build/kconfig/graid.config
+variant=${KERNEL_VARIANT:-test}
+fragments=("$GRAID_ROOT/build/kconfig/graid.config")
+case $variant in
+test) ;;
+debug) fragments+=("$GRAID_ROOT/build/kconfig/debug.config") ;;
+*) die "unknown KERNEL_VARIANT '$variant' (test or debug)" ;;
+esac
 kmake_vars=(LLVM=-$LLVM_VERSION RUSTC=$KERNEL_RUSTC BINDGEN=$BINDGEN)
 
 cache_key() {
 	{
-		echo "source $1"
-		cat "$fragment" "$GRAID_ROOT/build/kernel.sh"
+		echo "source $1 variant $variant"
+		cat "${fragments[@]}" "$GRAID_ROOT/build/kernel.sh"
 		"$KERNEL_RUSTC" --version
 		"clang-$LLVM_VERSION" --version | head -n 1
 		"$BINDGEN" --version
@@ -19,8 +27,16 @@ cache_key() {
 }
 
 read -r version tarball < <("$GRAID_ROOT/build/fetch-kernel-source.sh")
-kdir=$GRAID_CACHE/kernel/$version-$(cache_key "$version")
-if [ "${1:-}" = --path ]; then echo "$kdir"; exit 0; fi
+kdir=$GRAID_CACHE/kernel/$version-$variant-$(cache_key "$version")
+config_only=0
+case ${1:-} in
+--path) echo "$kdir"; exit 0 ;;
+--config-only) config_only=1 kdir=$(mktemp -d) ;;
+esac
+mkdir -p "$GRAID_CACHE"
+# One build at a time: a second caller waits for the first and then finds its result.
+exec 9>"$GRAID_CACHE/kernel-build.lock"
+flock 9
 if [ -f "$kdir/.graid-built" ]; then
 	log "kernel cached: $kdir"
 	echo "$kdir"
@@ -37,30 +53,39 @@ cd "$kdir"
 kmake() { make -s "${kmake_vars[@]}" "$@"; }
 kmake rustavailable >&2
 kmake x86_64_defconfig >&2
-scripts/kconfig/merge_config.sh -m -O . .config "$fragment" >/dev/null
+scripts/kconfig/merge_config.sh -m -O . .config "${fragments[@]}" >/dev/null
 kmake olddefconfig >&2
 
-# Every option the fragment names must have the value it asks for.
+# Every option the fragments name must have the value the last of them asks for.
+declare -A want=()
+for fragment in "${fragments[@]}"; do
+	while IFS= read -r line; do
+		case "$line" in
+		CONFIG_*=*) want[${line%%=*}]=${line#*=} ;;
+		"# CONFIG_"*" is not set") opt=${line#\# } want[${opt%% *}]=n ;;
+		esac
+	done <"$fragment"
+done
 bad=0
-while IFS= read -r line; do
-	case "$line" in
-	CONFIG_*=*) opt=${line%%=*} want=${line#*=} ;;
-	"# CONFIG_"*" is not set") opt=${line#\# } opt=${opt%% *} want=n ;;
-	*) continue ;;
-	esac
+for opt in "${!want[@]}"; do
 	got=$(sed -n "s/^$opt=//p" .config)
 	[ -n "$got" ] || got=n
-	if [ "$got" != "$want" ]; then log "config: $opt is $got, fragment wants $want"; bad=1; fi
-done <"$fragment"
-((bad == 0)) || die "merged .config does not match $fragment"
+	if [ "$got" != "${want[$opt]}" ]; then log "config: $opt is $got, fragments want ${want[$opt]}"; bad=1; fi
+done
+((bad == 0)) || die "merged .config does not match ${fragments[*]}"
+if ((config_only)); then
+	log "config for variant $variant checked (${#want[@]} options)"
+	rm -rf "$kdir"
+	exit 0
+fi
 
 jobs=$(($(nproc) + 1))
-log "building kernel $version with -j$jobs (this takes a while on a cold cache)"
+log "building $variant kernel $version with -j$jobs (this takes a while on a cold cache)"
 kmake -j"$jobs" bzImage modules >&2
 kmake INSTALL_MOD_PATH="$kdir/modinst" INSTALL_MOD_STRIP=1 modules_install >&2
 touch .graid-built
 
-# Keep only the newest two builds: each is a few GB.
-ls -1dt "$GRAID_CACHE"/kernel/*/ 2>/dev/null | tail -n +3 | xargs -r rm -rf
+# Keep only the newest three builds (each is a few GB): test and debug can both stay.
+ls -1dt "$GRAID_CACHE"/kernel/*/ 2>/dev/null | tail -n +4 | xargs -r rm -rf
 log "kernel built in $(($(date +%s) - start)) s: $kdir"
 echo "$kdir"
