@@ -105,6 +105,8 @@ pub(crate) struct ArrayIo {
     next_read_copy: Atomic<u32>,
     /// A member failed since the superblocks were last written.
     superblocks_stale: Atomic<bool>,
+    /// Some data has no copy left on a working member: every request fails.
+    failed: Atomic<bool>,
 }
 
 const REQ_OP_READ: u32 = bindings::req_op_REQ_OP_READ;
@@ -127,6 +129,7 @@ impl ArrayIo {
             clones <- CloneSet::new(64),
             next_read_copy: Atomic::new(0),
             superblocks_stale: Atomic::new(false),
+            failed: Atomic::new(false),
         })
     }
 
@@ -408,9 +411,10 @@ impl DiskOps for ArrayIo {
         };
         // Record a member failure before more I/O depends on the array's state (process context).
         if self.superblocks_stale.xchg(false, ordering::Full) {
+            self.failed.store(!self.has_all_data(), ordering::Release);
             let _ = self.write_superblocks(false);
         }
-        if !self.has_all_data() {
+        if self.failed.load(ordering::Acquire) {
             // SAFETY: nothing was sent; drop the submit reference with the error.
             unsafe { put_request(rq.raw(), crate::kernel_ext::blk_mq::status_ioerr()) };
             return crate::kernel_ext::blk_mq::status_ok();

@@ -119,6 +119,12 @@ fn reason(op: &Op<'_>, errno: i32) -> String {
         libc::ENODEV | libc::ENXIO => match op {
             Op::Stop { .. } | Op::Detail { .. } => "no such array".to_owned(),
             _ if named_member => "no such device".to_owned(),
+            // The module names no member: every device opened, but a role has none.
+            Op::Assemble { .. } if errno == libc::ENODEV => {
+                "the array is incomplete: a member (role) is missing, and degraded assembly is \
+                 not supported yet"
+                    .to_owned()
+            }
             _ if is_member_op => "a member device does not exist".to_owned(),
             _ => "no such device".to_owned(),
         },
@@ -185,6 +191,14 @@ mod tests {
     fn msg(op: Op<'_>, errno: i32) -> (String, u8) {
         let e = ioctl_error(op, &io::Error::from_raw_os_error(errno));
         (e.to_string(), e.exit_code())
+    }
+
+    #[test]
+    fn assemble_without_a_named_member_says_a_role_is_missing() {
+        let (m, _) = msg(Op::Assemble { member: None }, libc::ENODEV);
+        assert!(m.contains("a member (role) is missing"), "{m}");
+        let (m, _) = msg(Op::Assemble { member: None }, libc::ENXIO);
+        assert!(m.contains("does not exist"), "{m}");
     }
 
     #[test]
