@@ -34,8 +34,23 @@ pub(crate) struct Array {
     pub(crate) index: u32,
     #[pin]
     disk: Disk<ArrayIo>,
-    /// Unique holder cookie for the members' exclusive opens (freed last).
-    _holder: KBox<u64>,
+    /// The members' exclusive-open holder (freed last).
+    _holder: Holder,
+}
+
+/// A unique cookie that claims member devices exclusively for one array: the block layer lets
+/// the same holder open a device twice, so every array needs its own.
+pub(crate) struct Holder(KBox<u64>);
+
+impl Holder {
+    pub(crate) fn new() -> Result<Self> {
+        Ok(Self(KBox::new(0u64, GFP_KERNEL)?))
+    }
+
+    /// The cookie to pass to [`BlockDeviceFile::open_exclusive`].
+    pub(crate) fn cookie(&self) -> *mut c_void {
+        (&*self.0 as *const u64).cast_mut().cast::<c_void>()
+    }
 }
 
 pub(crate) fn random_uuid() -> [u8; 16] {
@@ -52,11 +67,10 @@ impl Array {
     /// Opens the members exclusively, writes fresh superblocks and brings up `/dev/graid<index>`.
     /// Nothing is written unless every member opened and the geometry is valid.
     pub(crate) fn create(index: u32, params: CreateParams) -> Result<Pin<KBox<Array>>> {
-        let holder = KBox::new(0u64, GFP_KERNEL)?;
-        let holder_ptr = (&*holder as *const u64).cast_mut().cast::<c_void>();
+        let holder = Holder::new()?;
         let mut members = KVec::with_capacity(params.members.len(), GFP_KERNEL)?;
         for &(major, minor) in params.members.iter() {
-            let file = BlockDeviceFile::open_exclusive(major, minor, holder_ptr)?;
+            let file = BlockDeviceFile::open_exclusive(major, minor, holder.cookie())?;
             members.push(Member::new(file, random_uuid()), GFP_KERNEL)?;
         }
         let smallest = members.iter().map(|m| m.file.nr_sectors()).min().unwrap_or(0);
@@ -106,17 +120,12 @@ impl Array {
         index: u32,
         members: KVec<Member>,
         freshest: Superblock,
-        holder: KBox<u64>,
+        holder: Holder,
     ) -> Result<Pin<KBox<Array>>> {
         let geometry = freshest.geometry().map_err(|_| crate::errno::euclean())?;
         let array = Self::start(index, freshest, geometry, members, holder)?;
         array.io().write_superblocks(false)?;
         Ok(array)
-    }
-
-    /// A fresh holder cookie for members' exclusive opens.
-    pub(crate) fn new_holder() -> Result<KBox<u64>> {
-        Ok(KBox::new(0u64, GFP_KERNEL)?)
     }
 
     /// The array's UUID.
@@ -129,7 +138,7 @@ impl Array {
         superblock: Superblock,
         geometry: Geometry,
         members: KVec<Member>,
-        holder: KBox<u64>,
+        holder: Holder,
     ) -> Result<Pin<KBox<Array>>> {
         let mut stack = KVec::with_capacity(members.len(), GFP_KERNEL)?;
         for m in members.iter() {

@@ -5,7 +5,7 @@
 //! Every argument is copied in, validated completely and only then acted on, so a malformed
 //! request changes nothing. All array changes happen under one mutex.
 
-use crate::array::{random_uuid, Array, CreateParams};
+use crate::array::{random_uuid, Array, CreateParams, Holder};
 use crate::engine::assembly::{member_status, pick_freshest, MemberStatus};
 use crate::engine::geometry::{Geometry, Level};
 use crate::engine::superblock::ArrayName;
@@ -183,8 +183,7 @@ impl Control {
         let nr = req.nr_members as usize;
         let all = req.members;
         let devs = all.get(..nr).filter(|d| !d.is_empty()).ok_or(EINVAL)?;
-        let holder = Array::new_holder()?;
-        let holder_ptr = (&*holder as *const u64).cast_mut().cast::<kernel::ffi::c_void>();
+        let holder = Holder::new()?;
         let mut files = KVec::with_capacity(nr, GFP_KERNEL)?;
         let mut sbs = KVec::with_capacity(nr, GFP_KERNEL)?;
         for (i, dev) in devs.iter().enumerate() {
@@ -192,7 +191,7 @@ impl Control {
             if devs.iter().take(i).any(|earlier| earlier == dev) {
                 return Err(EINVAL);
             }
-            let file = BlockDeviceFile::open_exclusive(dev.major, dev.minor, holder_ptr)?;
+            let file = BlockDeviceFile::open_exclusive(dev.major, dev.minor, holder.cookie())?;
             sbs.push(read_superblock(&file)?, GFP_KERNEL)?;
             files.push(Some(file), GFP_KERNEL)?;
         }
