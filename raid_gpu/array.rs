@@ -2,6 +2,7 @@
 
 //! One running array: its members, its `/dev/graidN` disk, and how it is created and described.
 
+use crate::engine::array::ArrayState;
 use crate::engine::geometry::{Geometry, Level};
 use crate::engine::superblock::{
     Area, ArrayName, Superblock, DEFAULT_DATA_OFFSET_SECTORS, RECOVERY_COMPLETE,
@@ -12,7 +13,7 @@ use crate::kernel_ext::{
     blk_mq::{Disk, DiskConfig},
 };
 use crate::uapi;
-use kernel::{bindings, ffi::c_void, prelude::*, sync::atomic::ordering};
+use kernel::{bindings, ffi::c_void, prelude::*};
 
 /// Smallest usable data area per member: one 1 MiB chunk.
 const MIN_MEMBER_DATA_SECTORS: u64 = 2048;
@@ -36,6 +37,18 @@ pub(crate) struct Array {
     disk: Disk<ArrayIo>,
     /// The members' exclusive-open holder (freed last).
     _holder: Holder,
+}
+
+/// Discards become one member I/O per chunk and copy, so bound how many chunks one request
+/// may span.
+const MAX_DISCARD_CHUNKS: u32 = 64;
+
+fn max_discard_sectors(geometry: &Geometry) -> u32 {
+    match geometry.chunk_sectors() {
+        // Not striped: one member I/O per copy whatever the size.
+        0 => u32::MAX,
+        chunk => chunk.saturating_mul(MAX_DISCARD_CHUNKS),
+    }
 }
 
 /// A unique cookie that claims member devices exclusively for one array: the block layer lets
@@ -130,7 +143,7 @@ impl Array {
 
     /// The array's UUID.
     pub(crate) fn uuid(&self) -> &[u8; 16] {
-        &self.io().superblock.array_uuid
+        &self.io().engine.superblock().array_uuid
     }
 
     fn start(
@@ -150,6 +163,7 @@ impl Array {
             chunk_sectors: geometry.boundary_sectors(),
             io_min: geometry.io_min_bytes(),
             io_opt: geometry.io_opt_bytes(),
+            max_discard_sectors: max_discard_sectors(&geometry),
             members: &stack,
         };
         KBox::pin_init(
@@ -164,7 +178,7 @@ impl Array {
 
     /// Announces the array's name, UUID and level to udev (`tools/udev/`).
     pub(crate) fn announce(&self) {
-        let sb = &self.io().superblock;
+        let sb = &self.io().engine.superblock();
         let mut name = KVec::new();
         let mut uuid = KVec::new();
         let mut level = KVec::new();
@@ -201,7 +215,7 @@ impl Array {
 
     /// The array's name.
     pub(crate) fn name(&self) -> &ArrayName {
-        &self.io().superblock.array_name
+        &self.io().engine.superblock().array_name
     }
 
     /// How many openers the disk has.
@@ -212,42 +226,39 @@ impl Array {
     /// Fills in DETAIL.
     pub(crate) fn detail(&self, out: &mut uapi::GraidDetail) {
         let io = self.io();
-        let sb = &io.superblock;
+        let engine = &io.engine;
+        let sb = engine.superblock();
         out.level = sb.level.code();
         out.chunk_sectors = sb.chunk_sectors;
         out.nr_members = sb.members;
-        out.state = if !io.has_all_data() {
-            uapi::GRAID_ARRAY_FAILED
-        } else if io.members.iter().any(|m| m.is_faulty()) {
-            uapi::GRAID_ARRAY_DEGRADED
-        } else {
-            uapi::GRAID_ARRAY_OPTIMAL
+        out.state = match engine.state() {
+            ArrayState::Optimal => uapi::GRAID_ARRAY_OPTIMAL,
+            ArrayState::Degraded => uapi::GRAID_ARRAY_DEGRADED,
+            ArrayState::Failed => uapi::GRAID_ARRAY_FAILED,
         };
         out.open_count = self.open_count();
-        out.size_sectors = io.geometry.array_sectors();
-        out.events = io.events.load(ordering::Relaxed);
+        out.size_sectors = engine.geometry().array_sectors();
+        out.events = engine.events();
         out.uuid = sb.array_uuid;
         out.name = *sb.array_name.as_padded();
-        for (member, slot) in io.members.iter().zip(out.members.iter_mut()) {
-            let (major, minor) = member.file.dev();
-            let s = &member.stats;
+        let members = engine.members().iter().zip(io.files.iter());
+        for ((role, (member, file)), slot) in (0u32..).zip(members).zip(out.members.iter_mut()) {
+            let (major, minor) = file.dev();
+            let s = member.stats();
             *slot = uapi::GraidMemberDetail {
                 dev: uapi::GraidMember { major, minor },
-                role: 0,
+                role,
                 state: if member.is_faulty() {
                     uapi::GRAID_MEMBER_FAULTY
                 } else {
                     uapi::GRAID_MEMBER_ACTIVE
                 },
-                reads: s.reads.load(ordering::Relaxed),
-                writes: s.writes.load(ordering::Relaxed),
-                read_bytes: s.read_bytes.load(ordering::Relaxed),
-                write_bytes: s.write_bytes.load(ordering::Relaxed),
-                errors: s.errors.load(ordering::Relaxed),
+                reads: s.reads,
+                writes: s.writes,
+                read_bytes: s.read_bytes,
+                write_bytes: s.write_bytes,
+                errors: s.errors,
             };
-        }
-        for (role, slot) in out.members.iter_mut().enumerate().take(io.members.len()) {
-            slot.role = role as u32;
         }
     }
 }

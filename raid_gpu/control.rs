@@ -83,6 +83,7 @@ impl MiscOps for Control {
     }
 }
 
+#[inline(never)]
 fn version(user: UserSlice) -> Result<isize> {
     let mut answer = GraidVersion {
         abi_version: uapi::GRAID_ABI_VERSION,
@@ -146,6 +147,7 @@ fn free_index(arrays: &[Pin<KBox<Array>>]) -> Result<u32> {
 }
 
 impl Control {
+    #[inline(never)]
     fn create(&self, user: UserSlice) -> Result<isize> {
         let (mut reader, mut writer) = user.reader_writer();
         let mut req: GraidCreate = reader.read()?;
@@ -164,6 +166,7 @@ impl Control {
     }
 
     /// ASSEMBLE: the answer is copied back even on failure, so `bad_member` reaches userspace.
+    #[inline(never)]
     fn assemble(&self, user: UserSlice) -> Result<isize> {
         let (mut reader, mut writer) = user.reader_writer();
         let mut req: GraidAssemble = reader.read()?;
@@ -241,6 +244,7 @@ impl Control {
         Ok(index)
     }
 
+    #[inline(never)]
     fn stop(&self, user: UserSlice) -> Result<isize> {
         let req: GraidStop = user.reader().read()?;
         if req.flags & !uapi::GRAID_STOP_FORCE != 0 {
@@ -258,6 +262,7 @@ impl Control {
         Ok(0)
     }
 
+    #[inline(never)]
     fn list(&self, user: UserSlice) -> Result<isize> {
         let mut out = GraidList {
             count: 0,
@@ -274,19 +279,24 @@ impl Control {
         Ok(0)
     }
 
+    #[inline(never)]
     fn detail(&self, user: UserSlice) -> Result<isize> {
         let (mut reader, mut writer) = user.reader_writer();
-        let mut out: GraidDetail = reader.read()?;
-        let index = out.index;
-        // Start from zero so nothing the caller passed in is echoed back.
+        // Only the index is input (the first field); the rest is output, built on the heap
+        // (it is too big for the stack) from zero, so nothing the caller passed is echoed back.
+        let index: u32 = reader.read()?;
+        let mut out = KBox::<GraidDetail>::new_uninit(GFP_KERNEL)?;
         // SAFETY: GraidDetail is plain integers (see the FromBytes impl); all-zero is valid.
-        out = unsafe { core::mem::zeroed() };
+        let mut out = unsafe {
+            out.as_mut_ptr().write_bytes(0, 1);
+            out.assume_init()
+        };
         out.index = index;
         let arrays = self.arrays.lock();
         let array = arrays.iter().find(|a| a.index == index).ok_or(ENODEV)?;
         array.detail(&mut out);
         drop(arrays);
-        writer.write(&out)?;
+        writer.write(&*out)?;
         Ok(0)
     }
 }

@@ -1,117 +1,63 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The data path of one array: each request is cut into member pieces by the engine's geometry
-//! and sent to the members as clones of the request's own bios (no data copy). The request ends
-//! when its last piece does, with the first error any piece saw.
+//! The kernel home of an array's engine: blk-mq requests go into
+//! [`ArrayEngine`](crate::engine::array::ArrayEngine), and the member I/O it plans goes out as
+//! clones of the request's own bios (no data copy). Everything that decides anything lives in
+//! the engine; this file only translates between it and the block layer.
 
-use crate::engine::geometry::{Geometry, Piece};
-use crate::engine::superblock::{Slot, Superblock};
-use crate::metadata::write_superblock;
+use crate::engine::array::{ArrayEngine, EngineError};
+use crate::engine::geometry::Geometry;
+use crate::engine::members::MemberState;
+use crate::engine::platform::{MemberIo, MetadataError, Op, PieceInfo, Platform, Status, SubmitError};
+use crate::engine::request::RequestState;
+use crate::engine::superblock::{Slot, Superblock, UUID_LEN};
 use crate::kernel_ext::{
     bdev::BlockDeviceFile,
     bio::{self, CloneSet},
-    blk_mq::{DiskOps, Request},
+    blk_mq::{self, DiskOps, Request},
 };
-use kernel::{
-    bindings,
-    prelude::*,
-    sync::atomic::{ordering, Atomic},
-};
+use crate::metadata::write_superblock;
+use kernel::{bindings, prelude::*};
 
-/// Per-member I/O counters, reported by DETAIL.
-pub(crate) struct MemberStats {
-    pub(crate) reads: Atomic<u64>,
-    pub(crate) writes: Atomic<u64>,
-    pub(crate) read_bytes: Atomic<u64>,
-    pub(crate) write_bytes: Atomic<u64>,
-    pub(crate) errors: Atomic<u64>,
-}
-
-impl MemberStats {
-    pub(crate) fn new() -> Self {
-        Self {
-            reads: Atomic::new(0),
-            writes: Atomic::new(0),
-            read_bytes: Atomic::new(0),
-            write_bytes: Atomic::new(0),
-            errors: Atomic::new(0),
-        }
-    }
-}
-
-/// One member of a running array.
+/// A member device of an array being set up, in role order.
 pub(crate) struct Member {
     pub(crate) file: BlockDeviceFile,
     /// This member's UUID, kept in its superblock.
-    pub(crate) uuid: [u8; 16],
-    pub(crate) stats: MemberStats,
-    faulty: Atomic<bool>,
+    pub(crate) uuid: [u8; UUID_LEN],
 }
 
 impl Member {
-    pub(crate) fn new(file: BlockDeviceFile, uuid: [u8; 16]) -> Self {
-        Self {
-            file,
-            uuid,
-            stats: MemberStats::new(),
-            faulty: Atomic::new(false),
-        }
-    }
-
-    /// The member returned an I/O error and is no longer used.
-    pub(crate) fn is_faulty(&self) -> bool {
-        self.faulty.load(ordering::Relaxed)
+    pub(crate) fn new(file: BlockDeviceFile, uuid: [u8; UUID_LEN]) -> Self {
+        Self { file, uuid }
     }
 }
 
-/// Per-request state, in the request's PDU.
-pub(crate) struct RequestState {
-    /// Pieces in flight, plus one held by `queue_rq` while it submits.
-    pending: Atomic<i32>,
-    /// First error status seen (0 = OK).
-    status: Atomic<i32>,
-    /// A piece failed on a member that has redundancy: send the request again, without it.
-    retry: Atomic<bool>,
-}
+/// A request handed to the engine: started by `queue_rq`, live until the engine has it ended
+/// or requeued.
+#[derive(Clone, Copy)]
+pub(crate) struct RqHandle(*mut bindings::request);
 
 /// Context riding in front of every member bio.
 pub(crate) struct PieceCtx {
-    rq: *mut bindings::request,
+    rq: RqHandle,
     io: *const ArrayIo,
-    member: u32,
-    write: bool,
-    bytes: u32,
+    piece: PieceInfo,
 }
 
 // SAFETY: the pointers are only dereferenced in the completion, while the request (and so the
 // array, which cannot go away with requests in flight) is alive.
 unsafe impl Send for PieceCtx {}
 
-/// The array's request handler: geometry, members, metadata and the bio set for member pieces.
+/// An array's request handler: the engine, the member devices and the bio set for member I/O.
 /// Dropping it (after the disk is gone) marks the superblocks clean.
 #[pin_data(PinnedDrop)]
 pub(crate) struct ArrayIo {
-    /// The array-wide superblock fields; per-member fields are filled in when writing.
-    pub(crate) superblock: Superblock,
-    /// Superblock event counter.
-    pub(crate) events: Atomic<u64>,
-    pub(crate) geometry: Geometry,
-    /// First sector of the data area on every member.
-    pub(crate) data_offset: u64,
-    pub(crate) members: KVec<Member>,
+    pub(crate) engine: ArrayEngine<KVec<MemberState>>,
+    /// Member devices, in role order.
+    pub(crate) files: KVec<BlockDeviceFile>,
     #[pin]
     clones: CloneSet<PieceCtx>,
-    /// Round-robin choice of the mirror that serves the next read.
-    next_read_copy: Atomic<u32>,
-    /// A member failed since the superblocks were last written.
-    superblocks_stale: Atomic<bool>,
-    /// Some data has no copy left on a working member: every request fails.
-    failed: Atomic<bool>,
 }
-
-const REQ_OP_READ: u32 = bindings::req_op_REQ_OP_READ;
-const REQ_OP_WRITE: u32 = bindings::req_op_REQ_OP_WRITE;
-const REQ_OP_FLUSH: u32 = bindings::req_op_REQ_OP_FLUSH;
 
 impl ArrayIo {
     pub(crate) fn new(
@@ -119,196 +65,46 @@ impl ArrayIo {
         geometry: Geometry,
         members: KVec<Member>,
     ) -> impl PinInit<Self, Error> {
-        let data_offset = superblock.data_offset;
         try_pin_init!(Self {
-            events: Atomic::new(superblock.events),
-            superblock,
-            geometry,
-            data_offset,
-            members,
+            engine: new_engine(superblock, geometry, &members)?,
+            files: members_files(members)?,
             clones <- CloneSet::new(64),
-            next_read_copy: Atomic::new(0),
-            superblocks_stale: Atomic::new(false),
-            failed: Atomic::new(false),
         })
     }
 
-    /// Writes every member's superblock with a new event count.
-    /// Failed members are recorded as faulty in the slot table and not written to.
+    /// Writes every working member's superblock with a new event count.
     pub(crate) fn write_superblocks(&self, clean: bool) -> Result {
-        let mut sb = self.superblock;
-        sb.events = self.events.fetch_add(1, ordering::Full) + 1;
-        sb.clean = clean;
-        for (member, slot) in self.members.iter().zip(sb.slots.iter_mut()) {
-            if member.is_faulty() {
-                *slot = Slot::Faulty;
-            }
-        }
-        write_member_superblocks(&self.members, &sb)
-    }
-
-    /// True while every part of the data has a copy on a member that has not failed.
-    pub(crate) fn has_all_data(&self) -> bool {
-        let probe = |start| {
-            (0..self.geometry.copies()).any(|copy| {
-                self.geometry
-                    .map_read(start, 1, copy)
-                    .ok()
-                    .and_then(|mut pieces| pieces.next())
-                    .is_some_and(|p| self.member_ok(p.member))
-            })
-        };
-        // One sector of each of the first `members` chunks covers every member combination
-        // of the layout (a row for RAID 0/1, every adjacent pair for near-2 RAID 10).
-        let chunk = u64::from(self.geometry.chunk_sectors().max(1));
-        (0..u64::from(self.geometry.members())).all(|i| probe(i * chunk))
-    }
-
-    fn member_ok(&self, index: u32) -> bool {
-        self.members.get(index as usize).is_some_and(|m| !m.is_faulty())
-    }
-
-    /// `piece`, or the same data on another copy if its member failed.
-    fn healthy_copy(&self, piece: Piece) -> Option<Piece> {
-        if self.member_ok(piece.member) {
-            return Some(piece);
-        }
-        (0..self.geometry.copies())
-            .filter_map(|c| self.geometry.map_read(piece.array_sector, piece.sectors, c).ok()?.next())
-            .find(|p| self.member_ok(p.member))
-    }
-
-    /// Sends every piece of a read or write; false if any could not be sent.
-    fn submit_rw(&self, rq: &Request<Self>, write: bool) -> bool {
-        let start = rq.pos();
-        let sectors = u64::from(rq.bytes() >> 9);
-        let pieces = if write {
-            self.geometry.map_write(start, sectors)
-        } else {
-            let copies = self.geometry.copies().max(1);
-            let copy = self.next_read_copy.fetch_add(1, ordering::Relaxed) % copies;
-            self.geometry.map_read(start, sectors, copy)
-        };
-        let Ok(pieces) = pieces else {
-            return false;
-        };
-        for piece in pieces {
-            let piece = if self.member_ok(piece.member) {
-                piece
-            } else if write {
-                // Another copy takes the data; with none left the write cannot succeed.
-                if self.healthy_copy(piece).is_some() {
-                    continue;
-                }
-                return false;
-            } else {
-                match self.healthy_copy(piece) {
-                    Some(p) => p,
-                    None => return false,
-                }
-            };
-            let piece_end = piece.array_sector + piece.sectors;
-            // Each bio of the request that overlaps the piece gets one clone, trimmed to the overlap.
-            for (src, bio_start, bio_sectors) in rq.bios() {
-                let from = bio_start.max(piece.array_sector);
-                let to = (bio_start + bio_sectors).min(piece_end);
-                if from >= to {
-                    continue;
-                }
-                if !self.submit_piece(rq, src, bio_start, from, to, &piece, write) {
-                    return false;
-                }
-            }
-        }
-        true
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn submit_piece(
-        &self,
-        rq: &Request<Self>,
-        src: *mut bindings::bio,
-        bio_start: u64,
-        from: u64,
-        to: u64,
-        piece: &Piece,
-        write: bool,
-    ) -> bool {
-        let Some(member) = self.members.get(piece.member as usize) else {
-            return false;
-        };
-        let sector = self.data_offset + piece.member_sector + (from - piece.array_sector);
-        let ctx = PieceCtx {
-            rq: rq.raw(),
-            io: self,
-            member: piece.member,
-            write,
-            bytes: ((to - from) << 9) as u32,
-        };
-        // SAFETY: `src` belongs to the started request, which outlives the clone (it ends only
-        // after every clone completed); the member is open; the range lies within `src`.
-        let clone = unsafe {
-            self.clones.clone_bio(
-                src,
-                member.file.bdev(),
-                from - bio_start,
-                to - from,
-                sector,
-                Some(piece_end_io),
-                ctx,
-            )
-        };
-        match clone {
-            Ok(clone) => {
-                self.add_pending(rq);
-                // SAFETY: the clone is complete; its end_io releases it.
-                unsafe { bio::submit(clone) };
-                true
-            }
-            Err(_) => false,
-        }
-    }
-
-    /// Sends an empty flush to every member.
-    fn submit_flush(&self, rq: &Request<Self>) -> bool {
-        for (index, member) in self.members.iter().enumerate() {
-            let ctx = PieceCtx {
-                rq: rq.raw(),
-                io: self,
-                member: index as u32,
-                write: true,
-                bytes: 0,
-            };
-            // SAFETY: the member is open; end_io releases the bio.
-            match unsafe { self.clones.flush_bio(member.file.bdev(), Some(piece_end_io), ctx) } {
-                Ok(bio) => {
-                    self.add_pending(rq);
-                    // SAFETY: the bio is complete; its end_io releases it.
-                    unsafe { bio::submit(bio) };
-                }
-                Err(_) => return false,
-            }
-        }
-        true
-    }
-
-    fn add_pending(&self, rq: &Request<Self>) {
-        // SAFETY: the PDU was initialised by `queue_rq` before any piece was sent.
-        let state = unsafe { &*rq.data() };
-        state.pending.fetch_add(1, ordering::Relaxed);
+        self.engine.write_superblocks(self, clean).map_err(|_| EIO)
     }
 }
 
-/// Writes `sb` to every member, with each one's own slot and UUID. Tries all members; returns
-/// the last error.
+fn new_engine(
+    superblock: Superblock,
+    geometry: Geometry,
+    members: &[Member],
+) -> Result<ArrayEngine<KVec<MemberState>>> {
+    let mut states = KVec::with_capacity(members.len(), GFP_KERNEL)?;
+    for member in members {
+        states.push(MemberState::new(member.uuid), GFP_KERNEL)?;
+    }
+    ArrayEngine::new(superblock, geometry, states).map_err(|EngineError::MemberCount { .. }| EINVAL)
+}
+
+fn members_files(members: KVec<Member>) -> Result<KVec<BlockDeviceFile>> {
+    let mut files = KVec::with_capacity(members.len(), GFP_KERNEL)?;
+    for member in members.into_iter() {
+        files.push(member.file, GFP_KERNEL)?;
+    }
+    Ok(files)
+}
+
+/// Writes `sb` to every member of a new array (before it has an engine), each with its own slot
+/// and UUID. Tries all members; returns the last error.
 pub(crate) fn write_member_superblocks(members: &[Member], sb: &Superblock) -> Result {
     let mut sb = *sb;
     let mut result = Ok(());
-    for (slot, member) in members.iter().enumerate() {
-        if member.is_faulty() {
-            continue;
-        }
-        sb.this_slot = slot as u32;
+    for (slot, member) in (0u32..).zip(members) {
+        sb.this_slot = slot;
         sb.member_uuid = member.uuid;
         if let Err(e) = write_superblock(&member.file, &sb) {
             pr_err!("graid: superblock write to member {} failed: {:?}\n", slot, e);
@@ -316,14 +112,6 @@ pub(crate) fn write_member_superblocks(members: &[Member], sb: &Superblock) -> R
         }
     }
     result
-}
-
-#[pinned_drop]
-impl PinnedDrop for ArrayIo {
-    fn drop(self: Pin<&mut Self>) {
-        // The disk is gone, so no write is in flight: the data is consistent.
-        let _ = self.write_superblocks(true);
-    }
 }
 
 /// The slot table of a fresh array: member `i` active in role `i`.
@@ -335,107 +123,137 @@ pub(crate) fn fresh_slots(members: u32) -> [Slot; crate::engine::superblock::MAX
     slots
 }
 
-/// Drops one reference on a request's pieces; the last one ends the request.
-///
-/// # Safety
-///
-/// `rq` must be a request of an array disk whose PDU was initialised by `queue_rq`, and the
-/// caller must own one of its `pending` references.
-unsafe fn put_request(rq: *mut bindings::request, status: bindings::blk_status_t) {
-    // SAFETY: by the caller's contract.
-    let state = unsafe { &*crate::kernel_ext::blk_mq::request_data::<ArrayIo>(rq) };
-    if status != 0 {
-        // Keep the first error.
-        let _ = state.status.cmpxchg(0, i32::from(status), ordering::Relaxed);
-    }
-    if state.pending.fetch_sub(1, ordering::Full) == 1 {
-        if state.retry.load(ordering::Relaxed) {
-            // SAFETY: this was the last reference; blk-mq dispatches the request again, and
-            // `queue_rq` then avoids the member that failed.
-            unsafe { bindings::blk_mq_requeue_request(rq, true) };
-            return;
-        }
-        let status = state.status.load(ordering::Relaxed) as bindings::blk_status_t;
-        // SAFETY: this was the last reference: nothing touches the request afterwards.
-        unsafe { Request::<ArrayIo>::end(rq, status) };
+fn to_blk_status(status: Status) -> bindings::blk_status_t {
+    match status {
+        Status::Ok => blk_mq::status_ok(),
+        Status::IoError => blk_mq::status_ioerr(),
+        Status::NotSupported => blk_mq::status_notsupp(),
     }
 }
 
-/// Completion of a member piece; may run in interrupt context.
+fn from_blk_status(status: bindings::blk_status_t) -> Status {
+    if status == blk_mq::status_ok() {
+        Status::Ok
+    } else if status == blk_mq::status_notsupp() {
+        Status::NotSupported
+    } else {
+        Status::IoError
+    }
+}
+
+/// The request's engine state, in its PDU.
+///
+/// # Safety
+///
+/// `rq` must be a live request of an array disk.
+unsafe fn request_state<'a>(rq: RqHandle) -> &'a RequestState {
+    // SAFETY: by the caller's contract the PDU holds a `RequestState`, written by `queue_rq`
+    // before the engine saw the request; the PDU lives as long as the tag set.
+    unsafe { &*blk_mq::request_data::<ArrayIo>(rq.0) }
+}
+
+impl Platform for ArrayIo {
+    type Request = RqHandle;
+    type Segment = *mut bindings::bio;
+
+    fn segments(&self, rq: RqHandle) -> impl Iterator<Item = (*mut bindings::bio, u64, u64)> {
+        // SAFETY: the engine only passes requests it was handed by `queue_rq` and that have
+        // not ended; their bio lists are stable while they are in the driver.
+        unsafe { blk_mq::bios_of(rq.0) }
+    }
+
+    fn submit(&self, rq: RqHandle, io: &MemberIo<*mut bindings::bio>) -> Result<(), SubmitError> {
+        let member = self.files.get(io.info.member as usize).ok_or(SubmitError)?;
+        let ctx = PieceCtx {
+            rq,
+            io: self,
+            piece: io.info,
+        };
+        let made = match io.source {
+            // SAFETY: the member is open; `piece_end_io` releases the bio.
+            None => unsafe { self.clones.flush_bio(member.bdev(), Some(piece_end_io), ctx) },
+            // SAFETY: `src` is a bio of the live request, which ends only after every clone
+            // completed; the engine keeps `skip + sectors` within it; the member is open.
+            Some((src, skip)) => unsafe {
+                self.clones.clone_bio(
+                    src,
+                    member.bdev(),
+                    skip,
+                    io.info.sectors,
+                    io.member_sector,
+                    Some(piece_end_io),
+                    ctx,
+                )
+            },
+        };
+        let bio = made.map_err(|_| SubmitError)?;
+        // SAFETY: the bio is complete; its end_io releases it.
+        unsafe { bio::submit(bio) };
+        Ok(())
+    }
+
+    fn end_request(&self, rq: RqHandle, status: Status) {
+        // SAFETY: the engine ends each request it was handed exactly once.
+        unsafe { Request::<ArrayIo>::end(rq.0, to_blk_status(status)) };
+    }
+
+    fn requeue(&self, rq: RqHandle) {
+        // SAFETY: the engine dropped its last reference; blk-mq dispatches the request again
+        // and `queue_rq` hands it back to the engine.
+        unsafe { bindings::blk_mq_requeue_request(rq.0, true) };
+    }
+
+    fn write_superblock(&self, member: u32, sb: &Superblock) -> Result<(), MetadataError> {
+        let file = self.files.get(member as usize).ok_or(MetadataError)?;
+        write_superblock(file, sb).map_err(|e| {
+            pr_err!("graid: superblock write to member {} failed: {:?}\n", member, e);
+            MetadataError
+        })
+    }
+
+    fn member_failed(&self, member: u32, status: Status) {
+        pr_err!("graid: member {} failed ({:?}), array degraded\n", member, status);
+    }
+}
+
+#[pinned_drop]
+impl PinnedDrop for ArrayIo {
+    fn drop(self: Pin<&mut Self>) {
+        // The disk is gone, so no write is in flight: the data is consistent.
+        let _ = self.write_superblocks(true);
+    }
+}
+
+/// Completion of a member bio; may run in interrupt context.
 unsafe extern "C" fn piece_end_io(bio: *mut bindings::bio) {
     // SAFETY: every bio with this end_io was made by an array's CloneSet<PieceCtx>.
     let (ctx, status) = unsafe { CloneSet::<PieceCtx>::finish(bio) };
-    // SAFETY: the array outlives its requests; `ctx.io` points at it.
-    let io = unsafe { &*ctx.io };
-    if let Some(member) = io.members.get(ctx.member as usize) {
-        let stats = &member.stats;
-        if status != 0 {
-            stats.errors.add(1, ordering::Relaxed);
-        } else if ctx.write {
-            stats.writes.add(1, ordering::Relaxed);
-            stats.write_bytes.add(u64::from(ctx.bytes), ordering::Relaxed);
-        } else {
-            stats.reads.add(1, ordering::Relaxed);
-            stats.read_bytes.add(u64::from(ctx.bytes), ordering::Relaxed);
-        }
-    }
-    let mut status = status;
-    if status != 0 && io.geometry.copies() > 1 {
-        // Redundant level: fail the member, keep serving from the other copies.
-        if let Some(member) = io.members.get(ctx.member as usize) {
-            if !member.faulty.xchg(true, ordering::Full) {
-                pr_err!("graid: member {} failed (I/O error {}), array degraded\n", ctx.member, status);
-                io.superblocks_stale.store(true, ordering::Release);
-            }
-        }
-        // SAFETY: the request is alive while this piece holds a reference.
-        let state = unsafe { &*crate::kernel_ext::blk_mq::request_data::<ArrayIo>(ctx.rq) };
-        state.retry.store(true, ordering::Relaxed);
-        status = 0;
-    }
-    // SAFETY: this piece held one reference on the request.
-    unsafe { put_request(ctx.rq, status) };
+    // SAFETY: the array outlives its requests, and the request is alive while this piece is
+    // counted in its state.
+    let (io, state) = unsafe { (&*ctx.io, request_state(ctx.rq)) };
+    io.engine
+        .piece_done(io, ctx.rq, state, ctx.piece, from_blk_status(status));
 }
 
 impl DiskOps for ArrayIo {
     type RequestData = RequestState;
 
     fn queue_rq(&self, rq: Request<Self>) -> bindings::blk_status_t {
-        // SAFETY: the PDU is ours; fresh state for this request, holding the submit reference.
-        unsafe {
-            rq.data().write(RequestState {
-                pending: Atomic::new(1),
-                status: Atomic::new(0),
-                retry: Atomic::new(false),
-            })
+        let op = match rq.op() {
+            bindings::req_op_REQ_OP_READ => Op::Read,
+            bindings::req_op_REQ_OP_WRITE => Op::Write,
+            bindings::req_op_REQ_OP_FLUSH => Op::Flush,
+            bindings::req_op_REQ_OP_DISCARD => Op::Discard,
+            _ => return blk_mq::status_notsupp(),
         };
-        // Record a member failure before more I/O depends on the array's state (process context).
-        if self.superblocks_stale.xchg(false, ordering::Full) {
-            self.failed.store(!self.has_all_data(), ordering::Release);
-            let _ = self.write_superblocks(false);
-        }
-        if self.failed.load(ordering::Acquire) {
-            // SAFETY: nothing was sent; drop the submit reference with the error.
-            unsafe { put_request(rq.raw(), crate::kernel_ext::blk_mq::status_ioerr()) };
-            return crate::kernel_ext::blk_mq::status_ok();
-        }
-        let sent = match rq.op() {
-            REQ_OP_READ => self.submit_rw(&rq, false),
-            REQ_OP_WRITE => self.submit_rw(&rq, true),
-            REQ_OP_FLUSH => self.submit_flush(&rq),
-            _ => {
-                // SAFETY: nothing was sent; drop the submit reference with the error.
-                unsafe { put_request(rq.raw(), crate::kernel_ext::blk_mq::status_notsupp()) };
-                return crate::kernel_ext::blk_mq::status_ok();
-            }
-        };
-        let status = if sent {
-            0
-        } else {
-            crate::kernel_ext::blk_mq::status_ioerr()
-        };
-        // SAFETY: drops the submit reference; pieces in flight hold their own.
-        unsafe { put_request(rq.raw(), status) };
-        crate::kernel_ext::blk_mq::status_ok()
+        // SAFETY: the PDU is ours and nothing else uses it while the request is here (a
+        // requeued request has no member I/O left).
+        unsafe { rq.data().write(RequestState::new()) };
+        // SAFETY: just written; the request is live.
+        let state = unsafe { request_state(RqHandle(rq.raw())) };
+        let sectors = u64::from(rq.bytes() >> 9);
+        self.engine
+            .submit(self, RqHandle(rq.raw()), state, op, rq.pos(), sectors);
+        blk_mq::status_ok()
     }
 }

@@ -104,6 +104,8 @@ impl<C> CloneSet<C> {
                 return Err(ENOMEM);
             }
             bindings::bio_trim(clone, skip, sectors);
+            // We may sleep and retry; a member's "would block" must not look like its failure.
+            (*clone).bi_opf &= !shim::graid_req_nowait();
             (*clone).bi_iter.bi_sector = sector;
             (*clone).bi_end_io = end_io;
             Self::ctx_ptr(clone).write(ctx);

@@ -65,12 +65,6 @@ impl<T: DiskOps> Request<T> {
         unsafe { shim::graid_blk_mq_rq_to_pdu(self.raw) }.cast()
     }
 
-    /// The bios making up the request, in sector order, with each one's first sector and length.
-    pub(crate) fn bios(&self) -> BioIter {
-        // SAFETY: as above; the bio list is stable while the request is in the driver.
-        BioIter { next: unsafe { (*self.raw).bio } }
-    }
-
     /// Ends a request handed out by `queue_rq`. Callable from interrupt context.
     ///
     /// # Safety
@@ -90,6 +84,16 @@ impl<T: DiskOps> Request<T> {
 pub(crate) unsafe fn request_data<T: DiskOps>(rq: *mut bindings::request) -> *mut T::RequestData {
     // SAFETY: by the caller's contract the PDU holds a `T::RequestData`.
     unsafe { shim::graid_blk_mq_rq_to_pdu(rq) }.cast()
+}
+
+/// The bios of a raw request; see [`Request::bios`].
+///
+/// # Safety
+///
+/// `rq` must be a live request that stays in the driver while the iterator is used.
+pub(crate) unsafe fn bios_of(rq: *mut bindings::request) -> BioIter {
+    // SAFETY: by the caller's contract.
+    BioIter { next: unsafe { (*rq).bio } }
 }
 
 /// `BLK_STS_OK`.
@@ -143,6 +147,9 @@ pub(crate) struct DiskConfig<'a> {
     /// Preferred minimum and optimal I/O sizes in bytes (0: unset).
     pub(crate) io_min: u32,
     pub(crate) io_opt: u32,
+    /// Largest discard the driver takes in one request, further limited by what every member
+    /// takes (0: no discard).
+    pub(crate) max_discard_sectors: u32,
     /// Member devices and the sector their data starts at, to stack their limits.
     pub(crate) members: &'a [(*mut bindings::block_device, u64)],
 }
@@ -249,8 +256,11 @@ impl<T: DiskOps> Disk<T> {
             lim.io_min = config.io_min;
         }
         lim.io_opt = config.io_opt;
+        // Stacking left the smallest of the members' discard limits (0 if one has none). One
+        // segment per request: a multi-range discard would not be one contiguous range.
+        lim.max_hw_discard_sectors = lim.max_hw_discard_sectors.min(config.max_discard_sectors);
+        lim.max_discard_segments = 1;
         // Not supported (yet): refuse them at the queue rather than failing requests.
-        lim.max_hw_discard_sectors = 0;
         lim.max_write_zeroes_sectors = 0;
         lim.max_hw_wzeroes_unmap_sectors = 0;
         lim.max_hw_zone_append_sectors = 0;

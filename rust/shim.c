@@ -19,6 +19,7 @@ blk_features_t graid_blk_feat_write_cache_fua(void) { return BLK_FEAT_WRITE_CACH
 blk_opf_t graid_req_op_read(void) { return REQ_OP_READ; }
 blk_opf_t graid_req_op_write_fua_sync(void) { return REQ_OP_WRITE | REQ_FUA | REQ_SYNC; }
 blk_opf_t graid_req_op_flush(void) { return REQ_OP_WRITE | REQ_PREFLUSH; }
+blk_opf_t graid_req_nowait(void) { return REQ_NOWAIT; }
 blk_status_t graid_blk_sts_ok(void) { return BLK_STS_OK; }
 blk_status_t graid_blk_sts_ioerr(void) { return BLK_STS_IOERR; }
 blk_status_t graid_blk_sts_notsupp(void) { return BLK_STS_NOTSUPP; }

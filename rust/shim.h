@@ -13,6 +13,7 @@ blk_features_t graid_blk_feat_write_cache_fua(void);
 blk_opf_t graid_req_op_read(void);
 blk_opf_t graid_req_op_write_fua_sync(void);
 blk_opf_t graid_req_op_flush(void);
+blk_opf_t graid_req_nowait(void);
 blk_status_t graid_blk_sts_ok(void);
 blk_status_t graid_blk_sts_ioerr(void);
 blk_status_t graid_blk_sts_notsupp(void);

@@ -17,6 +17,7 @@ extern "C" {
     pub(crate) fn graid_req_op_read() -> blk_opf_t;
     pub(crate) fn graid_req_op_write_fua_sync() -> blk_opf_t;
     pub(crate) fn graid_req_op_flush() -> blk_opf_t;
+    pub(crate) fn graid_req_nowait() -> blk_opf_t;
     pub(crate) fn graid_blk_sts_ok() -> blk_status_t;
     pub(crate) fn graid_blk_sts_ioerr() -> blk_status_t;
     pub(crate) fn graid_blk_sts_notsupp() -> blk_status_t;

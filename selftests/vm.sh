@@ -123,7 +123,7 @@ for ((i = 0; i < disks; i++)); do
 			rm -f "$img"
 			truncate -s "${disk_mb}M" "$img"
 		fi
-		drives+=(-drive "if=none,id=nvm$i,file=$img,format=raw,aio=threads,cache=unsafe")
+		drives+=(-drive "if=none,id=nvm$i,file=$img,format=raw,aio=threads,cache=unsafe,discard=unmap")
 	fi
 	drives+=(-device "nvme,serial=graid-nvme$i,drive=nvm$i")
 done

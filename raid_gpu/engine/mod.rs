@@ -3,11 +3,18 @@
 //! The RAID engine: pure, `core`-only logic shared by the kernel module and the host tools.
 //!
 //! Everything below this module is compiled twice: into `raid_gpu.ko` and, through
-//! `tools/graid-engine`, into host crates where it is unit- and property-tested. It must therefore
-//! stay free of kernel, `std` and `alloc` types, never panic on any input, use no floating point
-//! and no `unsafe`. Callers own all memory and pass it in.
+//! `tools/graid-engine`, into host crates where it is unit-, property- and stress-tested. It must
+//! therefore stay free of kernel, `std` and `alloc` types, never panic on any input, use no
+//! floating point and no `unsafe`. Callers own all memory and pass it in; the one thing the
+//! engine shares across CPUs, its counters and flags, are `core` atomics. What it needs from
+//! its home (sending member I/O, ending requests, writing superblocks) goes through
+//! [`platform::Platform`].
 
+pub mod array;
 pub mod assembly;
 pub mod crc32c;
 pub mod geometry;
+pub mod members;
+pub mod platform;
+pub mod request;
 pub mod superblock;
