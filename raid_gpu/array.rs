@@ -79,6 +79,8 @@ pub(crate) fn random_uuid() -> [u8; 16] {
 impl Array {
     /// Opens the members exclusively, writes fresh superblocks and brings up `/dev/graid<index>`.
     /// Nothing is written unless every member opened and the geometry is valid.
+    // Not inlined, here and below: keeps each ioctl's stack frame small (build/frame-check.sh).
+    #[inline(never)]
     pub(crate) fn create(index: u32, params: CreateParams) -> Result<Pin<KBox<Array>>> {
         let holder = Holder::new()?;
         let mut members = KVec::with_capacity(params.members.len(), GFP_KERNEL)?;
@@ -129,6 +131,7 @@ impl Array {
 
     /// Starts an array from members carrying its superblocks, in role order (checked by the
     /// caller), newest superblock first in `freshest`. Bumps the event count on every member.
+    #[inline(never)]
     pub(crate) fn assemble(
         index: u32,
         members: KVec<Member>,

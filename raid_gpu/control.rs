@@ -179,6 +179,7 @@ impl Control {
         result.map(|_| 0)
     }
 
+    #[inline(never)]
     fn assemble_members(&self, req: &mut GraidAssemble) -> Result<u32> {
         if req.flags != 0 {
             return Err(EINVAL);
