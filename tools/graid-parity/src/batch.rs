@@ -4,6 +4,7 @@
 //! independent) and the pool's workers take segments as they free up. Small batches run on the
 //! calling thread: waking workers costs more than it saves.
 
+use crate::job::Job;
 use crate::plan::Plan;
 use crate::simd;
 use crate::Level;
@@ -33,22 +34,28 @@ impl Workers {
         Ok(Workers { pool: Some(pool) })
     }
 
-    pub fn run(&self, level: Level, plans: Vec<Plan<'_>>) {
-        let total: usize = plans.iter().map(|p| p.len() * p.sources.len().max(1)).sum();
-        match &self.pool {
-            Some(pool) if total >= PARALLEL_THRESHOLD_BYTES => {
-                let segments = segment(plans);
-                pool.install(|| {
-                    segments
-                        .into_par_iter()
-                        .with_max_len(1)
-                        .for_each(|mut plan| simd::run(level, &mut plan))
-                });
+    /// Computes validated jobs.
+    pub fn run(&self, level: Level, jobs: &mut [Job<'_>]) {
+        let Some(pool) = &self.pool else {
+            // One thread: lower and run each job in turn, with no list of plans to allocate.
+            for job in jobs {
+                simd::compute(level, job);
             }
-            _ => {
-                for mut plan in plans {
-                    simd::run(level, &mut plan);
-                }
+            return;
+        };
+        let plans: Vec<Plan<'_>> = jobs.iter_mut().map(Plan::from_job).collect();
+        let total: usize = plans.iter().map(|p| p.len() * p.sources.len().max(1)).sum();
+        if total >= PARALLEL_THRESHOLD_BYTES {
+            let segments = segment(plans);
+            pool.install(|| {
+                segments
+                    .into_par_iter()
+                    .with_max_len(1)
+                    .for_each(|mut plan| simd::run(level, &mut plan))
+            });
+        } else {
+            for mut plan in plans {
+                simd::run(level, &mut plan);
             }
         }
     }

@@ -2,7 +2,6 @@
 
 use crate::batch::Workers;
 use crate::job::Job;
-use crate::plan::Plan;
 use crate::{reference, Level, ParityError};
 
 /// Something that computes parity jobs: the CPU kernels here, GPU backends elsewhere.
@@ -110,8 +109,7 @@ impl Engine for CpuEngine {
 
     fn compute(&self, jobs: &mut [Job<'_>]) -> Result<(), ParityError> {
         validate_all(jobs)?;
-        let plans = jobs.iter_mut().map(Plan::from_job).collect();
-        self.workers.run(self.level, plans);
+        self.workers.run(self.level, jobs);
         Ok(())
     }
 }

@@ -169,16 +169,16 @@ impl<'a> Output<'a> {
 fn data_sources<'a>(
     data: impl DoubleEndedIterator<Item = Option<&'a [u8]>> + ExactSizeIterator,
 ) -> Vec<Source<'a>> {
-    data.enumerate()
-        .rev()
-        .filter_map(|(exponent, d)| {
-            d.map(|data| Source {
-                data,
-                old: None,
-                exponent,
-            })
+    // Sized up front: `filter_map` has no exact length, and collecting it would reallocate.
+    let mut sources = Vec::with_capacity(data.len());
+    sources.extend(data.enumerate().rev().filter_map(|(exponent, d)| {
+        d.map(|data| Source {
+            data,
+            old: None,
+            exponent,
         })
-        .collect()
+    }));
+    sources
 }
 
 /// An intact chunk is a seed or source; a lost one is an output.

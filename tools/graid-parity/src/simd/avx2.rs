@@ -65,7 +65,12 @@ impl Vector for Avx2 {
 
 #[target_feature(enable = "avx2")]
 unsafe fn run_avx2(plan: &mut Plan<'_>) {
-    exec::run::<Avx2, 4>(plan)
+    exec::run::<Avx2, 4, 6>(plan)
+}
+
+#[target_feature(enable = "avx2")]
+unsafe fn generate_avx2(data: &[&[u8]], p: &mut [u8], q: &mut [u8]) {
+    exec::generate_job::<Avx2, 6>(data, p, q)
 }
 
 pub(crate) fn run(plan: &mut Plan<'_>) {
@@ -75,4 +80,15 @@ pub(crate) fn run(plan: &mut Plan<'_>) {
     );
     // SAFETY: the CPU supports AVX2 (checked above); plans come from validated jobs.
     unsafe { run_avx2(plan) }
+}
+
+/// P and Q of a validated `GenPq` job.
+pub(crate) fn generate(data: &[&[u8]], p: &mut [u8], q: &mut [u8]) {
+    assert!(
+        is_x86_feature_detected!("avx2"),
+        "AVX2 level on a CPU without AVX2"
+    );
+    // SAFETY: the CPU supports AVX2 (checked above); the job was validated (equal lengths, a
+    // multiple of 64 bytes, at least two data chunks).
+    unsafe { generate_avx2(data, p, q) }
 }

@@ -65,7 +65,12 @@ impl Vector for Avx512Bw {
 
 #[target_feature(enable = "avx512f,avx512bw")]
 unsafe fn run_avx512bw(plan: &mut Plan<'_>) {
-    exec::run::<Avx512Bw, 4>(plan)
+    exec::run::<Avx512Bw, 4, 4>(plan)
+}
+
+#[target_feature(enable = "avx512f,avx512bw")]
+unsafe fn generate_avx512bw(data: &[&[u8]], p: &mut [u8], q: &mut [u8]) {
+    exec::generate_job::<Avx512Bw, 4>(data, p, q)
 }
 
 pub(crate) fn run(plan: &mut Plan<'_>) {
@@ -76,4 +81,15 @@ pub(crate) fn run(plan: &mut Plan<'_>) {
     // SAFETY: the CPU supports AVX-512F and AVX-512BW (checked above); plans come from
     // validated jobs.
     unsafe { run_avx512bw(plan) }
+}
+
+/// P and Q of a validated `GenPq` job.
+pub(crate) fn generate(data: &[&[u8]], p: &mut [u8], q: &mut [u8]) {
+    assert!(
+        is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bw"),
+        "AVX-512BW level on a CPU without AVX-512BW"
+    );
+    // SAFETY: the CPU supports AVX-512F and AVX-512BW (checked above); the job was validated
+    // (equal lengths, a multiple of 64 bytes, at least two data chunks).
+    unsafe { generate_avx512bw(data, p, q) }
 }

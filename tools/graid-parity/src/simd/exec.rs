@@ -152,13 +152,14 @@ fn seed_ptr(seed: Option<&[u8]>) -> *const u8 {
     seed.map_or(ptr::null(), <[u8]>::as_ptr)
 }
 
-/// Runs a plan.
+/// Runs a plan. `UNROLL` vectors per column in general; `GEN` vectors per column in plain P+Q
+/// generation, whose 2·`GEN` accumulators stay in registers across every data chunk.
 ///
 /// # Safety
 /// The CPU must support `V`'s instructions. The plan must come from a validated job: all
 /// buffers the same length, a multiple of 64 bytes (so of `V::BYTES`).
 #[inline(always)]
-pub(crate) unsafe fn run<V: Vector, const UNROLL: usize>(plan: &mut Plan<'_>) {
+pub(crate) unsafe fn run<V: Vector, const UNROLL: usize, const GEN: usize>(plan: &mut Plan<'_>) {
     let needs_q = plan.needs_q();
     let has_old = plan.sources.iter().any(|s| s.old.is_some());
     let form = if V::HORNER && needs_q && !has_old {
@@ -197,6 +198,10 @@ pub(crate) unsafe fn run<V: Vector, const UNROLL: usize>(plan: &mut Plan<'_>) {
         q_seed: seed_ptr(plan.q_seed),
     };
     let len = plan.len();
+    if let Some((dense, p, q)) = plain_generation(&ctx) {
+        generate::<V, GEN>(dense, p, q, len);
+        return;
+    }
     match (&ctx.form, needs_q, has_old) {
         (QForm::Dense(dense, count), _, _) => columns::<V, UNROLL>(&ctx, len, |c, o| {
             dense_column::<V, UNROLL>(c, &dense[..*count], o)
@@ -213,6 +218,112 @@ pub(crate) unsafe fn run<V: Vector, const UNROLL: usize>(plan: &mut Plan<'_>) {
         (QForm::Direct(feeds), false, false) => columns::<V, UNROLL>(&ctx, len, |c, o| {
             direct_column::<V, UNROLL, false, false>(c, feeds, o)
         }),
+    }
+}
+
+/// The common case, plain P+Q generation, gets its own loop: every exponent from the highest
+/// down to 0 present, no seeds, and the two outputs plain P and Q (overwritten). Returns the
+/// data pointers (highest exponent first) and the P and Q outputs.
+fn plain_generation<M>(ctx: &Context<M>) -> Option<(&[*const u8], *mut u8, *mut u8)> {
+    let QForm::Dense(dense, count) = &ctx.form else {
+        return None;
+    };
+    let dense = &dense[..*count];
+    if dense.is_empty()
+        || dense.iter().any(|d| d.is_null())
+        || !ctx.p_seed.is_null()
+        || !ctx.q_seed.is_null()
+    {
+        return None;
+    }
+    let (mut p, mut q) = (None, None);
+    for sink in ctx.sinks.iter().flatten() {
+        match (&sink.blend, sink.accumulate) {
+            (Blend::P, false) if p.is_none() => p = Some(sink.buf),
+            (Blend::Q, false) if q.is_none() => q = Some(sink.buf),
+            _ => return None,
+        }
+    }
+    Some((dense, p?, q?))
+}
+
+/// P and Q of a validated `GenPq` job, without lowering it to a [`Plan`] first: the cheapest
+/// route for the most common job (small chunks make per-job set-up visible).
+///
+/// # Safety
+/// The CPU must support `V`'s instructions. The job must be validated: at least one data
+/// chunk, all buffers the same length, a multiple of 64 bytes.
+#[inline(always)]
+pub(crate) unsafe fn generate_job<V: Vector, const GEN: usize>(
+    data: &[&[u8]],
+    p: &mut [u8],
+    q: &mut [u8],
+) {
+    let mut dense = [ptr::null(); MAX_MEMBERS];
+    // Highest exponent first, as Horner's rule needs.
+    for (slot, chunk) in dense.iter_mut().zip(data.iter().rev()) {
+        *slot = chunk.as_ptr();
+    }
+    generate::<V, GEN>(
+        &dense[..data.len()],
+        p.as_mut_ptr(),
+        q.as_mut_ptr(),
+        p.len(),
+    );
+}
+
+/// Plain generation over the whole chunk: `GEN` vectors per column, then single vectors for
+/// the tail.
+///
+/// # Safety
+/// As [`run`]; `dense` is non-empty, every pointer non-null, and `p`, `q` and every source
+/// valid for `len` bytes.
+#[inline(always)]
+unsafe fn generate<V: Vector, const GEN: usize>(
+    dense: &[*const u8],
+    p: *mut u8,
+    q: *mut u8,
+    len: usize,
+) {
+    debug_assert!(len.is_multiple_of(V::BYTES));
+    let (top, rest) = dense.split_first().expect("at least one source");
+    let block = V::BYTES * GEN;
+    let mut offset = 0;
+    while offset + block <= len {
+        generate_column::<V, GEN>(*top, rest, p, q, offset);
+        offset += block;
+    }
+    while offset < len {
+        generate_column::<V, 1>(*top, rest, p, q, offset);
+        offset += V::BYTES;
+    }
+}
+
+/// One column of plain generation: P and Q start as the highest chunk (no doubling of zero),
+/// then Horner's rule, q = 2q + D_i, down the rest; both stay in registers until the stores.
+#[inline(always)]
+unsafe fn generate_column<V: Vector, const UNROLL: usize>(
+    top: *const u8,
+    rest: &[*const u8],
+    p_out: *mut u8,
+    q_out: *mut u8,
+    offset: usize,
+) {
+    let mut p = [V::zero(); UNROLL];
+    for (u, p) in p.iter_mut().enumerate() {
+        *p = V::load(top.add(offset + u * V::BYTES));
+    }
+    let mut q = p;
+    for &data in rest {
+        for u in 0..UNROLL {
+            let v = V::load(data.add(offset + u * V::BYTES));
+            p[u] = p[u].xor(v);
+            q[u] = q[u].mul2().xor(v);
+        }
+    }
+    for u in 0..UNROLL {
+        p[u].store(p_out.add(offset + u * V::BYTES));
+        q[u].store(q_out.add(offset + u * V::BYTES));
     }
 }
 

@@ -100,12 +100,12 @@ impl Vector for Avx512Gfni {
 
 #[target_feature(enable = "avx2,gfni")]
 unsafe fn run_avx2_gfni(plan: &mut Plan<'_>) {
-    exec::run::<Avx2Gfni, 4>(plan)
+    exec::run::<Avx2Gfni, 4, 4>(plan)
 }
 
 #[target_feature(enable = "avx512f,avx512bw,gfni")]
 unsafe fn run_avx512_gfni(plan: &mut Plan<'_>) {
-    exec::run::<Avx512Gfni, 4>(plan)
+    exec::run::<Avx512Gfni, 4, 4>(plan)
 }
 
 pub(crate) fn run_avx2(plan: &mut Plan<'_>) {

@@ -57,7 +57,7 @@ impl Vector for AffineWord {
 
 fn run_model(plan: &mut Plan<'_>) {
     // SAFETY: the model uses no CPU features; plans come from validated jobs.
-    unsafe { exec::run::<AffineWord, 2>(plan) }
+    unsafe { exec::run::<AffineWord, 2, 2>(plan) }
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@ mod gfni;
 #[cfg(target_arch = "x86_64")]
 mod ssse3;
 
+use crate::job::Job;
 use crate::plan::Plan;
 use crate::Level;
 
@@ -36,5 +37,19 @@ pub(crate) fn run(level: Level, plan: &mut Plan<'_>) {
         Level::Avx512Gfni => gfni::run_avx512(plan),
         #[cfg(not(target_arch = "x86_64"))]
         other => panic!("dispatch level {other} does not exist on this architecture"),
+    }
+}
+
+/// Computes a validated job. Plain P+Q generation skips the lowering to a [`Plan`] on the
+/// levels that have a direct entry for it; everything else runs through [`run`].
+pub(crate) fn compute(level: Level, job: &mut Job<'_>) {
+    match (level, job) {
+        #[cfg(target_arch = "x86_64")]
+        (Level::Ssse3, Job::GenPq { data, p, q }) => ssse3::generate(data, p, q),
+        #[cfg(target_arch = "x86_64")]
+        (Level::Avx2, Job::GenPq { data, p, q }) => avx2::generate(data, p, q),
+        #[cfg(target_arch = "x86_64")]
+        (Level::Avx512Bw, Job::GenPq { data, p, q }) => avx512bw::generate(data, p, q),
+        (level, job) => run(level, &mut Plan::from_job(job)),
     }
 }

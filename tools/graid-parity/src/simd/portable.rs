@@ -59,5 +59,5 @@ impl Vector for Word {
 
 pub(crate) fn run(plan: &mut Plan<'_>) {
     // SAFETY: `Word` needs no CPU features, and plans are built only from validated jobs.
-    unsafe { exec::run::<Word, 4>(plan) }
+    unsafe { exec::run::<Word, 4, 4>(plan) }
 }

@@ -64,7 +64,12 @@ impl Vector for Ssse3 {
 
 #[target_feature(enable = "ssse3")]
 unsafe fn run_ssse3(plan: &mut Plan<'_>) {
-    exec::run::<Ssse3, 4>(plan)
+    exec::run::<Ssse3, 4, 4>(plan)
+}
+
+#[target_feature(enable = "ssse3")]
+unsafe fn generate_ssse3(data: &[&[u8]], p: &mut [u8], q: &mut [u8]) {
+    exec::generate_job::<Ssse3, 4>(data, p, q)
 }
 
 pub(crate) fn run(plan: &mut Plan<'_>) {
@@ -74,4 +79,15 @@ pub(crate) fn run(plan: &mut Plan<'_>) {
     );
     // SAFETY: the CPU supports SSSE3 (checked above); plans come from validated jobs.
     unsafe { run_ssse3(plan) }
+}
+
+/// P and Q of a validated `GenPq` job.
+pub(crate) fn generate(data: &[&[u8]], p: &mut [u8], q: &mut [u8]) {
+    assert!(
+        is_x86_feature_detected!("ssse3"),
+        "SSSE3 level on a CPU without SSSE3"
+    );
+    // SAFETY: the CPU supports SSSE3 (checked above); the job was validated (equal lengths, a
+    // multiple of 64 bytes, at least two data chunks).
+    unsafe { generate_ssse3(data, p, q) }
 }
