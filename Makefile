@@ -30,7 +30,7 @@ help:
 	@echo "  tools          build graidctl and friends (cargo, release)"
 	@echo "  rust-analyzer  write rust-project.json for the module"
 	@echo "  host-test      cargo test for everything that runs on the host"
-	@echo "  lint           rustfmt and clippy on the tools"
+	@echo "  lint           rustfmt and clippy on the tools, clippy on the module"
 	@echo "  vm-test        VM selftests only (TESTS='name ...' to pick some)"
 	@echo "  vm-run         run SCRIPT=path in the VM (DISKS=n, DISK_SIZE_MB=n)"
 	@echo "  vm-shell       interactive shell in the VM"
@@ -58,6 +58,7 @@ host-test:
 lint:
 	$(CARGO) fmt $(TOOLS) --all -- --check
 	$(CARGO_TOOLS) clippy $(TOOLS) --workspace --all-targets -- -D warnings
+	build/module.sh clippy
 
 vm-test: module tools
 	selftests/run.sh

@@ -62,7 +62,7 @@ impl Holder {
 
     /// The cookie to pass to [`BlockDeviceFile::open_exclusive`].
     pub(crate) fn cookie(&self) -> *mut c_void {
-        (&*self.0 as *const u64).cast_mut().cast::<c_void>()
+        core::ptr::from_ref::<u64>(&self.0).cast_mut().cast::<c_void>()
     }
 }
 

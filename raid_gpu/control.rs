@@ -26,9 +26,9 @@ use kernel::{
     uaccess::UserSlice,
 };
 
-// SAFETY (all impls below): the uapi structs are `repr(C)`, made of integers and integer
-// arrays only, without padding (checked by graid-abi's host tests): every byte is initialised
-// and every bit pattern is a valid value.
+// SAFETY: this and all impls below: the uapi structs are `repr(C)`, made of integers and
+// integer arrays only, without padding (checked by graid-abi's host tests): every byte is
+// initialised and every bit pattern is a valid value.
 unsafe impl AsBytes for GraidVersion {}
 // SAFETY: see above.
 unsafe impl AsBytes for GraidCreate {}

@@ -177,10 +177,12 @@ impl Platform for ArrayIo {
             Some((src, skip)) => unsafe {
                 self.clones.clone_bio(
                     src,
-                    member.bdev(),
                     skip,
                     io.info.sectors,
-                    io.member_sector,
+                    bio::Target {
+                        bdev: member.bdev(),
+                        sector: io.member_sector,
+                    },
                     Some(piece_end_io),
                     ctx,
                 )
@@ -225,6 +227,10 @@ impl PinnedDrop for ArrayIo {
 }
 
 /// Completion of a member bio; may run in interrupt context.
+///
+/// # Safety
+///
+/// Called by the block layer only, for a bio made by [`ArrayIo`]'s `CloneSet<PieceCtx>`.
 unsafe extern "C" fn piece_end_io(bio: *mut bindings::bio) {
     // SAFETY: every bio with this end_io was made by an array's CloneSet<PieceCtx>.
     let (ctx, status) = unsafe { CloneSet::<PieceCtx>::finish(bio) };

@@ -63,6 +63,12 @@ unsafe impl<C: Send> Send for CloneSet<C> {}
 // SAFETY: see above.
 unsafe impl<C: Send> Sync for CloneSet<C> {}
 
+/// Where a cloned bio goes: a block device and its first sector there.
+pub(crate) struct Target {
+    pub(crate) bdev: *mut bindings::block_device,
+    pub(crate) sector: u64,
+}
+
 impl<C> CloneSet<C> {
     const FRONT_PAD: usize = size_of::<C>().next_multiple_of(8);
 
@@ -79,34 +85,34 @@ impl<C> CloneSet<C> {
         })
     }
 
-    /// Clones `src` for `bdev` at `sector`, trimmed to `sectors` sectors starting `skip` sectors
-    /// into `src`, with `ctx` attached and `end_io` called on completion. The clone shares
-    /// `src`'s pages. Returns the clone, not yet submitted.
+    /// Clones `src` for `target`, trimmed to `sectors` sectors starting `skip` sectors into
+    /// `src`, with `ctx` attached and `end_io` called on completion. The clone shares `src`'s
+    /// pages. Returns the clone, not yet submitted.
     ///
     /// # Safety
     ///
-    /// `src` must be a live bio that outlives the clone, `bdev` an open block device, and
+    /// `src` must be a live bio that outlives the clone, `target.bdev` an open block device, and
     /// `skip + sectors` within `src`. `end_io` must release the clone with [`Self::finish`].
     pub(crate) unsafe fn clone_bio(
         &self,
         src: *mut bindings::bio,
-        bdev: *mut bindings::block_device,
         skip: u64,
         sectors: u64,
-        sector: u64,
+        target: Target,
         end_io: bindings::bio_end_io_t,
         ctx: C,
     ) -> Result<*mut bindings::bio> {
         // SAFETY: by the caller's contract; GFP_NOIO never fails for bio sets with a pool.
         unsafe {
-            let clone = bindings::bio_alloc_clone(bdev, src, shim::graid_gfp_noio(), self.inner.get());
+            let clone =
+                bindings::bio_alloc_clone(target.bdev, src, shim::graid_gfp_noio(), self.inner.get());
             if clone.is_null() {
                 return Err(ENOMEM);
             }
             bindings::bio_trim(clone, skip, sectors);
             // We may sleep and retry; a member's "would block" must not look like its failure.
             (*clone).bi_opf &= !shim::graid_req_nowait();
-            (*clone).bi_iter.bi_sector = sector;
+            (*clone).bi_iter.bi_sector = target.sector;
             (*clone).bi_end_io = end_io;
             Self::ctx_ptr(clone).write(ctx);
             Ok(clone)

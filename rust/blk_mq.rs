@@ -322,6 +322,9 @@ impl<T: DiskOps> Disk<T> {
         unsafe { (*(*self.disk).part0).bd_openers.counter as u32 }
     }
 
+    /// # Safety
+    ///
+    /// Called by blk-mq only, for a request of a disk made by [`Disk::new`].
     unsafe extern "C" fn queue_rq_callback(
         _hctx: *mut bindings::blk_mq_hw_ctx,
         bd: *const bindings::blk_mq_queue_data,
