@@ -8,5 +8,11 @@ if [ -n "${KDIR:-}" ]; then
 		die "KDIR=$KDIR is not a built kernel tree (no Module.symvers or rust/)"
 	echo "$KDIR"
 else
-	"$GRAID_ROOT/build/kernel.sh"
+	# A finished build never changes: use it without queueing behind another variant's build.
+	cached=$("$GRAID_ROOT/build/kernel.sh" --path)
+	if [ -f "$cached/.graid-built" ]; then
+		echo "$cached"
+	else
+		"$GRAID_ROOT/build/kernel.sh"
+	fi
 fi
