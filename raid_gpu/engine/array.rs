@@ -4,7 +4,7 @@
 //! members that return errors where the level has redundancy, and keeps the superblocks in step.
 //!
 //! It owns no memory and sends nothing itself: the [`Platform`] does that. The kernel module and
-//! the host harness (`tools/graid-engine/tests/engine.rs`) run this same code.
+//! the host harness (`tools/graid-sim`) run this same code.
 
 use super::geometry::{Geometry, Piece};
 use super::members::MemberState;

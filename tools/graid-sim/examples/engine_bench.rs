@@ -1,0 +1,120 @@
+//! What the array engine itself costs per request, natively: a platform that moves no data and
+//! completes every member I/O at once, so the time is the engine's planning, accounting and
+//! completion logic only (the module pays this per request on top of the block layer).
+//!
+//! cargo run --release -p graid-sim --example engine_bench
+
+use graid_engine::array::ArrayEngine;
+use graid_engine::geometry::{Geometry, Level};
+use graid_engine::members::MemberState;
+use graid_engine::platform::{MemberIo, MetadataError, Op, Platform, Status, SubmitError};
+use graid_engine::request::RequestState;
+use graid_engine::superblock::Superblock;
+use graid_sim::stress::superblock;
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+use std::cell::Cell;
+use std::hint::black_box;
+use std::time::Instant;
+
+/// A platform that completes every member I/O inline and keeps count.
+struct Null {
+    engine: ArrayEngine<Vec<MemberState>>,
+    state: RequestState,
+    /// The one segment of the current request.
+    segment: Cell<(u64, u64)>,
+    member_ios: Cell<u64>,
+    ended: Cell<u64>,
+}
+
+impl Platform for Null {
+    type Request = ();
+    type Segment = ();
+
+    fn segments(&self, _rq: ()) -> impl Iterator<Item = ((), u64, u64)> {
+        let (start, sectors) = self.segment.get();
+        std::iter::once(((), start, sectors))
+    }
+
+    fn submit(&self, rq: (), io: &MemberIo<()>) -> Result<(), SubmitError> {
+        self.member_ios.set(self.member_ios.get() + 1);
+        black_box(io);
+        self.engine
+            .piece_done(self, rq, &self.state, io.info, Status::Ok);
+        Ok(())
+    }
+
+    fn end_request(&self, _rq: (), status: Status) {
+        assert_eq!(status, Status::Ok);
+        self.ended.set(self.ended.get() + 1);
+    }
+
+    fn requeue(&self, _rq: ()) {
+        unreachable!("nothing fails");
+    }
+
+    fn write_superblock(&self, _member: u32, _sb: &Superblock) -> Result<(), MetadataError> {
+        Ok(())
+    }
+
+    fn member_failed(&self, _member: u32, _status: Status) {}
+}
+
+fn main() {
+    const REQUESTS: u64 = 2_000_000;
+    println!("level    members  chunk  request  op     ns/request  member I/Os/request");
+    let shapes = [
+        (Level::Raid0, 4, 128),
+        (Level::Raid1, 2, 0),
+        (Level::Raid10, 4, 128),
+    ];
+    for (level, members, chunk) in shapes {
+        let geometry = Geometry::new(level, members, chunk, 1 << 30).expect("geometry");
+        let states = (0..members)
+            .map(|m| MemberState::new([m as u8; 16]))
+            .collect();
+        let engine = ArrayEngine::new(superblock(&geometry, level, chunk), geometry, states)
+            .expect("engine");
+        let null = Null {
+            engine,
+            state: RequestState::new(),
+            segment: Cell::new((0, 0)),
+            member_ios: Cell::new(0),
+            ended: Cell::new(0),
+        };
+        for sectors in [8u64, 128, 2048] {
+            for op in [Op::Read, Op::Write] {
+                let mut rng = StdRng::seed_from_u64(1);
+                let span = geometry.array_sectors() / sectors;
+                let starts: Vec<u64> = (0..4096)
+                    .map(|_| rng.random_range(0..span) * sectors)
+                    .collect();
+                null.member_ios.set(0);
+                null.ended.set(0);
+                let began = Instant::now();
+                for i in 0..REQUESTS {
+                    let start = starts[(i % 4096) as usize];
+                    null.segment.set((start, sectors));
+                    null.engine
+                        .submit(&null, (), &null.state, op, start, sectors);
+                }
+                let elapsed = began.elapsed();
+                assert_eq!(null.ended.get(), REQUESTS);
+                println!(
+                    "{:<8} {:<8} {:<6} {:<8} {:<6} {:<11.1} {:.2}",
+                    format!("{level}"),
+                    members,
+                    if chunk == 0 {
+                        "-".to_string()
+                    } else {
+                        format!("{}K", chunk / 2)
+                    },
+                    format!("{}K", sectors / 2),
+                    format!("{op:?}").to_lowercase(),
+                    elapsed.as_nanos() as f64 / REQUESTS as f64,
+                    null.member_ios.get() as f64 / REQUESTS as f64,
+                );
+            }
+        }
+    }
+}

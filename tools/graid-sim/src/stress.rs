@@ -1,0 +1,472 @@
+//! Stress runs: submitter threads with random requests against one [`Host`], a model of what
+//! the array must hold, and the checks every scenario shares.
+
+use crate::host::{
+    submit, Faults, Host, MemDisk, QueuedIo, RequestSlot, Spec, Violations, DATA_OFFSET, HANG,
+};
+use graid_engine::array::ArrayEngine;
+use graid_engine::geometry::{Geometry, Level};
+use graid_engine::members::MemberState;
+use graid_engine::platform::{Op, Status};
+use graid_engine::superblock::{Area, ArrayName, Slot, Superblock, MAX_SLOTS, RECOVERY_COMPLETE};
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::mpsc::{channel, Receiver};
+use std::sync::{Arc, Mutex};
+use std::thread;
+
+/// The shape of one stress run.
+#[derive(Clone, Debug)]
+pub struct Scenario {
+    pub level: Level,
+    pub members: u32,
+    pub chunk_sectors: u32,
+    pub data_sectors: u64,
+    pub faults: Vec<Faults>,
+    pub submitters: usize,
+    /// Requests each submitter has in flight at once.
+    pub batch: usize,
+    pub rounds: usize,
+    pub inline_percent: u32,
+    pub submit_error_ppm: u32,
+}
+
+impl Scenario {
+    pub fn new(level: Level, members: u32, chunk_sectors: u32) -> Self {
+        Self {
+            level,
+            members,
+            chunk_sectors,
+            data_sectors: 8192,
+            faults: vec![Faults::default(); members as usize],
+            submitters: 4,
+            batch: 4,
+            rounds: rounds(),
+            inline_percent: 20,
+            submit_error_ppm: 0,
+        }
+    }
+
+    pub fn with_fault(mut self, member: usize, faults: Faults) -> Self {
+        self.faults[member] = faults;
+        self
+    }
+}
+
+pub fn rounds() -> usize {
+    std::env::var("GRAID_ENGINE_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(150)
+}
+
+pub fn superblock(geometry: &Geometry, level: Level, chunk_sectors: u32) -> Superblock {
+    let mut slots = [Slot::Empty; MAX_SLOTS];
+    for (role, slot) in slots
+        .iter_mut()
+        .take(geometry.members() as usize)
+        .enumerate()
+    {
+        *slot = Slot::Active { role: role as u8 };
+    }
+    Superblock {
+        features_compat: 0,
+        features_incompat: 0,
+        array_uuid: [0xaa; 16],
+        array_name: ArrayName::new("stress").unwrap(),
+        created: 1_767_225_600,
+        events: 7,
+        clean: false,
+        level,
+        chunk_sectors,
+        members: geometry.members(),
+        member_uuid: [0; 16],
+        this_slot: 0,
+        data_offset: DATA_OFFSET,
+        data_size: geometry.member_data_sectors(),
+        recovery_offset: RECOVERY_COMPLETE,
+        bitmap: Area::NONE,
+        journal: Area::NONE,
+        slots,
+    }
+}
+
+/// What a run observed, for scenario-specific checks.
+pub struct Report {
+    pub host: Arc<Host>,
+    /// Requests that ended with an error, by op.
+    pub errors: Vec<(Op, Status)>,
+    /// Sectors of the array whose contents are known, with the tag they must hold.
+    pub model: Vec<Option<u64>>,
+    pub ok_read_sectors: u64,
+    pub ok_write_sectors: u64,
+}
+
+/// Runs a scenario under `seed` and checks everything that holds for every scenario: each
+/// request ends exactly once, no member I/O strays outside a member's data area or its request,
+/// and every successful read returns what the model says the array holds.
+pub fn run(scenario: &Scenario, seed: u64) -> Report {
+    let geometry = Geometry::new(
+        scenario.level,
+        scenario.members,
+        scenario.chunk_sectors,
+        scenario.data_sectors,
+    )
+    .expect("valid geometry");
+    let members = (0..scenario.members)
+        .map(|m| MemberState::new([m as u8 + 1; 16]))
+        .collect();
+    let engine = ArrayEngine::new(
+        superblock(&geometry, scenario.level, scenario.chunk_sectors),
+        geometry,
+        members,
+    )
+    .expect("engine");
+    let slots = (0..scenario.submitters * scenario.batch)
+        .map(|_| RequestSlot::default())
+        .collect();
+    let (io_tx, io_rx) = channel::<QueuedIo>();
+    let (rq_tx, rq_rx) = channel::<usize>();
+    let host = Arc::new(Host {
+        engine,
+        disks: scenario
+            .faults
+            .iter()
+            .map(|&f| MemDisk::new(geometry.member_data_sectors(), f))
+            .collect(),
+        slots,
+        data_sectors: geometry.member_data_sectors(),
+        queue: Mutex::new(Some(io_tx)),
+        requeues: Mutex::new(Some(rq_tx)),
+        inline_percent: AtomicU32::new(scenario.inline_percent),
+        submit_error_ppm: scenario.submit_error_ppm,
+        rng: Mutex::new(StdRng::seed_from_u64(seed ^ 0x5eed)),
+        requeued: AtomicU64::new(0),
+        failed_members: Mutex::new(Vec::new()),
+        violations: Violations::default(),
+    });
+
+    // Completion threads take member I/O in whatever order the channel hands it out.
+    let io_rx = Arc::new(Mutex::new(io_rx));
+    let completers: Vec<_> = (0..2u64)
+        .map(|i| {
+            let (host, io_rx) = (host.clone(), io_rx.clone());
+            thread::spawn(move || {
+                let mut rng = StdRng::seed_from_u64(seed.wrapping_add(i));
+                loop {
+                    let next = io_rx.lock().unwrap().recv();
+                    let Ok((rq, io)) = next else { break };
+                    host.complete(rq, &io, &mut rng);
+                }
+            })
+        })
+        .collect();
+    // The requeue thread plays blk-mq's requeue work.
+    let requeuer = {
+        let host = host.clone();
+        thread::spawn(move || {
+            let rq_rx: Receiver<usize> = rq_rx;
+            while let Ok(rq) = rq_rx.recv() {
+                submit(&host, rq);
+            }
+        })
+    };
+
+    // Each submitter owns one stretch of the array, so the model stays exact.
+    let array_sectors = geometry.array_sectors();
+    let stretch = array_sectors / scenario.submitters as u64;
+    let submitters: Vec<_> = (0..scenario.submitters)
+        .map(|t| {
+            let host = host.clone();
+            let scenario = scenario.clone();
+            thread::spawn(move || {
+                let base = t as u64 * stretch;
+                submitter(
+                    &host,
+                    &scenario,
+                    seed.wrapping_mul(31).wrapping_add(t as u64),
+                    t,
+                    base,
+                    stretch,
+                )
+            })
+        })
+        .collect();
+    let mut model = vec![None; array_sectors as usize];
+    let mut errors = Vec::new();
+    let (mut ok_read_sectors, mut ok_write_sectors) = (0, 0);
+    for (t, s) in submitters.into_iter().enumerate() {
+        let result = s
+            .join()
+            .unwrap_or_else(|_| panic!("seed {seed}: submitter {t} panicked"));
+        let base = t as u64 * stretch;
+        for (i, tag) in result.model.into_iter().enumerate() {
+            model[base as usize + i] = tag;
+        }
+        errors.extend(result.errors);
+        ok_read_sectors += result.ok_read_sectors;
+        ok_write_sectors += result.ok_write_sectors;
+    }
+    host.queue.lock().unwrap().take();
+    host.requeues.lock().unwrap().take();
+    for c in completers {
+        c.join().expect("completion thread");
+    }
+    requeuer.join().expect("requeue thread");
+    let violations = host.violations.0.lock().unwrap().clone();
+    assert!(violations.is_empty(), "seed {seed}: {violations:#?}");
+    Report {
+        host,
+        errors,
+        model,
+        ok_read_sectors,
+        ok_write_sectors,
+    }
+}
+
+pub struct SubmitterResult {
+    pub model: Vec<Option<u64>>,
+    pub errors: Vec<(Op, Status)>,
+    pub ok_read_sectors: u64,
+    pub ok_write_sectors: u64,
+}
+
+/// Issues batches of non-overlapping random requests in `[base, base + stretch)`, waits for
+/// them, and keeps the model of that stretch.
+pub fn submitter(
+    host: &Host,
+    scenario: &Scenario,
+    seed: u64,
+    t: usize,
+    base: u64,
+    stretch: u64,
+) -> SubmitterResult {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut model: Vec<Option<u64>> = vec![Some(0); stretch as usize];
+    let mut result = SubmitterResult {
+        model: Vec::new(),
+        errors: Vec::new(),
+        ok_read_sectors: 0,
+        ok_write_sectors: 0,
+    };
+    let lane = stretch / scenario.batch as u64;
+    let max_len = (lane).min(u64::from(scenario.chunk_sectors.max(8)) * 3);
+    for _ in 0..scenario.rounds {
+        let slots: Vec<usize> = (0..scenario.batch)
+            .map(|b| t * scenario.batch + b)
+            .collect();
+        for (b, &rq) in slots.iter().enumerate() {
+            let op = match rng.random_range(0..20) {
+                0..8 => Op::Read,
+                8..16 => Op::Write,
+                16 => Op::Flush,
+                _ => Op::Discard,
+            };
+            let sectors = rng.random_range(1..=max_len);
+            let start = base + b as u64 * lane + rng.random_range(0..=lane - sectors);
+            let mut segments = Vec::new();
+            let mut at = start;
+            while at < start + sectors {
+                let len = rng.random_range(1..=start + sectors - at);
+                segments.push((at, len));
+                at += len;
+            }
+            let data = if op == Op::Write {
+                (0..sectors).map(|_| rng.random::<u64>() | 1).collect()
+            } else {
+                vec![u64::MAX; sectors as usize]
+            };
+            let slot = host.slot(rq);
+            *slot.spec.lock().unwrap() = Spec {
+                op: Some(op),
+                start,
+                sectors: if op == Op::Flush { 0 } else { sectors },
+                segments: if op == Op::Flush {
+                    Vec::new()
+                } else {
+                    segments
+                },
+            };
+            *slot.data.lock().unwrap() = data;
+            *slot.outcome.lock().unwrap() = None;
+            slot.ends.store(0, Ordering::Release);
+            submit(host, rq);
+        }
+        for &rq in &slots {
+            let slot = host.slot(rq);
+            let outcome = slot.outcome.lock().unwrap();
+            let (outcome, timeout) = slot
+                .ended
+                .wait_timeout_while(outcome, HANG, |o| o.is_none())
+                .unwrap();
+            assert!(
+                !timeout.timed_out(),
+                "seed {seed}: request {rq} never ended"
+            );
+            let status = outcome.expect("ended");
+            drop(outcome);
+            let spec = slot.spec.lock().unwrap().clone();
+            let op = spec.op.expect("op");
+            let at = (spec.start - base) as usize;
+            let range = at..at + spec.sectors as usize;
+            let data = slot.data.lock().unwrap();
+            match (op, status) {
+                (Op::Read, Status::Ok) => {
+                    for (i, (&want, &got)) in model[range].iter().zip(data.iter()).enumerate() {
+                        if let Some(want) = want {
+                            assert_eq!(
+                                got,
+                                want,
+                                "seed {seed}: read of array sector {} returned stale or wrong data",
+                                spec.start + i as u64
+                            );
+                        }
+                    }
+                    result.ok_read_sectors += spec.sectors;
+                }
+                (Op::Write, Status::Ok) => {
+                    for (m, &d) in model[range].iter_mut().zip(data.iter()) {
+                        *m = Some(d);
+                    }
+                    result.ok_write_sectors += spec.sectors;
+                }
+                (Op::Discard, Status::Ok) => model[range].fill(Some(0)),
+                (Op::Flush, Status::Ok) => {}
+                (Op::Flush | Op::Read, _) => result.errors.push((op, status)),
+                // A failed write or discard may have reached any part of its range.
+                (Op::Write | Op::Discard, _) => {
+                    model[range].fill(None);
+                    result.errors.push((op, status));
+                }
+            }
+        }
+    }
+    result.model = model;
+    result
+}
+
+/// After a run: sends one request with every member I/O completing inline and returns how it
+/// ended.
+pub fn submit_inline(host: &Host, op: Op, start: u64, sectors: u64) -> Option<Status> {
+    submit_inline_segments(host, op, start, sectors, vec![(start, sectors)])
+}
+
+pub fn submit_inline_segments(
+    host: &Host,
+    op: Op,
+    start: u64,
+    sectors: u64,
+    segments: Vec<(u64, u64)>,
+) -> Option<Status> {
+    host.inline_percent.store(100, Ordering::Relaxed);
+    let slot = &host.slots[0];
+    *slot.spec.lock().unwrap() = Spec {
+        op: Some(op),
+        start,
+        sectors,
+        segments,
+    };
+    *slot.data.lock().unwrap() = vec![3; sectors.min(1 << 20) as usize];
+    *slot.outcome.lock().unwrap() = None;
+    slot.ends.store(0, Ordering::Relaxed);
+    submit(host, 0);
+    let outcome = *slot.outcome.lock().unwrap();
+    outcome
+}
+
+/// Every copy of every known array sector on a working member holds the model's tag.
+pub fn check_copies(report: &Report, seed: u64) {
+    let engine = &report.host.engine;
+    let geometry = engine.geometry();
+    for (sector, tag) in report.model.iter().enumerate() {
+        let Some(tag) = *tag else { continue };
+        for copy in 0..geometry.copies() {
+            let piece = geometry
+                .map_read(sector as u64, 1, copy)
+                .unwrap()
+                .next()
+                .unwrap();
+            if engine.members()[piece.member as usize].is_faulty() {
+                continue;
+            }
+            let disk = report.host.disks[piece.member as usize]
+                .sectors
+                .lock()
+                .unwrap();
+            assert_eq!(
+                disk[(DATA_OFFSET + piece.member_sector) as usize],
+                tag,
+                "seed {seed}: copy {copy} of array sector {sector} on member {} differs",
+                piece.member
+            );
+        }
+    }
+}
+
+/// The superblocks written during the run: events rising, each with its own slot and UUID,
+/// failed members recorded as faulty, none written to a member after it failed.
+pub fn check_superblocks(report: &Report, seed: u64) {
+    let engine = &report.host.engine;
+    for (index, (disk, member)) in report.host.disks.iter().zip(engine.members()).enumerate() {
+        let written = disk.superblocks.lock().unwrap();
+        let mut last = 7;
+        for sb in written.iter() {
+            assert!(
+                sb.events > last,
+                "seed {seed}: member {index} events went {last} -> {}",
+                sb.events
+            );
+            last = sb.events;
+            assert_eq!(sb.this_slot as usize, index);
+            assert_eq!(&sb.member_uuid, member.uuid());
+            assert!(sb.validate().is_ok(), "seed {seed}: {:?}", sb.validate());
+            assert_ne!(
+                sb.slots[index],
+                Slot::Faulty,
+                "seed {seed}: member {index} told it is faulty"
+            );
+        }
+        if !member.is_faulty() {
+            let newest = written.last();
+            for (other, m) in engine.members().iter().enumerate() {
+                if m.is_faulty() {
+                    let sb = newest.unwrap_or_else(|| {
+                        panic!("seed {seed}: member {index} never heard of the failure")
+                    });
+                    assert_eq!(
+                        sb.slots[other],
+                        Slot::Faulty,
+                        "seed {seed}: member {other} not recorded as faulty"
+                    );
+                }
+            }
+        }
+    }
+}
+
+pub fn seeds(count: u64) -> impl Iterator<Item = u64> {
+    let fixed = std::env::var("GRAID_ENGINE_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok());
+    let base = fixed.unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(1)
+    });
+    let count = if fixed.is_some() { 1 } else { count };
+    (0..count).map(move |i| base.wrapping_add(i.wrapping_mul(0x9e37_79b9_7f4a_7c15)))
+}
+
+pub fn total_member_bytes(report: &Report) -> (u64, u64) {
+    report
+        .host
+        .engine
+        .members()
+        .iter()
+        .fold((0, 0), |(r, w), m| {
+            let s = m.stats();
+            (r + s.read_bytes, w + s.write_bytes)
+        })
+}

@@ -1,0 +1,357 @@
+//! The array engine under random concurrent I/O and member faults, in its host home. A failing
+//! run prints its seed; `GRAID_ENGINE_SEED=<seed>` replays it, `GRAID_ENGINE_ROUNDS=<n>` runs
+//! longer.
+
+use graid_engine::array::ArrayState;
+use graid_engine::geometry::Level;
+use graid_engine::platform::{Op, Status};
+use graid_sim::host::Faults;
+use graid_sim::stress::{
+    check_copies, check_superblocks, run, seeds, submit_inline, submit_inline_segments,
+    total_member_bytes, Scenario,
+};
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+use std::sync::atomic::Ordering;
+
+#[test]
+fn healthy_arrays_serve_random_concurrent_io_exactly() {
+    let shapes = [
+        (Level::Raid0, 2, 8),
+        (Level::Raid0, 5, 32),
+        (Level::Raid1, 2, 0),
+        (Level::Raid1, 3, 0),
+        (Level::Raid10, 4, 16),
+        (Level::Raid10, 5, 8),
+    ];
+    for seed in seeds(2) {
+        for &(level, members, chunk) in &shapes {
+            let report = run(&Scenario::new(level, members, chunk), seed);
+            assert!(
+                report.errors.is_empty(),
+                "seed {seed}: {level:?}: {:?}",
+                report.errors
+            );
+            assert_eq!(report.host.engine.state(), ArrayState::Optimal);
+            assert_eq!(report.host.requeued.load(Ordering::Relaxed), 0);
+            check_copies(&report, seed);
+            // Every byte read came from one copy; every byte written went to every copy.
+            let copies = u64::from(report.host.engine.geometry().copies());
+            let (read, written) = total_member_bytes(&report);
+            assert_eq!(read, report.ok_read_sectors * 512, "seed {seed}: {level:?}");
+            assert_eq!(
+                written,
+                report.ok_write_sectors * 512 * copies,
+                "seed {seed}: {level:?}"
+            );
+            // Flushes reached every member.
+            let flushes: Vec<u64> = report
+                .host
+                .disks
+                .iter()
+                .map(|d| d.flushes.load(Ordering::Relaxed))
+                .collect();
+            assert!(
+                flushes.windows(2).all(|w| w[0] == w[1]),
+                "seed {seed}: {flushes:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_mirror_that_dies_under_load_is_failed_and_nothing_is_lost() {
+    for seed in seeds(3) {
+        let mut rng = StdRng::seed_from_u64(seed);
+        for (level, members, chunk) in [
+            (Level::Raid1, 2, 0),
+            (Level::Raid1, 3, 0),
+            (Level::Raid10, 4, 16),
+            (Level::Raid10, 5, 8),
+        ] {
+            let victim = rng.random_range(0..members as usize);
+            let die_after = rng.random_range(0..400);
+            let scenario = Scenario::new(level, members, chunk).with_fault(
+                victim,
+                Faults {
+                    die_after: Some(die_after),
+                    ..Faults::default()
+                },
+            );
+            let report = run(&scenario, seed);
+            let engine = &report.host.engine;
+            assert!(
+                report.errors.is_empty(),
+                "seed {seed}: {level:?} errors: {:?}",
+                report.errors
+            );
+            assert_eq!(
+                engine.state(),
+                ArrayState::Degraded,
+                "seed {seed}: {level:?}"
+            );
+            for (i, m) in engine.members().iter().enumerate() {
+                assert_eq!(
+                    m.is_faulty(),
+                    i == victim,
+                    "seed {seed}: {level:?} member {i}"
+                );
+            }
+            assert_eq!(
+                *report.host.failed_members.lock().unwrap(),
+                vec![victim as u32]
+            );
+            assert!(report.host.requeued.load(Ordering::Relaxed) > 0);
+            check_copies(&report, seed);
+            check_superblocks(&report, seed);
+        }
+    }
+}
+
+#[test]
+fn random_errors_on_one_member_fail_only_that_member() {
+    for seed in seeds(3) {
+        let mut rng = StdRng::seed_from_u64(seed);
+        for (level, members, chunk) in [
+            (Level::Raid1, 2, 0),
+            (Level::Raid10, 4, 8),
+            (Level::Raid10, 6, 64),
+        ] {
+            let victim = rng.random_range(0..members as usize);
+            let scenario = Scenario::new(level, members, chunk).with_fault(
+                victim,
+                Faults {
+                    error_ppm: 20_000,
+                    ..Faults::default()
+                },
+            );
+            let report = run(&scenario, seed);
+            assert!(
+                report.errors.is_empty(),
+                "seed {seed}: {level:?}: {:?}",
+                report.errors
+            );
+            let engine = &report.host.engine;
+            for (i, m) in engine.members().iter().enumerate() {
+                assert!(
+                    !m.is_faulty() || i == victim,
+                    "seed {seed}: {level:?} member {i} failed"
+                );
+            }
+            check_copies(&report, seed);
+            check_superblocks(&report, seed);
+        }
+    }
+}
+
+#[test]
+fn raid10_survives_failures_in_different_pairs_and_fails_when_a_pair_is_gone() {
+    for seed in seeds(3) {
+        // 4 members, near-2: pairs (0,1) and (2,3).
+        for (a, b, survives) in [(0, 2, true), (1, 3, true), (0, 1, false), (2, 3, false)] {
+            let dies = |n| Faults {
+                die_after: Some(n),
+                ..Faults::default()
+            };
+            let scenario = Scenario::new(Level::Raid10, 4, 16)
+                .with_fault(a, dies(50))
+                .with_fault(b, dies(250));
+            let report = run(&scenario, seed);
+            let engine = &report.host.engine;
+            if survives {
+                assert!(
+                    report.errors.is_empty(),
+                    "seed {seed}: ({a},{b}): {:?}",
+                    report.errors
+                );
+                assert_eq!(engine.state(), ArrayState::Degraded);
+            } else {
+                assert!(
+                    !report.errors.is_empty(),
+                    "seed {seed}: ({a},{b}) lost a pair without an error"
+                );
+                assert_eq!(engine.state(), ArrayState::Failed);
+                assert!(report.errors.iter().all(|&(_, s)| s == Status::IoError));
+                // A failed array fails everything, even where the other pair still has a copy.
+                let other_pair_chunk = if a == 0 { 0 } else { 16 };
+                assert_eq!(
+                    submit_inline(&report.host, Op::Read, other_pair_chunk, 8),
+                    Some(Status::IoError)
+                );
+                assert_eq!(
+                    submit_inline(&report.host, Op::Flush, 0, 0),
+                    Some(Status::IoError)
+                );
+            }
+            check_copies(&report, seed);
+            check_superblocks(&report, seed);
+        }
+    }
+}
+
+#[test]
+fn raid0_reports_member_errors_and_keeps_its_members() {
+    for seed in seeds(3) {
+        let scenario = Scenario::new(Level::Raid0, 3, 16).with_fault(
+            1,
+            Faults {
+                error_ppm: 30_000,
+                ..Faults::default()
+            },
+        );
+        let report = run(&scenario, seed);
+        let engine = &report.host.engine;
+        assert!(
+            !report.errors.is_empty(),
+            "seed {seed}: errors were injected but none came back"
+        );
+        assert!(
+            engine.members().iter().all(|m| !m.is_faulty()),
+            "seed {seed}: RAID0 has no member to spare"
+        );
+        assert_eq!(report.host.requeued.load(Ordering::Relaxed), 0);
+        assert!(engine.members()[1].stats().errors > 0);
+        check_copies(&report, seed);
+    }
+}
+
+#[test]
+fn refused_member_io_fails_the_request_and_nothing_else() {
+    for seed in seeds(2) {
+        for (level, members, chunk) in [
+            (Level::Raid0, 4, 8),
+            (Level::Raid1, 2, 0),
+            (Level::Raid10, 4, 8),
+        ] {
+            let mut scenario = Scenario::new(level, members, chunk);
+            scenario.submit_error_ppm = 20_000;
+            let report = run(&scenario, seed);
+            let engine = &report.host.engine;
+            assert!(
+                !report.errors.is_empty(),
+                "seed {seed}: {level:?}: no refusal surfaced"
+            );
+            assert_eq!(
+                engine.state(),
+                ArrayState::Optimal,
+                "seed {seed}: a refusal is not a member failure"
+            );
+            check_copies(&report, seed);
+        }
+    }
+}
+
+#[test]
+fn a_refused_discard_is_reported_and_fails_no_member() {
+    for seed in seeds(2) {
+        let scenario = Scenario::new(Level::Raid10, 4, 16).with_fault(
+            2,
+            Faults {
+                no_discard: true,
+                ..Faults::default()
+            },
+        );
+        let report = run(&scenario, seed);
+        let engine = &report.host.engine;
+        assert!(!report.errors.is_empty());
+        assert!(
+            report
+                .errors
+                .iter()
+                .all(|&e| e == (Op::Discard, Status::NotSupported)),
+            "seed {seed}: {:?}",
+            report.errors
+        );
+        assert_eq!(engine.state(), ArrayState::Optimal);
+        check_copies(&report, seed);
+    }
+}
+
+#[test]
+fn flushes_skip_failed_members() {
+    for seed in seeds(2) {
+        let scenario = Scenario::new(Level::Raid1, 3, 0).with_fault(
+            0,
+            Faults {
+                die_after: Some(0),
+                ..Faults::default()
+            },
+        );
+        let report = run(&scenario, seed);
+        assert!(report.errors.is_empty(), "seed {seed}: {:?}", report.errors);
+        let disks = &report.host.disks;
+        // Only flushes already in flight when it failed (at most one per request) reach it.
+        let in_flight = (scenario.submitters * scenario.batch) as u64;
+        assert!(
+            disks[0].flush_attempts.load(Ordering::Relaxed) <= in_flight,
+            "seed {seed}"
+        );
+        assert!(
+            disks[1].flushes.load(Ordering::Relaxed) > in_flight,
+            "seed {seed}: too few flushes to tell"
+        );
+        assert_eq!(
+            disks[1].flushes.load(Ordering::Relaxed),
+            disks[2].flushes.load(Ordering::Relaxed),
+            "seed {seed}"
+        );
+        check_superblocks(&report, seed);
+    }
+}
+
+/// A request whose segments do not cover it exactly is refused before anything is sent.
+#[test]
+fn segments_that_do_not_cover_the_request_are_refused() {
+    let mut scenario = Scenario::new(Level::Raid1, 2, 0);
+    (scenario.submitters, scenario.batch, scenario.rounds) = (1, 1, 0);
+    let report = run(&scenario, 1);
+    let host = &report.host;
+    let bad = [
+        vec![(10, 3), (14, 4)],          // a hole
+        vec![(10, 5), (14, 4)],          // an overlap
+        vec![(10, 4)],                   // too short
+        vec![(10, 4), (14, 5)],          // too long
+        vec![(10, 4), (14, 0), (14, 4)], // an empty segment
+        vec![],
+    ];
+    for segments in bad {
+        let status = submit_inline_segments(host, Op::Write, 10, 8, segments.clone());
+        assert_eq!(status, Some(Status::IoError), "{segments:?}");
+        assert_eq!(host.slots[0].ends.load(Ordering::Relaxed), 1);
+        assert_eq!(host.slots[0].state.pending(), 0);
+    }
+    let written: u64 = host.engine.members().iter().map(|m| m.stats().writes).sum();
+    assert_eq!(written, 0, "a refused request reached a member");
+    assert_eq!(
+        submit_inline_segments(host, Op::Write, 10, 8, vec![(10, 3), (13, 5)]),
+        Some(Status::Ok)
+    );
+}
+
+#[test]
+fn out_of_range_requests_fail_cleanly() {
+    let mut scenario = Scenario::new(Level::Raid0, 2, 8);
+    scenario.submitters = 1;
+    scenario.batch = 1;
+    scenario.rounds = 0;
+    let report = run(&scenario, 1);
+    let host = &report.host;
+    let end = host.engine.geometry().array_sectors();
+    for (start, sectors) in [
+        (end, 1),
+        (end - 1, 2),
+        (u64::MAX, 1),
+        (u64::MAX - 1, u64::MAX),
+    ] {
+        for op in [Op::Read, Op::Write, Op::Discard] {
+            assert_eq!(
+                submit_inline(host, op, start, sectors),
+                Some(Status::IoError),
+                "{op:?} {start}+{sectors}"
+            );
+        }
+    }
+    // The last sector itself is fine.
+    assert_eq!(submit_inline(host, Op::Write, end - 1, 1), Some(Status::Ok));
+    assert_eq!(submit_inline(host, Op::Read, end - 1, 1), Some(Status::Ok));
+}
