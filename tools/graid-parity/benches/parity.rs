@@ -19,18 +19,25 @@ struct Stripe {
     spare: [AlignedBuf; 2],
 }
 
+/// Every chunk page-aligned, as in the real system (kernel stripe pages, the helper's shared
+/// data area); with 64-byte alignment only, the buffers' page offsets, and with them the
+/// results, would vary from run to run (4 KiB aliasing, L1 set conflicts).
 fn stripe() -> Stripe {
     let data = (0..DATA_CHUNKS)
         .map(|i| {
-            let bytes: Vec<u8> = (0..CHUNK).map(|b| (b * 31 + i * 7) as u8).collect();
-            AlignedBuf::from_slice(&bytes)
+            let mut chunk = AlignedBuf::zeroed_page_aligned(CHUNK);
+            for (b, byte) in chunk.iter_mut().enumerate() {
+                *byte = (b * 31 + i * 7) as u8;
+            }
+            chunk
         })
         .collect();
+    let page = || AlignedBuf::zeroed_page_aligned(CHUNK);
     Stripe {
         data,
-        p: AlignedBuf::zeroed(CHUNK),
-        q: AlignedBuf::zeroed(CHUNK),
-        spare: [AlignedBuf::zeroed(CHUNK), AlignedBuf::zeroed(CHUNK)],
+        p: page(),
+        q: page(),
+        spare: [page(), page()],
     }
 }
 

@@ -249,11 +249,7 @@ fn lower_recovery<'a>(job: &'a mut Recover<'_>) -> Plan<'a> {
             }
         }
         [a, b] => {
-            // p = Da + Db, q = g^a·Da + g^b·Db
-            //   => Da = (q + g^b·p) / (g^a + g^b), Db = p + Da.
-            let (ga, gb) = (gf::pow2(a), gf::pow2(b));
-            let k = gf::inv(ga ^ gb);
-            let kgb = gf::mul(k, gb);
+            let (kgb, k) = two_data_coefs(a, b);
             let da = data_out.next().expect("first lost data chunk");
             let db = data_out.next().expect("second lost data chunk");
             outputs.push(Output::new(da, kgb, k));
@@ -268,4 +264,15 @@ fn lower_recovery<'a>(job: &'a mut Recover<'_>) -> Plan<'a> {
         q_seed,
         outputs,
     }
+}
+
+/// The constants of two-data recovery, md's `raid6_2data_recov` in this crate's notation: with
+/// p = Da + Db and q = g^a·Da + g^b·Db (the lost terms, survivors and parity summed out),
+/// Da = (q + g^b·p) / (g^a + g^b) = kgb·p + k·q and Db = p + Da. Returns (kgb, k), both
+/// non-zero; `a` and `b` are distinct data indices.
+#[inline]
+pub(crate) fn two_data_coefs(a: usize, b: usize) -> (u8, u8) {
+    let (ga, gb) = (gf::pow2(a), gf::pow2(b));
+    let k = gf::inv(ga ^ gb);
+    (gf::mul(k, gb), k)
 }

@@ -1,6 +1,6 @@
 //! AVX2: 32-byte vectors; GF multiplication by `vpshufb` lookups in split-nibble tables.
 
-use super::exec::{self, Vector};
+use super::exec::{self, Recovery, Vector};
 use crate::gf;
 use crate::plan::Plan;
 use std::arch::x86_64::*;
@@ -73,6 +73,11 @@ unsafe fn generate_avx2(data: &[&[u8]], p: &mut [u8], q: &mut [u8]) {
     exec::generate_job::<Avx2, 6>(data, p, q)
 }
 
+#[target_feature(enable = "avx2")]
+unsafe fn recover_avx2(recovery: &Recovery<'_>) {
+    recovery.run::<Avx2, 6>()
+}
+
 pub(crate) fn run(plan: &mut Plan<'_>) {
     assert!(
         is_x86_feature_detected!("avx2"),
@@ -91,4 +96,15 @@ pub(crate) fn generate(data: &[&[u8]], p: &mut [u8], q: &mut [u8]) {
     // SAFETY: the CPU supports AVX2 (checked above); the job was validated (equal lengths, a
     // multiple of 64 bytes, at least two data chunks).
     unsafe { generate_avx2(data, p, q) }
+}
+
+/// The two lost members of a recovery job that has its own pass.
+pub(crate) fn recover(recovery: &Recovery<'_>) {
+    assert!(
+        is_x86_feature_detected!("avx2"),
+        "AVX2 level on a CPU without AVX2"
+    );
+    // SAFETY: the CPU supports AVX2 (checked above); a `Recovery` only holds buffers of
+    // one length, a multiple of 64 bytes.
+    unsafe { recover_avx2(recovery) }
 }

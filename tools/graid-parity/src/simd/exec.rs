@@ -6,8 +6,9 @@
 //! and writes every output once: generation, update and two-chunk recovery all cost one pass.
 
 use crate::gf;
-use crate::job::MAX_MEMBERS;
-use crate::plan::Plan;
+use crate::job::{Chunk, Recover, CHUNK_ALIGN, MAX_MEMBERS};
+use crate::plan::{self, Plan};
+use std::marker::PhantomData;
 use std::ptr;
 
 /// One SIMD register's worth of bytes and the GF(2^8) operations on it.
@@ -153,13 +154,20 @@ fn seed_ptr(seed: Option<&[u8]>) -> *const u8 {
 }
 
 /// Runs a plan. `UNROLL` vectors per column in general; `GEN` vectors per column in plain P+Q
-/// generation, whose 2·`GEN` accumulators stay in registers across every data chunk.
+/// generation, whose 2·`GEN` accumulators stay in registers across every data chunk, and in the
+/// recovery of two members (two data, data and P, data and Q; [`Recovery`]) with Horner's rule.
 ///
 /// # Safety
 /// The CPU must support `V`'s instructions. The plan must come from a validated job: all
 /// buffers the same length, a multiple of 64 bytes (so of `V::BYTES`).
 #[inline(always)]
 pub(crate) unsafe fn run<V: Vector, const UNROLL: usize, const GEN: usize>(plan: &mut Plan<'_>) {
+    if V::HORNER {
+        if let Some(recovery) = Recovery::from_plan(plan) {
+            recovery.run::<V, GEN>();
+            return;
+        }
+    }
     let needs_q = plan.needs_q();
     let has_old = plan.sources.iter().any(|s| s.old.is_some());
     let form = if V::HORNER && needs_q && !has_old {
@@ -324,6 +332,358 @@ unsafe fn generate_column<V: Vector, const UNROLL: usize>(
     for u in 0..UNROLL {
         p[u].store(p_out.add(offset + u * V::BYTES));
         q[u].store(q_out.add(offset + u * V::BYTES));
+    }
+}
+
+/// Which two members a [`Recovery`] rebuilds, and the constants that solve for them. `x` is the
+/// lost data chunk (the lower-numbered one for two data chunks), `y` the other lost member.
+/// Below, p and q are the survivors' partial syndromes (lost members count as zero), and
+/// p' = p + P, q' = q + Q with the intact parity, so p' and q' hold only the lost terms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Solve {
+    /// Data a and b: Dx = a·p' + b·q', Dy = p' + Dx (md's `raid6_2data_recov`).
+    TwoData { a: u8, b: u8 },
+    /// Data a and P: Dx = g^-a·q' (the constant `c`), P = p + Dx.
+    DataP { c: u8 },
+    /// Data a and Q: Dx = p', Q = q + g^a·Dx (`c` = g^a).
+    DataQ { c: u8 },
+}
+
+/// A RAID-6 recovery that loses at least one data chunk and two members in all (two data, data
+/// and P, data and Q), ready for its own single-pass loop ([`Recovery::run`]): like plain
+/// generation it keeps the survivors' P and Q for a column of vectors in registers across every
+/// surviving chunk, then applies the recovery constants and stores the two lost members, with
+/// no [`Plan`] and no allocation.
+///
+/// Built only from buffers of one length, a multiple of [`CHUNK_ALIGN`] (checked, so `run`'s
+/// pointer arithmetic stays in bounds even for a job that skipped validation); it holds the
+/// job's buffers borrowed for its lifetime.
+pub(crate) struct Recovery<'a> {
+    /// Surviving data chunks, highest exponent first.
+    survivors: [*const u8; MAX_MEMBERS],
+    count: usize,
+    /// The lost data chunks below the highest survivor, as the number of survivors (after the
+    /// highest) that Horner's rule takes before reaching each: there it only doubles q. The
+    /// first `holes` entries count. (Lost chunks above the highest survivor would only double
+    /// zero.)
+    cuts: [usize; 2],
+    holes: usize,
+    /// Intact parity, or null when that parity is an output.
+    p_seed: *const u8,
+    q_seed: *const u8,
+    x: *mut u8,
+    y: *mut u8,
+    solve: Solve,
+    len: usize,
+    _buffers: PhantomData<&'a mut [u8]>,
+}
+
+impl<'a> Recovery<'a> {
+    /// The recovery pass for a RAID-6 job that loses two members, at least one of them data;
+    /// `None` for every other job (which the general executor handles).
+    // Only the x86 levels have direct entries for jobs.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    #[inline(always)]
+    pub(crate) fn from_job(job: &'a mut Recover<'_>) -> Option<Recovery<'a>> {
+        let len = job.p.bytes().len();
+        let q = job.q.as_mut()?;
+        let n = job.data.len();
+        if n > MAX_MEMBERS || !len.is_multiple_of(CHUNK_ALIGN) {
+            return None;
+        }
+        let mut survivors = [ptr::null(); MAX_MEMBERS];
+        let mut count = 0;
+        let (mut cuts, mut holes) = ([0; 2], 0);
+        // Filled from the highest index down.
+        let mut lost = [0; 2];
+        let mut outputs = [ptr::null_mut(); 2];
+        let mut lost_count = 0;
+        for (index, chunk) in job.data.iter_mut().enumerate().rev() {
+            match chunk {
+                Chunk::Intact(buf) if buf.len() == len => {
+                    survivors[count] = buf.as_ptr();
+                    count += 1;
+                }
+                Chunk::Lost(buf) if buf.len() == len && lost_count < 2 => {
+                    lost[lost_count] = index;
+                    outputs[lost_count] = buf.as_mut_ptr();
+                    lost_count += 1;
+                    if count > 0 {
+                        cuts[holes] = count - 1;
+                        holes += 1;
+                    }
+                }
+                _ => return None,
+            }
+        }
+        if lost_count == 2 {
+            // Lowest index first, as the outputs are defined.
+            lost.swap(0, 1);
+            outputs.swap(0, 1);
+        }
+        let parity = |chunk: &mut Chunk<'_>| match chunk {
+            Chunk::Intact(buf) if buf.len() == len => Some((buf.as_ptr(), ptr::null_mut())),
+            Chunk::Lost(buf) if buf.len() == len => Some((ptr::null(), buf.as_mut_ptr())),
+            _ => None,
+        };
+        let (p_seed, p_out) = parity(&mut job.p)?;
+        let (q_seed, q_out) = parity(q)?;
+        let (solve, y) = match (lost_count, p_seed.is_null(), q_seed.is_null()) {
+            (2, false, false) => {
+                let (a, b) = plan::two_data_coefs(lost[0], lost[1]);
+                (Solve::TwoData { a, b }, outputs[1])
+            }
+            (1, true, false) => {
+                let c = gf::inv(gf::pow2(lost[0]));
+                (Solve::DataP { c }, p_out)
+            }
+            (1, false, true) => (
+                Solve::DataQ {
+                    c: gf::pow2(lost[0]),
+                },
+                q_out,
+            ),
+            _ => return None,
+        };
+        Some(Recovery {
+            survivors,
+            count,
+            cuts,
+            holes,
+            p_seed,
+            q_seed,
+            x: outputs[0],
+            y,
+            solve,
+            len,
+            _buffers: PhantomData,
+        })
+    }
+
+    /// The same pass for a plan lowered from such a job (the thread pool runs plans, one byte
+    /// range each): recognised by its sources, seeds and output coefficients (see
+    /// `plan::lower_recovery`). `None` for every other plan.
+    fn from_plan(plan: &'a mut Plan<'_>) -> Option<Recovery<'a>> {
+        let [x, y] = &mut plan.outputs[..] else {
+            return None;
+        };
+        if x.accumulate || y.accumulate || plan.sources.iter().any(|s| s.old.is_some()) {
+            return None;
+        }
+        let len = x.buf.len();
+        let p_seed = seed_ptr(plan.p_seed);
+        let q_seed = seed_ptr(plan.q_seed);
+        let solve = match (p_seed.is_null(), q_seed.is_null()) {
+            (false, false) if x.p_coef > 1 && x.q_coef != 0 => Solve::TwoData {
+                a: x.p_coef,
+                b: x.q_coef,
+            },
+            (true, false) if x.p_coef == 0 && x.q_coef != 0 => Solve::DataP { c: x.q_coef },
+            (false, true) if (x.p_coef, x.q_coef) == (1, 0) && y.p_coef != 0 => {
+                Solve::DataQ { c: y.p_coef }
+            }
+            _ => return None,
+        };
+        let y_matches = match solve {
+            Solve::TwoData { a, b } => (y.p_coef, y.q_coef) == (a ^ 1, b),
+            Solve::DataP { c } => (y.p_coef, y.q_coef) == (1, c),
+            Solve::DataQ { .. } => y.q_coef == 1,
+        };
+        let lengths_match = y.buf.len() == len
+            && len.is_multiple_of(CHUNK_ALIGN)
+            && plan.sources.iter().all(|s| s.data.len() == len)
+            && [plan.p_seed, plan.q_seed]
+                .iter()
+                .flatten()
+                .all(|s| s.len() == len);
+        if !y_matches || !lengths_match || plan.sources.len() > MAX_MEMBERS {
+            return None;
+        }
+        let mut survivors = [ptr::null(); MAX_MEMBERS];
+        let (mut cuts, mut holes) = ([0; 2], 0);
+        // Sources are sorted by descending exponent; a gap between two is a lost chunk.
+        for (count, pair) in plan.sources.windows(2).enumerate() {
+            for _ in pair[1].exponent + 1..pair[0].exponent {
+                *cuts.get_mut(holes)? = count;
+                holes += 1;
+            }
+        }
+        if let Some(last) = plan.sources.last() {
+            for _ in 0..last.exponent {
+                *cuts.get_mut(holes)? = plan.sources.len() - 1;
+                holes += 1;
+            }
+        }
+        for (slot, source) in survivors.iter_mut().zip(&plan.sources) {
+            *slot = source.data.as_ptr();
+        }
+        Some(Recovery {
+            survivors,
+            count: plan.sources.len(),
+            cuts,
+            holes,
+            p_seed,
+            q_seed,
+            x: x.buf.as_mut_ptr(),
+            y: y.buf.as_mut_ptr(),
+            solve,
+            len,
+            _buffers: PhantomData,
+        })
+    }
+
+    /// Runs the pass: `UNROLL` vectors per column, then single vectors for the tail.
+    ///
+    /// # Safety
+    /// The CPU must support `V`'s instructions, and `V::BYTES` must divide [`CHUNK_ALIGN`].
+    /// (Every pointer is valid for `len` bytes by construction.)
+    #[inline(always)]
+    pub(crate) unsafe fn run<V: Vector, const UNROLL: usize>(&self) {
+        let (p, q) = (self.p_seed, self.q_seed);
+        match self.solve {
+            Solve::TwoData { a, b } => self.columns::<V, UNROLL, _>(TwoData::<V> {
+                p,
+                q,
+                a: V::multiplier(a),
+                b: V::multiplier(b),
+            }),
+            Solve::DataP { c } => self.columns::<V, UNROLL, _>(DataP::<V> {
+                q,
+                c: V::multiplier(c),
+            }),
+            Solve::DataQ { c } => self.columns::<V, UNROLL, _>(DataQ::<V> {
+                p,
+                c: V::multiplier(c),
+            }),
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn columns<V: Vector, const UNROLL: usize, F: Finish<V>>(&self, finish: F) {
+        debug_assert!(self.len.is_multiple_of(V::BYTES));
+        let (top, rest) = match self.survivors[..self.count].split_first() {
+            Some((top, rest)) => (*top, rest),
+            None => (ptr::null(), &[][..]),
+        };
+        // Survivors between the holes: each run is a plain Horner loop, as in generation.
+        let (mut runs, mut start) = ([&[][..]; 3], 0);
+        for (run, &cut) in runs.iter_mut().zip(&self.cuts[..self.holes]) {
+            *run = &rest[start..cut];
+            start = cut;
+        }
+        runs[self.holes] = &rest[start..];
+        let runs = &runs[..=self.holes];
+        let block = V::BYTES * UNROLL;
+        let mut offset = 0;
+        while offset + block <= self.len {
+            column::<V, UNROLL, F>(top, runs, finish, (self.x, self.y), offset);
+            offset += block;
+        }
+        // The tail (a power-of-two chunk leaves two 32-byte vectors after blocks of six) in
+        // pairs: two independent chains instead of one latency-bound vector at a time.
+        while offset + 2 * V::BYTES <= self.len {
+            column::<V, 2, F>(top, runs, finish, (self.x, self.y), offset);
+            offset += 2 * V::BYTES;
+        }
+        while offset < self.len {
+            column::<V, 1, F>(top, runs, finish, (self.x, self.y), offset);
+            offset += V::BYTES;
+        }
+    }
+}
+
+/// One column of a [`Recovery`]: the survivors' P and Q by Horner's rule as in
+/// [`generate_column`], kept in registers, with one extra doubling of q between runs (a lost
+/// chunk contributes nothing else), then the two outputs.
+#[inline(always)]
+unsafe fn column<V: Vector, const UNROLL: usize, F: Finish<V>>(
+    top: *const u8,
+    runs: &[&[*const u8]],
+    finish: F,
+    (x_out, y_out): (*mut u8, *mut u8),
+    offset: usize,
+) {
+    let at = |u: usize| offset + u * V::BYTES;
+    let mut p = [V::zero(); UNROLL];
+    if !top.is_null() {
+        for (u, p) in p.iter_mut().enumerate() {
+            *p = V::load(top.add(at(u)));
+        }
+    }
+    let mut q = p;
+    for (hole, run) in runs.iter().enumerate() {
+        if hole > 0 {
+            for q in q.iter_mut() {
+                *q = q.mul2();
+            }
+        }
+        for &data in *run {
+            for u in 0..UNROLL {
+                let v = V::load(data.add(at(u)));
+                p[u] = p[u].xor(v);
+                q[u] = q[u].mul2().xor(v);
+            }
+        }
+    }
+    for u in 0..UNROLL {
+        let (x, y) = finish.outputs(p[u], q[u], at(u));
+        x.store(x_out.add(at(u)));
+        y.store(y_out.add(at(u)));
+    }
+}
+
+/// The last step of a [`Recovery`] column, per vector: from the survivors' partial syndromes
+/// `p` and `q` of the vector at byte `at`, the two lost members (x, y).
+trait Finish<V: Vector>: Copy {
+    unsafe fn outputs(self, p: V, q: V, at: usize) -> (V, V);
+}
+
+/// Two lost data chunks: Dx = a·(p + P) + b·(q + Q), Dy = (p + P) + Dx.
+#[derive(Clone, Copy)]
+struct TwoData<V: Vector> {
+    p: *const u8,
+    q: *const u8,
+    a: V::Multiplier,
+    b: V::Multiplier,
+}
+
+impl<V: Vector> Finish<V> for TwoData<V> {
+    #[inline(always)]
+    unsafe fn outputs(self, p: V, q: V, at: usize) -> (V, V) {
+        let p = p.xor(V::load(self.p.add(at)));
+        let q = q.xor(V::load(self.q.add(at)));
+        let x = p.mul(self.a).xor(q.mul(self.b));
+        (x, p.xor(x))
+    }
+}
+
+/// Lost data and P: Dx = c·(q + Q), P = p + Dx.
+#[derive(Clone, Copy)]
+struct DataP<V: Vector> {
+    q: *const u8,
+    c: V::Multiplier,
+}
+
+impl<V: Vector> Finish<V> for DataP<V> {
+    #[inline(always)]
+    unsafe fn outputs(self, p: V, q: V, at: usize) -> (V, V) {
+        let x = q.xor(V::load(self.q.add(at))).mul(self.c);
+        (x, p.xor(x))
+    }
+}
+
+/// Lost data and Q: Dx = p + P, Q = q + c·Dx.
+#[derive(Clone, Copy)]
+struct DataQ<V: Vector> {
+    p: *const u8,
+    c: V::Multiplier,
+}
+
+impl<V: Vector> Finish<V> for DataQ<V> {
+    #[inline(always)]
+    unsafe fn outputs(self, p: V, q: V, at: usize) -> (V, V) {
+        let x = p.xor(V::load(self.p.add(at)));
+        (x, q.xor(x.mul(self.c)))
     }
 }
 

@@ -40,16 +40,26 @@ pub(crate) fn run(level: Level, plan: &mut Plan<'_>) {
     }
 }
 
-/// Computes a validated job. Plain P+Q generation skips the lowering to a [`Plan`] on the
-/// levels that have a direct entry for it; everything else runs through [`run`].
+/// Computes a validated job. Plain P+Q generation and recovery of two members (two data, data
+/// and P, data and Q) skip the lowering to a [`Plan`] on the levels that have direct entries
+/// for them; everything else runs through [`run`].
 pub(crate) fn compute(level: Level, job: &mut Job<'_>) {
-    match (level, job) {
-        #[cfg(target_arch = "x86_64")]
-        (Level::Ssse3, Job::GenPq { data, p, q }) => ssse3::generate(data, p, q),
-        #[cfg(target_arch = "x86_64")]
-        (Level::Avx2, Job::GenPq { data, p, q }) => avx2::generate(data, p, q),
-        #[cfg(target_arch = "x86_64")]
-        (Level::Avx512Bw, Job::GenPq { data, p, q }) => avx512bw::generate(data, p, q),
-        (level, job) => run(level, &mut Plan::from_job(job)),
+    #[cfg(target_arch = "x86_64")]
+    match (level, &mut *job) {
+        (Level::Ssse3, Job::GenPq { data, p, q }) => return ssse3::generate(data, p, q),
+        (Level::Avx2, Job::GenPq { data, p, q }) => return avx2::generate(data, p, q),
+        (Level::Avx512Bw, Job::GenPq { data, p, q }) => return avx512bw::generate(data, p, q),
+        (Level::Ssse3 | Level::Avx2 | Level::Avx512Bw, Job::Recover(recover)) => {
+            if let Some(recovery) = exec::Recovery::from_job(recover) {
+                return match level {
+                    Level::Ssse3 => ssse3::recover(&recovery),
+                    Level::Avx2 => avx2::recover(&recovery),
+                    // Level::Avx512Bw, the only other level of this arm.
+                    _ => avx512bw::recover(&recovery),
+                };
+            }
+        }
+        _ => {}
     }
+    run(level, &mut Plan::from_job(job))
 }

@@ -1,6 +1,6 @@
 //! SSSE3: 16-byte vectors; GF multiplication by `pshufb` lookups in split-nibble tables.
 
-use super::exec::{self, Vector};
+use super::exec::{self, Recovery, Vector};
 use crate::gf;
 use crate::plan::Plan;
 use std::arch::x86_64::*;
@@ -72,6 +72,11 @@ unsafe fn generate_ssse3(data: &[&[u8]], p: &mut [u8], q: &mut [u8]) {
     exec::generate_job::<Ssse3, 4>(data, p, q)
 }
 
+#[target_feature(enable = "ssse3")]
+unsafe fn recover_ssse3(recovery: &Recovery<'_>) {
+    recovery.run::<Ssse3, 4>()
+}
+
 pub(crate) fn run(plan: &mut Plan<'_>) {
     assert!(
         is_x86_feature_detected!("ssse3"),
@@ -90,4 +95,15 @@ pub(crate) fn generate(data: &[&[u8]], p: &mut [u8], q: &mut [u8]) {
     // SAFETY: the CPU supports SSSE3 (checked above); the job was validated (equal lengths, a
     // multiple of 64 bytes, at least two data chunks).
     unsafe { generate_ssse3(data, p, q) }
+}
+
+/// The two lost members of a recovery job that has its own pass.
+pub(crate) fn recover(recovery: &Recovery<'_>) {
+    assert!(
+        is_x86_feature_detected!("ssse3"),
+        "SSSE3 level on a CPU without SSSE3"
+    );
+    // SAFETY: the CPU supports SSSE3 (checked above); a `Recovery` only holds buffers of
+    // one length, a multiple of 64 bytes.
+    unsafe { recover_ssse3(recovery) }
 }
