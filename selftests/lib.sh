@@ -93,6 +93,18 @@ json_field() {
 	echo "$2" | sed -n "s/.*\"$1\": *\"\{0,1\}\([^\",}]*\).*/\1/p" | head -n 1
 }
 
+# need_members N: the usual prologue. Loads the module, sets $members to the first N NVMe drives
+# (skips the test when there are fewer) and wipes their superblocks. Not in a subshell: skip
+# must end the test.
+need_members() {
+	local want=$1
+	load_module
+	set -- $(graid_nvme_disks)
+	[ $# -ge "$want" ] || skip "needs $want NVMe drives, found $#"
+	members=$(echo "$@" | cut -d' ' -f1-"$want")
+	wipe_superblocks $members
+}
+
 # wipe_superblocks DEV...: zeroes the superblock block (4 KiB at byte 4096) of each device, so a
 # test starts from blank members whatever the tests before it left.
 wipe_superblocks() {

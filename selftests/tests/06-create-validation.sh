@@ -2,10 +2,8 @@
 # missing, too small and busy members) with the right errno and writes nothing to any member;
 # a valid request creates the array once; STOP and DETAIL behave on present and absent arrays.
 . /graid/lib.sh
-load_module
-set -- $(graid_nvme_disks)
-[ $# -ge 4 ] || skip "needs 4 NVMe drives"
-wipe_superblocks "$@"
+need_members 4
+set -- $members
 truncate -s 1M /tmp/small.img
 small=$(losetup -f) && losetup "$small" /tmp/small.img || fail "losetup failed"
 graid-probe create "$small" "$@"

@@ -2,11 +2,8 @@
 # crc32c-verified random and sequential writes with 4k-1m blocks read back by a second job,
 # every member used, data where the layout puts it (RAID 0/10), stop and zero-superblock.
 . /graid/lib.sh
-load_module
-set -- $(graid_nvme_disks)
-[ $# -ge 4 ] || skip "needs 4 NVMe drives"
-members="$1 $2 $3 $4"
-wipe_superblocks $members
+need_members 4
+set -- $members
 member_data_mib=$((GRAID_DISK_SIZE_MB - 2))   # 2 MiB data offset
 
 for level in 0 1 10; do

@@ -3,11 +3,8 @@
 # survive a replayed change event (the rules ask graidctl) and go away when the array stops.
 . /graid/lib.sh
 pidof systemd-udevd >/dev/null || skip "systemd-udevd is not running"
-load_module
-set -- $(graid_nvme_disks)
-[ $# -ge 2 ] || skip "needs 2 NVMe drives"
-members="$1 $2"
-wipe_superblocks $members
+need_members 2
+set -- $members
 
 expect_rc 0 graidctl create udevtest --level 1 $members
 echo "$OUT"

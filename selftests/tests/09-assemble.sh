@@ -2,11 +2,9 @@
 # module was reloaded, and by --scan) with its data intact; stale, foreign, corrupt, blank,
 # busy and missing members are refused with a reason naming the member.
 . /graid/lib.sh
-load_module
-set -- $(graid_nvme_disks)
-[ $# -ge 4 ] || skip "needs 4 NVMe drives"
+need_members 4
+set -- $members
 d0=$1 d1=$2 d2=$3 d3=$4
-wipe_superblocks $d0 $d1 $d2 $d3
 
 array_dev() { echo "$1" | grep -o '/dev/graid[0-9]*' | head -n 1; }
 sb_read() { echo 3 >/proc/sys/vm/drop_caches; dd if="$1" of="$2" bs=4096 skip=1 count=1 2>/dev/null; }

@@ -2,9 +2,8 @@
 # being served from the other copy, the member is marked faulty (superblock events bumped),
 # writes and reads go on degraded, and the array reports itself degraded.
 . /graid/lib.sh
-load_module
-set -- $(graid_nvme_disks)
-[ $# -ge 4 ] || skip "needs 4 NVMe drives"
+need_members 4
+set -- $members
 d0=$1 d1=$2 d2=$3 d3=$4
 export DM_DISABLE_UDEV=1
 modprobe dm-dust || fail "cannot load dm-dust"

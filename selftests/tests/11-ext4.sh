@@ -1,10 +1,8 @@
 # A filesystem on an array: mkfs.ext4, mount, files with checksums, unmount, stop, assemble,
 # mount again and the checksums match. An array with a mounted filesystem refuses to stop.
 . /graid/lib.sh
-load_module
-set -- $(graid_nvme_disks)
-[ $# -ge 4 ] || skip "needs 4 NVMe drives"
-wipe_superblocks "$@"
+need_members 4
+set -- $members
 expect_rc 0 graidctl create fs --level 10 --chunk 128K "$@"
 dev=$(echo "$OUT" | grep -o '/dev/graid[0-9]*' | head -n 1)
 mkfs.ext4 -q -F "$dev" || fail "mkfs.ext4 failed"

@@ -3,11 +3,8 @@
 # NVMe deallocates into a punched hole), the data around it still verifies, and fio's trimwrite
 # workload (each block discarded, then written and verified) passes.
 . /graid/lib.sh
-load_module
-set -- $(graid_nvme_disks)
-[ $# -ge 4 ] || skip "needs 4 NVMe drives"
-members="$1 $2 $3 $4"
-wipe_superblocks $members
+need_members 4
+set -- $members
 [ "$(cat /sys/block/${1#/dev/}/queue/discard_max_bytes)" -gt 0 ] || skip "the NVMe drives do not discard"
 
 # Sum of the members' discarded sectors (field 14 of the block stat file).

@@ -1,10 +1,8 @@
 # Leaves a RAID 10 with verified data running when the VM powers off, for
 # after-reboot/01-assemble-after-reboot.sh to find on the next boot. Runs last.
 . /graid/lib.sh
-load_module
-set -- $(graid_nvme_disks)
-[ $# -ge 4 ] || skip "needs 4 NVMe drives"
-wipe_superblocks "$@"
+need_members 4
+set -- $members
 expect_rc 0 graidctl create survivor --level 10 --chunk 256K "$@"
 dev=$(echo "$OUT" | grep -o '/dev/graid[0-9]*' | head -n 1)
 fio_verify "$dev" 0 40M randwrite 4k-512k
