@@ -15,5 +15,5 @@ if [ "${1:-}" = clippy ]; then
 fi
 kmake "${@:-modules}"
 if [ "${1:-modules}" = modules ]; then
-	"$GRAID_ROOT/build/frame-check.sh" "$GRAID_ROOT/raid_gpu.ko"
+	"$GRAID_ROOT/build/frame-check.sh" "$GRAID_ROOT/raid_gpu.ko" "$kdir"
 fi

@@ -77,7 +77,9 @@ impl<C> CloneSet<C> {
         try_pin_init!(Self {
             inner <- Opaque::try_ffi_init(move |slot: *mut bindings::bio_set| {
                 // SAFETY: `slot` is valid for writes; a zeroed bio_set is what bioset_init expects.
-                unsafe { slot.write(pin_init::zeroed()) };
+                // (Written as bytes: with lockdep its spinlocks hold types that are not
+                // `Zeroable`, though zero is their initial state as well.)
+                unsafe { slot.write_bytes(0, 1) };
                 // SAFETY: `slot` is pinned until `drop` calls `bioset_exit`.
                 to_result(unsafe { bindings::bioset_init(slot, pool, Self::FRONT_PAD as u32, 0) })
             }),
