@@ -218,6 +218,7 @@ impl<T: DiskOps> Disk<T> {
     const MQ_OPS: bindings::blk_mq_ops = {
         let mut ops: bindings::blk_mq_ops = pin_init::zeroed();
         ops.queue_rq = Some(Self::queue_rq_callback);
+        ops.init_hctx = Some(shim::graid_blk_mq_init_hctx);
         ops
     };
 

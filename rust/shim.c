@@ -43,3 +43,16 @@ unsigned int graid_req_op(const struct request *rq) { return req_op(rq); }
 /* File operations of every graid disk: only the owner, so an open disk pins the module. */
 static const struct block_device_operations graid_disk_fops = { .owner = THIS_MODULE };
 const struct block_device_operations *graid_disk_fops_ptr(void) { return &graid_disk_fops; }
+
+/*
+ * init_hctx of every graid disk: a lock class of our own for the flush queue's lock. A flush we
+ * forward completes inside the member's flush completion, which holds the member's flush lock
+ * while ours is taken; with one class for both lockdep reports recursive locking (nvme-loop
+ * does the same).
+ */
+static struct lock_class_key graid_fq_lock_key;
+int graid_blk_mq_init_hctx(struct blk_mq_hw_ctx *hctx, void *data, unsigned int index)
+{
+	blk_mq_hctx_set_fq_lock_class(hctx, &graid_fq_lock_key);
+	return 0;
+}

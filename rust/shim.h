@@ -28,6 +28,7 @@ sector_t graid_blk_rq_pos(const struct request *rq);
 unsigned int graid_blk_rq_bytes(const struct request *rq);
 unsigned int graid_req_op(const struct request *rq);
 const struct block_device_operations *graid_disk_fops_ptr(void);
+int graid_blk_mq_init_hctx(struct blk_mq_hw_ctx *hctx, void *data, unsigned int index);
 struct bio *graid_bio_alloc(struct block_device *bdev, unsigned short nr_vecs, blk_opf_t opf, gfp_t gfp);
 struct gendisk *graid_blk_mq_alloc_disk(struct blk_mq_tag_set *set, struct queue_limits *lim, void *queuedata);
 

@@ -4,7 +4,7 @@
 //! of the block layer that bindgen cannot export.
 
 use kernel::bindings::{
-    bio, blk_features_t, block_device_operations, blk_mode_t, blk_mq_tag_set, blk_opf_t, blk_status_t, block_device,
+    bio, blk_features_t, block_device_operations, blk_mode_t, blk_mq_hw_ctx, blk_mq_tag_set, blk_opf_t, blk_status_t, block_device,
     dev_t, gendisk, gfp_t, queue_limits, request, sector_t,
 };
 use kernel::ffi::{c_int, c_uint, c_ushort, c_void};
@@ -43,4 +43,5 @@ extern "C" {
     pub(crate) fn graid_blk_rq_bytes(rq: *const request) -> c_uint;
     pub(crate) fn graid_req_op(rq: *const request) -> c_uint;
     pub(crate) fn graid_disk_fops_ptr() -> *const block_device_operations;
+    pub(crate) fn graid_blk_mq_init_hctx(hctx: *mut blk_mq_hw_ctx, data: *mut c_void, index: c_uint) -> c_int;
 }
