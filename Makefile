@@ -4,7 +4,7 @@
 # Rust-enabled kernel build tree: make module KDIR=/path/to/linux-build
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
-.PHONY: help deps kernel module rust-analyzer tools host-test lint vm-test test vm-run vm-shell \
+.PHONY: help deps kernel module rust-analyzer tools host-test lint emulated-test vm-test test vm-run vm-shell \
 	demo bench clean
 
 CARGO ?= cargo
@@ -22,7 +22,8 @@ export KERNEL_VARIANT
 help:
 	@echo "graid make targets:"
 	@echo "  demo           boot the test VM and run the demo (the README's main command)"
-	@echo "  test           host tests + lint + module build + VM selftests (the README's test command)"
+	@echo "  test           host tests + lint + emulated-test + module build + VM selftests"
+	@echo "                 (the README's test command)"
 	@echo "  deps           install the toolchain and packages (idempotent)"
 	@echo "  kernel         build the test-VM kernel into the cache (no-op when cached);"
 	@echo "                 KERNEL_VARIANT=debug for KASAN/lockdep (works with every target)"
@@ -31,6 +32,7 @@ help:
 	@echo "  rust-analyzer  write rust-project.json for the module"
 	@echo "  host-test      cargo test for everything that runs on the host"
 	@echo "  lint           rustfmt and clippy on the tools, clippy on the module"
+	@echo "  emulated-test  parity engine tests on an emulated AVX-512/GFNI CPU (Bochs)"
 	@echo "  vm-test        VM selftests only (TESTS='name ...' to pick some)"
 	@echo "  vm-run         run SCRIPT=path in the VM (DISKS=n, DISK_SIZE_MB=n)"
 	@echo "  vm-shell       interactive shell in the VM"
@@ -63,7 +65,12 @@ lint:
 vm-test: module tools
 	selftests/run.sh
 
-test: host-test lint vm-test
+# The parity engine's AVX-512 and GFNI levels on a CPU that has them, emulated: this machine
+# has neither. Needs the cached kernel (it boots it).
+emulated-test: deps
+	build/emulated-parity.sh
+
+test: host-test lint emulated-test vm-test
 
 vm-run: module tools
 	@test -n "$(SCRIPT)" || { echo "usage: make vm-run SCRIPT=path [DISKS=n]"; exit 2; }

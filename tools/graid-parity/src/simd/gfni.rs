@@ -128,3 +128,67 @@ pub(crate) fn run_avx512(plan: &mut Plan<'_>) {
     // jobs.
     unsafe { run_avx512_gfni(plan) }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `c * x` for every byte `x`, `V::BYTES` bytes per instruction.
+    ///
+    /// # Safety
+    /// The CPU supports what `V`'s instructions need.
+    #[inline(always)]
+    unsafe fn products<V: Vector>(c: u8) -> [u8; 256] {
+        let bytes: [u8; 256] = std::array::from_fn(|x| x as u8);
+        let mut out = [0u8; 256];
+        for at in (0..256).step_by(V::BYTES) {
+            let x = V::load(bytes.as_ptr().add(at));
+            x.mul(V::multiplier(c)).store(out.as_mut_ptr().add(at));
+        }
+        out
+    }
+
+    #[target_feature(enable = "avx2,gfni")]
+    unsafe fn products_avx2(c: u8) -> [u8; 256] {
+        products::<Avx2Gfni>(c)
+    }
+
+    #[target_feature(enable = "avx512f,avx512bw,gfni")]
+    unsafe fn products_avx512(c: u8) -> [u8; 256] {
+        products::<Avx512Gfni>(c)
+    }
+
+    /// `gf2p8affineqb` as this CPU executes it, at both widths the GFNI levels use, for every
+    /// constant's matrix and every byte: the matrices checked against the instruction itself
+    /// (the tests in `gf` check them against a model of Intel's pseudocode). Runs where the
+    /// CPU has GFNI: on the device machine, and on the emulated CPU of
+    /// `build/emulated-parity.sh`.
+    #[test]
+    fn instruction_multiplies_in_md_field() {
+        if !is_x86_feature_detected!("gfni") || !is_x86_feature_detected!("avx2") {
+            eprintln!("skipped: this CPU has no GFNI");
+            return;
+        }
+        let wide = is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bw");
+        let mut wrong = Vec::new();
+        for c in 0..=255u8 {
+            // SAFETY: AVX2 and GFNI are present (checked above).
+            let narrow = unsafe { products_avx2(c) };
+            // SAFETY: AVX-512F/BW and GFNI are present (checked above).
+            let zmm = wide.then(|| unsafe { products_avx512(c) });
+            for x in 0..=255u8 {
+                let want = gf::mul(c, x);
+                let got = (narrow[x as usize], zmm.map(|w| w[x as usize]));
+                if got.0 != want || got.1.is_some_and(|w| w != want) {
+                    wrong.push((c, x, got, want));
+                }
+            }
+        }
+        assert!(
+            wrong.is_empty(),
+            "{} wrong products (c, x, (ymm, zmm), want), first: {:x?}",
+            wrong.len(),
+            &wrong[..wrong.len().min(8)]
+        );
+    }
+}

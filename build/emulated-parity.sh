@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# graid-parity's tests on an emulated CPU with AVX-512 and GFNI, which this machine lacks:
+# Bochs (an instruction-level x86 emulator; QEMU's TCG has neither extension) in its Tiger Lake
+# model boots graid's test kernel with an initramfs holding the test binaries, runs every test
+# (each dispatch level the emulated CPU supports, against the scalar reference and the golden
+# vectors), and powers off. Correctness only: Bochs says nothing about speed.
+#
+#   build/emulated-parity.sh [TEST-BINARY-ARGS...]
+#
+# Exit status 0 when every test binary passed. The guest console is kept in
+# out/emulated-parity/serial.log. Takes about two minutes here.
+set -euo pipefail
+. "$(dirname "$0")/common.sh"
+
+work=$GRAID_ROOT/out/emulated-parity
+timeout=${EMULATED_TIMEOUT:-1200}
+
+"$GRAID_ROOT/build/deps.sh" >/dev/null
+kdir=$("$GRAID_ROOT/build/kdir.sh")
+bochs=$("$GRAID_ROOT/build/bochs.sh")
+
+rm -rf "$work"
+mkdir -p "$work/root"/{bin,dev,proc,sys,t,lib}
+root=$work/root
+
+# Test binaries, as cargo builds them for `cargo test --release`.
+(cd "$GRAID_ROOT/tools" &&
+	cargo test --release --locked -p graid-parity --no-run --message-format=json) |
+	python3 -c '
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"]:
+        print(m["executable"])' |
+	while read -r exe; do cp "$exe" "$root/t/"; done
+ls "$root"/t/* >/dev/null 2>&1 || die "no graid-parity test binaries were built"
+
+cp /bin/busybox "$root/bin/busybox"
+for applet in sh mount poweroff grep tr cat sleep; do ln -s busybox "$root/bin/$applet"; done
+for exe in "$root"/t/*; do ldd "$exe" | grep -o '/[^ ]*' || true; done | sort -u |
+	while read -r lib; do
+		mkdir -p "$root$(dirname "$lib")"
+		cp -L "$lib" "$root$lib"
+	done
+# The golden-vector test opens its file by the path the crate was built at.
+golden=$GRAID_ROOT/tools/graid-parity/tests/golden
+mkdir -p "$root$(dirname "$golden")"
+cp -r "$golden" "$root$golden"
+
+args=$(printf ' %q' "$@")
+cat >"$root/init" <<INIT
+#!/bin/sh
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+echo "graid-cpu: \$(grep -m1 -o -w -E 'avx2|avx512f|avx512bw|gfni' /proc/cpuinfo | tr '\n' ' ')"
+failed=0
+for t in /t/*; do
+	echo "graid-test: \${t##*/}"
+	"\$t"$args || failed=\$((failed + 1))
+done
+echo "graid-done: \$failed failed"
+# The console drains asynchronously: give it a moment before the power goes.
+sleep 2
+poweroff -f
+INIT
+chmod +x "$root/init"
+(cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) >"$work/initrd.gz"
+
+# A FAT disk that syslinux boots (Bochs has no direct kernel boot).
+cat >"$work/syslinux.cfg" <<CFG
+DEFAULT linux
+PROMPT 0
+TIMEOUT 0
+LABEL linux
+  KERNEL bzImage
+  INITRD initrd.gz
+  APPEND console=ttyS0 panic=-1 rdinit=/init quiet
+CFG
+cylinders=80 heads=16 sectors=63
+truncate -s $((cylinders * heads * sectors * 512)) "$work/boot.img"
+mkfs.vfat -n GRAID "$work/boot.img" >/dev/null
+mcopy -i "$work/boot.img" "$kdir/arch/x86/boot/bzImage" ::bzImage
+mcopy -i "$work/boot.img" "$work/initrd.gz" ::initrd.gz
+mcopy -i "$work/boot.img" "$work/syslinux.cfg" ::syslinux.cfg
+syslinux --install "$work/boot.img"
+
+cat >"$work/bochsrc" <<RC
+megs: 1024
+cpu: model=tigerlake, count=1, ips=200000000
+romimage: file=/usr/share/bochs/BIOS-bochs-latest
+vgaromimage: file=/usr/share/vgabios/vgabios.bin
+ata0-master: type=disk, path=$work/boot.img, mode=flat, cylinders=$cylinders, heads=$heads, spt=$sectors
+boot: disk
+com1: enabled=1, mode=file, dev=$work/serial.log
+display_library: nogui
+speaker: enabled=0
+clock: sync=none
+log: $work/bochs.log
+panic: action=fatal
+RC
+log "booting the test kernel on Bochs (Tiger Lake: AVX-512, GFNI)"
+status=0
+timeout "$timeout" "$bochs" -q -f "$work/bochsrc" </dev/null >"$work/bochs.out" 2>&1 || status=$?
+((status != 124)) || die "Bochs ran past ${timeout}s; see $work/serial.log"
+
+# The tests' output, without the kernel's messages.
+grep -v '^\[ *[0-9]*\.[0-9]*\]' "$work/serial.log" || true
+cpu=$(grep -a -m1 '^graid-cpu:' "$work/serial.log" | tr -d '\r' || true)
+[[ $cpu == *avx512bw* && $cpu == *gfni* ]] ||
+	die "the emulated CPU did not show AVX-512BW and GFNI (${cpu:-no report}); see $work/serial.log"
+result=$(grep -a -m1 '^graid-done:' "$work/serial.log" | tr -d '\r' || true)
+[ "$result" = "graid-done: 0 failed" ] ||
+	die "graid-parity on emulated AVX-512/GFNI: ${result:-the guest died before the end}"
+log "graid-parity passed on emulated AVX-512/GFNI"
