@@ -1,8 +1,7 @@
 //! AVX2: 32-byte vectors; GF multiplication by `vpshufb` lookups in split-nibble tables.
 
-use super::exec::{self, Recovery, Vector};
+use super::exec::Vector;
 use crate::gf;
-use crate::plan::Plan;
 use std::arch::x86_64::*;
 
 #[derive(Clone, Copy)]
@@ -63,48 +62,14 @@ impl Vector for Avx2 {
     }
 }
 
-#[target_feature(enable = "avx2")]
-unsafe fn run_avx2(plan: &mut Plan<'_>) {
-    exec::run::<Avx2, 4, 6>(plan)
-}
-
-#[target_feature(enable = "avx2")]
-unsafe fn generate_avx2(data: &[&[u8]], p: &mut [u8], q: &mut [u8]) {
-    exec::generate_job::<Avx2, 6>(data, p, q)
-}
-
-#[target_feature(enable = "avx2")]
-unsafe fn recover_avx2(recovery: &Recovery<'_>) {
-    recovery.run::<Avx2, 6>()
-}
-
-pub(crate) fn run(plan: &mut Plan<'_>) {
-    assert!(
-        is_x86_feature_detected!("avx2"),
-        "AVX2 level on a CPU without AVX2"
-    );
-    // SAFETY: the CPU supports AVX2 (checked above); plans come from validated jobs.
-    unsafe { run_avx2(plan) }
-}
-
-/// P and Q of a validated `GenPq` job.
-pub(crate) fn generate(data: &[&[u8]], p: &mut [u8], q: &mut [u8]) {
-    assert!(
-        is_x86_feature_detected!("avx2"),
-        "AVX2 level on a CPU without AVX2"
-    );
-    // SAFETY: the CPU supports AVX2 (checked above); the job was validated (equal lengths, a
-    // multiple of 64 bytes, at least two data chunks).
-    unsafe { generate_avx2(data, p, q) }
-}
-
-/// The two lost members of a recovery job that has its own pass.
-pub(crate) fn recover(recovery: &Recovery<'_>) {
-    assert!(
-        is_x86_feature_detected!("avx2"),
-        "AVX2 level on a CPU without AVX2"
-    );
-    // SAFETY: the CPU supports AVX2 (checked above); a `Recovery` only holds buffers of
-    // one length, a multiple of 64 bytes.
-    unsafe { recover_avx2(recovery) }
+level_entries! {
+    mod entries {
+        name: "AVX2",
+        features: "avx2",
+        detect: ["avx2"],
+        vector: Avx2,
+        unroll: 4,
+        gen: 6,
+        recover_entry: recover,
+    }
 }

@@ -1,9 +1,8 @@
 //! AVX-512BW: 64-byte vectors; GF multiplication by `vpshufb` nibble tables (per 128-bit lane,
 //! like AVX2), doubling through a mask register.
 
-use super::exec::{self, Recovery, Vector};
+use super::exec::Vector;
 use crate::gf;
-use crate::plan::Plan;
 use std::arch::x86_64::*;
 
 #[derive(Clone, Copy)]
@@ -63,49 +62,14 @@ impl Vector for Avx512Bw {
     }
 }
 
-#[target_feature(enable = "avx512f,avx512bw")]
-unsafe fn run_avx512bw(plan: &mut Plan<'_>) {
-    exec::run::<Avx512Bw, 4, 4>(plan)
-}
-
-#[target_feature(enable = "avx512f,avx512bw")]
-unsafe fn generate_avx512bw(data: &[&[u8]], p: &mut [u8], q: &mut [u8]) {
-    exec::generate_job::<Avx512Bw, 4>(data, p, q)
-}
-
-#[target_feature(enable = "avx512f,avx512bw")]
-unsafe fn recover_avx512bw(recovery: &Recovery<'_>) {
-    recovery.run::<Avx512Bw, 4>()
-}
-
-pub(crate) fn run(plan: &mut Plan<'_>) {
-    assert!(
-        is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bw"),
-        "AVX-512BW level on a CPU without AVX-512BW"
-    );
-    // SAFETY: the CPU supports AVX-512F and AVX-512BW (checked above); plans come from
-    // validated jobs.
-    unsafe { run_avx512bw(plan) }
-}
-
-/// P and Q of a validated `GenPq` job.
-pub(crate) fn generate(data: &[&[u8]], p: &mut [u8], q: &mut [u8]) {
-    assert!(
-        is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bw"),
-        "AVX-512BW level on a CPU without AVX-512BW"
-    );
-    // SAFETY: the CPU supports AVX-512F and AVX-512BW (checked above); the job was validated
-    // (equal lengths, a multiple of 64 bytes, at least two data chunks).
-    unsafe { generate_avx512bw(data, p, q) }
-}
-
-/// The two lost members of a recovery job that has its own pass.
-pub(crate) fn recover(recovery: &Recovery<'_>) {
-    assert!(
-        is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bw"),
-        "AVX-512BW level on a CPU without AVX-512BW"
-    );
-    // SAFETY: the CPU supports AVX-512F and AVX-512BW (checked above); a `Recovery` only holds buffers of
-    // one length, a multiple of 64 bytes.
-    unsafe { recover_avx512bw(recovery) }
+level_entries! {
+    mod entries {
+        name: "AVX-512BW",
+        features: "avx512f,avx512bw",
+        detect: ["avx512f", "avx512bw"],
+        vector: Avx512Bw,
+        unroll: 4,
+        gen: 4,
+        recover_entry: recover,
+    }
 }

@@ -170,25 +170,12 @@ pub(crate) unsafe fn run<V: Vector, const UNROLL: usize, const GEN: usize>(plan:
     }
     let needs_q = plan.needs_q();
     let has_old = plan.sources.iter().any(|s| s.old.is_some());
-    let form = if V::HORNER && needs_q && !has_old {
-        let highest = plan.sources.first().map_or(0, |s| s.exponent);
-        let mut dense = [ptr::null(); MAX_MEMBERS];
-        for source in &plan.sources {
-            // Sources are sorted by descending exponent: slot 0 is the highest.
-            dense[highest - source.exponent] = source.data.as_ptr();
-        }
-        QForm::Dense(dense, highest + 1)
+    // Every level takes the dense form first, if it applies, so that plain generation is
+    // found below; levels that multiply directly then switch to the direct form for the rest.
+    let form = if needs_q && !has_old {
+        dense_form(plan)
     } else {
-        QForm::Direct(
-            plan.sources
-                .iter()
-                .map(|source| Feed {
-                    data: source.data.as_ptr(),
-                    old: seed_ptr(source.old),
-                    scale: scale_for::<V>(gf::pow2(source.exponent)),
-                })
-                .collect(),
-        )
+        direct_form::<V>(plan)
     };
     let mut sinks = [None, None];
     debug_assert!(plan.outputs.len() <= sinks.len());
@@ -199,7 +186,7 @@ pub(crate) unsafe fn run<V: Vector, const UNROLL: usize, const GEN: usize>(plan:
             accumulate: out.accumulate,
         });
     }
-    let ctx = Context {
+    let mut ctx = Context {
         form,
         sinks,
         p_seed: seed_ptr(plan.p_seed),
@@ -209,6 +196,9 @@ pub(crate) unsafe fn run<V: Vector, const UNROLL: usize, const GEN: usize>(plan:
     if let Some((dense, p, q)) = plain_generation(&ctx) {
         generate::<V, GEN>(dense, p, q, len);
         return;
+    }
+    if !V::HORNER && matches!(ctx.form, QForm::Dense(..)) {
+        ctx.form = direct_form::<V>(plan);
     }
     match (&ctx.form, needs_q, has_old) {
         (QForm::Dense(dense, count), _, _) => columns::<V, UNROLL>(&ctx, len, |c, o| {
@@ -227,6 +217,33 @@ pub(crate) unsafe fn run<V: Vector, const UNROLL: usize, const GEN: usize>(plan:
             direct_column::<V, UNROLL, false, false>(c, feeds, o)
         }),
     }
+}
+
+/// Horner's form: every exponent from the highest down to 0, with null slots for absent
+/// sources.
+fn dense_form<M>(plan: &Plan<'_>) -> QForm<M> {
+    let highest = plan.sources.first().map_or(0, |s| s.exponent);
+    let mut dense = [ptr::null(); MAX_MEMBERS];
+    for source in &plan.sources {
+        // Sources are sorted by descending exponent: slot 0 is the highest.
+        dense[highest - source.exponent] = source.data.as_ptr();
+    }
+    QForm::Dense(dense, highest + 1)
+}
+
+/// The direct form: each source with its own g^i.
+#[inline(always)]
+unsafe fn direct_form<V: Vector>(plan: &Plan<'_>) -> QForm<V::Multiplier> {
+    QForm::Direct(
+        plan.sources
+            .iter()
+            .map(|source| Feed {
+                data: source.data.as_ptr(),
+                old: seed_ptr(source.old),
+                scale: scale_for::<V>(gf::pow2(source.exponent)),
+            })
+            .collect(),
+    )
 }
 
 /// The common case, plain P+Q generation, gets its own loop: every exponent from the highest
@@ -281,11 +298,12 @@ pub(crate) unsafe fn generate_job<V: Vector, const GEN: usize>(
 }
 
 /// Plain generation over the whole chunk: `GEN` vectors per column, then single vectors for
-/// the tail.
+/// the tail. Horner's rule where doubling is cheap, each chunk times its own g^i where a
+/// multiplication is one instruction (GFNI).
 ///
 /// # Safety
-/// As [`run`]; `dense` is non-empty, every pointer non-null, and `p`, `q` and every source
-/// valid for `len` bytes.
+/// As [`run`]; `dense` (highest exponent first) is non-empty and at most [`MAX_MEMBERS`] long,
+/// every pointer non-null, and `p`, `q` and every source valid for `len` bytes.
 #[inline(always)]
 unsafe fn generate<V: Vector, const GEN: usize>(
     dense: &[*const u8],
@@ -294,16 +312,66 @@ unsafe fn generate<V: Vector, const GEN: usize>(
     len: usize,
 ) {
     debug_assert!(len.is_multiple_of(V::BYTES));
-    let (top, rest) = dense.split_first().expect("at least one source");
+    // Written out twice rather than through a closure: a closure would not be compiled for the
+    // level's target features, and every intrinsic in it would become a call.
     let block = V::BYTES * GEN;
     let mut offset = 0;
-    while offset + block <= len {
-        generate_column::<V, GEN>(*top, rest, p, q, offset);
-        offset += block;
+    if V::HORNER {
+        let (top, rest) = dense.split_first().expect("at least one source");
+        while offset + block <= len {
+            generate_column::<V, GEN>(*top, rest, p, q, offset);
+            offset += block;
+        }
+        while offset < len {
+            generate_column::<V, 1>(*top, rest, p, q, offset);
+            offset += V::BYTES;
+        }
+    } else {
+        // The last chunk has exponent 0 and needs no multiplication: it seeds P and Q.
+        let (last, rest) = dense.split_last().expect("at least one source");
+        let mut by = [V::multiplier(1); MAX_MEMBERS];
+        for (slot, exponent) in by.iter_mut().zip((1..=rest.len()).rev()) {
+            *slot = V::multiplier(gf::pow2(exponent));
+        }
+        let by = &by[..rest.len()];
+        while offset + block <= len {
+            generate_column_direct::<V, GEN>(*last, rest, by, p, q, offset);
+            offset += block;
+        }
+        while offset < len {
+            generate_column_direct::<V, 1>(*last, rest, by, p, q, offset);
+            offset += V::BYTES;
+        }
     }
-    while offset < len {
-        generate_column::<V, 1>(*top, rest, p, q, offset);
-        offset += V::BYTES;
+}
+
+/// One column of plain generation in the direct form: P and Q start as the exponent-0 chunk,
+/// then every other chunk is added to P and, times its own g^i (`by`), to Q. No serial chain
+/// through q: the multiplications of one column are independent.
+#[inline(always)]
+unsafe fn generate_column_direct<V: Vector, const UNROLL: usize>(
+    last: *const u8,
+    rest: &[*const u8],
+    by: &[V::Multiplier],
+    p_out: *mut u8,
+    q_out: *mut u8,
+    offset: usize,
+) {
+    let mut p = [V::zero(); UNROLL];
+    for (u, p) in p.iter_mut().enumerate() {
+        *p = V::load(last.add(offset + u * V::BYTES));
+    }
+    let mut q = p;
+    for (&data, &by) in rest.iter().zip(by) {
+        for u in 0..UNROLL {
+            let v = V::load(data.add(offset + u * V::BYTES));
+            p[u] = p[u].xor(v);
+            q[u] = q[u].xor(v.mul(by));
+        }
+    }
+    for u in 0..UNROLL {
+        p[u].store(p_out.add(offset + u * V::BYTES));
+        q[u].store(q_out.add(offset + u * V::BYTES));
     }
 }
 

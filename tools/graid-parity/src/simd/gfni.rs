@@ -3,9 +3,8 @@
 //! `gf2p8mulb` would be one instruction too, but it reduces by the AES polynomial 0x11b, not
 //! md's 0x11d, so it would compute a different Q.
 
-use super::exec::{self, Vector};
+use super::exec::Vector;
 use crate::gf;
-use crate::plan::Plan;
 use std::arch::x86_64::*;
 
 #[derive(Clone, Copy)]
@@ -98,35 +97,26 @@ impl Vector for Avx512Gfni {
     }
 }
 
-#[target_feature(enable = "avx2,gfni")]
-unsafe fn run_avx2_gfni(plan: &mut Plan<'_>) {
-    exec::run::<Avx2Gfni, 4, 4>(plan)
+level_entries! {
+    mod avx2_entries {
+        name: "AVX2+GFNI",
+        features: "avx2,gfni",
+        detect: ["avx2", "gfni"],
+        vector: Avx2Gfni,
+        unroll: 4,
+        gen: 4,
+    }
 }
 
-#[target_feature(enable = "avx512f,avx512bw,gfni")]
-unsafe fn run_avx512_gfni(plan: &mut Plan<'_>) {
-    exec::run::<Avx512Gfni, 4, 4>(plan)
-}
-
-pub(crate) fn run_avx2(plan: &mut Plan<'_>) {
-    assert!(
-        is_x86_feature_detected!("avx2") && is_x86_feature_detected!("gfni"),
-        "AVX2+GFNI level on a CPU without AVX2 and GFNI"
-    );
-    // SAFETY: the CPU supports AVX2 and GFNI (checked above); plans come from validated jobs.
-    unsafe { run_avx2_gfni(plan) }
-}
-
-pub(crate) fn run_avx512(plan: &mut Plan<'_>) {
-    assert!(
-        is_x86_feature_detected!("avx512f")
-            && is_x86_feature_detected!("avx512bw")
-            && is_x86_feature_detected!("gfni"),
-        "AVX-512+GFNI level on a CPU without AVX-512BW and GFNI"
-    );
-    // SAFETY: the CPU supports AVX-512F/BW and GFNI (checked above); plans come from validated
-    // jobs.
-    unsafe { run_avx512_gfni(plan) }
+level_entries! {
+    mod avx512_entries {
+        name: "AVX-512+GFNI",
+        features: "avx512f,avx512bw,gfni",
+        detect: ["avx512f", "avx512bw", "gfni"],
+        vector: Avx512Gfni,
+        unroll: 4,
+        gen: 4,
+    }
 }
 
 #[cfg(test)]

@@ -2,6 +2,82 @@
 //! type it runs on. This is the only module allowed `unsafe`.
 #![allow(unsafe_code)]
 
+/// The entry points of one x86 level, in a module of their own: `run` (a [`Plan`]), `generate`
+/// (a `GenPq` job, straight to [`exec::generate_job`]) and, for levels that accumulate Q by
+/// Horner's rule, the one `recover_entry` names (an [`exec::Recovery`], which is Horner's). Each checks the CPU once and then calls
+/// an `#[target_feature]` function, which `#[target_feature]`'s rules make one per level:
+/// the generic kernels are `#[inline(always)]` and compile for the features of the function
+/// they are inlined into.
+#[cfg(target_arch = "x86_64")]
+macro_rules! level_entries {
+    (
+        mod $module:ident {
+            name: $name:literal,
+            features: $features:literal,
+            detect: [$($feature:tt),+],
+            vector: $vector:ident,
+            unroll: $unroll:literal,
+            gen: $gen:literal,
+            $(recover_entry: $recover:ident,)?
+        }
+    ) => {
+        pub(crate) mod $module {
+            use super::$vector;
+            use $crate::simd::exec;
+            use $crate::plan::Plan;
+
+            fn check() {
+                assert!(
+                    $(is_x86_feature_detected!($feature))&&+,
+                    concat!($name, " level on a CPU without ", $features)
+                );
+            }
+
+            #[target_feature(enable = $features)]
+            unsafe fn run_unchecked(plan: &mut Plan<'_>) {
+                exec::run::<$vector, $unroll, $gen>(plan)
+            }
+
+            #[target_feature(enable = $features)]
+            unsafe fn generate_unchecked(data: &[&[u8]], p: &mut [u8], q: &mut [u8]) {
+                exec::generate_job::<$vector, $gen>(data, p, q)
+            }
+
+            pub(crate) fn run(plan: &mut Plan<'_>) {
+                check();
+                // SAFETY: the CPU has the level's features (checked above); plans come from
+                // validated jobs.
+                unsafe { run_unchecked(plan) }
+            }
+
+            /// P and Q of a validated `GenPq` job.
+            pub(crate) fn generate(data: &[&[u8]], p: &mut [u8], q: &mut [u8]) {
+                check();
+                // SAFETY: the CPU has the level's features (checked above); the job was
+                // validated (equal lengths, a multiple of 64 bytes, at least two data chunks).
+                unsafe { generate_unchecked(data, p, q) }
+            }
+
+            $(
+                use $crate::simd::exec::Recovery;
+
+                #[target_feature(enable = $features)]
+                unsafe fn recover_unchecked(recovery: &Recovery<'_>) {
+                    recovery.run::<$vector, $gen>()
+                }
+
+                /// The two lost members of a recovery job that has its own pass.
+                pub(crate) fn $recover(recovery: &Recovery<'_>) {
+                    check();
+                    // SAFETY: the CPU has the level's features (checked above); a `Recovery`
+                    // only holds buffers of one length, a multiple of 64 bytes.
+                    unsafe { recover_unchecked(recovery) }
+                }
+            )?
+        }
+    };
+}
+
 mod exec;
 #[cfg(test)]
 mod gfni_model;
@@ -26,36 +102,44 @@ pub(crate) fn run(level: Level, plan: &mut Plan<'_>) {
     match level {
         Level::Scalar => portable::run(plan),
         #[cfg(target_arch = "x86_64")]
-        Level::Ssse3 => ssse3::run(plan),
+        Level::Ssse3 => ssse3::entries::run(plan),
         #[cfg(target_arch = "x86_64")]
-        Level::Avx2 => avx2::run(plan),
+        Level::Avx2 => avx2::entries::run(plan),
         #[cfg(target_arch = "x86_64")]
-        Level::Avx512Bw => avx512bw::run(plan),
+        Level::Avx512Bw => avx512bw::entries::run(plan),
         #[cfg(target_arch = "x86_64")]
-        Level::Avx2Gfni => gfni::run_avx2(plan),
+        Level::Avx2Gfni => gfni::avx2_entries::run(plan),
         #[cfg(target_arch = "x86_64")]
-        Level::Avx512Gfni => gfni::run_avx512(plan),
+        Level::Avx512Gfni => gfni::avx512_entries::run(plan),
         #[cfg(not(target_arch = "x86_64"))]
         other => panic!("dispatch level {other} does not exist on this architecture"),
     }
 }
 
-/// Computes a validated job. Plain P+Q generation and recovery of two members (two data, data
-/// and P, data and Q) skip the lowering to a [`Plan`] on the levels that have direct entries
-/// for them; everything else runs through [`run`].
+/// Computes a validated job. Plain P+Q generation (every x86 level) and recovery of two members
+/// (two data, data and P, data and Q; the levels with Horner's rule) skip the lowering to a
+/// [`Plan`]; everything else runs through [`run`].
 pub(crate) fn compute(level: Level, job: &mut Job<'_>) {
     #[cfg(target_arch = "x86_64")]
     match (level, &mut *job) {
-        (Level::Ssse3, Job::GenPq { data, p, q }) => return ssse3::generate(data, p, q),
-        (Level::Avx2, Job::GenPq { data, p, q }) => return avx2::generate(data, p, q),
-        (Level::Avx512Bw, Job::GenPq { data, p, q }) => return avx512bw::generate(data, p, q),
+        (Level::Ssse3, Job::GenPq { data, p, q }) => return ssse3::entries::generate(data, p, q),
+        (Level::Avx2, Job::GenPq { data, p, q }) => return avx2::entries::generate(data, p, q),
+        (Level::Avx512Bw, Job::GenPq { data, p, q }) => {
+            return avx512bw::entries::generate(data, p, q)
+        }
+        (Level::Avx2Gfni, Job::GenPq { data, p, q }) => {
+            return gfni::avx2_entries::generate(data, p, q)
+        }
+        (Level::Avx512Gfni, Job::GenPq { data, p, q }) => {
+            return gfni::avx512_entries::generate(data, p, q)
+        }
         (Level::Ssse3 | Level::Avx2 | Level::Avx512Bw, Job::Recover(recover)) => {
             if let Some(recovery) = exec::Recovery::from_job(recover) {
                 return match level {
-                    Level::Ssse3 => ssse3::recover(&recovery),
-                    Level::Avx2 => avx2::recover(&recovery),
+                    Level::Ssse3 => ssse3::entries::recover(&recovery),
+                    Level::Avx2 => avx2::entries::recover(&recovery),
                     // Level::Avx512Bw, the only other level of this arm.
-                    _ => avx512bw::recover(&recovery),
+                    _ => avx512bw::entries::recover(&recovery),
                 };
             }
         }

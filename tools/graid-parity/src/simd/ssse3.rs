@@ -1,8 +1,7 @@
 //! SSSE3: 16-byte vectors; GF multiplication by `pshufb` lookups in split-nibble tables.
 
-use super::exec::{self, Recovery, Vector};
+use super::exec::Vector;
 use crate::gf;
-use crate::plan::Plan;
 use std::arch::x86_64::*;
 
 #[derive(Clone, Copy)]
@@ -62,48 +61,14 @@ impl Vector for Ssse3 {
     }
 }
 
-#[target_feature(enable = "ssse3")]
-unsafe fn run_ssse3(plan: &mut Plan<'_>) {
-    exec::run::<Ssse3, 4, 4>(plan)
-}
-
-#[target_feature(enable = "ssse3")]
-unsafe fn generate_ssse3(data: &[&[u8]], p: &mut [u8], q: &mut [u8]) {
-    exec::generate_job::<Ssse3, 4>(data, p, q)
-}
-
-#[target_feature(enable = "ssse3")]
-unsafe fn recover_ssse3(recovery: &Recovery<'_>) {
-    recovery.run::<Ssse3, 4>()
-}
-
-pub(crate) fn run(plan: &mut Plan<'_>) {
-    assert!(
-        is_x86_feature_detected!("ssse3"),
-        "SSSE3 level on a CPU without SSSE3"
-    );
-    // SAFETY: the CPU supports SSSE3 (checked above); plans come from validated jobs.
-    unsafe { run_ssse3(plan) }
-}
-
-/// P and Q of a validated `GenPq` job.
-pub(crate) fn generate(data: &[&[u8]], p: &mut [u8], q: &mut [u8]) {
-    assert!(
-        is_x86_feature_detected!("ssse3"),
-        "SSSE3 level on a CPU without SSSE3"
-    );
-    // SAFETY: the CPU supports SSSE3 (checked above); the job was validated (equal lengths, a
-    // multiple of 64 bytes, at least two data chunks).
-    unsafe { generate_ssse3(data, p, q) }
-}
-
-/// The two lost members of a recovery job that has its own pass.
-pub(crate) fn recover(recovery: &Recovery<'_>) {
-    assert!(
-        is_x86_feature_detected!("ssse3"),
-        "SSSE3 level on a CPU without SSSE3"
-    );
-    // SAFETY: the CPU supports SSSE3 (checked above); a `Recovery` only holds buffers of
-    // one length, a multiple of 64 bytes.
-    unsafe { recover_ssse3(recovery) }
+level_entries! {
+    mod entries {
+        name: "SSSE3",
+        features: "ssse3",
+        detect: ["ssse3"],
+        vector: Ssse3,
+        unroll: 4,
+        gen: 4,
+        recover_entry: recover,
+    }
 }
