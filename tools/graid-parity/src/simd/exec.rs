@@ -347,7 +347,9 @@ unsafe fn generate<V: Vector, const GEN: usize>(
 
 /// One column of plain generation in the direct form: P and Q start as the exponent-0 chunk,
 /// then every other chunk is added to P and, times its own g^i (`by`), to Q. No serial chain
-/// through q: the multiplications of one column are independent.
+/// through q: the multiplications of one column are independent. Chunks go in pairs, so each
+/// accumulator takes a three-way XOR, which AVX-512 does in one instruction (`vpternlog`;
+/// the compiler fuses it): two instructions per vector of data instead of three.
 #[inline(always)]
 unsafe fn generate_column_direct<V: Vector, const UNROLL: usize>(
     last: *const u8,
@@ -362,7 +364,16 @@ unsafe fn generate_column_direct<V: Vector, const UNROLL: usize>(
         *p = V::load(last.add(offset + u * V::BYTES));
     }
     let mut q = p;
-    for (&data, &by) in rest.iter().zip(by) {
+    let paired = rest.len() & !1;
+    for (data, by) in rest[..paired].chunks_exact(2).zip(by.chunks_exact(2)) {
+        for u in 0..UNROLL {
+            let a = V::load(data[0].add(offset + u * V::BYTES));
+            let b = V::load(data[1].add(offset + u * V::BYTES));
+            p[u] = p[u].xor(a.xor(b));
+            q[u] = q[u].xor(a.mul(by[0]).xor(b.mul(by[1])));
+        }
+    }
+    if let (Some(&data), Some(&by)) = (rest.get(paired), by.get(paired)) {
         for u in 0..UNROLL {
             let v = V::load(data.add(offset + u * V::BYTES));
             p[u] = p[u].xor(v);
