@@ -70,6 +70,5 @@ level_entries! {
         vector: Avx2,
         unroll: 4,
         gen: 6,
-        recover_entry: recover,
     }
 }

@@ -70,6 +70,5 @@ level_entries! {
         vector: Avx512Bw,
         unroll: 4,
         gen: 4,
-        recover_entry: recover,
     }
 }

@@ -162,11 +162,9 @@ fn seed_ptr(seed: Option<&[u8]>) -> *const u8 {
 /// buffers the same length, a multiple of 64 bytes (so of `V::BYTES`).
 #[inline(always)]
 pub(crate) unsafe fn run<V: Vector, const UNROLL: usize, const GEN: usize>(plan: &mut Plan<'_>) {
-    if V::HORNER {
-        if let Some(recovery) = Recovery::from_plan(plan) {
-            recovery.run::<V, GEN>();
-            return;
-        }
+    if let Some(recovery) = Recovery::from_plan(plan) {
+        recovery.run::<V, GEN>();
+        return;
     }
     let needs_q = plan.needs_q();
     let has_old = plan.sources.iter().any(|s| s.old.is_some());
@@ -347,9 +345,7 @@ unsafe fn generate<V: Vector, const GEN: usize>(
 
 /// One column of plain generation in the direct form: P and Q start as the exponent-0 chunk,
 /// then every other chunk is added to P and, times its own g^i (`by`), to Q. No serial chain
-/// through q: the multiplications of one column are independent. Chunks go in pairs, so each
-/// accumulator takes a three-way XOR, which AVX-512 does in one instruction (`vpternlog`;
-/// the compiler fuses it): two instructions per vector of data instead of three.
+/// through q: the multiplications of one column are independent ([`accumulate_direct`]).
 #[inline(always)]
 unsafe fn generate_column_direct<V: Vector, const UNROLL: usize>(
     last: *const u8,
@@ -364,8 +360,26 @@ unsafe fn generate_column_direct<V: Vector, const UNROLL: usize>(
         *p = V::load(last.add(offset + u * V::BYTES));
     }
     let mut q = p;
-    let paired = rest.len() & !1;
-    for (data, by) in rest[..paired].chunks_exact(2).zip(by.chunks_exact(2)) {
+    accumulate_direct::<V, UNROLL>(&mut p, &mut q, rest, by, offset);
+    for u in 0..UNROLL {
+        p[u].store(p_out.add(offset + u * V::BYTES));
+        q[u].store(q_out.add(offset + u * V::BYTES));
+    }
+}
+
+/// Adds `sources` to `p` and, each times its own multiplier in `by` (same length), to `q`, for
+/// the `UNROLL` vectors at `offset`. Sources go in pairs, so each accumulator takes a three-way
+/// XOR, which AVX-512 does in one instruction (`vpternlog`; the compiler fuses it).
+#[inline(always)]
+unsafe fn accumulate_direct<V: Vector, const UNROLL: usize>(
+    p: &mut [V; UNROLL],
+    q: &mut [V; UNROLL],
+    sources: &[*const u8],
+    by: &[V::Multiplier],
+    offset: usize,
+) {
+    let paired = sources.len() & !1;
+    for (data, by) in sources[..paired].chunks_exact(2).zip(by.chunks_exact(2)) {
         for u in 0..UNROLL {
             let a = V::load(data[0].add(offset + u * V::BYTES));
             let b = V::load(data[1].add(offset + u * V::BYTES));
@@ -373,16 +387,12 @@ unsafe fn generate_column_direct<V: Vector, const UNROLL: usize>(
             q[u] = q[u].xor(a.mul(by[0]).xor(b.mul(by[1])));
         }
     }
-    if let (Some(&data), Some(&by)) = (rest.get(paired), by.get(paired)) {
+    if let (Some(&data), Some(&by)) = (sources.get(paired), by.get(paired)) {
         for u in 0..UNROLL {
             let v = V::load(data.add(offset + u * V::BYTES));
             p[u] = p[u].xor(v);
             q[u] = q[u].xor(v.mul(by));
         }
-    }
-    for u in 0..UNROLL {
-        p[u].store(p_out.add(offset + u * V::BYTES));
-        q[u].store(q_out.add(offset + u * V::BYTES));
     }
 }
 
@@ -652,6 +662,9 @@ impl<'a> Recovery<'a> {
         }
         runs[self.holes] = &rest[start..];
         let runs = &runs[..=self.holes];
+        if !V::HORNER {
+            return self.columns_direct::<V, UNROLL, F>(top, runs, finish);
+        }
         let block = V::BYTES * UNROLL;
         let mut offset = 0;
         while offset + block <= self.len {
@@ -668,6 +681,75 @@ impl<'a> Recovery<'a> {
             column::<V, 1, F>(top, runs, finish, (self.x, self.y), offset);
             offset += V::BYTES;
         }
+    }
+}
+
+impl Recovery<'_> {
+    /// [`Recovery::columns`] for levels that multiply directly (GFNI): each survivor times its
+    /// own g^i, taken from the positions Horner's rule would have given it (`top`, then `runs`
+    /// with one lost chunk between consecutive runs).
+    #[inline(always)]
+    unsafe fn columns_direct<V: Vector, const UNROLL: usize, F: Finish<V>>(
+        &self,
+        top: *const u8,
+        runs: &[&[*const u8]],
+        finish: F,
+    ) {
+        let mut sources = [ptr::null(); MAX_MEMBERS];
+        let mut by = [V::multiplier(1); MAX_MEMBERS];
+        let mut count = 0;
+        // The exponent of a survivor is the number of doublings Horner's rule would apply after
+        // it: one per later survivor and one per later hole.
+        let later: usize = runs.iter().map(|run| run.len()).sum::<usize>() + runs.len() - 1;
+        if !top.is_null() {
+            sources[0] = top;
+            by[0] = V::multiplier(gf::pow2(later));
+            count = 1;
+        }
+        let mut exponent = later;
+        for (hole, run) in runs.iter().enumerate() {
+            if hole > 0 {
+                exponent -= 1;
+            }
+            for &data in *run {
+                exponent -= 1;
+                sources[count] = data;
+                by[count] = V::multiplier(gf::pow2(exponent));
+                count += 1;
+            }
+        }
+        let (sources, by) = (&sources[..count], &by[..count]);
+        let outputs = (self.x, self.y);
+        let block = V::BYTES * UNROLL;
+        let mut offset = 0;
+        while offset + block <= self.len {
+            column_direct::<V, UNROLL, F>(sources, by, finish, outputs, offset);
+            offset += block;
+        }
+        while offset < self.len {
+            column_direct::<V, 1, F>(sources, by, finish, outputs, offset);
+            offset += V::BYTES;
+        }
+    }
+}
+
+/// One column of a [`Recovery`] in the direct form: the survivors' P and Q as in
+/// [`generate_column_direct`], then the two outputs.
+#[inline(always)]
+unsafe fn column_direct<V: Vector, const UNROLL: usize, F: Finish<V>>(
+    sources: &[*const u8],
+    by: &[V::Multiplier],
+    finish: F,
+    (x_out, y_out): (*mut u8, *mut u8),
+    offset: usize,
+) {
+    let (mut p, mut q) = ([V::zero(); UNROLL], [V::zero(); UNROLL]);
+    accumulate_direct::<V, UNROLL>(&mut p, &mut q, sources, by, offset);
+    for u in 0..UNROLL {
+        let at = offset + u * V::BYTES;
+        let (x, y) = finish.outputs(p[u], q[u], at);
+        x.store(x_out.add(at));
+        y.store(y_out.add(at));
     }
 }
 

@@ -3,8 +3,7 @@
 #![allow(unsafe_code)]
 
 /// The entry points of one x86 level, in a module of their own: `run` (a [`Plan`]), `generate`
-/// (a `GenPq` job, straight to [`exec::generate_job`]) and, for levels that accumulate Q by
-/// Horner's rule, the one `recover_entry` names (an [`exec::Recovery`], which is Horner's). Each checks the CPU once and then calls
+/// (a `GenPq` job, straight to [`exec::generate_job`]) and `recover` (an [`exec::Recovery`]). Each checks the CPU once and then calls
 /// an `#[target_feature]` function, which `#[target_feature]`'s rules make one per level:
 /// the generic kernels are `#[inline(always)]` and compile for the features of the function
 /// they are inlined into.
@@ -18,12 +17,11 @@ macro_rules! level_entries {
             vector: $vector:ident,
             unroll: $unroll:literal,
             gen: $gen:literal,
-            $(recover_entry: $recover:ident,)?
         }
     ) => {
         pub(crate) mod $module {
             use super::$vector;
-            use $crate::simd::exec;
+            use $crate::simd::exec::{self, Recovery};
             use $crate::plan::Plan;
 
             fn check() {
@@ -58,22 +56,18 @@ macro_rules! level_entries {
                 unsafe { generate_unchecked(data, p, q) }
             }
 
-            $(
-                use $crate::simd::exec::Recovery;
+            #[target_feature(enable = $features)]
+            unsafe fn recover_unchecked(recovery: &Recovery<'_>) {
+                recovery.run::<$vector, $gen>()
+            }
 
-                #[target_feature(enable = $features)]
-                unsafe fn recover_unchecked(recovery: &Recovery<'_>) {
-                    recovery.run::<$vector, $gen>()
-                }
-
-                /// The two lost members of a recovery job that has its own pass.
-                pub(crate) fn $recover(recovery: &Recovery<'_>) {
-                    check();
-                    // SAFETY: the CPU has the level's features (checked above); a `Recovery`
-                    // only holds buffers of one length, a multiple of 64 bytes.
-                    unsafe { recover_unchecked(recovery) }
-                }
-            )?
+            /// The two lost members of a recovery job that has its own pass.
+            pub(crate) fn recover(recovery: &Recovery<'_>) {
+                check();
+                // SAFETY: the CPU has the level's features (checked above); a `Recovery` only
+                // holds buffers of one length, a multiple of 64 bytes.
+                unsafe { recover_unchecked(recovery) }
+            }
         }
     };
 }
@@ -116,9 +110,9 @@ pub(crate) fn run(level: Level, plan: &mut Plan<'_>) {
     }
 }
 
-/// Computes a validated job. Plain P+Q generation (every x86 level) and recovery of two members
-/// (two data, data and P, data and Q; the levels with Horner's rule) skip the lowering to a
-/// [`Plan`]; everything else runs through [`run`].
+/// Computes a validated job. Plain P+Q generation and recovery of two members (two data, data
+/// and P, data and Q) skip the lowering to a [`Plan`] on every x86 level; everything else runs
+/// through [`run`].
 pub(crate) fn compute(level: Level, job: &mut Job<'_>) {
     #[cfg(target_arch = "x86_64")]
     match (level, &mut *job) {
@@ -133,13 +127,15 @@ pub(crate) fn compute(level: Level, job: &mut Job<'_>) {
         (Level::Avx512Gfni, Job::GenPq { data, p, q }) => {
             return gfni::avx512_entries::generate(data, p, q)
         }
-        (Level::Ssse3 | Level::Avx2 | Level::Avx512Bw, Job::Recover(recover)) => {
+        (_, Job::Recover(recover)) if level != Level::Scalar => {
             if let Some(recovery) = exec::Recovery::from_job(recover) {
                 return match level {
                     Level::Ssse3 => ssse3::entries::recover(&recovery),
                     Level::Avx2 => avx2::entries::recover(&recovery),
-                    // Level::Avx512Bw, the only other level of this arm.
-                    _ => avx512bw::entries::recover(&recovery),
+                    Level::Avx512Bw => avx512bw::entries::recover(&recovery),
+                    Level::Avx2Gfni => gfni::avx2_entries::recover(&recovery),
+                    // Level::Avx512Gfni, the only other level of this arm.
+                    _ => gfni::avx512_entries::recover(&recovery),
                 };
             }
         }

@@ -69,6 +69,5 @@ level_entries! {
         vector: Ssse3,
         unroll: 4,
         gen: 4,
-        recover_entry: recover,
     }
 }
