@@ -31,7 +31,8 @@ help:
 	@echo "  tools          build graidctl and friends (cargo, release)"
 	@echo "  rust-analyzer  write rust-project.json for the module"
 	@echo "  host-test      cargo test for everything that runs on the host"
-	@echo "  lint           rustfmt and clippy on the tools, clippy on the module"
+	@echo "  lint           rustfmt and clippy on the tools, clippy on the module, docutils on"
+	@echo "                 Documentation/"
 	@echo "  emulated-test  parity engine tests on an emulated AVX-512/GFNI CPU (Bochs)"
 	@echo "  vm-test        VM selftests only (TESTS='name ...' to pick some)"
 	@echo "  vm-run         run SCRIPT=path in the VM (DISKS=n, DISK_SIZE_MB=n)"
@@ -57,10 +58,12 @@ tools:
 host-test:
 	$(CARGO_TOOLS) test $(TOOLS) --workspace
 
-lint:
+lint: deps
 	$(CARGO) fmt $(TOOLS) --all -- --check
 	$(CARGO_TOOLS) clippy $(TOOLS) --workspace --all-targets -- -D warnings
 	build/module.sh clippy
+	@# Every document parses without a warning (Debian's python3-docutils).
+	for f in Documentation/*.rst; do /usr/bin/docutils --halt=warning "$$f" /dev/null || exit 1; done
 
 vm-test: module tools
 	selftests/run.sh
