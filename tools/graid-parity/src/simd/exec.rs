@@ -310,45 +310,40 @@ unsafe fn generate<V: Vector, const GEN: usize>(
     len: usize,
 ) {
     debug_assert!(len.is_multiple_of(V::BYTES));
-    // Written out twice rather than through a closure: a closure would not be compiled for the
-    // level's target features, and every intrinsic in it would become a call.
-    let block = V::BYTES * GEN;
-    let mut offset = 0;
-    if V::HORNER {
+    // Horner's rule seeds P and Q with the highest chunk; the direct form with the lowest,
+    // exponent 0, which needs no multiplication, and prepares the others' multipliers once.
+    let multipliers: [V::Multiplier; MAX_MEMBERS];
+    let (seed, rest, by) = if V::HORNER {
         let (top, rest) = dense.split_first().expect("at least one source");
-        while offset + block <= len {
-            generate_column::<V, GEN>(*top, rest, p, q, offset);
-            offset += block;
-        }
-        while offset < len {
-            generate_column::<V, 1>(*top, rest, p, q, offset);
-            offset += V::BYTES;
-        }
+        (*top, rest, &[][..])
     } else {
-        // The last chunk has exponent 0 and needs no multiplication: it seeds P and Q.
         let (last, rest) = dense.split_last().expect("at least one source");
         let mut by = [V::multiplier(1); MAX_MEMBERS];
         for (slot, exponent) in by.iter_mut().zip((1..=rest.len()).rev()) {
             *slot = V::multiplier(gf::pow2(exponent));
         }
-        let by = &by[..rest.len()];
-        while offset + block <= len {
-            generate_column_direct::<V, GEN>(*last, rest, by, p, q, offset);
-            offset += block;
-        }
-        while offset < len {
-            generate_column_direct::<V, 1>(*last, rest, by, p, q, offset);
-            offset += V::BYTES;
-        }
+        multipliers = by;
+        (*last, rest, &multipliers[..rest.len()])
+    };
+    let block = V::BYTES * GEN;
+    let mut offset = 0;
+    while offset + block <= len {
+        generate_column::<V, GEN>(seed, rest, by, p, q, offset);
+        offset += block;
+    }
+    while offset < len {
+        generate_column::<V, 1>(seed, rest, by, p, q, offset);
+        offset += V::BYTES;
     }
 }
 
-/// One column of plain generation in the direct form: P and Q start as the exponent-0 chunk,
-/// then every other chunk is added to P and, times its own g^i (`by`), to Q. No serial chain
-/// through q: the multiplications of one column are independent ([`accumulate_direct`]).
+/// One column of plain generation: P and Q start as the seed chunk, then take the rest, with
+/// Horner's rule (q = 2q + D_i, highest exponent first) or in the direct form (each chunk
+/// times its own g^i from `by`: [`accumulate_direct`]); both stay in registers until the
+/// stores.
 #[inline(always)]
-unsafe fn generate_column_direct<V: Vector, const UNROLL: usize>(
-    last: *const u8,
+unsafe fn generate_column<V: Vector, const UNROLL: usize>(
+    seed: *const u8,
     rest: &[*const u8],
     by: &[V::Multiplier],
     p_out: *mut u8,
@@ -357,10 +352,20 @@ unsafe fn generate_column_direct<V: Vector, const UNROLL: usize>(
 ) {
     let mut p = [V::zero(); UNROLL];
     for (u, p) in p.iter_mut().enumerate() {
-        *p = V::load(last.add(offset + u * V::BYTES));
+        *p = V::load(seed.add(offset + u * V::BYTES));
     }
     let mut q = p;
-    accumulate_direct::<V, UNROLL>(&mut p, &mut q, rest, by, offset);
+    if V::HORNER {
+        for &data in rest {
+            for u in 0..UNROLL {
+                let v = V::load(data.add(offset + u * V::BYTES));
+                p[u] = p[u].xor(v);
+                q[u] = q[u].mul2().xor(v);
+            }
+        }
+    } else {
+        accumulate_direct::<V, UNROLL>(&mut p, &mut q, rest, by, offset);
+    }
     for u in 0..UNROLL {
         p[u].store(p_out.add(offset + u * V::BYTES));
         q[u].store(q_out.add(offset + u * V::BYTES));
@@ -393,34 +398,6 @@ unsafe fn accumulate_direct<V: Vector, const UNROLL: usize>(
             p[u] = p[u].xor(v);
             q[u] = q[u].xor(v.mul(by));
         }
-    }
-}
-
-/// One column of plain generation: P and Q start as the highest chunk (no doubling of zero),
-/// then Horner's rule, q = 2q + D_i, down the rest; both stay in registers until the stores.
-#[inline(always)]
-unsafe fn generate_column<V: Vector, const UNROLL: usize>(
-    top: *const u8,
-    rest: &[*const u8],
-    p_out: *mut u8,
-    q_out: *mut u8,
-    offset: usize,
-) {
-    let mut p = [V::zero(); UNROLL];
-    for (u, p) in p.iter_mut().enumerate() {
-        *p = V::load(top.add(offset + u * V::BYTES));
-    }
-    let mut q = p;
-    for &data in rest {
-        for u in 0..UNROLL {
-            let v = V::load(data.add(offset + u * V::BYTES));
-            p[u] = p[u].xor(v);
-            q[u] = q[u].mul2().xor(v);
-        }
-    }
-    for u in 0..UNROLL {
-        p[u].store(p_out.add(offset + u * V::BYTES));
-        q[u].store(q_out.add(offset + u * V::BYTES));
     }
 }
 
@@ -734,7 +711,7 @@ impl Recovery<'_> {
 }
 
 /// One column of a [`Recovery`] in the direct form: the survivors' P and Q as in
-/// [`generate_column_direct`], then the two outputs.
+/// [`generate_column`], then the two outputs.
 #[inline(always)]
 unsafe fn column_direct<V: Vector, const UNROLL: usize, F: Finish<V>>(
     sources: &[*const u8],
