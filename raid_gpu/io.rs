@@ -101,17 +101,14 @@ fn members_files(members: KVec<Member>) -> Result<KVec<BlockDeviceFile>> {
 /// Writes `sb` to every member of a new array (before it has an engine), each with its own slot
 /// and UUID. Tries all members; returns the last error.
 pub(crate) fn write_member_superblocks(members: &[Member], sb: &Superblock) -> Result {
-    let mut sb = *sb;
-    let mut result = Ok(());
-    for (slot, member) in (0u32..).zip(members) {
-        sb.this_slot = slot;
-        sb.member_uuid = member.uuid;
-        if let Err(e) = write_superblock(&member.file, &sb) {
+    let targets = (0u32..)
+        .zip(members)
+        .map(|(slot, member)| (slot, member.uuid, (slot, member)));
+    sb.write_copies(targets, |(slot, member), copy| {
+        write_superblock(&member.file, copy).inspect_err(|e| {
             pr_err!("graid: superblock write to member {} failed: {:?}\n", slot, e);
-            result = Err(e);
-        }
-    }
-    result
+        })
+    })
 }
 
 /// The slot table of a fresh array: member `i` active in role `i`.

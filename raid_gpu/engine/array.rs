@@ -121,18 +121,13 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
                 *slot = Slot::Faulty;
             }
         }
-        let mut result = Ok(());
-        for (index, member) in (0u32..).zip(self.members()) {
-            if member.is_faulty() {
-                continue;
-            }
-            sb.this_slot = index;
-            sb.member_uuid = *member.uuid();
-            if let Err(e) = platform.write_superblock(index, &sb) {
-                result = Err(e);
-            }
-        }
-        result
+        let working = (0u32..)
+            .zip(self.members())
+            .filter(|(_, member)| !member.is_faulty())
+            .map(|(index, member)| (index, *member.uuid(), index));
+        sb.write_copies(working, |index, copy| {
+            platform.write_superblock(index, copy)
+        })
     }
 
     /// Starts (or restarts, after a requeue) request `rq`: `op` on `sectors` sectors at array
