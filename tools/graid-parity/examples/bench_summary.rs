@@ -7,7 +7,9 @@
 //! ```
 //!
 //! `--quick` shortens each measurement; `--only gen --only cache` keeps rows whose operation
-//! or working set matches every WORD.
+//! or working set matches every WORD. After the table, one line per goal of issue 4 and row
+//! (P+Q generation against ISA-L, the GFNI levels against AVX-512BW, recovery against
+//! generation), computed from the single-thread columns, with "met" or "not met".
 //!
 //! "cache": a batch of stripes with about 256 KiB of data (or one stripe if a stripe is bigger),
 //! computed over and over. "dram": a pool of stripes with at least 256 MiB of data, all computed
@@ -235,6 +237,7 @@ fn main() {
     println!("{}", header.join(" | "));
 
     let isal_threads: &[usize] = if cfg!(feature = "isal") { &[1, 2] } else { &[] };
+    let mut goals = Goals::default();
     for (set_name, min_bytes) in [("cache", 256 << 10), ("dram", 256 << 20)] {
         for data_chunks in [8, 16] {
             for len in [4 << 10, 64 << 10, 1 << 20] {
@@ -277,12 +280,98 @@ fn main() {
                         runners.push(isal_runner(jobs, threads));
                     }
                     let times = best_times(&mut runners, budget);
-                    row.extend(times.iter().map(|&t| format!("{:.1}", gbps(bytes, t))));
+                    let speeds: Vec<f64> = times.iter().map(|&t| gbps(bytes, t)).collect();
+                    row.extend(speeds.iter().map(|speed| format!("{speed:.1}")));
+                    let mut columns: Vec<String> =
+                        engines.iter().map(|(name, _)| name.clone()).collect();
+                    columns.extend(
+                        isal_threads[..isal_columns]
+                            .iter()
+                            .map(|t| format!("isa-l x{t}")),
+                    );
+                    goals.record(op, &row[1..4].join(" "), columns.into_iter().zip(speeds));
                     if !isal_op {
                         row.extend(isal_threads.iter().map(|_| "-".to_string()));
                     }
                     println!("{}", row.join(" | "));
                 }
+            }
+        }
+    }
+    goals.print();
+}
+
+/// The goals of issue 4, computed from this run's single-thread columns, so a run on another
+/// machine (the device) answers them without hand arithmetic.
+#[derive(Default)]
+struct Goals {
+    rows: Vec<GoalRow>,
+}
+
+/// One measured row: its operation, "shape chunk set", and GB/s per column.
+struct GoalRow {
+    op: Op,
+    key: String,
+    speeds: Vec<(String, f64)>,
+}
+
+impl Goals {
+    fn record(&mut self, op: Op, key: &str, speeds: impl Iterator<Item = (String, f64)>) {
+        self.rows.push(GoalRow {
+            op,
+            key: key.to_string(),
+            speeds: speeds.collect(),
+        });
+    }
+
+    fn speed(&self, op: Op, key: &str, column: &str) -> Option<f64> {
+        let row = self
+            .rows
+            .iter()
+            .find(|row| row.op == op && row.key == key)?;
+        row.speeds
+            .iter()
+            .find(|(name, _)| name == column)
+            .map(|&(_, s)| s)
+    }
+
+    fn print(&self) {
+        let best = format!("{} x1", Level::best());
+        let verdict = |ok: bool| if ok { "met" } else { "not met" };
+        let keys: Vec<&String> = self
+            .rows
+            .iter()
+            .filter(|row| row.op == Op::PqGen)
+            .map(|row| &row.key)
+            .collect();
+        println!();
+        println!("goals (per core, x1 columns of this run; best level here: {best}):");
+        for key in &keys {
+            let gen = self.speed(Op::PqGen, key, &best);
+            if let (Some(gen), Some(isal)) = (gen, self.speed(Op::PqGen, key, "isa-l x1")) {
+                let ratio = gen / isal;
+                println!(
+                    "  P+Q gen >= 1.3x ISA-L pq_gen     {key:<16} {best} {gen:.1} / isa-l {isal:.1} = {ratio:.2} {}",
+                    verdict(ratio >= 1.3)
+                );
+            }
+            if let Some(bw) = self.speed(Op::PqGen, key, "avx512bw x1") {
+                for gfni in ["avx2-gfni x1", "avx512-gfni x1"] {
+                    if let Some(speed) = self.speed(Op::PqGen, key, gfni) {
+                        let ratio = speed / bw;
+                        println!(
+                            "  GFNI >= 1.15x AVX-512BW          {key:<16} {gfni} {speed:.1} / avx512bw x1 {bw:.1} = {ratio:.2} {}",
+                            verdict(ratio >= 1.15)
+                        );
+                    }
+                }
+            }
+            if let (Some(gen), Some(rec)) = (gen, self.speed(Op::Recover2Data, key, &best)) {
+                let cost = gen / rec;
+                println!(
+                    "  2-data recovery <= 1.5x gen cost {key:<16} {best} gen {gen:.1} / recover {rec:.1} = {cost:.2} {}",
+                    verdict(cost <= 1.5)
+                );
             }
         }
     }
