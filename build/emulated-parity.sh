@@ -8,12 +8,13 @@
 #   build/emulated-parity.sh [TEST-BINARY-ARGS...]
 #
 # Exit status 0 when every test binary passed. The guest console is kept in
-# out/emulated-parity/serial.log. Takes about two minutes here.
+# out/emulated-parity/serial.log. About 15 s here once Bochs is built (build/bochs.sh, once);
+# EMULATED_TIMEOUT (default 600 s) bounds a hung guest.
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 
 work=$GRAID_ROOT/out/emulated-parity
-timeout=${EMULATED_TIMEOUT:-1200}
+timeout=${EMULATED_TIMEOUT:-600}
 
 "$GRAID_ROOT/build/deps.sh" >/dev/null
 kdir=$("$GRAID_ROOT/build/kdir.sh")
