@@ -659,9 +659,7 @@ impl<'a> Recovery<'a> {
             offset += V::BYTES;
         }
     }
-}
 
-impl Recovery<'_> {
     /// [`Recovery::columns`] for levels that multiply directly (GFNI): each survivor times its
     /// own g^i, taken from the positions Horner's rule would have given it (`top`, then `runs`
     /// with one lost chunk between consecutive runs).
