@@ -3,10 +3,10 @@
 #![allow(unsafe_code)]
 
 /// The entry points of one x86 level, in a module of their own: `run` (a [`Plan`]), `generate`
-/// (a `GenPq` job, straight to [`exec::generate_job`]) and `recover` (an [`exec::Recovery`]). Each checks the CPU once and then calls
-/// an `#[target_feature]` function, which `#[target_feature]`'s rules make one per level:
-/// the generic kernels are `#[inline(always)]` and compile for the features of the function
-/// they are inlined into.
+/// (a `GenPq` job, straight to [`exec::generate_job`]) and `recover` (an [`exec::Recovery`]).
+/// Each checks the CPU, then calls a `#[target_feature]` function, which has to exist once per
+/// level: the generic kernels are `#[inline(always)]` and compile for the features of the
+/// function they are inlined into.
 #[cfg(target_arch = "x86_64")]
 macro_rules! level_entries {
     (
