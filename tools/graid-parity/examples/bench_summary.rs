@@ -337,41 +337,39 @@ impl Goals {
 
     fn print(&self) {
         let best = format!("{} x1", Level::best());
-        let verdict = |ok: bool| if ok { "met" } else { "not met" };
         let keys: Vec<&String> = self
             .rows
             .iter()
             .filter(|row| row.op == Op::PqGen)
             .map(|row| &row.key)
             .collect();
+        let line = |goal: &str, key: &str, detail: String, met: bool| {
+            let verdict = if met { "met" } else { "not met" };
+            println!("  {goal:<32} {key:<16} {detail} {verdict}");
+        };
         println!();
         println!("goals (per core, x1 columns of this run; best level here: {best}):");
         for key in &keys {
             let gen = self.speed(Op::PqGen, key, &best);
             if let (Some(gen), Some(isal)) = (gen, self.speed(Op::PqGen, key, "isa-l x1")) {
                 let ratio = gen / isal;
-                println!(
-                    "  P+Q gen >= 1.3x ISA-L pq_gen     {key:<16} {best} {gen:.1} / isa-l {isal:.1} = {ratio:.2} {}",
-                    verdict(ratio >= 1.3)
-                );
+                let detail = format!("{best} {gen:.1} / isa-l {isal:.1} = {ratio:.2}");
+                line("P+Q gen >= 1.3x ISA-L pq_gen", key, detail, ratio >= 1.3);
             }
             if let Some(bw) = self.speed(Op::PqGen, key, "avx512bw x1") {
                 for gfni in ["avx2-gfni x1", "avx512-gfni x1"] {
                     if let Some(speed) = self.speed(Op::PqGen, key, gfni) {
                         let ratio = speed / bw;
-                        println!(
-                            "  GFNI >= 1.15x AVX-512BW          {key:<16} {gfni} {speed:.1} / avx512bw x1 {bw:.1} = {ratio:.2} {}",
-                            verdict(ratio >= 1.15)
-                        );
+                        let detail =
+                            format!("{gfni} {speed:.1} / avx512bw x1 {bw:.1} = {ratio:.2}");
+                        line("GFNI >= 1.15x AVX-512BW", key, detail, ratio >= 1.15);
                     }
                 }
             }
             if let (Some(gen), Some(rec)) = (gen, self.speed(Op::Recover2Data, key, &best)) {
                 let cost = gen / rec;
-                println!(
-                    "  2-data recovery <= 1.5x gen cost {key:<16} {best} gen {gen:.1} / recover {rec:.1} = {cost:.2} {}",
-                    verdict(cost <= 1.5)
-                );
+                let detail = format!("{best} gen {gen:.1} / recover {rec:.1} = {cost:.2}");
+                line("2-data recovery <= 1.5x gen cost", key, detail, cost <= 1.5);
             }
         }
     }
