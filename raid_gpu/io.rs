@@ -15,6 +15,7 @@ use crate::kernel_ext::{
     bdev::BlockDeviceFile,
     bio::{self, CloneSet},
     blk_mq::{self, DiskOps, Request},
+    plug,
 };
 use crate::metadata::write_superblock;
 use kernel::{bindings, prelude::*};
@@ -255,8 +256,11 @@ impl DiskOps for ArrayIo {
         // SAFETY: just written; the request is live.
         let state = unsafe { request_state(RqHandle(rq.raw())) };
         let sectors = u64::from(rq.bytes() >> 9);
-        self.engine
-            .submit(self, RqHandle(rq.raw()), state, op, rq.pos(), sectors);
+        // Not into the submitter's plug, which may be the one being flushed right now.
+        plug::with_own_plug(|| {
+            self.engine
+                .submit(self, RqHandle(rq.raw()), state, op, rq.pos(), sectors)
+        });
         blk_mq::status_ok()
     }
 }

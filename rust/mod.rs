@@ -11,4 +11,5 @@ pub(crate) mod bio;
 pub(crate) mod blk_mq;
 pub(crate) mod capability;
 pub(crate) mod misc;
+pub(crate) mod plug;
 mod shim;
