@@ -104,10 +104,14 @@ fn members_files(members: KVec<Member>) -> Result<KVec<BlockDeviceFile>> {
 pub(crate) fn write_member_superblocks(members: &[Member], sb: &Superblock) -> Result {
     let targets = (0u32..)
         .zip(members)
-        .map(|(slot, member)| (slot, member.uuid, (slot, member)));
-    sb.write_copies(targets, |(slot, member), copy| {
+        .map(|(slot, member)| (slot, member.uuid, member));
+    sb.write_copies(targets, |member, copy| {
         write_superblock(&member.file, copy).inspect_err(|e| {
-            pr_err!("graid: superblock write to member {} failed: {:?}\n", slot, e);
+            pr_err!(
+                "graid: superblock write to member {} failed: {:?}\n",
+                copy.this_slot,
+                e
+            );
         })
     })
 }

@@ -155,7 +155,7 @@ fn seed_ptr(seed: Option<&[u8]>) -> *const u8 {
 
 /// Runs a plan. `UNROLL` vectors per column in general; `GEN` vectors per column in plain P+Q
 /// generation, whose 2·`GEN` accumulators stay in registers across every data chunk, and in the
-/// recovery of two members (two data, data and P, data and Q; [`Recovery`]) with Horner's rule.
+/// recovery of two members (two data, data and P, data and Q; [`Recovery`]).
 ///
 /// # Safety
 /// The CPU must support `V`'s instructions. The plan must come from a validated job: all
@@ -283,7 +283,7 @@ pub(crate) unsafe fn generate_job<V: Vector, const GEN: usize>(
     q: &mut [u8],
 ) {
     let mut dense = [ptr::null(); MAX_MEMBERS];
-    // Highest exponent first, as Horner's rule needs.
+    // Highest exponent first, the order `generate` takes.
     for (slot, chunk) in dense.iter_mut().zip(data.iter().rev()) {
         *slot = chunk.as_ptr();
     }
