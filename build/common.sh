@@ -15,3 +15,16 @@ export PATH
 
 log() { printf '[graid] %s\n' "$*" >&2; }
 die() { printf '[graid] error: %s\n' "$*" >&2; exit 1; }
+
+# parity_test_binaries [CARGO_ARG...]: builds graid-parity's test binaries (release) and prints
+# their paths, one a line, for running them elsewhere (the device machine, an emulated CPU).
+parity_test_binaries() {
+	(cd "$GRAID_ROOT/tools" &&
+		cargo test --release --locked -p graid-parity --no-run --message-format=json "$@") |
+		python3 -c '
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"]:
+        print(m["executable"])'
+}

@@ -11,7 +11,8 @@
 # summary, and leaves cpu.txt, tests.txt and bench.txt in $OUT. Nothing there needs cargo or a
 # network: the machine is bare and offline.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
+. "$(dirname "$0")/common.sh"
+root=$GRAID_ROOT
 dir=$root/.device/parity
 
 case ${1:-} in
@@ -23,13 +24,7 @@ prepare)
 	cd "$root/tools"
 	cargo build --release --locked -p graid-parity --features isal --example bench-summary
 	cp target/release/examples/bench-summary "$dir/bin/bench_summary"
-	cargo test --release --locked -p graid-parity --features isal --no-run --message-format=json |
-		python3 -c '
-import json, sys
-for line in sys.stdin:
-    m = json.loads(line)
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"]:
-        print(m["executable"])' |
+	parity_test_binaries --features isal |
 		while read -r exe; do cp "$exe" "$dir/bin/test-$(basename "$exe")"; done
 	cp -L "$(ldconfig -p | awk '/libisal\.so\.2 / { print $NF; exit }')" "$dir/lib/libisal.so.2"
 	# The golden-vector test reads its file by the path it was built at.

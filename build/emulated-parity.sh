@@ -25,14 +25,7 @@ mkdir -p "$work/root"/{bin,dev,proc,sys,t,lib}
 root=$work/root
 
 # Test binaries, as cargo builds them for `cargo test --release`.
-(cd "$GRAID_ROOT/tools" &&
-	cargo test --release --locked -p graid-parity --no-run --message-format=json) |
-	python3 -c '
-import json, sys
-for line in sys.stdin:
-    m = json.loads(line)
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"]:
-        print(m["executable"])' |
+parity_test_binaries |
 	while read -r exe; do cp "$exe" "$root/t/"; done
 ls "$root"/t/* >/dev/null 2>&1 || die "no graid-parity test binaries were built"
 
