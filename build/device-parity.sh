@@ -50,7 +50,7 @@ run)
 	status=0
 	for t in "$dir"/bin/test-*; do
 		echo "== $(basename "$t")"
-		"$t" --include-ignored 2>&1 || status=1
+		"$t" 2>&1 || status=1
 	done >"$out/tests.txt"
 	grep -E '^(== |test result)' "$out/tests.txt"
 	"$dir/bin/bench_summary" "${@:2}" 2>&1 | tee "$out/bench.txt"
