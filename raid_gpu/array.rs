@@ -1,22 +1,42 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! One running array: its members, its `/dev/graidN` disk, and how it is created and described.
+//! One running array: its members, its `/dev/graidN` disk, and how it is created, started,
+//! described and stopped.
+//!
+//! The superblocks say "clean" only when the array was stopped with its copies known to be in
+//! sync. While it runs they say "not clean"; it starts that way (written before the disk
+//! appears) and only a stop writes "clean" again, and only if the copies were in sync: an
+//! array that was not cleanly stopped, or created without its mirrors in sync, stays unclean
+//! through every stop and start until a resync (a later feature) makes it clean. A start that
+//! fails after the first write leaves it "not clean" (safe: at worst a needless resync).
 
 use crate::engine::array::ArrayState;
 use crate::engine::geometry::{Geometry, Level};
 use crate::engine::superblock::{
-    Area, ArrayName, Superblock, DEFAULT_DATA_OFFSET_SECTORS, RECOVERY_COMPLETE,
+    Area, ArrayName, Slot, Superblock, DEFAULT_DATA_OFFSET_SECTORS, MAX_SLOTS, RECOVERY_COMPLETE,
 };
-use crate::io::{fresh_slots, write_member_superblocks, ArrayIo, Member};
+use crate::io::{ArrayIo, Member};
 use crate::kernel_ext::{
     bdev::BlockDeviceFile,
     blk_mq::{Disk, DiskConfig},
+    random::random_bytes,
 };
 use crate::uapi;
-use kernel::{bindings, ffi::c_void, prelude::*};
+use kernel::{ffi::c_void, prelude::*};
 
 /// Smallest usable data area per member: one 1 MiB chunk.
 const MIN_MEMBER_DATA_SECTORS: u64 = 2048;
+
+/// How a new array's copies start out.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum InitialSync {
+    /// Not known to be in sync: reads come from one fixed copy until a resync.
+    Unknown,
+    /// Taken as in sync on the caller's word (mdadm's `--assume-clean`).
+    AssumeClean,
+    /// Every member's data area was zeroed by the device (mdadm's `--write-zeroes`).
+    Zeroed,
+}
 
 /// What CREATE asks for, validated by the caller except for what needs the devices.
 pub(crate) struct CreateParams {
@@ -25,12 +45,13 @@ pub(crate) struct CreateParams {
     pub(crate) name: ArrayName,
     pub(crate) uuid: [u8; 16],
     pub(crate) created: u64,
+    pub(crate) sync: InitialSync,
     /// (major, minor) of each member, in role order, without duplicates.
     pub(crate) members: KVec<(u32, u32)>,
 }
 
 /// A running array.
-#[pin_data]
+#[pin_data(PinnedDrop)]
 pub(crate) struct Array {
     pub(crate) index: u32,
     #[pin]
@@ -68,17 +89,41 @@ impl Holder {
 
 pub(crate) fn random_uuid() -> [u8; 16] {
     let mut uuid = [0u8; 16];
-    // SAFETY: `uuid` is valid for writes of its length.
-    unsafe { bindings::get_random_bytes(uuid.as_mut_ptr().cast(), uuid.len()) };
+    random_bytes(&mut uuid);
     // RFC 9562 version 4, variant 10.
     uuid[6] = (uuid[6] & 0x0f) | 0x40;
     uuid[8] = (uuid[8] & 0x3f) | 0x80;
     uuid
 }
 
+/// The slot table of a fresh array: member `i` active in role `i`.
+fn fresh_slots(members: u32) -> [Slot; MAX_SLOTS] {
+    let mut slots = [Slot::Empty; MAX_SLOTS];
+    for (role, slot) in (0..members).zip(slots.iter_mut()) {
+        *slot = Slot::Active { role: role as u8 };
+    }
+    slots
+}
+
+/// Refuses a member set that holds one device twice (two numbers can name one device, say a
+/// partition and an alias) or a zoned device (its writes must follow zone rules graid does not
+/// keep). `Err` with the index of the refused member.
+pub(crate) fn check_members(files: &[&BlockDeviceFile]) -> Result<(), (usize, Error)> {
+    for (i, file) in files.iter().enumerate() {
+        if files.iter().take(i).any(|earlier| earlier.same_device(file)) {
+            return Err((i, EINVAL));
+        }
+        if file.is_zoned() {
+            return Err((i, crate::errno::emediumtype()));
+        }
+    }
+    Ok(())
+}
+
 impl Array {
-    /// Opens the members exclusively, writes fresh superblocks and brings up `/dev/graid<index>`.
-    /// Nothing is written unless every member opened and the geometry is valid.
+    /// Opens the members exclusively, zeroes them if asked, and starts the array (its first
+    /// superblocks are written just before `/dev/graid<index>` appears). Nothing is written
+    /// unless every member opened, fits and the geometry is valid.
     // Not inlined, here and below: keeps each ioctl's stack frame small (build/frame-check.sh).
     #[inline(never)]
     pub(crate) fn create(index: u32, params: CreateParams) -> Result<Pin<KBox<Array>>> {
@@ -88,6 +133,12 @@ impl Array {
             let file = BlockDeviceFile::open_exclusive(major, minor, holder.cookie())?;
             members.push(Member::new(file, random_uuid()), GFP_KERNEL)?;
         }
+        let mut files = KVec::with_capacity(members.len(), GFP_KERNEL)?;
+        for member in members.iter() {
+            files.push(&member.file, GFP_KERNEL)?;
+        }
+        check_members(&files).map_err(|(_, e)| e)?;
+        drop(files);
         let smallest = members.iter().map(|m| m.file.nr_sectors()).min().unwrap_or(0);
         let data_sectors = smallest
             .checked_sub(DEFAULT_DATA_OFFSET_SECTORS)
@@ -103,12 +154,13 @@ impl Array {
             array_uuid: params.uuid,
             array_name: params.name,
             created: params.created,
-            events: 1,
+            // The first update writes event 1.
+            events: 0,
             clean: false,
             level: params.level,
             chunk_sectors: params.chunk_sectors,
             members: nr,
-            member_uuid: [0; 16],
+            member_uuid: members.first().map(|m| m.uuid).unwrap_or([0; 16]),
             this_slot: 0,
             data_offset: DEFAULT_DATA_OFFSET_SECTORS,
             data_size: geometry.member_data_sectors(),
@@ -117,20 +169,24 @@ impl Array {
             journal: Area::NONE,
             slots: fresh_slots(nr),
         };
-        let first = Superblock {
-            member_uuid: members.first().map(|m| m.uuid).unwrap_or([0; 16]),
-            ..superblock
-        };
-        if let Err(e) = first.validate() {
+        if let Err(e) = superblock.validate() {
             pr_err!("graid: cannot create {}: {:?}\n", superblock.array_name.as_str(), e);
             return Err(EINVAL);
         }
-        write_member_superblocks(&members, &superblock)?;
-        Self::start(index, superblock, geometry, members, holder)
+        if params.sync == InitialSync::Zeroed {
+            for (i, member) in members.iter().enumerate() {
+                member
+                    .file
+                    .zero_out_fast(superblock.data_offset, superblock.data_size)
+                    .inspect_err(|e| pr_err!("graid: cannot zero member {}: {:?}\n", i, e))?;
+            }
+        }
+        let in_sync = params.level == Level::Raid0 || params.sync != InitialSync::Unknown;
+        Self::start(index, superblock, geometry, members, holder, in_sync)
     }
 
     /// Starts an array from members carrying its superblocks, in role order (checked by the
-    /// caller), newest superblock first in `freshest`. Bumps the event count on every member.
+    /// caller), `freshest` the newest of them.
     #[inline(never)]
     pub(crate) fn assemble(
         index: u32,
@@ -139,22 +195,25 @@ impl Array {
         holder: Holder,
     ) -> Result<Pin<KBox<Array>>> {
         let geometry = freshest.geometry().map_err(|_| crate::errno::euclean())?;
-        let array = Self::start(index, freshest, geometry, members, holder)?;
-        array.io().write_superblocks(false)?;
-        Ok(array)
+        let in_sync = freshest.clean || freshest.level == Level::Raid0;
+        if !in_sync {
+            pr_warn!(
+                "graid: {} was not stopped cleanly or its mirrors were never synchronised: reading one copy until a resync\n",
+                freshest.array_name.as_str()
+            );
+        }
+        Self::start(index, freshest, geometry, members, holder, in_sync)
     }
 
-    /// The array's UUID.
-    pub(crate) fn uuid(&self) -> &[u8; 16] {
-        &self.io().engine.superblock().array_uuid
-    }
-
+    /// Sets up the engine, writes every member's superblock ("not clean", events + 1) and
+    /// brings up the disk.
     fn start(
         index: u32,
         superblock: Superblock,
         geometry: Geometry,
         members: KVec<Member>,
         holder: Holder,
+        in_sync: bool,
     ) -> Result<Pin<KBox<Array>>> {
         let mut stack = KVec::with_capacity(members.len(), GFP_KERNEL)?;
         for m in members.iter() {
@@ -169,10 +228,20 @@ impl Array {
             max_discard_sectors: max_discard_sectors(&geometry),
             members: &stack,
         };
+        let first_write = |io: &ArrayIo| {
+            io.engine.write_superblocks(io, false).map_err(|_| {
+                pr_err!("graid: {}: no member took the superblock\n", superblock.array_name.as_str());
+                EIO
+            })
+        };
         KBox::pin_init(
             try_pin_init!(Array {
                 index,
-                disk <- Disk::new(&config, ArrayIo::new(superblock, geometry, members)),
+                disk <- Disk::new(
+                    &config,
+                    ArrayIo::new(superblock, geometry, members, in_sync),
+                    first_write,
+                ),
                 _holder: holder,
             }),
             GFP_KERNEL,
@@ -216,14 +285,9 @@ impl Array {
         self.disk.ops()
     }
 
-    /// The array's name.
-    pub(crate) fn name(&self) -> &ArrayName {
-        &self.io().engine.superblock().array_name
-    }
-
-    /// How many openers the disk has.
-    pub(crate) fn open_count(&self) -> u32 {
-        self.disk.open_count()
+    /// Refuses opens from now on, unless the disk is open (`EBUSY`): the first step of a stop.
+    pub(crate) fn begin_stop(&self) -> Result {
+        self.disk.begin_close()
     }
 
     /// Fills in DETAIL.
@@ -237,9 +301,15 @@ impl Array {
         out.state = match engine.state() {
             ArrayState::Optimal => uapi::GRAID_ARRAY_OPTIMAL,
             ArrayState::Degraded => uapi::GRAID_ARRAY_DEGRADED,
+            ArrayState::Broken => uapi::GRAID_ARRAY_BROKEN,
             ArrayState::Failed => uapi::GRAID_ARRAY_FAILED,
         };
-        out.open_count = self.open_count();
+        out.flags = if engine.in_sync() {
+            0
+        } else {
+            uapi::GRAID_DETAIL_RESYNC_PENDING
+        };
+        out.open_count = self.disk.open_count();
         out.size_sectors = engine.geometry().array_sectors();
         out.events = engine.events();
         out.uuid = sb.array_uuid;
@@ -261,7 +331,26 @@ impl Array {
                 read_bytes: s.read_bytes,
                 write_bytes: s.write_bytes,
                 errors: s.errors,
+                corrected: s.corrected,
             };
+        }
+    }
+}
+
+#[pinned_drop]
+impl PinnedDrop for Array {
+    fn drop(self: Pin<&mut Self>) {
+        // No request is left once the disk is gone, and the worker is idle after it: the last
+        // superblock update has the members to itself.
+        self.disk.remove();
+        let io = self.io();
+        io.flush_worker();
+        let clean = io.engine.in_sync();
+        if io.engine.write_superblocks(io, clean).is_err() {
+            pr_err!(
+                "graid: {}: final superblock update reached no member\n",
+                io.engine.superblock().array_name.as_str()
+            );
         }
     }
 }

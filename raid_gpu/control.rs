@@ -3,21 +3,24 @@
 //! `/dev/graid-control`: the ioctls graidctl uses to manage arrays.
 //!
 //! Every argument is copied in, validated completely and only then acted on, so a malformed
-//! request changes nothing. All array changes happen under one mutex.
+//! request changes nothing. The list of arrays is under one mutex, held only to look up and
+//! to reserve or publish an entry: never across member I/O (opening, zeroing, superblock
+//! writes, draining a disk), so one hung member cannot freeze every ioctl.
 
-use crate::array::{random_uuid, Array, CreateParams, Holder};
+use crate::array::{check_members, random_uuid, Array, CreateParams, Holder, InitialSync};
 use crate::engine::assembly::{member_status, pick_freshest, MemberStatus};
 use crate::engine::geometry::{Geometry, Level};
 use crate::engine::superblock::ArrayName;
 use crate::io::Member;
-use crate::kernel_ext::{bdev::BlockDeviceFile, capability::require_sys_admin, misc::MiscOps};
-use crate::metadata::read_superblock;
+use crate::kernel_ext::{
+    bdev::BlockDeviceFile, capability::require_sys_admin, misc::MiscOps, random::real_seconds,
+};
+use crate::superblock_io::read_superblock;
 use crate::uapi::{
     self, GraidAssemble, GraidCreate, GraidDetail, GraidList, GraidStop, GraidVersion,
 };
 use core::mem::size_of;
 use kernel::{
-    bindings,
     fs::File,
     new_mutex,
     prelude::*,
@@ -47,11 +50,20 @@ unsafe impl AsBytes for GraidDetail {}
 // SAFETY: see above.
 unsafe impl FromBytes for GraidDetail {}
 
+/// One array index in use: a running array, or one being created, assembled or stopped
+/// (reserved: its index, name and UUID are taken, but it is not listed).
+struct Entry {
+    index: u32,
+    name: ArrayName,
+    uuid: [u8; 16],
+    array: Option<Pin<KBox<Array>>>,
+}
+
 /// The control device: owns every running array.
 #[pin_data]
 pub(crate) struct Control {
     #[pin]
-    arrays: Mutex<KVec<Pin<KBox<Array>>>>,
+    arrays: Mutex<KVec<Entry>>,
 }
 
 impl Control {
@@ -59,6 +71,51 @@ impl Control {
         try_pin_init!(Self {
             arrays <- new_mutex!(KVec::new()),
         })
+    }
+
+    /// Reserves the lowest free index for an array called `name` with `uuid`: `EEXIST` if the
+    /// name or UUID is taken, `ENFILE` if every index is.
+    fn reserve(&self, name: ArrayName, uuid: [u8; 16]) -> Result<u32> {
+        let mut arrays = self.arrays.lock();
+        if arrays.iter().any(|e| e.uuid == uuid || e.name.as_str() == name.as_str()) {
+            return Err(EEXIST);
+        }
+        let index = (0..uapi::GRAID_MAX_ARRAYS as u32)
+            .find(|i| !arrays.iter().any(|e| e.index == *i))
+            .ok_or(ENFILE)?;
+        arrays.push(
+            Entry {
+                index,
+                name,
+                uuid,
+                array: None,
+            },
+            GFP_KERNEL,
+        )?;
+        Ok(index)
+    }
+
+    /// Publishes the array started for reserved `index`, or gives the index back on failure.
+    fn publish(&self, index: u32, started: Result<Pin<KBox<Array>>>) -> Result<u32> {
+        let mut arrays = self.arrays.lock();
+        let pos = arrays.iter().position(|e| e.index == index);
+        match (started, pos) {
+            (Ok(array), Some(pos)) => {
+                array.announce();
+                if let Some(entry) = arrays.get_mut(pos) {
+                    entry.array = Some(array);
+                }
+                Ok(index)
+            }
+            (Err(e), pos) => {
+                if let Some(pos) = pos {
+                    let _ = arrays.remove(pos);
+                }
+                Err(e)
+            }
+            // Unreachable: only the reserver removes a reserved entry.
+            (Ok(_), None) => Err(EINVAL),
+        }
     }
 }
 
@@ -99,9 +156,15 @@ fn version(user: UserSlice) -> Result<isize> {
 
 /// Checks everything about a CREATE request that does not need the member devices.
 fn parse_create(req: &GraidCreate) -> Result<CreateParams> {
-    if req.flags != 0 || req.reserved != 0 {
+    if req.flags & !uapi::GRAID_CREATE_FLAGS != 0 || req.reserved != 0 {
         return Err(EINVAL);
     }
+    let sync = match req.flags {
+        0 => InitialSync::Unknown,
+        uapi::GRAID_CREATE_ASSUME_CLEAN => InitialSync::AssumeClean,
+        uapi::GRAID_CREATE_WRITE_ZEROES => InitialSync::Zeroed,
+        _ => return Err(EINVAL),
+    };
     let level = Level::from_code(req.level).ok_or(EINVAL)?;
     let nr = req.nr_members as usize;
     let members = req.members.get(..nr).ok_or(EINVAL)?;
@@ -126,8 +189,7 @@ fn parse_create(req: &GraidCreate) -> Result<CreateParams> {
     let created = if req.ctime != 0 {
         req.ctime
     } else {
-        // SAFETY: reads the wall clock.
-        unsafe { bindings::ktime_get_real_seconds() as u64 }
+        real_seconds()
     };
     Ok(CreateParams {
         level,
@@ -135,15 +197,9 @@ fn parse_create(req: &GraidCreate) -> Result<CreateParams> {
         name,
         uuid,
         created,
+        sync,
         members: devs,
     })
-}
-
-/// The lowest array index not in use.
-fn free_index(arrays: &[Pin<KBox<Array>>]) -> Result<u32> {
-    (0..uapi::GRAID_MAX_ARRAYS as u32)
-        .find(|i| !arrays.iter().any(|a| a.index == *i))
-        .ok_or(ENFILE)
 }
 
 impl Control {
@@ -152,15 +208,8 @@ impl Control {
         let (mut reader, mut writer) = user.reader_writer();
         let mut req: GraidCreate = reader.read()?;
         let params = parse_create(&req)?;
-        let mut arrays = self.arrays.lock();
-        if arrays.iter().any(|a| a.name().as_str() == params.name.as_str()) {
-            return Err(EEXIST);
-        }
-        let index = free_index(&arrays)?;
-        let array = Array::create(index, params)?;
-        array.announce();
-        arrays.push(array, GFP_KERNEL)?;
-        req.index = index;
+        let index = self.reserve(params.name, params.uuid)?;
+        req.index = self.publish(index, Array::create(index, params))?;
         writer.write(&req)?;
         Ok(0)
     }
@@ -199,6 +248,15 @@ impl Control {
             sbs.push(read_superblock(&file)?, GFP_KERNEL)?;
             files.push(Some(file), GFP_KERNEL)?;
         }
+        let mut opened = KVec::with_capacity(nr, GFP_KERNEL)?;
+        for file in files.iter().flatten() {
+            opened.push(file, GFP_KERNEL)?;
+        }
+        if let Err((i, e)) = check_members(&opened) {
+            req.bad_member = i as u32;
+            return Err(e);
+        }
+        drop(opened);
         // The array is the one the first member belongs to; the newest superblock describes it.
         let uuid = sbs.first().map(|sb| sb.array_uuid).ok_or(EINVAL)?;
         let freshest = pick_freshest(&sbs, &uuid).ok_or(EINVAL)?;
@@ -223,7 +281,20 @@ impl Control {
             if slot.is_some() {
                 return Err(EINVAL);
             }
-            *slot = Some(Member::new(file.take().ok_or(EINVAL)?, sb.member_uuid));
+            let file = file.take().ok_or(EINVAL)?;
+            // The data area must fit: a shrunk device would take I/O past its end.
+            let needed = sb.data_offset.checked_add(best.data_size).ok_or(EINVAL)?;
+            if file.nr_sectors() < needed {
+                pr_err!(
+                    "graid: {}: member {} has {} sectors, the array needs {}\n",
+                    best.array_name.as_str(),
+                    i,
+                    file.nr_sectors(),
+                    needed
+                );
+                return Err(ENOSPC);
+            }
+            *slot = Some(Member::new(file, sb.member_uuid));
         }
         req.bad_member = u32::MAX;
         let mut members = KVec::with_capacity(by_role.len(), GFP_KERNEL)?;
@@ -231,18 +302,8 @@ impl Control {
             // A role nobody fills: degraded assembly is not supported yet.
             members.push(member.ok_or(ENODEV)?, GFP_KERNEL)?;
         }
-        if !best.clean {
-            pr_warn!("graid: {} was not stopped cleanly; mirrors are not resynchronised yet\n", best.array_name.as_str());
-        }
-        let mut arrays = self.arrays.lock();
-        if arrays.iter().any(|a| a.uuid() == &best.array_uuid || a.name().as_str() == best.array_name.as_str()) {
-            return Err(EEXIST);
-        }
-        let index = free_index(&arrays)?;
-        let array = Array::assemble(index, members, best, holder)?;
-        array.announce();
-        arrays.push(array, GFP_KERNEL)?;
-        Ok(index)
+        let index = self.reserve(best.array_name, best.array_uuid)?;
+        self.publish(index, Array::assemble(index, members, best, holder))
     }
 
     #[inline(never)]
@@ -251,15 +312,24 @@ impl Control {
         if req.flags & !uapi::GRAID_STOP_FORCE != 0 {
             return Err(EINVAL);
         }
-        let mut arrays = self.arrays.lock();
-        let pos = arrays.iter().position(|a| a.index == req.index).ok_or(ENODEV)?;
-        // Even with FORCE: tearing down an open disk could lose writes in flight.
-        if arrays.get(pos).map(|a| a.open_count()).unwrap_or(0) > 0 {
-            return Err(EBUSY);
-        }
-        let array = arrays.remove(pos)?;
-        // Deletes the disk (draining I/O), marks the superblocks clean, releases the members.
+        let array = {
+            let mut arrays = self.arrays.lock();
+            let entry = arrays
+                .iter_mut()
+                .find(|e| e.index == req.index && e.array.is_some())
+                .ok_or(ENODEV)?;
+            // Even with FORCE: tearing down an open disk could lose writes in flight. From here
+            // on nobody can open it.
+            entry.array.as_ref().ok_or(ENODEV)?.begin_stop()?;
+            // The entry stays, reserved, until the array is gone.
+            entry.array.take().ok_or(ENODEV)?
+        };
+        // Deletes the disk (draining I/O), writes the last superblocks, releases the members.
         drop(array);
+        let mut arrays = self.arrays.lock();
+        if let Some(pos) = arrays.iter().position(|e| e.index == req.index) {
+            let _ = arrays.remove(pos);
+        }
         Ok(0)
     }
 
@@ -271,8 +341,9 @@ impl Control {
             indices: [0; uapi::GRAID_MAX_ARRAYS],
         };
         let arrays = self.arrays.lock();
-        for (a, slot) in arrays.iter().zip(out.indices.iter_mut()) {
-            *slot = a.index;
+        let running = arrays.iter().filter(|e| e.array.is_some());
+        for (e, slot) in running.zip(out.indices.iter_mut()) {
+            *slot = e.index;
             out.count += 1;
         }
         drop(arrays);
@@ -294,7 +365,11 @@ impl Control {
         };
         out.index = index;
         let arrays = self.arrays.lock();
-        let array = arrays.iter().find(|a| a.index == index).ok_or(ENODEV)?;
+        let array = arrays
+            .iter()
+            .find(|e| e.index == index)
+            .and_then(|e| e.array.as_ref())
+            .ok_or(ENODEV)?;
         array.detail(&mut out);
         drop(arrays);
         writer.write(&*out)?;

@@ -22,3 +22,8 @@ pub(crate) fn enodata() -> Error {
 pub(crate) fn estale() -> Error {
     code(bindings::ESTALE)
 }
+
+/// A member is a zoned device.
+pub(crate) fn emediumtype() -> Error {
+    code(bindings::EMEDIUMTYPE)
+}

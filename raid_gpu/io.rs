@@ -1,23 +1,29 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The kernel home of an array's engine: blk-mq requests go into
-//! [`ArrayEngine`](crate::engine::array::ArrayEngine), and the member I/O it plans goes out as
-//! clones of the request's own bios (no data copy). Everything that decides anything lives in
-//! the engine; this file only translates between it and the block layer.
+//! [`ArrayEngine`](crate::engine::array::ArrayEngine), the member I/O it plans goes out as
+//! clones of the request's own bios (no data copy), and the engine's worker runs on the array's
+//! own workqueue. Everything that decides anything lives in the engine; this file only
+//! translates between it and the block layer.
 
 use crate::engine::array::{ArrayEngine, EngineError};
 use crate::engine::geometry::Geometry;
-use crate::engine::members::MemberState;
-use crate::engine::platform::{MemberIo, MetadataError, Op, PieceInfo, Platform, Status, SubmitError};
+use crate::engine::members::{MemberSet, MemberState};
+use crate::engine::platform::{
+    MemberEvent, MemberIo, Op, PieceInfo, Platform, Status, SubmitError, WorkList,
+};
 use crate::engine::request::RequestState;
-use crate::engine::superblock::{Slot, Superblock, UUID_LEN};
+use crate::engine::superblock::{Superblock, UUID_LEN};
 use crate::kernel_ext::{
     bdev::BlockDeviceFile,
-    bio::{self, CloneSet},
-    blk_mq::{self, DiskOps, Request},
+    bio::{self, CloneOp, CloneSet},
+    blk_mq::{self, Disk, DiskOps, Request},
     plug,
+    work::{WorkHandler, Worker},
 };
-use crate::metadata::write_superblock;
+use crate::superblock_io::SuperblockWriter;
+use core::ptr;
+use core::sync::atomic::{AtomicPtr, Ordering};
 use kernel::{bindings, prelude::*};
 
 /// A member device of an array being set up, in role order.
@@ -33,49 +39,135 @@ impl Member {
     }
 }
 
-/// A request handed to the engine: started by `queue_rq`, live until the engine has it ended
-/// or requeued.
+/// A request in the engine's hands: a started blk-mq request given up by its
+/// [`Request`] handle, taken back once to end it ([`ArrayIo::end_request`]). The engine's
+/// reference count (its [`RequestState`]) decides when.
 #[derive(Clone, Copy)]
-pub(crate) struct RqHandle(*mut bindings::request);
+pub(crate) struct RqRef(*mut bindings::request);
+
+/// The driver data of every request: the engine's state, and the link of the worker's lists.
+#[derive(Default)]
+pub(crate) struct Pdu {
+    state: RequestState,
+    next: AtomicPtr<bindings::request>,
+}
 
 /// Context riding in front of every member bio.
 pub(crate) struct PieceCtx {
-    rq: RqHandle,
+    rq: RqRef,
     io: *const ArrayIo,
     piece: PieceInfo,
 }
 
 // SAFETY: the pointers are only dereferenced in the completion, while the request (and so the
-// array, which cannot go away with requests in flight) is alive.
+// array: `del_gendisk` waits for every request to end before the array goes) is alive.
 unsafe impl Send for PieceCtx {}
 
-/// An array's request handler: the engine, the member devices and the bio set for member I/O.
-/// Dropping it (after the disk is gone) marks the superblocks clean.
-#[pin_data(PinnedDrop)]
+/// A lock-free list of requests for the worker (a stack, linked through the requests' PDUs):
+/// pushed from any context, interrupts included, emptied at once by the worker.
+#[derive(Default)]
+struct RqStack {
+    head: AtomicPtr<bindings::request>,
+}
+
+impl RqStack {
+    fn push(&self, rq: RqRef) {
+        let next = &pdu(rq).next;
+        let mut head = self.head.load(Ordering::Acquire);
+        loop {
+            next.store(head, Ordering::Relaxed);
+            match self
+                .head
+                .compare_exchange_weak(head, rq.0, Ordering::Release, Ordering::Acquire)
+            {
+                Ok(_) => return,
+                Err(current) => head = current,
+            }
+        }
+    }
+
+    /// Empties the list and hands each request to `f`, oldest first.
+    fn take_all(&self, mut f: impl FnMut(RqRef)) {
+        let mut newest_first = self.head.swap(ptr::null_mut(), Ordering::AcqRel);
+        // Reverse in place: oldest first.
+        let mut oldest_first = ptr::null_mut();
+        while !newest_first.is_null() {
+            let next = pdu(RqRef(newest_first)).next.load(Ordering::Relaxed);
+            pdu(RqRef(newest_first)).next.store(oldest_first, Ordering::Relaxed);
+            oldest_first = newest_first;
+            newest_first = next;
+        }
+        while !oldest_first.is_null() {
+            let rq = RqRef(oldest_first);
+            // Read before `f`, which may push the request again.
+            oldest_first = pdu(rq).next.load(Ordering::Relaxed);
+            f(rq);
+        }
+    }
+}
+
+/// The PDU of a request in the engine's hands.
+fn pdu<'a>(rq: RqRef) -> &'a Pdu {
+    // SAFETY: an `RqRef` is a request of an array disk (whose PDU is a `Pdu`, made by
+    // `init_request`); the PDU lives as long as the tag set, which outlives the engine's use.
+    unsafe { blk_mq::request_data::<ArrayIo>(rq.0) }
+}
+
+/// An array's request handler: the engine, the member devices, the bio set for member I/O,
+/// the superblock writer and the worker.
+#[pin_data]
 pub(crate) struct ArrayIo {
+    /// First, so it is cancelled before anything it uses goes away.
+    #[pin]
+    worker: Worker<ArrayIo>,
     pub(crate) engine: ArrayEngine<KVec<MemberState>>,
     /// Member devices, in role order.
     pub(crate) files: KVec<BlockDeviceFile>,
     #[pin]
     clones: CloneSet<PieceCtx>,
+    #[pin]
+    superblocks: SuperblockWriter,
+    deferred: RqStack,
+    parked: RqStack,
 }
 
 impl ArrayIo {
+    /// `in_sync`: the copies are known to hold the same data.
     pub(crate) fn new(
         superblock: Superblock,
         geometry: Geometry,
         members: KVec<Member>,
+        in_sync: bool,
     ) -> impl PinInit<Self, Error> {
-        try_pin_init!(Self {
-            engine: new_engine(superblock, geometry, &members)?,
+        try_pin_init!(&this in Self {
+            // SAFETY: the worker is a field of the value `this` points at.
+            worker <- unsafe { Worker::new(this.as_ptr(), c"graid") },
+            engine: new_engine(superblock, geometry, &members, in_sync)?,
+            superblocks <- SuperblockWriter::new(members.len()),
             files: members_files(members)?,
             clones <- CloneSet::new(64),
+            deferred: RqStack::default(),
+            parked: RqStack::default(),
         })
     }
 
-    /// Writes every working member's superblock with a new event count.
-    pub(crate) fn write_superblocks(&self, clean: bool) -> Result {
-        self.engine.write_superblocks(self, clean).map_err(|_| EIO)
+    /// Waits until the worker is idle (called once no request is left).
+    pub(crate) fn flush_worker(&self) {
+        self.worker.flush();
+    }
+
+    /// Takes and starts one request.
+    fn start(&self, rq: Request<Self>) {
+        let op = match rq.op() {
+            bindings::req_op_REQ_OP_READ => Op::Read,
+            bindings::req_op_REQ_OP_WRITE => Op::Write,
+            bindings::req_op_REQ_OP_FLUSH => Op::Flush,
+            bindings::req_op_REQ_OP_DISCARD => Op::Discard,
+            _ => return rq.end(blk_mq::status_notsupp()),
+        };
+        let (start, sectors) = (rq.pos(), u64::from(rq.bytes() >> 9));
+        self.engine
+            .submit(self, RqRef(rq.into_raw()), op, start, sectors);
     }
 }
 
@@ -83,12 +175,14 @@ fn new_engine(
     superblock: Superblock,
     geometry: Geometry,
     members: &[Member],
+    in_sync: bool,
 ) -> Result<ArrayEngine<KVec<MemberState>>> {
     let mut states = KVec::with_capacity(members.len(), GFP_KERNEL)?;
     for member in members {
         states.push(MemberState::new(member.uuid), GFP_KERNEL)?;
     }
-    ArrayEngine::new(superblock, geometry, states).map_err(|EngineError::MemberCount { .. }| EINVAL)
+    ArrayEngine::new(superblock, geometry, states, in_sync)
+        .map_err(|EngineError::MemberCount { .. }| EINVAL)
 }
 
 fn members_files(members: KVec<Member>) -> Result<KVec<BlockDeviceFile>> {
@@ -97,32 +191,6 @@ fn members_files(members: KVec<Member>) -> Result<KVec<BlockDeviceFile>> {
         files.push(member.file, GFP_KERNEL)?;
     }
     Ok(files)
-}
-
-/// Writes `sb` to every member of a new array (before it has an engine), each with its own slot
-/// and UUID. Tries all members; returns the last error.
-pub(crate) fn write_member_superblocks(members: &[Member], sb: &Superblock) -> Result {
-    let targets = (0u32..)
-        .zip(members)
-        .map(|(slot, member)| (slot, member.uuid, member));
-    sb.write_copies(targets, |member, copy| {
-        write_superblock(&member.file, copy).inspect_err(|e| {
-            pr_err!(
-                "graid: superblock write to member {} failed: {:?}\n",
-                copy.this_slot,
-                e
-            );
-        })
-    })
-}
-
-/// The slot table of a fresh array: member `i` active in role `i`.
-pub(crate) fn fresh_slots(members: u32) -> [Slot; crate::engine::superblock::MAX_SLOTS] {
-    let mut slots = [Slot::Empty; crate::engine::superblock::MAX_SLOTS];
-    for (role, slot) in (0..members).zip(slots.iter_mut()) {
-        *slot = Slot::Active { role: role as u8 };
-    }
-    slots
 }
 
 fn to_blk_status(status: Status) -> bindings::blk_status_t {
@@ -143,33 +211,32 @@ fn from_blk_status(status: bindings::blk_status_t) -> Status {
     }
 }
 
-/// The request's engine state, in its PDU.
-///
-/// # Safety
-///
-/// `rq` must be a live request of an array disk.
-unsafe fn request_state<'a>(rq: RqHandle) -> &'a RequestState {
-    // SAFETY: by the caller's contract the PDU holds a `RequestState`, written by `queue_rq`
-    // before the engine saw the request; the PDU lives as long as the tag set.
-    unsafe { &*blk_mq::request_data::<ArrayIo>(rq.0) }
-}
-
 impl Platform for ArrayIo {
-    type Request = RqHandle;
+    type Request = RqRef;
     type Segment = *mut bindings::bio;
 
-    fn segments(&self, rq: RqHandle) -> impl Iterator<Item = (*mut bindings::bio, u64, u64)> {
+    fn state(&self, rq: RqRef) -> &RequestState {
+        &pdu(rq).state
+    }
+
+    fn segments(&self, rq: RqRef) -> impl Iterator<Item = (*mut bindings::bio, u64, u64)> {
         // SAFETY: the engine only passes requests it was handed by `queue_rq` and that have
         // not ended; their bio lists are stable while they are in the driver.
         unsafe { blk_mq::bios_of(rq.0) }
     }
 
-    fn submit(&self, rq: RqHandle, io: &MemberIo<*mut bindings::bio>) -> Result<(), SubmitError> {
+    fn submit(&self, rq: RqRef, io: &MemberIo<*mut bindings::bio>) -> Result<(), SubmitError> {
         let member = self.files.get(io.info.member as usize).ok_or(SubmitError)?;
         let ctx = PieceCtx {
             rq,
             io: self,
             piece: io.info,
+        };
+        let op = match io.info.op {
+            Op::Read => CloneOp::Read,
+            Op::Write => CloneOp::Write,
+            Op::Discard => CloneOp::Discard,
+            Op::Flush => CloneOp::Write,
         };
         let made = match io.source {
             // SAFETY: the member is open; `piece_end_io` releases the bio.
@@ -184,6 +251,7 @@ impl Platform for ArrayIo {
                     bio::Target {
                         bdev: member.bdev(),
                         sector: io.member_sector,
+                        op,
                     },
                     Some(piece_end_io),
                     ctx,
@@ -196,35 +264,71 @@ impl Platform for ArrayIo {
         Ok(())
     }
 
-    fn end_request(&self, rq: RqHandle, status: Status) {
-        // SAFETY: the engine ends each request it was handed exactly once.
-        unsafe { Request::<ArrayIo>::end(rq.0, to_blk_status(status)) };
+    fn end_request(&self, rq: RqRef, status: Status) {
+        // SAFETY: `rq` was given up by `start` and the engine ends each request once.
+        unsafe { Request::<ArrayIo>::from_raw(rq.0) }.end(to_blk_status(status));
     }
 
-    fn requeue(&self, rq: RqHandle) {
-        // SAFETY: the engine dropped its last reference; blk-mq dispatches the request again
-        // and `queue_rq` hands it back to the engine.
-        unsafe { bindings::blk_mq_requeue_request(rq.0, true) };
+    fn push(&self, list: WorkList, rq: RqRef) {
+        match list {
+            WorkList::Deferred => self.deferred.push(rq),
+            WorkList::Parked => self.parked.push(rq),
+        }
     }
 
-    fn write_superblock(&self, member: u32, sb: &Superblock) -> Result<(), MetadataError> {
-        let file = self.files.get(member as usize).ok_or(MetadataError)?;
-        write_superblock(file, sb).map_err(|e| {
-            pr_err!("graid: superblock write to member {} failed: {:?}\n", member, e);
-            MetadataError
-        })
+    fn take_all(&self, list: WorkList, f: impl FnMut(RqRef)) {
+        match list {
+            WorkList::Deferred => self.deferred.take_all(f),
+            WorkList::Parked => self.parked.take_all(f),
+        }
     }
 
-    fn member_failed(&self, member: u32, status: Status) {
-        pr_err!("graid: member {} failed ({:?}), array degraded\n", member, status);
+    fn kick_worker(&self) {
+        self.worker.kick();
+    }
+
+    fn any_request(&self, mut pred: impl FnMut(&RequestState) -> bool) -> bool {
+        // SAFETY: every `ArrayIo` is the ops of an array's `Disk` (built in `Array::start`).
+        let disk = unsafe { Disk::<ArrayIo>::of_ops(self) };
+        disk.any_request(|pdu: &Pdu| pred(&pdu.state))
+    }
+
+    fn pause(&self) {
+        // SAFETY: sleeping is allowed in the worker, the only caller.
+        unsafe { bindings::msleep(1) };
+    }
+
+    fn write_superblocks(&self, targets: MemberSet, copy: impl Fn(u32) -> Superblock) -> MemberSet {
+        self.superblocks.write(&self.files, targets, copy)
+    }
+
+    fn member_event(&self, member: u32, event: MemberEvent) {
+        let name = self.engine.superblock().array_name;
+        let name = name.as_str();
+        match event {
+            MemberEvent::Failed => {
+                pr_err!("graid: {}: member {} failed, array degraded\n", name, member)
+            }
+            MemberEvent::KeptLastCopy => pr_err!(
+                "graid: {}: member {} failed but holds the last copy of some data: kept, the array takes no more writes\n",
+                name,
+                member
+            ),
+            MemberEvent::SuperblockWriteFailed => {
+                pr_err!("graid: {}: superblock write to member {} failed\n", name, member)
+            }
+            MemberEvent::ReadErrorRepaired => pr_warn!(
+                "graid: {}: read error on member {} repaired from another copy\n",
+                name,
+                member
+            ),
+        }
     }
 }
 
-#[pinned_drop]
-impl PinnedDrop for ArrayIo {
-    fn drop(self: Pin<&mut Self>) {
-        // The disk is gone, so no write is in flight: the data is consistent.
-        let _ = self.write_superblocks(true);
+impl WorkHandler for ArrayIo {
+    fn run(&self) {
+        self.engine.work(self);
     }
 }
 
@@ -238,33 +342,25 @@ unsafe extern "C" fn piece_end_io(bio: *mut bindings::bio) {
     let (ctx, status) = unsafe { CloneSet::<PieceCtx>::finish(bio) };
     // SAFETY: the array outlives its requests, and the request is alive while this piece is
     // counted in its state.
-    let (io, state) = unsafe { (&*ctx.io, request_state(ctx.rq)) };
+    let io = unsafe { &*ctx.io };
     io.engine
-        .piece_done(io, ctx.rq, state, ctx.piece, from_blk_status(status));
+        .piece_done(io, ctx.rq, ctx.piece, from_blk_status(status));
 }
 
 impl DiskOps for ArrayIo {
-    type RequestData = RequestState;
+    type RequestData = Pdu;
 
-    fn queue_rq(&self, rq: Request<Self>) -> bindings::blk_status_t {
-        let op = match rq.op() {
-            bindings::req_op_REQ_OP_READ => Op::Read,
-            bindings::req_op_REQ_OP_WRITE => Op::Write,
-            bindings::req_op_REQ_OP_FLUSH => Op::Flush,
-            bindings::req_op_REQ_OP_DISCARD => Op::Discard,
-            _ => return blk_mq::status_notsupp(),
-        };
-        // SAFETY: the PDU is ours and nothing else uses it while the request is here (a
-        // requeued request has no member I/O left).
-        unsafe { rq.data().write(RequestState::new()) };
-        // SAFETY: just written; the request is live.
-        let state = unsafe { request_state(RqHandle(rq.raw())) };
-        let sectors = u64::from(rq.bytes() >> 9);
+    fn queue_rq(&self, rq: Request<Self>) {
         // Not into the submitter's plug, which may be the one being flushed right now.
+        plug::with_own_plug(|| self.start(rq));
+    }
+
+    fn queue_rqs(&self, rqs: &mut dyn Iterator<Item = Request<Self>>) {
+        // One plug for the batch: the members see its I/O together.
         plug::with_own_plug(|| {
-            self.engine
-                .submit(self, RqHandle(rq.raw()), state, op, rq.pos(), sectors)
+            for rq in rqs {
+                self.start(rq);
+            }
         });
-        blk_mq::status_ok()
     }
 }

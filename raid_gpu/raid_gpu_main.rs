@@ -12,7 +12,7 @@ mod array;
 mod control;
 mod errno;
 mod io;
-mod metadata;
+mod superblock_io;
 
 // Pure RAID logic shared with the host tools (tools/graid-engine), where it is tested.
 #[allow(dead_code, unreachable_pub)]

@@ -8,7 +8,7 @@
 //! on every architecture graid supports.
 
 /// Bumped on every incompatible change to anything in this file.
-pub const GRAID_ABI_VERSION: u32 = 1;
+pub const GRAID_ABI_VERSION: u32 = 2;
 
 /// Name of the control misc device, as it appears under `/dev`.
 pub const GRAID_CONTROL_NAME: &str = "graid-control";
@@ -110,6 +110,15 @@ pub struct GraidMember {
     pub minor: u32,
 }
 
+/// [`GraidCreate::flags`]: the mirrors are taken as in sync without a resync (the caller knows
+/// they are, e.g. new zeroed drives; mdadm's `--assume-clean`).
+pub const GRAID_CREATE_ASSUME_CLEAN: u32 = 1;
+/// [`GraidCreate::flags`]: zero every member's data area with the device's own zeroing command
+/// (write zeroes), so the mirrors start in sync; refused (`EOPNOTSUPP`) by a member without one.
+pub const GRAID_CREATE_WRITE_ZEROES: u32 = 2;
+/// Every flag CREATE knows.
+pub const GRAID_CREATE_FLAGS: u32 = GRAID_CREATE_ASSUME_CLEAN | GRAID_CREATE_WRITE_ZEROES;
+
 /// Argument of [`GRAID_IOC_CREATE`].
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -120,7 +129,8 @@ pub struct GraidCreate {
     pub chunk_sectors: u32,
     /// Number of valid entries in `members`.
     pub nr_members: u32,
-    /// Must be 0; reserved for options.
+    /// `GRAID_CREATE_*` flags; at most one of them. Without either, mirrors start "resync
+    /// pending": reads come from one fixed copy until a resync.
     pub flags: u32,
     /// Array name: UTF-8, NUL-terminated, no `/` or control characters.
     pub name: [u8; GRAID_NAME_LEN],
@@ -184,6 +194,13 @@ pub const GRAID_ARRAY_OPTIMAL: u32 = 0;
 pub const GRAID_ARRAY_DEGRADED: u32 = 1;
 /// Too many members are faulty; I/O fails.
 pub const GRAID_ARRAY_FAILED: u32 = 2;
+/// A member holding the last copy of some data failed a write (it was kept): reads go on,
+/// writes fail (md's "broken").
+pub const GRAID_ARRAY_BROKEN: u32 = 3;
+
+/// [`GraidDetail::flags`]: the copies are not known to be in sync (an unclean shutdown, or
+/// created without `--assume-clean`/`--write-zeroes`); reads come from one fixed copy.
+pub const GRAID_DETAIL_RESYNC_PENDING: u32 = 1;
 
 /// Member states in [`GraidMemberDetail::state`].
 pub const GRAID_MEMBER_ACTIVE: u32 = 0;
@@ -212,6 +229,8 @@ pub struct GraidMemberDetail {
     pub write_bytes: u64,
     /// I/O errors this member returned.
     pub errors: u64,
+    /// Read errors on this member repaired by rewriting the data from another copy.
+    pub corrected: u64,
 }
 
 /// Argument of [`GRAID_IOC_DETAIL`].
@@ -230,6 +249,10 @@ pub struct GraidDetail {
     pub state: u32,
     /// Out: how many times the array is open.
     pub open_count: u32,
+    /// Out: `GRAID_DETAIL_*` flags.
+    pub flags: u32,
+    /// Reserved, 0.
+    pub reserved: u32,
     /// Out: array size in sectors.
     pub size_sectors: u64,
     /// Out: superblock event counter.
@@ -246,7 +269,8 @@ pub struct GraidDetail {
 pub const GRAID_IOC_CREATE: u32 = iowr::<GraidCreate>(0x01);
 /// Assembles an array from members that carry its superblock.
 pub const GRAID_IOC_ASSEMBLE: u32 = iowr::<GraidAssemble>(0x02);
-/// Stops an array: its block device goes away, members are released, superblocks marked clean.
+/// Stops an array: its block device goes away (refused while it is open), members are released,
+/// superblocks marked clean if the copies are in sync.
 pub const GRAID_IOC_STOP: u32 = iow::<GraidStop>(0x03);
 /// Lists the running arrays.
 pub const GRAID_IOC_LIST: u32 = ior::<GraidList>(0x04);

@@ -4,7 +4,12 @@
 
 use crate::kernel_ext::shim;
 use core::ptr::NonNull;
-use kernel::{bindings, error::from_err_ptr, ffi::c_void, prelude::*};
+use kernel::{
+    bindings,
+    error::{from_err_ptr, to_result},
+    ffi::c_void,
+    prelude::*,
+};
 
 /// A block device opened for reading and writing, exclusively for one holder.
 ///
@@ -22,8 +27,12 @@ unsafe impl Sync for BlockDeviceFile {}
 
 impl BlockDeviceFile {
     /// Opens device `major:minor`, exclusively for `holder`: fails with `EBUSY` if another
-    /// holder (a mounted filesystem, md, another array) has it.
+    /// holder (a mounted filesystem, md, another array) has it, and with `EINVAL` for a number
+    /// `dev_t` cannot hold (it would alias another device).
     pub(crate) fn open_exclusive(major: u32, minor: u32, holder: *mut c_void) -> Result<Self> {
+        if major >= 1 << (32 - bindings::MINORBITS) || minor >= 1 << bindings::MINORBITS {
+            return Err(EINVAL);
+        }
         // SAFETY: pure computation.
         let dev = unsafe { shim::graid_mkdev(major, minor) };
         // SAFETY: `holder` is an opaque cookie the block layer only compares; NULL holder ops
@@ -51,6 +60,33 @@ impl BlockDeviceFile {
     pub(crate) fn nr_sectors(&self) -> u64 {
         // SAFETY: `bdev()` is valid while the file is open.
         unsafe { shim::graid_bdev_nr_sectors(self.bdev()) }
+    }
+
+    /// True if `self` and `other` are the same device (opened twice).
+    pub(crate) fn same_device(&self, other: &Self) -> bool {
+        self.bdev() == other.bdev()
+    }
+
+    /// A zoned device (host-managed or host-aware): its writes must follow zone rules.
+    pub(crate) fn is_zoned(&self) -> bool {
+        // SAFETY: `bdev()` is valid while the file is open.
+        unsafe { shim::graid_bdev_is_zoned(self.bdev()) }
+    }
+
+    /// Zeroes `sectors` sectors from `sector` with the device's own zeroing command (write
+    /// zeroes or an unmap that reads back zeroes); `EOPNOTSUPP` if it has none, rather than
+    /// writing the zeroes one by one.
+    pub(crate) fn zero_out_fast(&self, sector: u64, sectors: u64) -> Result {
+        // SAFETY: `bdev()` is valid while the file is open; the flags are valid.
+        to_result(unsafe {
+            bindings::blkdev_issue_zeroout(
+                self.bdev(),
+                sector,
+                sectors,
+                bindings::GFP_KERNEL,
+                bindings::BLKDEV_ZERO_NOFALLBACK,
+            )
+        })
     }
 
     /// Device number as (major, minor).

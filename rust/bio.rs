@@ -1,29 +1,24 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Bios (`include/linux/bio.h`): synchronous page I/O for metadata and cloned bios for the
-//! data path, with per-clone context kept in the bio set's front padding.
+//! Bios (`include/linux/bio.h`): synchronous page reads and durable page writes for metadata,
+//! and cloned bios for the data path, with per-clone context kept in the bio set's front
+//! padding.
 
 use crate::kernel_ext::shim;
-use core::{marker::PhantomData, mem::size_of};
-use kernel::{bindings, error::to_result, page::Page, prelude::*, types::Opaque};
+use core::{
+    marker::PhantomData,
+    mem::size_of,
+    ptr,
+    sync::atomic::{AtomicU32, Ordering},
+};
+use kernel::{
+    bindings, error::to_result, page::Page, prelude::*, sync::Completion, types::Opaque,
+};
 
-/// Reads or writes one page at `sector` of `bdev` and waits for it. Writes are FUA: the data is
-/// on stable media when this returns.
-pub(crate) fn sync_page_io(
-    bdev: *mut bindings::block_device,
-    sector: u64,
-    page: &Page,
-    write: bool,
-) -> Result {
+/// Reads one page at `sector` of `bdev` and waits for it.
+pub(crate) fn read_page(bdev: *mut bindings::block_device, sector: u64, page: &Page) -> Result {
     // SAFETY: constants.
-    let (opf, gfp) = unsafe {
-        let op = if write {
-            shim::graid_req_op_write_fua_sync()
-        } else {
-            shim::graid_req_op_read()
-        };
-        (op, shim::graid_gfp_noio())
-    };
+    let (opf, gfp) = unsafe { (shim::graid_req_op_read(), shim::graid_gfp_noio()) };
     // SAFETY: `bdev` is an open block device (caller's contract); one vec is enough for a page.
     let bio = unsafe { shim::graid_bio_alloc(bdev, 1, opf, gfp) };
     if bio.is_null() {
@@ -45,6 +40,104 @@ pub(crate) fn sync_page_io(
     to_result(ret)
 }
 
+/// One page to write with [`write_pages_durably`]: `index` names it in the result.
+pub(crate) struct PageWrite<'a> {
+    pub(crate) index: u32,
+    pub(crate) bdev: *mut bindings::block_device,
+    pub(crate) sector: u64,
+    pub(crate) page: &'a Page,
+}
+
+/// Most pages [`write_pages_durably`] writes at once (one per member).
+pub(crate) const MAX_PAGE_WRITES: usize = 32;
+
+/// Writes every page at once, each `PREFLUSH | FUA` (what its device completed before is
+/// durable, and so is the page), and waits for all. Returns the indices (as bits) whose write
+/// failed or was not sent. Allocates with `GFP_NOIO` one bio at a time, each sent before the
+/// next is allocated, so the shared bio pool always makes progress. Process context.
+pub(crate) fn write_pages_durably<'a>(writes: impl IntoIterator<Item = PageWrite<'a>>) -> u32 {
+    #[pin_data]
+    struct Batch {
+        #[pin]
+        done: Completion,
+        /// Bios in flight plus one held by the sender.
+        pending: AtomicU32,
+    }
+
+    /// # Safety
+    ///
+    /// Called by the block layer for a bio sent below, whose `bi_private` is the live batch.
+    unsafe extern "C" fn end_io(bio: *mut bindings::bio) {
+        // SAFETY: the batch outlives every bio: the sender waits for the last one.
+        let batch = unsafe { &*(*bio).bi_private.cast::<Batch>() };
+        if batch.pending.fetch_sub(1, Ordering::AcqRel) == 1 {
+            batch.done.complete_all();
+        }
+    }
+
+    pin_init::stack_pin_init!(let batch = pin_init!(Batch {
+        done <- Completion::new(),
+        pending: AtomicU32::new(1),
+    }));
+    let mut sent: [(u32, *mut bindings::bio); MAX_PAGE_WRITES] = [(0, ptr::null_mut()); MAX_PAGE_WRITES];
+    let mut failed = 0u32;
+    let mut count = 0;
+    for write in writes {
+        let bit = 1u32.checked_shl(write.index).unwrap_or(0);
+        let Some(slot) = sent.get_mut(count) else {
+            failed |= bit;
+            continue;
+        };
+        // SAFETY: constants; `write.bdev` is an open block device (caller's contract).
+        let bio = unsafe {
+            shim::graid_bio_alloc(
+                write.bdev,
+                1,
+                shim::graid_req_op_superblock_write(),
+                shim::graid_gfp_noio(),
+            )
+        };
+        if bio.is_null() {
+            failed |= bit;
+            continue;
+        }
+        // SAFETY: `bio` is ours, with room for one vec; the page and the batch outlive it (we
+        // wait below); the end_io only touches the batch.
+        let added = unsafe {
+            (*bio).bi_iter.bi_sector = write.sector;
+            (*bio).bi_private = ptr::from_ref::<Batch>(&batch).cast_mut().cast();
+            (*bio).bi_end_io = Some(end_io);
+            bindings::bio_add_page(bio, write.page.as_ptr(), bindings::PAGE_SIZE as u32, 0)
+        };
+        if added as usize != bindings::PAGE_SIZE {
+            // SAFETY: never submitted.
+            unsafe { bindings::bio_put(bio) };
+            failed |= bit;
+            continue;
+        }
+        batch.pending.fetch_add(1, Ordering::Relaxed);
+        *slot = (write.index, bio);
+        count += 1;
+        // SAFETY: fully set up. The end_io does not free it: we read its status afterwards.
+        unsafe { bindings::submit_bio(bio) };
+    }
+    if batch.pending.fetch_sub(1, Ordering::AcqRel) != 1 {
+        batch.done.wait_for_completion();
+    }
+    for &(index, bio) in sent.iter().take(count) {
+        // SAFETY: completed (the batch is done) and not freed by its end_io; freed here, once.
+        let status = unsafe {
+            let status = (*bio).bi_status;
+            bindings::bio_put(bio);
+            status
+        };
+        if status != 0 {
+            failed |= 1u32.checked_shl(index).unwrap_or(0);
+        }
+    }
+    failed
+}
+
 /// A bio set whose bios carry a `C` in front of them, for data-path clones.
 ///
 /// # Invariants
@@ -63,16 +156,61 @@ unsafe impl<C: Send> Send for CloneSet<C> {}
 // SAFETY: see above.
 unsafe impl<C: Send> Sync for CloneSet<C> {}
 
-/// Where a cloned bio goes: a block device and its first sector there.
+/// What a cloned bio does.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CloneOp {
+    Read,
+    Write,
+    Discard,
+}
+
+/// Where a cloned bio goes: a block device, its first sector there, and what to do.
 pub(crate) struct Target {
     pub(crate) bdev: *mut bindings::block_device,
     pub(crate) sector: u64,
+    pub(crate) op: CloneOp,
+}
+
+/// The operation and flags of a clone (allocated with flags `src`) doing `op`.
+///
+/// A clone doing what its source does keeps the source's flags (FUA, sync, priority hints)
+/// except two: `REQ_PREFLUSH`, which the block layer already sent to the array as a flush of
+/// its own and left in the bio (every member would be flushed twice), and `REQ_NOWAIT` (the
+/// driver may sleep, and a member's "would block" must not look like its failure). A clone
+/// doing something else (writing a read request's data back to repair a member) is a plain
+/// synchronous I/O.
+fn clone_opf(src: bindings::blk_opf_t, op: CloneOp) -> bindings::blk_opf_t {
+    // SAFETY: constants.
+    let (mask, preflush, nowait, sync) = unsafe {
+        (
+            shim::graid_req_op_mask(),
+            shim::graid_req_preflush(),
+            shim::graid_req_nowait(),
+            shim::graid_req_sync(),
+        )
+    };
+    // SAFETY: constants.
+    let code = unsafe {
+        match op {
+            CloneOp::Read => shim::graid_req_op_read(),
+            CloneOp::Write => shim::graid_req_op_write(),
+            CloneOp::Discard => shim::graid_req_op_discard(),
+        }
+    };
+    if src & mask == code {
+        src & !(preflush | nowait)
+    } else {
+        code | sync
+    }
 }
 
 impl<C> CloneSet<C> {
     const FRONT_PAD: usize = size_of::<C>().next_multiple_of(8);
 
-    /// A set with `pool` reserved bios, so clones can always make progress under memory pressure.
+    /// A set with `pool` reserved bios, so clones can always make progress under memory
+    /// pressure. With a rescuer: a request that needs more clones than the pool holds, sent
+    /// from inside another `submit_bio` (where its clones wait on `current->bio_list` until it
+    /// returns), hands the waiting clones to the rescuer instead of waiting on itself.
     pub(crate) fn new(pool: u32) -> impl PinInit<Self, Error> {
         try_pin_init!(Self {
             inner <- Opaque::try_ffi_init(move |slot: *mut bindings::bio_set| {
@@ -81,15 +219,22 @@ impl<C> CloneSet<C> {
                 // `Zeroable`, though zero is their initial state as well.)
                 unsafe { slot.write_bytes(0, 1) };
                 // SAFETY: `slot` is pinned until `drop` calls `bioset_exit`.
-                to_result(unsafe { bindings::bioset_init(slot, pool, Self::FRONT_PAD as u32, 0) })
+                to_result(unsafe {
+                    bindings::bioset_init(
+                        slot,
+                        pool,
+                        Self::FRONT_PAD as u32,
+                        bindings::BIOSET_NEED_RESCUER as i32,
+                    )
+                })
             }),
             _ctx: PhantomData,
         })
     }
 
     /// Clones `src` for `target`, trimmed to `sectors` sectors starting `skip` sectors into
-    /// `src`, with `ctx` attached and `end_io` called on completion. The clone shares `src`'s
-    /// pages. Returns the clone, not yet submitted.
+    /// `src`, as `target.op`, with `ctx` attached and `end_io` called on completion. The clone
+    /// shares `src`'s pages. Returns the clone, not yet submitted.
     ///
     /// # Safety
     ///
@@ -112,8 +257,9 @@ impl<C> CloneSet<C> {
                 return Err(ENOMEM);
             }
             bindings::bio_trim(clone, skip, sectors);
-            // We may sleep and retry; a member's "would block" must not look like its failure.
-            (*clone).bi_opf &= !shim::graid_req_nowait();
+            // From the clone's own flags: the allocation already dropped what does not apply
+            // to this bio set (`REQ_ALLOC_CACHE`, which `bio_put` trusts).
+            (*clone).bi_opf = clone_opf((*clone).bi_opf, target.op);
             (*clone).bi_iter.bi_sector = target.sector;
             (*clone).bi_end_io = end_io;
             Self::ctx_ptr(clone).write(ctx);
@@ -184,12 +330,13 @@ impl<C> PinnedDrop for CloneSet<C> {
     }
 }
 
-/// Submits a bio made by [`CloneSet`].
+/// Submits a bio made by [`CloneSet`]. Not accounted to the task again: the array's own
+/// request already was (`submit_bio_noacct`).
 ///
 /// # Safety
 ///
 /// `bio` must be fully set up and not touched by the caller afterwards.
 pub(crate) unsafe fn submit(bio: *mut bindings::bio) {
     // SAFETY: by the caller's contract.
-    unsafe { bindings::submit_bio(bio) };
+    unsafe { bindings::submit_bio_noacct(bio) };
 }

@@ -3,33 +3,53 @@
 //! blk-mq disks for stacking drivers (`include/linux/blk-mq.h`).
 //!
 //! Unlike `kernel::block::mq` in 7.2 this sets `fops.owner` (so an open disk pins the module;
-//! the table is static in `shim.c`, where `THIS_MODULE` is a link-time constant),
-//! takes full queue limits stacked from the member devices (write cache + FUA, chunk
-//! boundaries, io_min/io_opt), uses `BLK_MQ_F_BLOCKING` so `queue_rq` runs in process context
-//! and may allocate with `GFP_NOIO`, and lets the driver end a request with any status.
+//! the table is static in `shim.c`, where `THIS_MODULE` is a link-time constant) and an `open`
+//! that refuses while the disk is being removed, takes full queue limits stacked from the
+//! member devices (write cache + FUA, chunk boundaries, io_min/io_opt), and lets the driver end
+//! a request with any status.
+//!
+//! The queue is built for a stacking driver's fast path: one hardware queue per CPU (no tag
+//! space shared between CPUs), no I/O scheduler by default, `queue_rqs` so a plugged batch
+//! reaches the driver in one call, `BLK_MQ_F_BLOCKING` (`queue_rq` may sleep: it allocates
+//! clones and sends them to members, which may wait for tags) and `BLK_MQ_F_STACKING`.
 
 use crate::kernel_ext::shim;
-use core::mem::size_of;
+use core::{
+    marker::PhantomData,
+    mem::{size_of, ManuallyDrop},
+    ptr,
+    sync::atomic::{AtomicBool, AtomicI32, Ordering},
+};
 use kernel::{
     bindings,
     error::{from_err_ptr, to_result},
-    ffi::c_void,
+    ffi::{c_int, c_uint, c_void},
     prelude::*,
     types::Opaque,
 };
 
+/// Requests each hardware queue (one per CPU) holds.
+const QUEUE_DEPTH: u32 = 256;
+
 /// What a disk does with its requests.
 pub(crate) trait DiskOps: Send + Sync + Sized {
-    /// Per-request driver data, kept in the request's PDU. Written by `queue_rq` before use.
-    type RequestData: Send;
+    /// Per-request driver data, kept in the request's PDU, made once per tag.
+    type RequestData: Default + Send + Sync;
 
-    /// Handles a started request, in process context. Returning an error status ends the
-    /// request with it at once; returning OK means the driver ends it later with
-    /// [`Request::end`], exactly once.
-    fn queue_rq(&self, rq: Request<Self>) -> bindings::blk_status_t;
+    /// Takes a started request, in process context. The driver ends it with [`Request::end`]
+    /// (now or later, from any context), exactly once: the handle is consumed by it.
+    fn queue_rq(&self, rq: Request<Self>);
+
+    /// Takes a batch of started requests (a flushed plug), in order. The driver's member I/O
+    /// for the whole batch may go out together.
+    fn queue_rqs(&self, rqs: &mut dyn Iterator<Item = Request<Self>>) {
+        for rq in rqs {
+            self.queue_rq(rq);
+        }
+    }
 }
 
-/// A started request handed to [`DiskOps::queue_rq`].
+/// A started request of a disk whose ops are `T`, owned by the driver until it is ended.
 pub(crate) struct Request<T: DiskOps> {
     raw: *mut bindings::request,
     _ops: PhantomData<T>,
@@ -54,39 +74,43 @@ impl<T: DiskOps> Request<T> {
         unsafe { shim::graid_req_op(self.raw) }
     }
 
-    /// The raw request, to end it later with [`Request::end`].
-    pub(crate) fn raw(&self) -> *mut bindings::request {
-        self.raw
+    /// Gives up the handle: the request stays in the driver until [`Request::from_raw`] takes
+    /// it back to end it.
+    pub(crate) fn into_raw(self) -> *mut bindings::request {
+        ManuallyDrop::new(self).raw
     }
 
-    /// The request's driver data.
-    pub(crate) fn data(&self) -> *mut T::RequestData {
-        // SAFETY: the tag set was created with `cmd_size = size_of::<T::RequestData>()`.
-        unsafe { shim::graid_blk_mq_rq_to_pdu(self.raw) }.cast()
-    }
-
-    /// Ends a request handed out by `queue_rq`. Callable from interrupt context.
+    /// Takes back a request given up with [`Request::into_raw`].
     ///
     /// # Safety
     ///
-    /// `raw` must be a request this disk's `queue_rq` returned OK for, ended exactly once.
-    pub(crate) unsafe fn end(raw: *mut bindings::request, status: bindings::blk_status_t) {
-        // SAFETY: by the caller's contract.
+    /// `raw` must come from `into_raw` of a `Request<T>` and be taken back once.
+    pub(crate) unsafe fn from_raw(raw: *mut bindings::request) -> Self {
+        Self {
+            raw,
+            _ops: PhantomData,
+        }
+    }
+
+    /// Ends the request with `status`. Any context.
+    pub(crate) fn end(self, status: bindings::blk_status_t) {
+        let raw = self.into_raw();
+        // SAFETY: the request was started and is ended once: the handle is consumed.
         unsafe { bindings::blk_mq_end_request(raw, status) };
     }
 }
 
-/// The driver data of a request of a `Disk<T>`.
+/// The driver data of request `rq` of a `Disk<T>`, valid while the tag set lives.
 ///
 /// # Safety
 ///
-/// `rq` must be a live request of a disk whose ops are `T`.
-pub(crate) unsafe fn request_data<T: DiskOps>(rq: *mut bindings::request) -> *mut T::RequestData {
-    // SAFETY: by the caller's contract the PDU holds a `T::RequestData`.
-    unsafe { shim::graid_blk_mq_rq_to_pdu(rq) }.cast()
+/// `rq` must be a request of a disk whose ops are `T`.
+pub(crate) unsafe fn request_data<'a, T: DiskOps>(rq: *mut bindings::request) -> &'a T::RequestData {
+    // SAFETY: by the caller's contract the PDU holds a `T::RequestData` (`init_request`).
+    unsafe { &*shim::graid_blk_mq_rq_to_pdu(rq).cast::<T::RequestData>() }
 }
 
-/// The bios of a raw request; see [`Request::bios`].
+/// The bios of a raw request: `(bio, first sector, sectors)`.
 ///
 /// # Safety
 ///
@@ -150,7 +174,8 @@ pub(crate) struct DiskConfig<'a> {
     /// Largest discard the driver takes in one request, further limited by what every member
     /// takes (0: no discard).
     pub(crate) max_discard_sectors: u32,
-    /// Member devices and the sector their data starts at, to stack their limits.
+    /// Member devices and the sector their data starts at, to stack their limits (and to be
+    /// listed as the disk's slaves in sysfs).
     pub(crate) members: &'a [(*mut bindings::block_device, u64)],
 }
 
@@ -171,12 +196,15 @@ impl TagSet {
             inner <- Opaque::try_ffi_init(move |slot: *mut bindings::blk_mq_tag_set| {
                 let mut set: bindings::blk_mq_tag_set = pin_init::zeroed();
                 set.ops = ops;
-                set.nr_hw_queues = 1;
+                // SAFETY: reads a variable set at boot.
+                set.nr_hw_queues = unsafe { bindings::nr_cpu_ids };
                 set.nr_maps = 1;
-                set.queue_depth = 128;
+                set.queue_depth = QUEUE_DEPTH;
                 set.cmd_size = cmd_size as u32;
                 set.numa_node = bindings::NUMA_NO_NODE;
-                set.flags = bindings::BLK_MQ_F_BLOCKING;
+                set.flags = bindings::BLK_MQ_F_BLOCKING
+                    | bindings::BLK_MQ_F_STACKING
+                    | bindings::BLK_MQ_F_NO_SCHED_BY_DEFAULT;
                 // SAFETY: `slot` is valid for writes and pinned until `drop`.
                 unsafe { slot.write(set) };
                 // SAFETY: `slot` holds a filled-in tag set.
@@ -194,12 +222,16 @@ impl PinnedDrop for TagSet {
     }
 }
 
+/// Most member devices a disk links as its slaves.
+const MAX_HOLDERS: usize = 32;
+
 /// A live blk-mq disk whose requests go to `T`.
 ///
 /// # Invariants
 ///
-/// `disk` was added with `add_disk` and is deleted and put exactly once in `drop`, before the
-/// tag set and `ops` go away.
+/// `disk` was added with `add_disk`; it is removed (`del_gendisk`) once, by [`Disk::remove`]
+/// or in `drop`, and put in `drop`, before the tag set and `ops` go away. `holders` lists the
+/// member devices linked as the disk's slaves, unlinked before the removal.
 #[pin_data(PinnedDrop)]
 pub(crate) struct Disk<T: DiskOps> {
     #[pin]
@@ -207,9 +239,15 @@ pub(crate) struct Disk<T: DiskOps> {
     #[pin]
     tagset: TagSet,
     disk: *mut bindings::gendisk,
+    /// Opens are refused (the disk is being removed). Read by `graid_disk_open` through the
+    /// gendisk's `private_data`.
+    closing: AtomicBool,
+    removed: AtomicBool,
+    holders: [*mut bindings::block_device; MAX_HOLDERS],
 }
 
-// SAFETY: the gendisk is only touched at creation and in `drop`; `ops` is Send + Sync.
+// SAFETY: the gendisk is a kernel object usable from any thread; the fields that change after
+// creation are atomics; `ops` is Send + Sync.
 unsafe impl<T: DiskOps> Send for Disk<T> {}
 // SAFETY: as above.
 unsafe impl<T: DiskOps> Sync for Disk<T> {}
@@ -218,14 +256,19 @@ impl<T: DiskOps> Disk<T> {
     const MQ_OPS: bindings::blk_mq_ops = {
         let mut ops: bindings::blk_mq_ops = pin_init::zeroed();
         ops.queue_rq = Some(Self::queue_rq_callback);
+        ops.queue_rqs = Some(Self::queue_rqs_callback);
+        ops.init_request = Some(Self::init_request_callback);
         ops.init_hctx = Some(shim::graid_blk_mq_init_hctx);
         ops
     };
 
-    /// Creates and adds the disk `/dev/graid<index>`; requests may arrive before this returns.
+    /// Creates the disk `/dev/graid<index>`: sets up `ops`, runs `prepare` on them (the last
+    /// moment no request can arrive yet), then adds the disk; requests may arrive before this
+    /// returns.
     pub(crate) fn new<'a>(
         config: &'a DiskConfig<'a>,
         ops: impl PinInit<T, Error> + 'a,
+        prepare: impl FnOnce(&T) -> Result + 'a,
     ) -> impl PinInit<Self, Error> + 'a
     where
         T: 'a,
@@ -233,14 +276,21 @@ impl<T: DiskOps> Disk<T> {
         try_pin_init!(&this in Self {
             ops <- ops,
             tagset <- TagSet::new(&Self::MQ_OPS, size_of::<T::RequestData>()),
-            // SAFETY: `ops` and `tagset` are initialised and pinned at this point.
-            disk: unsafe { Self::add_disk(this.as_ptr(), config)? },
+            closing: AtomicBool::new(false),
+            removed: AtomicBool::new(false),
+            holders: [ptr::null_mut(); MAX_HOLDERS],
+            // SAFETY: `ops`, `tagset` and `closing` are initialised and pinned at this point.
+            disk: unsafe {
+                prepare(&(*this.as_ptr()).ops)?;
+                Self::add_disk(this.as_ptr(), config)?
+            },
         })
     }
 
     /// # Safety
     ///
-    /// `this` must point at a `Disk` whose `ops` and `tagset` are initialised and pinned.
+    /// `this` must point at a `Disk` whose `ops`, `tagset`, `closing` and `holders` are
+    /// initialised and pinned.
     unsafe fn add_disk(this: *mut Self, config: &DiskConfig<'_>) -> Result<*mut bindings::gendisk> {
         let mut lim: bindings::queue_limits = pin_init::zeroed();
         // SAFETY: `lim` is a valid queue_limits; member devices are open (caller's config).
@@ -261,10 +311,12 @@ impl<T: DiskOps> Disk<T> {
         // segment per request: a multi-range discard would not be one contiguous range.
         lim.max_hw_discard_sectors = lim.max_hw_discard_sectors.min(config.max_discard_sectors);
         lim.max_discard_segments = 1;
-        // Not supported (yet): refuse them at the queue rather than failing requests.
+        // Not supported (yet), though stacking may have inherited them: refuse them at the
+        // queue rather than failing requests.
         lim.max_write_zeroes_sectors = 0;
         lim.max_hw_wzeroes_unmap_sectors = 0;
         lim.max_hw_zone_append_sectors = 0;
+        lim.max_secure_erase_sectors = 0;
         lim.atomic_write_hw_max = 0;
 
         // SAFETY: the fields are initialised and pinned (caller's contract); the queue data
@@ -273,14 +325,27 @@ impl<T: DiskOps> Disk<T> {
             let tagset = Opaque::cast_into(&raw const (*this).tagset.inner);
             let queuedata = (&raw const (*this).ops).cast_mut().cast::<c_void>();
             let disk = from_err_ptr(shim::graid_blk_mq_alloc_disk(tagset, &mut lim, queuedata))?;
+            if let Err(e) = clear_nowait((*disk).queue) {
+                bindings::put_disk(disk);
+                return Err(e);
+            }
             // A static table: the gendisk may outlive this `Disk` while someone holds it open.
             (*disk).fops = shim::graid_disk_fops_ptr();
+            // Read by `graid_disk_open`, which only runs while the disk is live.
+            (*disk).private_data = (&raw const (*this).closing).cast_mut().cast::<c_void>();
             write_disk_name(&mut (*disk).disk_name, config.index);
             bindings::set_capacity(disk, config.capacity_sectors);
             let ret = shim::graid_add_disk(disk);
             if ret != 0 {
                 bindings::put_disk(disk);
                 return Err(Error::from_errno(ret));
+            }
+            // lsblk and /sys/block/*/holders show the stack; a failure costs only that.
+            let holders = &mut (*this).holders;
+            for (&(bdev, _), slot) in config.members.iter().zip(holders.iter_mut()) {
+                if bindings::bd_link_disk_holder(bdev, disk) == 0 {
+                    *slot = bdev;
+                }
             }
             Ok(disk)
         }
@@ -289,6 +354,53 @@ impl<T: DiskOps> Disk<T> {
     /// The driver's request handler.
     pub(crate) fn ops(&self) -> &T {
         &self.ops
+    }
+
+    /// The disk whose ops `ops` are.
+    ///
+    /// # Safety
+    ///
+    /// `ops` must be the `ops` field of a `Disk<T>` (every `T` the driver creates is built by
+    /// [`Disk::new`]).
+    pub(crate) unsafe fn of_ops(ops: &T) -> &Self {
+        // SAFETY: by the caller's contract.
+        unsafe { &*kernel::container_of!(ptr::from_ref(ops), Self, ops) }
+    }
+
+    /// True if some request in the driver satisfies `pred` (on its driver data).
+    pub(crate) fn any_request(&self, mut pred: impl FnMut(&T::RequestData) -> bool) -> bool {
+        struct Search<'a, D> {
+            pred: &'a mut dyn FnMut(&D) -> bool,
+            found: bool,
+        }
+
+        /// # Safety
+        ///
+        /// Called by `blk_mq_tagset_busy_iter` with the `Search` passed below, for a started
+        /// request of this tag set (which holds a reference on it for the call).
+        unsafe extern "C" fn visit<T: DiskOps>(rq: *mut bindings::request, data: *mut c_void) -> bool {
+            // SAFETY: `data` is the search below; `rq` is a request of a `Disk<T>`.
+            let (search, pdu) = unsafe {
+                (&mut *data.cast::<Search<'_, T::RequestData>>(), request_data::<T>(rq))
+            };
+            search.found = (search.pred)(pdu);
+            // Go on until found.
+            !search.found
+        }
+
+        let mut search = Search::<T::RequestData> {
+            pred: &mut pred,
+            found: false,
+        };
+        // SAFETY: the tag set is live; the callback and its data outlive the call.
+        unsafe {
+            bindings::blk_mq_tagset_busy_iter(
+                self.tagset.inner.get(),
+                Some(visit::<T>),
+                ptr::from_mut(&mut search).cast::<c_void>(),
+            )
+        };
+        search.found
     }
 
     /// Sends a "change" uevent for the disk carrying `vars` (each `KEY=value`), so udev can name
@@ -307,7 +419,7 @@ impl<T: DiskOps> Disk<T> {
             envp.push(ptr, GFP_KERNEL)?;
             offset += var.len() + 1;
         }
-        envp.push(core::ptr::null_mut(), GFP_KERNEL)?;
+        envp.push(ptr::null_mut(), GFP_KERNEL)?;
         // SAFETY: the disk is live (type invariant); `envp` is a NULL-terminated array of
         // NUL-terminated strings that outlives the call (the uevent copies them).
         let ret = unsafe {
@@ -317,10 +429,50 @@ impl<T: DiskOps> Disk<T> {
         to_result(ret)
     }
 
-    /// Number of current openers of the disk.
+    /// Number of current openers of the disk (partitions included).
     pub(crate) fn open_count(&self) -> u32 {
-        // SAFETY: the disk is live (type invariant); `part0` is its whole-disk device.
-        unsafe { (*(*self.disk).part0).bd_openers.counter as u32 }
+        // SAFETY: the disk is live (type invariant); `part0` is its whole-disk device, whose
+        // `atomic_t` opener count is only changed atomically.
+        let openers = unsafe { AtomicI32::from_ptr(&raw mut (*(*self.disk).part0).bd_openers.counter) };
+        openers.load(Ordering::Relaxed).max(0) as u32
+    }
+
+    /// Starts removing the disk: fails with `EBUSY` if it is open, otherwise refuses every open
+    /// from now on (md's pattern: checked and set under the disk's `open_mutex`, which every
+    /// open holds around `fops->open`), so nobody opens it and then sees it vanish.
+    pub(crate) fn begin_close(&self) -> Result {
+        // SAFETY: the disk is live (type invariant).
+        let open_mutex = unsafe { &raw mut (*self.disk).open_mutex };
+        // SAFETY: a live mutex of the disk, unlocked below on every path.
+        unsafe { bindings::mutex_lock(open_mutex) };
+        let busy = self.open_count() > 0;
+        if !busy {
+            self.closing.store(true, Ordering::Release);
+        }
+        // SAFETY: locked above by this task.
+        unsafe { bindings::mutex_unlock(open_mutex) };
+        if busy {
+            Err(EBUSY)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Removes the disk: unlinks the members, deletes the gendisk (waiting for every request
+    /// in flight to end). Once; later calls do nothing.
+    pub(crate) fn remove(&self) {
+        if self.removed.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        self.closing.store(true, Ordering::Release);
+        // SAFETY: the disk is live and not yet deleted; each holder was linked in `add_disk`
+        // (slave links go before the disk's kobjects do).
+        unsafe {
+            for &bdev in self.holders.iter().filter(|b| !b.is_null()) {
+                bindings::bd_unlink_disk_holder(bdev, self.disk);
+            }
+            bindings::del_gendisk(self.disk);
+        }
     }
 
     /// # Safety
@@ -335,23 +487,115 @@ impl<T: DiskOps> Disk<T> {
             let rq = (*bd).rq;
             let ops = &*(*(*rq).q).queuedata.cast::<T>();
             bindings::blk_mq_start_request(rq);
-            ops.queue_rq(Request {
-                raw: rq,
-                _ops: PhantomData,
-            })
+            ops.queue_rq(Request::from_raw(rq));
+        }
+        status_ok()
+    }
+
+    /// # Safety
+    ///
+    /// Called by blk-mq only, with a list of requests of one disk made by [`Disk::new`].
+    unsafe extern "C" fn queue_rqs_callback(list: *mut bindings::rq_list) {
+        // SAFETY: blk-mq passes a valid list; we take every request off it.
+        let head = unsafe { ptr::replace(&raw mut (*list).head, ptr::null_mut()) };
+        // SAFETY: as above.
+        unsafe { (*list).tail = ptr::null_mut() };
+        if head.is_null() {
+            return;
+        }
+        // SAFETY: all requests of the list belong to one queue, whose queuedata is our `ops`.
+        let ops = unsafe { &*(*(*head).q).queuedata.cast::<T>() };
+        let mut requests = RqListIter { next: head, _ops: PhantomData::<T> };
+        ops.queue_rqs(&mut requests);
+        // Anything the driver did not take is started and handed over one by one.
+        for rq in requests {
+            ops.queue_rq(rq);
         }
     }
+
+    /// # Safety
+    ///
+    /// Called by blk-mq only, once per request of the tag set, before it is used.
+    unsafe extern "C" fn init_request_callback(
+        _set: *mut bindings::blk_mq_tag_set,
+        rq: *mut bindings::request,
+        _hctx_idx: c_uint,
+        _numa_node: c_int,
+    ) -> c_int {
+        // SAFETY: the PDU has room for a `T::RequestData` (`cmd_size`) and is not in use.
+        unsafe {
+            shim::graid_blk_mq_rq_to_pdu(rq)
+                .cast::<T::RequestData>()
+                .write(T::RequestData::default())
+        };
+        0
+    }
+}
+
+/// Takes the requests of a `queue_rqs` list one by one, starting each.
+struct RqListIter<T: DiskOps> {
+    next: *mut bindings::request,
+    _ops: PhantomData<T>,
+}
+
+impl<T: DiskOps> Iterator for RqListIter<T> {
+    type Item = Request<T>;
+
+    fn next(&mut self) -> Option<Request<T>> {
+        let rq = self.next;
+        if rq.is_null() {
+            return None;
+        }
+        // SAFETY: `rq` is on the list blk-mq handed over, which is ours now; it is started
+        // before the driver sees it.
+        unsafe {
+            self.next = (*rq).__bindgen_anon_1.rq_next;
+            (*rq).__bindgen_anon_1.rq_next = ptr::null_mut();
+            bindings::blk_mq_start_request(rq);
+            Some(Request::from_raw(rq))
+        }
+    }
+}
+
+/// Clears `BLK_FEAT_NOWAIT`, which `blk_mq_alloc_queue` sets for every queue: `queue_rq` may
+/// sleep, so a `REQ_NOWAIT` submitter (io_uring) must go to its blocking path instead.
+///
+/// # Safety
+///
+/// `q` must be a live queue not yet used for I/O.
+unsafe fn clear_nowait(q: *mut bindings::request_queue) -> Result {
+    // SAFETY: `q` is live; the update is committed (and its lock released) below.
+    let mut lim = unsafe { shim::graid_queue_limits_start_update(q) };
+    // SAFETY: constant.
+    lim.features &= !unsafe { shim::graid_blk_feat_nowait() };
+    // SAFETY: started above.
+    to_result(unsafe { bindings::queue_limits_commit_update(q, &mut lim) })
 }
 
 #[pinned_drop]
 impl<T: DiskOps> PinnedDrop for Disk<T> {
     fn drop(self: Pin<&mut Self>) {
-        // SAFETY: added in `new` (type invariant). `del_gendisk` drains and stops all I/O, so no
-        // request reaches `ops` afterwards.
-        unsafe {
-            bindings::del_gendisk(self.disk);
-            bindings::put_disk(self.disk);
-        }
+        self.remove();
+        // SAFETY: added in `new` and removed above (type invariant); put once, here.
+        unsafe { bindings::put_disk(self.disk) };
+    }
+}
+
+/// `fops->open` of every graid disk (`shim.c`): refuses while the disk is being removed.
+///
+/// # Safety
+///
+/// Called by the block layer under `disk->open_mutex`, for a live graid disk, whose
+/// `private_data` points at its `Disk`'s `closing` flag.
+#[no_mangle]
+unsafe extern "C" fn graid_disk_open(disk: *mut bindings::gendisk, _mode: bindings::blk_mode_t) -> c_int {
+    // SAFETY: by the function's contract: the flag lives as long as the disk is live, and opens
+    // reach us only while it is.
+    let closing = unsafe { &*(*disk).private_data.cast::<AtomicBool>() };
+    if closing.load(Ordering::Acquire) {
+        -(bindings::ENODEV as c_int)
+    } else {
+        0
     }
 }
 
@@ -380,5 +624,3 @@ fn write_disk_name(buf: &mut [kernel::ffi::c_char], index: u32) {
         *nul = 0;
     }
 }
-
-use core::marker::PhantomData;

@@ -12,4 +12,6 @@ pub(crate) mod blk_mq;
 pub(crate) mod capability;
 pub(crate) mod misc;
 pub(crate) mod plug;
+pub(crate) mod random;
 mod shim;
+pub(crate) mod work;

@@ -9,6 +9,8 @@
 #include <linux/blkdev.h>
 #include <linux/kdev_t.h>
 #include <linux/module.h>
+#include <linux/sched/mm.h>
+#include <linux/workqueue.h>
 
 #include "shim.h"
 
@@ -17,9 +19,15 @@ blk_mode_t graid_blk_open_rw_excl(void) { return BLK_OPEN_READ | BLK_OPEN_WRITE 
 gfp_t graid_gfp_noio(void) { return GFP_NOIO; }
 blk_features_t graid_blk_feat_write_cache_fua(void) { return BLK_FEAT_WRITE_CACHE | BLK_FEAT_FUA; }
 blk_opf_t graid_req_op_read(void) { return REQ_OP_READ; }
-blk_opf_t graid_req_op_write_fua_sync(void) { return REQ_OP_WRITE | REQ_FUA | REQ_SYNC; }
+blk_opf_t graid_req_op_write(void) { return REQ_OP_WRITE; }
+blk_opf_t graid_req_op_discard(void) { return REQ_OP_DISCARD; }
+blk_opf_t graid_req_op_superblock_write(void) { return REQ_OP_WRITE | REQ_PREFLUSH | REQ_FUA | REQ_SYNC | REQ_META; }
 blk_opf_t graid_req_op_flush(void) { return REQ_OP_WRITE | REQ_PREFLUSH; }
+blk_opf_t graid_req_op_mask(void) { return REQ_OP_MASK; }
 blk_opf_t graid_req_nowait(void) { return REQ_NOWAIT; }
+blk_opf_t graid_req_preflush(void) { return REQ_PREFLUSH; }
+blk_opf_t graid_req_sync(void) { return REQ_SYNC; }
+blk_features_t graid_blk_feat_nowait(void) { return BLK_FEAT_NOWAIT; }
 blk_status_t graid_blk_sts_ok(void) { return BLK_STS_OK; }
 blk_status_t graid_blk_sts_ioerr(void) { return BLK_STS_IOERR; }
 blk_status_t graid_blk_sts_notsupp(void) { return BLK_STS_NOTSUPP; }
@@ -39,9 +47,20 @@ void *graid_blk_mq_rq_to_pdu(struct request *rq) { return blk_mq_rq_to_pdu(rq); 
 sector_t graid_blk_rq_pos(const struct request *rq) { return blk_rq_pos(rq); }
 unsigned int graid_blk_rq_bytes(const struct request *rq) { return blk_rq_bytes(rq); }
 unsigned int graid_req_op(const struct request *rq) { return req_op(rq); }
+bool graid_bdev_is_zoned(struct block_device *bdev) { return bdev_is_zoned(bdev); }
+struct queue_limits graid_queue_limits_start_update(struct request_queue *q) { return queue_limits_start_update(q); }
+struct workqueue_struct *graid_alloc_ordered_workqueue(const char *name, unsigned int flags) { return alloc_ordered_workqueue("%s", flags, name); }
+unsigned int graid_memalloc_noio_save(void) { return memalloc_noio_save(); }
+void graid_memalloc_noio_restore(unsigned int flags) { memalloc_noio_restore(flags); }
 
-/* File operations of every graid disk: only the owner, so an open disk pins the module. */
-static const struct block_device_operations graid_disk_fops = { .owner = THIS_MODULE };
+/*
+ * File operations of every graid disk: the owner, so an open disk pins the module, and an open
+ * that refuses while the array stops (graid_disk_open, in rust/blk_mq.rs).
+ */
+static const struct block_device_operations graid_disk_fops = {
+	.owner = THIS_MODULE,
+	.open = graid_disk_open,
+};
 const struct block_device_operations *graid_disk_fops_ptr(void) { return &graid_disk_fops; }
 
 /*

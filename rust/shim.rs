@@ -5,8 +5,9 @@
 
 use kernel::bindings::{
     bio, blk_features_t, block_device_operations, blk_mode_t, blk_mq_hw_ctx, blk_mq_tag_set, blk_opf_t, blk_status_t, block_device,
-    dev_t, gendisk, gfp_t, queue_limits, request, sector_t,
+    dev_t, gendisk, gfp_t, queue_limits, request, request_queue, sector_t, workqueue_struct,
 };
+use kernel::ffi::c_char;
 use kernel::ffi::{c_int, c_uint, c_ushort, c_void};
 
 #[allow(improper_ctypes)]
@@ -15,9 +16,15 @@ extern "C" {
     pub(crate) fn graid_gfp_noio() -> gfp_t;
     pub(crate) fn graid_blk_feat_write_cache_fua() -> blk_features_t;
     pub(crate) fn graid_req_op_read() -> blk_opf_t;
-    pub(crate) fn graid_req_op_write_fua_sync() -> blk_opf_t;
+    pub(crate) fn graid_req_op_write() -> blk_opf_t;
+    pub(crate) fn graid_req_op_discard() -> blk_opf_t;
+    pub(crate) fn graid_req_op_superblock_write() -> blk_opf_t;
     pub(crate) fn graid_req_op_flush() -> blk_opf_t;
+    pub(crate) fn graid_req_op_mask() -> blk_opf_t;
     pub(crate) fn graid_req_nowait() -> blk_opf_t;
+    pub(crate) fn graid_req_preflush() -> blk_opf_t;
+    pub(crate) fn graid_req_sync() -> blk_opf_t;
+    pub(crate) fn graid_blk_feat_nowait() -> blk_features_t;
     pub(crate) fn graid_blk_sts_ok() -> blk_status_t;
     pub(crate) fn graid_blk_sts_ioerr() -> blk_status_t;
     pub(crate) fn graid_blk_sts_notsupp() -> blk_status_t;
@@ -42,6 +49,11 @@ extern "C" {
     pub(crate) fn graid_blk_rq_pos(rq: *const request) -> sector_t;
     pub(crate) fn graid_blk_rq_bytes(rq: *const request) -> c_uint;
     pub(crate) fn graid_req_op(rq: *const request) -> c_uint;
+    pub(crate) fn graid_bdev_is_zoned(bdev: *mut block_device) -> bool;
+    pub(crate) fn graid_queue_limits_start_update(q: *mut request_queue) -> queue_limits;
+    pub(crate) fn graid_alloc_ordered_workqueue(name: *const c_char, flags: c_uint) -> *mut workqueue_struct;
+    pub(crate) fn graid_memalloc_noio_save() -> c_uint;
+    pub(crate) fn graid_memalloc_noio_restore(flags: c_uint);
     pub(crate) fn graid_disk_fops_ptr() -> *const block_device_operations;
     pub(crate) fn graid_blk_mq_init_hctx(hctx: *mut blk_mq_hw_ctx, data: *mut c_void, index: c_uint) -> c_int;
 }

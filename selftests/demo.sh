@@ -1,5 +1,6 @@
 # graid demo (make demo), run inside the test VM: create a RAID 1 and a RAID 0 on emulated NVMe
-# drives, write and verify data, show them, survive a failing mirror, stop and reassemble.
+# drives, write and verify data, show them, repair a mirror's read errors, survive a dead
+# mirror member, stop and reassemble.
 # Later issues grow it into the full fail / rebuild / verify story.
 . /graid/lib.sh
 step() { printf '\n=== %s\n' "$*"; }
@@ -19,8 +20,13 @@ for d in "$@"; do
 done
 wipe_superblocks "$@"
 
-step "Create a RAID 1 (mirror) on $1 $2 and a RAID 0 (stripe) on $3 $4"
-run graidctl create mirror --level 1 "$1" "$2"
+step "Create a RAID 1 (mirror) on $1 and $2 (behind device-mapper, to fail it later) and a RAID 0 (stripe) on $3 $4"
+modprobe dm-dust
+export DM_DISABLE_UDEV=1
+sectors=$(cat /sys/class/block/${2#/dev/}/size)
+dmsetup --noudevsync create m1 --table "0 $sectors dust $2 0 4096"
+# New blank drives: the mirrors hold the same (zero) data, so they start in sync.
+run graidctl create mirror --level 1 --assume-clean "$1" /dev/mapper/m1
 run graidctl create stripe --level 0 --chunk 64K "$3" "$4"
 run graidctl list
 udevadm settle 2>/dev/null
@@ -33,28 +39,31 @@ for a in mirror stripe; do
 	echo "$a ($dev): 32 MiB written and verified, then verified again by a second reader"
 done
 run graidctl detail mirror
+mirror=$(graidctl detail mirror | grep -o '/dev/graid[0-9]*' | head -n 1)
 
-step "Mirror member $2 starts failing reads (dm-dust bad blocks under it)"
-run graidctl stop mirror
-modprobe dm-dust
-export DM_DISABLE_UDEV=1
-dmsetup --noudevsync create dust --table "0 $(cat /sys/class/block/${2#/dev/}/size) dust $2 0 4096"
-run graidctl assemble "$1" /dev/mapper/dust
-for b in 600 1500 3000 4500 6000; do dmsetup message dust 0 addbadblock $b >/dev/null; done
-dmsetup message dust 0 enable >/dev/null
-dev=$(graidctl detail mirror | grep -o '/dev/graid[0-9]*' | head -n 1)
-fio_readback "$dev" 0 32M randwrite 4k-256k "DATA LOST" && echo "all 32 MiB still read back correctly"
+step "Mirror member $2 grows bad blocks: reads fail there, graid repairs them from the other copy"
+for b in 600 1500 3000 4500 6000 7000 8000; do dmsetup message m1 0 addbadblock $b >/dev/null; done
+dmsetup message m1 0 enable >/dev/null
+fio_readback "$mirror" 0 32M randwrite 4k-256k "DATA LOST" && echo "all 32 MiB still read back correctly"
+echo "bad blocks left on $2: $(dmsetup message m1 0 countbadblocks 2>&1)"
 run graidctl detail mirror
+
+step "Mirror member $2 dies (every I/O fails) while we write: it is failed, the mirror goes on"
+dmsetup load m1 --table "0 $sectors error" && dmsetup resume m1
+fio_verify "$mirror" 32M 16M randwrite 4k-256k
+echo "16 MiB more written and verified with one member dead"
+run graidctl detail mirror
+run graidctl examine "$1"
 
 step "Stop everything and assemble the stripe again from its superblocks"
 run graidctl stop mirror
-dmsetup --noudevsync remove dust
+dmsetup --noudevsync remove m1
 run graidctl stop stripe
 run graidctl assemble "$3" "$4"
 run graidctl list
-echo "(the mirror's failed member is stale now: degraded assembly and rebuild come next)"
+echo "(the mirror's failed member is recorded as faulty: degraded assembly and rebuild come next)"
 run graidctl stop stripe
 wipe_superblocks "$@"
 unload_module
 echo
-echo "demo finished: create, write, verify, member failure, stop, assemble"
+echo "demo finished: create, write, verify, read errors repaired, member failure, stop, assemble"

@@ -15,7 +15,7 @@ skip() {
 
 # expect_rc WANT CMD...: runs CMD, fails the test unless it exits with WANT. Output in $OUT.
 expect_rc() {
-	want=$1
+	local want=$1 got
 	shift
 	OUT=$("$@" 2>&1)
 	got=$?

@@ -1,16 +1,28 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The array engine: turns requests into member I/O, accounts for their completions, fails
-//! members that return errors where the level has redundancy, and keeps the superblocks in step.
+//! The array engine's I/O path: turns requests into member I/O, accounts for their completions,
+//! and decides whether a request ends now, waits for the worker, or waits for a member failure
+//! to reach the superblocks. What the worker does is in `worker.rs` and `metadata.rs`.
 //!
 //! It owns no memory and sends nothing itself: the [`Platform`] does that. The kernel module and
 //! the host harness (`tools/graid-sim`) run this same code.
+//!
+//! # Rules
+//!
+//! - Nothing on this path waits or writes metadata: it may run inside the submitter's
+//!   `submit_bio` (where a bio sent and waited for would never be issued) or in interrupt
+//!   context. Member errors on a level with redundancy go to the worker.
+//! - A member's health changes only in the worker (or while the array is not running), so two
+//!   failures never race and the superblock writer is never concurrent with itself.
+//! - A write or flush is acknowledged only once every member failure it may depend on
+//!   (a member it skipped) is recorded in the superblocks: while a failure is pending, finished
+//!   writes are parked and the worker ends them after the update (md's `MD_SB_CHANGE_PENDING`).
 
 use super::geometry::{Geometry, Piece};
-use super::members::MemberState;
-use super::platform::{MemberIo, MetadataError, Op, PieceInfo, Platform, Status};
-use super::request::{Outcome, RequestState};
-use super::superblock::{Slot, Superblock};
+use super::members::{MemberSet, MemberState};
+use super::platform::{MemberIo, Op, PieceInfo, Platform, Status, WorkList};
+use super::request::{PassResult, Phase, RequestState};
+use super::superblock::Superblock;
 use core::ops::Deref;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
@@ -27,6 +39,9 @@ pub enum ArrayState {
     Optimal,
     /// Some member failed, every sector still has a copy.
     Degraded,
+    /// A member holding the last copy of some data failed a write (or no superblock could be
+    /// written): it stays in the array, reads go on, writes fail (md's `MD_BROKEN`).
+    Broken,
     /// Some data has no copy on a working member: every request fails.
     Failed,
 }
@@ -37,26 +52,33 @@ pub enum ArrayState {
 #[derive(Debug)]
 pub struct ArrayEngine<M> {
     /// The array-wide superblock fields; per-member fields are filled in when writing.
-    superblock: Superblock,
-    geometry: Geometry,
+    pub(super) superblock: Superblock,
+    pub(super) geometry: Geometry,
     /// Superblock event counter (of the last superblock written).
-    events: AtomicU64,
-    members: M,
-    /// Round-robin choice of the copy that serves the next read.
-    next_read_copy: AtomicU32,
-    /// A member failed since the superblocks were last written.
-    superblocks_stale: AtomicBool,
-    /// Cached [`ArrayState::Failed`], recomputed when a member fails.
-    failed: AtomicBool,
+    pub(super) events: AtomicU64,
+    pub(super) members: M,
+    /// The copies are known to hold the same data. While they are not (an unclean shutdown, or
+    /// a new array that was not created in sync), reads come from one fixed copy.
+    pub(super) in_sync: AtomicBool,
+    /// Members failing but not yet recorded in the superblocks; writes finishing meanwhile wait.
+    pub(super) failing: AtomicU32,
+    /// No more writes (see [`ArrayState::Broken`]).
+    pub(super) broken: AtomicBool,
+    /// Writes wait: a read error is being repaired (the repair must not race a write).
+    pub(super) frozen: AtomicBool,
+    /// Repairs in progress (the worker's own count).
+    pub(super) repairs: AtomicU32,
 }
 
 impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
     /// An engine for an array described by `superblock` (array-wide fields) and `geometry`, with
-    /// one fresh [`MemberState`] per member in role order.
+    /// one fresh [`MemberState`] per member in role order. `in_sync`: the copies are known to be
+    /// identical.
     pub fn new(
         superblock: Superblock,
         geometry: Geometry,
         members: M,
+        in_sync: bool,
     ) -> Result<Self, EngineError> {
         let given = members.len();
         if given != geometry.members() as usize {
@@ -70,9 +92,11 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             superblock,
             geometry,
             members,
-            next_read_copy: AtomicU32::new(0),
-            superblocks_stale: AtomicBool::new(false),
-            failed: AtomicBool::new(false),
+            in_sync: AtomicBool::new(in_sync),
+            failing: AtomicU32::new(0),
+            broken: AtomicBool::new(false),
+            frozen: AtomicBool::new(false),
+            repairs: AtomicU32::new(0),
         })
     }
 
@@ -95,9 +119,16 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         self.events.load(Ordering::Acquire)
     }
 
+    /// The copies are known to hold the same data.
+    pub fn in_sync(&self) -> bool {
+        self.in_sync.load(Ordering::Relaxed)
+    }
+
     pub fn state(&self) -> ArrayState {
-        if !self.has_all_data() {
+        if !self.has_all_data(None) {
             ArrayState::Failed
+        } else if self.broken.load(Ordering::SeqCst) {
+            ArrayState::Broken
         } else if self.members().iter().any(MemberState::is_faulty) {
             ArrayState::Degraded
         } else {
@@ -105,125 +136,163 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         }
     }
 
-    /// Writes every working member's superblock with a new event count; failed members are
-    /// recorded as faulty in the slot table and not written to. Tries every member and returns
-    /// the last error. Call from a context that may sleep.
-    pub fn write_superblocks<P: Platform>(
-        &self,
-        platform: &P,
-        clean: bool,
-    ) -> Result<(), MetadataError> {
-        let mut sb = self.superblock;
-        sb.events = self.events.fetch_add(1, Ordering::AcqRel).saturating_add(1);
-        sb.clean = clean;
-        for (member, slot) in self.members().iter().zip(sb.slots.iter_mut()) {
-            if member.is_faulty() {
-                *slot = Slot::Faulty;
-            }
-        }
-        let working = (0u32..)
-            .zip(self.members())
-            .filter(|(_, member)| !member.is_faulty())
-            .map(|(index, member)| (index, *member.uuid(), index));
-        sb.write_copies(working, |index, copy| {
-            platform.write_superblock(index, copy)
-        })
-    }
-
-    /// Starts (or restarts, after a requeue) request `rq`: `op` on `sectors` sectors at array
-    /// sector `start`. Sends its member I/O through `platform`, which ends or requeues it once
-    /// the last one completed. `state` belongs to the request. Call from a context that may
-    /// sleep.
-    pub fn submit<P: Platform>(
-        &self,
-        platform: &P,
-        rq: P::Request,
-        state: &RequestState,
-        op: Op,
-        start: u64,
-        sectors: u64,
-    ) {
-        state.begin();
-        // Record a member failure before more I/O depends on the array's state.
-        if self.superblocks_stale.swap(false, Ordering::AcqRel) {
-            self.failed.store(!self.has_all_data(), Ordering::Release);
-            // A member that cannot take its superblock fails its next I/O as well.
-            let _ = self.write_superblocks(platform, false);
-        }
-        let sent = if self.failed.load(Ordering::Acquire) {
-            Err(Status::IoError)
-        } else if op == Op::Flush {
-            self.submit_flush(platform, rq, state)
-        } else {
-            self.submit_data(platform, rq, state, op, start, sectors)
-        };
-        // Drops the submitter's reference; member I/O in flight holds its own.
-        self.put(platform, rq, state, sent.err().unwrap_or(Status::Ok));
+    /// Starts request `rq`: `op` on `sectors` sectors at array sector `start`. Sends its member
+    /// I/O through `platform`, which ends it once the engine says so. Any context that may send
+    /// I/O; never waits.
+    pub fn submit<P: Platform>(&self, p: &P, rq: P::Request, op: Op, start: u64, sectors: u64) {
+        p.state(rq).begin(op, start, sectors);
+        self.run_pass(p, rq, Phase::Normal);
     }
 
     /// Reports the completion of a member I/O the platform sent for `rq`. Any context.
-    pub fn piece_done<P: Platform>(
-        &self,
-        platform: &P,
-        rq: P::Request,
-        state: &RequestState,
-        piece: PieceInfo,
-        status: Status,
-    ) {
-        let member = self.members().get(piece.member as usize);
-        if let Some(member) = member {
+    pub fn piece_done<P: Platform>(&self, p: &P, rq: P::Request, piece: PieceInfo, status: Status) {
+        if let Some(member) = self.members().get(piece.member as usize) {
             member.account(&piece, status);
         }
-        let mut status = status;
-        // A member with an I/O error is failed where another copy carries on (the request runs
-        // again without it). "Not supported", say for a discard, says nothing about its health.
-        if status == Status::IoError && self.geometry.copies() > 1 {
-            if let Some(member) = member {
-                if member.set_faulty() {
-                    self.superblocks_stale.store(true, Ordering::Release);
-                    platform.member_failed(piece.member, status);
-                }
+        let status = match status {
+            Status::Ok => Status::Ok,
+            // No redundancy: the error is the request's.
+            _ if self.geometry.copies() == 1 => status,
+            // A discard error neither fails the member nor the request (md does the same):
+            // discarded data is undefined anyway.
+            _ if piece.op == Op::Discard => Status::Ok,
+            // The worker decides what an I/O error means: repair the read, fail the member, or
+            // keep the last copy and fail the request.
+            Status::IoError => {
+                p.state(rq).note_error(piece.member);
+                Status::Ok
             }
-            state.set_retry();
-            status = Status::Ok;
-        }
-        self.put(platform, rq, state, status);
+            Status::NotSupported => status,
+        };
+        self.put(p, rq, status);
     }
 
-    fn put<P: Platform>(&self, platform: &P, rq: P::Request, state: &RequestState, status: Status) {
-        match state.put(status) {
-            Outcome::Pending => {}
-            Outcome::End(status) => platform.end_request(rq, status),
-            Outcome::Requeue => platform.requeue(rq),
+    /// Sends one pass of `rq`'s member I/O and drops the sender's reference.
+    pub(super) fn run_pass<P: Platform>(&self, p: &P, rq: P::Request, phase: Phase) {
+        let state = p.state(rq);
+        state.begin_pass(phase);
+        // SeqCst after `begin_pass`: a worker that froze writes either sees this request's
+        // pending reference and waits for it, or this load sees the freeze.
+        if phase == Phase::Normal && state.op().is_write() && self.frozen.load(Ordering::SeqCst) {
+            state.set_idle(Phase::Waiting);
+            p.push(WorkList::Deferred, rq);
+            p.kick_worker();
+            return;
+        }
+        let sent = self.send_pass(p, rq, state, phase);
+        self.put(p, rq, sent.err().unwrap_or(Status::Ok));
+    }
+
+    fn put<P: Platform>(&self, p: &P, rq: P::Request, status: Status) {
+        let state = p.state(rq);
+        if let Some(result) = state.put(status) {
+            self.pass_done(p, rq, state, result);
+        }
+    }
+
+    /// The last member I/O of a pass completed.
+    fn pass_done<P: Platform>(
+        &self,
+        p: &P,
+        rq: P::Request,
+        state: &RequestState,
+        result: PassResult,
+    ) {
+        if state.phase() == Phase::Normal && result.errors.is_empty() {
+            self.complete(p, rq, result.status);
+        } else {
+            // Errors to handle, or a repair pass to follow up: the worker's job.
+            p.push(WorkList::Deferred, rq);
+            p.kick_worker();
+        }
+    }
+
+    /// The request is done: ends it, unless it is a successful write while a member failure is
+    /// not yet recorded (it may have skipped that member); then it is parked for the worker.
+    pub(super) fn complete<P: Platform>(&self, p: &P, rq: P::Request, status: Status) {
+        let state = p.state(rq);
+        // SeqCst, with the member health loads that planned the request: a write that skipped a
+        // failing member sees it counted here (the worker counts before it changes the health)
+        // unless the superblocks already record it.
+        // (Not discards: what they leave is undefined, whatever a member missed.)
+        let gated = matches!(state.op(), Op::Write | Op::Flush);
+        if status == Status::Ok && gated && self.failing.load(Ordering::SeqCst) > 0 {
+            state.set_idle(Phase::Parked);
+            p.push(WorkList::Parked, rq);
+            // The update may have finished before the push: then nobody else will wake the
+            // worker for this request.
+            if self.parked_may_end() {
+                p.kick_worker();
+            }
+            return;
+        }
+        p.end_request(rq, status);
+    }
+
+    /// Parked requests may be ended now (with success, or with an error when the failure can
+    /// never be recorded).
+    pub(super) fn parked_may_end(&self) -> bool {
+        self.failing.load(Ordering::SeqCst) == 0 || self.broken.load(Ordering::SeqCst)
+    }
+
+    fn send_pass<P: Platform>(
+        &self,
+        p: &P,
+        rq: P::Request,
+        state: &RequestState,
+        phase: Phase,
+    ) -> Result<(), Status> {
+        let op = state.op();
+        match phase {
+            Phase::Normal if op.is_write() && self.broken.load(Ordering::SeqCst) => {
+                Err(Status::IoError)
+            }
+            Phase::Normal if op == Op::Flush => self.send_flush(p, rq, state),
+            Phase::Normal => {
+                // Refuse before sending anything rather than leave a hole in the data.
+                if !segments_cover(p, rq, state.start(), state.sectors()) {
+                    return Err(Status::IoError);
+                }
+                if op == Op::Read {
+                    self.send_read(p, rq, state, MemberSet::EMPTY)
+                } else {
+                    self.send_write(p, rq, state, op)
+                }
+            }
+            Phase::Recover => self.send_read(p, rq, state, state.avoid()),
+            Phase::RepairWrite => self.send_to(p, rq, state, Op::Write, state.repair_targets()),
+            Phase::Verify => self.send_to(p, rq, state, Op::Read, state.repair_targets()),
+            Phase::Waiting | Phase::Parked => Err(Status::IoError),
         }
     }
 
     /// Sends one member I/O, counted before it can complete.
     fn send<P: Platform>(
         &self,
-        platform: &P,
+        p: &P,
         rq: P::Request,
         state: &RequestState,
         io: &MemberIo<P::Segment>,
     ) -> Result<(), Status> {
         state.add_piece();
-        if platform.submit(rq, io).is_err() {
-            // Never the last reference: the submitter holds one.
+        if p.submit(rq, io).is_err() {
+            // Never the last reference: the sender holds one.
             let _ = state.put(Status::IoError);
             return Err(Status::IoError);
         }
         Ok(())
     }
 
-    /// An empty flush to every working member.
-    fn submit_flush<P: Platform>(
+    /// An empty flush to every working member; an error if there is none.
+    fn send_flush<P: Platform>(
         &self,
-        platform: &P,
+        p: &P,
         rq: P::Request,
         state: &RequestState,
     ) -> Result<(), Status> {
+        let mut sent = false;
         for (index, member) in (0u32..).zip(self.members()) {
-            if member.is_faulty() {
+            if !member.is_active() {
                 continue;
             }
             let io = MemberIo {
@@ -235,54 +304,89 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
                 member_sector: 0,
                 source: None,
             };
-            self.send(platform, rq, state, &io)?;
+            self.send(p, rq, state, &io)?;
+            sent = true;
+        }
+        if sent {
+            Ok(())
+        } else {
+            Err(Status::IoError)
+        }
+    }
+
+    /// Reads the request's range, one copy of each piece, from members not in `avoid`.
+    fn send_read<P: Platform>(
+        &self,
+        p: &P,
+        rq: P::Request,
+        state: &RequestState,
+        avoid: MemberSet,
+    ) -> Result<(), Status> {
+        let (start, sectors) = (state.start(), state.sectors());
+        let pieces = self
+            .geometry
+            .map_read(start, sectors, self.read_copy(start))
+            .map_err(|_| Status::IoError)?;
+        for piece in pieces {
+            let piece = if self.usable(piece.member, avoid) {
+                piece
+            } else {
+                self.healthy_copy(piece, avoid).ok_or(Status::IoError)?
+            };
+            self.send_piece(p, rq, state, Op::Read, &piece)?;
         }
         Ok(())
     }
 
-    /// Reads, writes or discards: every piece the geometry maps the range to, on working
-    /// members, one member I/O per request segment overlapping the piece.
-    fn submit_data<P: Platform>(
+    /// Writes or discards the request's range on every copy whose member works.
+    fn send_write<P: Platform>(
         &self,
-        platform: &P,
+        p: &P,
         rq: P::Request,
         state: &RequestState,
         op: Op,
-        start: u64,
-        sectors: u64,
     ) -> Result<(), Status> {
-        // Refuse before sending anything rather than leave a hole in the data.
-        if !segments_cover(platform, rq, start, sectors) {
-            return Err(Status::IoError);
-        }
-        let pieces = if op == Op::Read {
-            let copies = self.geometry.copies().max(1);
-            let copy = self.next_read_copy.fetch_add(1, Ordering::Relaxed) % copies;
-            self.geometry.map_read(start, sectors, copy)
-        } else {
-            self.geometry.map_write(start, sectors)
-        };
-        let pieces = pieces.map_err(|_| Status::IoError)?;
+        let pieces = self
+            .geometry
+            .map_write(state.start(), state.sectors())
+            .map_err(|_| Status::IoError)?;
         for piece in pieces {
-            let piece = if self.member_ok(piece.member) {
-                piece
-            } else if op == Op::Read {
-                self.healthy_copy(piece).ok_or(Status::IoError)?
-            } else if self.healthy_copy(piece).is_some() {
-                // Another copy takes the data.
-                continue;
-            } else {
+            if self.usable(piece.member, MemberSet::EMPTY) {
+                self.send_piece(p, rq, state, op, &piece)?;
+            } else if self.healthy_copy(piece, MemberSet::EMPTY).is_none() {
+                // No copy of this piece left: fail rather than lose the data silently.
                 return Err(Status::IoError);
-            };
-            self.submit_piece(platform, rq, state, op, &piece)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `op` on the copies of the request's range held by working members in `targets` (the
+    /// repair: writing recovered data back, reading it again to verify).
+    fn send_to<P: Platform>(
+        &self,
+        p: &P,
+        rq: P::Request,
+        state: &RequestState,
+        op: Op,
+        targets: MemberSet,
+    ) -> Result<(), Status> {
+        let pieces = self
+            .geometry
+            .map_write(state.start(), state.sectors())
+            .map_err(|_| Status::IoError)?;
+        for piece in pieces {
+            if targets.contains(piece.member) && self.usable(piece.member, MemberSet::EMPTY) {
+                self.send_piece(p, rq, state, op, &piece)?;
+            }
         }
         Ok(())
     }
 
     /// Sends the part of `piece` that each request segment holds.
-    fn submit_piece<P: Platform>(
+    fn send_piece<P: Platform>(
         &self,
-        platform: &P,
+        p: &P,
         rq: P::Request,
         state: &RequestState,
         op: Op,
@@ -297,7 +401,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             .data_offset
             .checked_add(piece.member_sector)
             .ok_or(Status::IoError)?;
-        for (segment, segment_start, segment_sectors) in platform.segments(rq) {
+        for (segment, segment_start, segment_sectors) in p.segments(rq) {
             let segment_end = segment_start
                 .checked_add(segment_sectors)
                 .ok_or(Status::IoError)?;
@@ -316,19 +420,39 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
                 member_sector: member_start.saturating_add(from - piece.array_sector),
                 source: Some((segment, from - segment_start)),
             };
-            self.send(platform, rq, state, &io)?;
+            self.send(p, rq, state, &io)?;
         }
         Ok(())
     }
 
-    fn member_ok(&self, index: u32) -> bool {
-        self.members()
-            .get(index as usize)
-            .is_some_and(|m| !m.is_faulty())
+    /// Which copy serves a read starting at `start`. Spread over the copies by position (no
+    /// counter shared between CPUs on the read path); one fixed copy while the copies may
+    /// differ, so the same read always returns the same data.
+    fn read_copy(&self, start: u64) -> u32 {
+        let copies = u64::from(self.geometry.copies());
+        if copies <= 1 || !self.in_sync() {
+            return 0;
+        }
+        // 64 KiB regions, mixed (splitmix64's finaliser) so strided patterns spread too.
+        let mut x = start >> 7;
+        x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        x ^= x >> 31;
+        // Below `copies`, at most 32: lossless.
+        (x % copies) as u32
     }
 
-    /// The same data as `piece` on a copy whose member works.
-    fn healthy_copy(&self, piece: Piece) -> Option<Piece> {
+    /// The member works and the request may read from it.
+    pub(super) fn usable(&self, index: u32, avoid: MemberSet) -> bool {
+        !avoid.contains(index)
+            && self
+                .members()
+                .get(index as usize)
+                .is_some_and(MemberState::is_active)
+    }
+
+    /// The same data as `piece` on a copy whose member is usable.
+    fn healthy_copy(&self, piece: Piece, avoid: MemberSet) -> Option<Piece> {
         (0..self.geometry.copies())
             .filter_map(|c| {
                 self.geometry
@@ -336,35 +460,36 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
                     .ok()?
                     .next()
             })
-            .find(|p| self.member_ok(p.member))
+            .find(|p| self.usable(p.member, avoid))
     }
 
-    /// True while every part of the data has a copy on a working member.
-    fn has_all_data(&self) -> bool {
-        let probe = |start| {
-            (0..self.geometry.copies()).any(|copy| {
-                self.geometry
-                    .map_read(start, 1, copy)
-                    .ok()
-                    .and_then(|mut pieces| pieces.next())
-                    .is_some_and(|p| self.member_ok(p.member))
-            })
-        };
+    /// Every piece of the range has a copy on a usable member.
+    pub(super) fn readable(&self, start: u64, sectors: u64, avoid: MemberSet) -> bool {
+        match self.geometry.map_read(start, sectors, 0) {
+            Ok(mut pieces) => pieces.all(|piece| self.healthy_copy(piece, avoid).is_some()),
+            Err(_) => false,
+        }
+    }
+
+    /// True while every part of the data has a copy on a working member other than `without`.
+    pub(super) fn has_all_data(&self, without: Option<u32>) -> bool {
+        let avoid = without.map(MemberSet::of).unwrap_or_default();
         // One sector of each of the first `members` chunks covers every member combination of
         // the layout (a row for RAID 0/1, every adjacent pair for near-2 RAID 10).
         let chunk = u64::from(self.geometry.chunk_sectors().max(1));
-        (0..u64::from(self.geometry.members())).all(|i| probe(i.saturating_mul(chunk)))
+        (0..u64::from(self.geometry.members()))
+            .all(|i| self.readable(i.saturating_mul(chunk), 1, avoid))
     }
 }
 
 /// True if the request's segments follow each other without gap or overlap from `start` for
 /// exactly `sectors` sectors.
-fn segments_cover<P: Platform>(platform: &P, rq: P::Request, start: u64, sectors: u64) -> bool {
+fn segments_cover<P: Platform>(p: &P, rq: P::Request, start: u64, sectors: u64) -> bool {
     let Some(end) = start.checked_add(sectors) else {
         return false;
     };
     let mut next = start;
-    for (_, segment_start, segment_sectors) in platform.segments(rq) {
+    for (_, segment_start, segment_sectors) in p.segments(rq) {
         match segment_start.checked_add(segment_sectors) {
             Some(segment_end) if segment_start == next && segment_sectors > 0 => next = segment_end,
             _ => return false,

@@ -1,22 +1,56 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The state the engine keeps per member: identity, health and I/O counters.
+//! The state the engine keeps per member: identity, health and I/O counters; and [`MemberSet`],
+//! a set of members by index.
 
 use super::platform::{Op, PieceInfo, Status};
 use super::superblock::UUID_LEN;
-use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+
+/// Where a member stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Health {
+    /// In use.
+    Active,
+    /// Failed and no longer used, but not yet recorded in any superblock: writes that skipped
+    /// it may not be acknowledged yet.
+    Failing,
+    /// Failed, and the superblocks say so.
+    Faulty,
+}
+
+impl Health {
+    const fn code(self) -> u8 {
+        match self {
+            Health::Active => 0,
+            Health::Failing => 1,
+            Health::Faulty => 2,
+        }
+    }
+
+    const fn from_code(code: u8) -> Self {
+        match code {
+            0 => Health::Active,
+            1 => Health::Failing,
+            _ => Health::Faulty,
+        }
+    }
+}
 
 /// One member of a running array.
 #[derive(Debug)]
 pub struct MemberState {
     /// This member's UUID, kept in its superblock.
     uuid: [u8; UUID_LEN],
-    faulty: AtomicBool,
+    /// A [`Health`] code. Changed only by the array's worker (and before the array starts).
+    health: AtomicU8,
     reads: AtomicU64,
     writes: AtomicU64,
     read_bytes: AtomicU64,
     write_bytes: AtomicU64,
     errors: AtomicU64,
+    /// Read errors repaired by rewriting the data from another copy.
+    corrected: AtomicU64,
 }
 
 /// A member's I/O counters at one moment.
@@ -27,6 +61,7 @@ pub struct MemberStats {
     pub read_bytes: u64,
     pub write_bytes: u64,
     pub errors: u64,
+    pub corrected: u64,
 }
 
 impl MemberState {
@@ -34,12 +69,13 @@ impl MemberState {
     pub const fn new(uuid: [u8; UUID_LEN]) -> Self {
         Self {
             uuid,
-            faulty: AtomicBool::new(false),
+            health: AtomicU8::new(Health::Active.code()),
             reads: AtomicU64::new(0),
             writes: AtomicU64::new(0),
             read_bytes: AtomicU64::new(0),
             write_bytes: AtomicU64::new(0),
             errors: AtomicU64::new(0),
+            corrected: AtomicU64::new(0),
         }
     }
 
@@ -47,14 +83,44 @@ impl MemberState {
         &self.uuid
     }
 
-    /// The member returned an I/O error and is no longer used.
-    pub fn is_faulty(&self) -> bool {
-        self.faulty.load(Ordering::Acquire)
+    pub fn health(&self) -> Health {
+        // SeqCst: the durability gate (`ArrayEngine::complete`) orders this against the array's
+        // count of failing members.
+        Health::from_code(self.health.load(Ordering::SeqCst))
     }
 
-    /// Marks the member faulty; true if this call did it.
-    pub(crate) fn set_faulty(&self) -> bool {
-        !self.faulty.swap(true, Ordering::AcqRel)
+    /// The member is used for I/O.
+    pub fn is_active(&self) -> bool {
+        self.health() == Health::Active
+    }
+
+    /// The member failed and is no longer used (recorded in the superblocks or not yet).
+    pub fn is_faulty(&self) -> bool {
+        !self.is_active()
+    }
+
+    /// Active → failing; true if this call did it.
+    pub(crate) fn begin_failing(&self) -> bool {
+        self.health
+            .compare_exchange(
+                Health::Active.code(),
+                Health::Failing.code(),
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            )
+            .is_ok()
+    }
+
+    /// Failing → faulty, once a superblock records it; true if this call did it.
+    pub(crate) fn mark_recorded(&self) -> bool {
+        self.health
+            .compare_exchange(
+                Health::Failing.code(),
+                Health::Faulty.code(),
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            )
+            .is_ok()
     }
 
     /// Counts one completed member I/O.
@@ -73,6 +139,11 @@ impl MemberState {
         }
     }
 
+    /// Counts a read error repaired on this member.
+    pub(crate) fn count_corrected(&self) {
+        self.corrected.fetch_add(1, Ordering::Relaxed);
+    }
+
     pub fn stats(&self) -> MemberStats {
         MemberStats {
             reads: self.reads.load(Ordering::Relaxed),
@@ -80,6 +151,61 @@ impl MemberState {
             read_bytes: self.read_bytes.load(Ordering::Relaxed),
             write_bytes: self.write_bytes.load(Ordering::Relaxed),
             errors: self.errors.load(Ordering::Relaxed),
+            corrected: self.corrected.load(Ordering::Relaxed),
         }
+    }
+}
+
+/// A set of members by index: bit `i` is member `i` (an array has at most 32 members).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MemberSet(u32);
+
+impl MemberSet {
+    pub const EMPTY: Self = Self(0);
+
+    pub const fn from_bits(bits: u32) -> Self {
+        Self(bits)
+    }
+
+    pub const fn bits(self) -> u32 {
+        self.0
+    }
+
+    /// The set holding only `member` (empty if `member` is not a member index).
+    pub fn of(member: u32) -> Self {
+        Self(1u32.checked_shl(member).unwrap_or(0))
+    }
+
+    pub fn contains(self, member: u32) -> bool {
+        self.0 & Self::of(member).0 != 0
+    }
+
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    #[must_use]
+    pub fn with(self, member: u32) -> Self {
+        Self(self.0 | Self::of(member).0)
+    }
+
+    #[must_use]
+    pub fn union(self, other: Self) -> Self {
+        Self(self.0 | other.0)
+    }
+
+    #[must_use]
+    pub fn minus(self, other: Self) -> Self {
+        Self(self.0 & !other.0)
+    }
+
+    #[must_use]
+    pub fn intersect(self, other: Self) -> Self {
+        Self(self.0 & other.0)
+    }
+
+    /// The members in the set, lowest index first.
+    pub fn iter(self) -> impl Iterator<Item = u32> {
+        (0u32..32).filter(move |&m| self.contains(m))
     }
 }

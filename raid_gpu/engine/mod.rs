@@ -15,6 +15,8 @@ pub mod assembly;
 pub mod crc32c;
 pub mod geometry;
 pub mod members;
+pub mod metadata;
 pub mod platform;
 pub mod request;
 pub mod superblock;
+pub mod worker;

@@ -5,9 +5,16 @@
 //!
 //! The engine plans every request as a list of [`MemberIo`]s and hands them to the platform one
 //! by one; the platform sends each to its member and, when it completes, reports back exactly
-//! once through [`ArrayEngine::piece_done`](super::array::ArrayEngine::piece_done). Ending or
-//! requeueing the request is the platform's job too, when the engine says so.
+//! once through [`ArrayEngine::piece_done`](super::array::ArrayEngine::piece_done). Ending the
+//! request is the platform's job too, when the engine says so.
+//!
+//! Everything that may wait or must not race (member failures, superblock updates, read repair)
+//! happens in the array's *worker*: one serialised task per array, in process context, that the
+//! platform runs ([`ArrayEngine::work`](super::array::ArrayEngine::work)) whenever the engine
+//! kicks it. Requests reach it through two lists the platform keeps.
 
+use super::members::MemberSet;
+use super::request::RequestState;
 use super::superblock::Superblock;
 
 /// What a request asks for.
@@ -25,6 +32,24 @@ impl Op {
     /// Writes, flushes and discards change what the members hold.
     pub fn is_write(self) -> bool {
         !matches!(self, Op::Read)
+    }
+
+    pub(crate) fn to_code(self) -> u8 {
+        match self {
+            Op::Read => 0,
+            Op::Write => 1,
+            Op::Flush => 2,
+            Op::Discard => 3,
+        }
+    }
+
+    pub(crate) fn from_code(code: u8) -> Self {
+        match code {
+            0 => Op::Read,
+            1 => Op::Write,
+            2 => Op::Flush,
+            _ => Op::Discard,
+        }
     }
 }
 
@@ -83,9 +108,33 @@ pub struct MemberIo<S> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SubmitError;
 
-/// A superblock could not be written to a member.
+/// No working member took a superblock update: the state of the array could not be recorded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MetadataError;
+
+/// The platform's lists of requests for the worker.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WorkList {
+    /// Requests the worker must act on: a pass ended with member errors, a repair pass ended,
+    /// or a write waits for a repair to finish.
+    Deferred,
+    /// Finished requests that wait for a member failure to be recorded in the superblocks.
+    Parked,
+}
+
+/// What happened to a member, for the log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MemberEvent {
+    /// An I/O error made the array stop using it.
+    Failed,
+    /// It returned an error but holds the last copy of some data: kept, and the array takes no
+    /// more writes (md's "broken").
+    KeptLastCopy,
+    /// Its superblock could not be written: failed.
+    SuperblockWriteFailed,
+    /// A read error on it was repaired by rewriting the data from another copy.
+    ReadErrorRepaired,
+}
 
 /// The services a home gives the engine.
 pub trait Platform {
@@ -94,26 +143,45 @@ pub trait Platform {
     /// A contiguous part of a request's data (a bio in the kernel).
     type Segment: Copy;
 
+    /// The request's engine state, kept with the request.
+    fn state(&self, rq: Self::Request) -> &RequestState;
+
     /// The request's segments in array order, each with its first array sector and length.
     fn segments(&self, rq: Self::Request) -> impl Iterator<Item = (Self::Segment, u64, u64)>;
 
-    /// Sends one member I/O. On `Ok`, the platform later calls
-    /// [`ArrayEngine::piece_done`](super::array::ArrayEngine::piece_done) for it exactly once,
-    /// from any context. On `Err` nothing was sent.
+    /// Sends one member I/O: `io.info.op` says what to do, which need not be the request's own
+    /// operation (a read error is repaired by writing from the request's buffers). On `Ok`, the
+    /// platform later calls [`ArrayEngine::piece_done`](super::array::ArrayEngine::piece_done)
+    /// for it exactly once, from any context. On `Err` nothing was sent.
     fn submit(&self, rq: Self::Request, io: &MemberIo<Self::Segment>) -> Result<(), SubmitError>;
 
     /// Ends the request with `status`. Called exactly once per request handed to
-    /// [`ArrayEngine::submit`](super::array::ArrayEngine::submit) unless it was requeued.
+    /// [`ArrayEngine::submit`](super::array::ArrayEngine::submit).
     fn end_request(&self, rq: Self::Request, status: Status);
 
-    /// Hands the request back to be submitted again later, from a context that may sleep.
-    fn requeue(&self, rq: Self::Request);
+    /// Adds a request to one of the worker's lists (any context; does not wake the worker).
+    fn push(&self, list: WorkList, rq: Self::Request);
 
-    /// Writes a superblock, already filled in for this member, to member `member`.
-    /// Called only where the engine was entered from a context that may sleep.
-    fn write_superblock(&self, member: u32, sb: &Superblock) -> Result<(), MetadataError>;
+    /// Takes every request off `list` and hands each to `f` (the worker only). Requests pushed
+    /// meanwhile, `f`'s own included, stay on the list for the next call.
+    fn take_all(&self, list: WorkList, f: impl FnMut(Self::Request));
 
-    /// Member `member` failed with `status` and is no longer used (for the log). May be called
-    /// from the completion context.
-    fn member_failed(&self, member: u32, status: Status);
+    /// Makes the worker run [`ArrayEngine::work`](super::array::ArrayEngine::work) soon, in
+    /// process context, never twice at once (any context).
+    fn kick_worker(&self);
+
+    /// True if some request in flight in the array satisfies `pred` (the worker only).
+    fn any_request(&self, pred: impl FnMut(&RequestState) -> bool) -> bool;
+
+    /// Sleeps a little: the worker waits for writes to drain (the worker only).
+    fn pause(&self);
+
+    /// Writes one superblock to each member in `targets` at once and waits for them: `copy(m)`
+    /// is member `m`'s, already filled in. Returns the members whose write failed. Durable on
+    /// return (`PREFLUSH | FUA`: every write completed before is durable too). Called only by
+    /// one writer at a time (the worker, or the array's start and stop while no I/O runs).
+    fn write_superblocks(&self, targets: MemberSet, copy: impl Fn(u32) -> Superblock) -> MemberSet;
+
+    /// Something happened to member `member` (for the log). Any context.
+    fn member_event(&self, member: u32, event: MemberEvent);
 }

@@ -1,21 +1,83 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Completion accounting for one request: how many member I/Os are out, the first error, and
-//! whether the request must run again because a member failed under it.
+//! Per-request state: what the request asks for, which pass of its life it is in, how many member
+//! I/Os of that pass are out, the first error, and which members returned errors.
+//!
+//! A request runs one or more *passes*. The first ([`Phase::Normal`]) is sent from the submitter;
+//! when it ends with member errors on a level with redundancy, the array's worker takes over and
+//! runs the passes of error handling (recover, repair write, verify) one after the other.
 
-use super::platform::Status;
-use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};
+use super::members::MemberSet;
+use super::platform::{Op, Status};
+use core::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 
-/// Per-request state, kept by the platform with the request (the PDU in the kernel) and reset
-/// by the engine each time the request is submitted.
+/// Which pass a request is in, or where it waits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// Its first pass, as the submitter planned it.
+    Normal,
+    /// Re-reading from copies on members that returned no error.
+    Recover,
+    /// Writing the recovered data back to the members whose read failed.
+    RepairWrite,
+    /// Reading the repaired range back from those members.
+    Verify,
+    /// Waiting for the worker to send it: writes wait while a read error is being repaired.
+    Waiting,
+    /// Done, waiting for a member failure it depends on to reach the superblocks.
+    Parked,
+}
+
+impl Phase {
+    const ALL: [Phase; 6] = [
+        Phase::Normal,
+        Phase::Recover,
+        Phase::RepairWrite,
+        Phase::Verify,
+        Phase::Waiting,
+        Phase::Parked,
+    ];
+
+    fn code(self) -> u8 {
+        match self {
+            Phase::Normal => 0,
+            Phase::Recover => 1,
+            Phase::RepairWrite => 2,
+            Phase::Verify => 3,
+            Phase::Waiting => 4,
+            Phase::Parked => 5,
+        }
+    }
+
+    fn from_code(code: u8) -> Self {
+        Self::ALL
+            .into_iter()
+            .find(|p| p.code() == code)
+            .unwrap_or(Phase::Normal)
+    }
+}
+
+/// Per-request state, kept by the platform with the request (the PDU in the kernel).
 #[derive(Debug)]
 pub struct RequestState {
-    /// Member I/Os in flight, plus one held by the submitter while it sends them.
+    /// Member I/Os of the current pass in flight, plus one held by whoever sends them.
     pending: AtomicU32,
-    /// First error status seen ([`Status`] code, 0 = OK).
+    /// First error status of the pass ([`Status`] code, 0 = OK).
     status: AtomicU8,
-    /// A member I/O failed on a member that has redundancy: send the request again, without it.
-    retry: AtomicBool,
+    /// Members that returned an I/O error in this pass (handled by the worker).
+    errors: AtomicU32,
+    /// Members not to read from again for this request.
+    avoid: AtomicU32,
+    /// Members the repair writes to (then verifies).
+    repair: AtomicU32,
+    /// A [`Phase`] code.
+    phase: AtomicU8,
+    /// The request: an [`Op`] code, first array sector, length.
+    op: AtomicU8,
+    start: AtomicU64,
+    sectors: AtomicU64,
+    /// The repair was tried (it is tried once per request).
+    repair_tried: AtomicU8,
 }
 
 impl Default for RequestState {
@@ -24,15 +86,13 @@ impl Default for RequestState {
     }
 }
 
-/// What the last reference on a request decides.
+/// What the last reference of a pass found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Outcome {
-    /// Member I/Os are still out.
-    Pending,
-    /// End the request with this status.
-    End(Status),
-    /// Submit the request again.
-    Requeue,
+pub(crate) struct PassResult {
+    /// The first error reported as the request's own.
+    pub(crate) status: Status,
+    /// Members that returned I/O errors the worker must handle.
+    pub(crate) errors: MemberSet,
 }
 
 impl RequestState {
@@ -40,15 +100,98 @@ impl RequestState {
         Self {
             pending: AtomicU32::new(0),
             status: AtomicU8::new(0),
-            retry: AtomicBool::new(false),
+            errors: AtomicU32::new(0),
+            avoid: AtomicU32::new(0),
+            repair: AtomicU32::new(0),
+            phase: AtomicU8::new(0),
+            op: AtomicU8::new(0),
+            start: AtomicU64::new(0),
+            sectors: AtomicU64::new(0),
+            repair_tried: AtomicU8::new(0),
         }
     }
 
-    /// Starts a submission: only the submitter's reference, no error, no retry.
-    pub(crate) fn begin(&self) {
+    /// A new request: `op` on `sectors` sectors at `start`; nothing sent yet.
+    pub(crate) fn begin(&self, op: Op, start: u64, sectors: u64) {
+        self.op.store(op.to_code(), Ordering::Relaxed);
+        self.start.store(start, Ordering::Relaxed);
+        self.sectors.store(sectors, Ordering::Relaxed);
+        self.avoid.store(0, Ordering::Relaxed);
+        self.repair.store(0, Ordering::Relaxed);
+        self.repair_tried.store(0, Ordering::Relaxed);
+        self.begin_pass(Phase::Normal);
+    }
+
+    /// A new pass: only the sender's reference, no error. SeqCst: a worker draining writes
+    /// (`ArrayEngine::freeze`) must see this before the submitter looks at the freeze flag.
+    pub(crate) fn begin_pass(&self, phase: Phase) {
         self.status.store(0, Ordering::Relaxed);
-        self.retry.store(false, Ordering::Relaxed);
-        self.pending.store(1, Ordering::Release);
+        self.errors.store(0, Ordering::Relaxed);
+        self.phase.store(phase.code(), Ordering::Relaxed);
+        self.pending.store(1, Ordering::SeqCst);
+    }
+
+    /// The request waits without I/O (`Waiting`, `Parked`).
+    pub(crate) fn set_idle(&self, phase: Phase) {
+        self.phase.store(phase.code(), Ordering::Relaxed);
+        self.pending.store(0, Ordering::SeqCst);
+    }
+
+    pub fn op(&self) -> Op {
+        Op::from_code(self.op.load(Ordering::Relaxed))
+    }
+
+    pub fn start(&self) -> u64 {
+        self.start.load(Ordering::Relaxed)
+    }
+
+    pub fn sectors(&self) -> u64 {
+        self.sectors.load(Ordering::Relaxed)
+    }
+
+    pub fn phase(&self) -> Phase {
+        Phase::from_code(self.phase.load(Ordering::Relaxed))
+    }
+
+    /// Member I/Os in flight (plus the sender's reference while it sends).
+    pub fn pending(&self) -> u32 {
+        self.pending.load(Ordering::SeqCst)
+    }
+
+    /// True while the request writes to members (a pass of a write, flush or discard is out).
+    pub fn is_writing(&self) -> bool {
+        self.op().is_write() && self.pending() > 0
+    }
+
+    /// The status the request ends with, once its passes are done.
+    pub(crate) fn status(&self) -> Status {
+        Status::from_code(self.status.load(Ordering::Relaxed))
+    }
+
+    /// Members that returned I/O errors in the last pass.
+    pub(crate) fn errors(&self) -> MemberSet {
+        MemberSet::from_bits(self.errors.load(Ordering::Relaxed))
+    }
+
+    pub(crate) fn avoid(&self) -> MemberSet {
+        MemberSet::from_bits(self.avoid.load(Ordering::Relaxed))
+    }
+
+    pub(crate) fn add_avoid(&self, members: MemberSet) {
+        self.avoid.fetch_or(members.bits(), Ordering::Relaxed);
+    }
+
+    pub(crate) fn repair_targets(&self) -> MemberSet {
+        MemberSet::from_bits(self.repair.load(Ordering::Relaxed))
+    }
+
+    pub(crate) fn set_repair_targets(&self, members: MemberSet) {
+        self.repair.store(members.bits(), Ordering::Relaxed);
+    }
+
+    /// Marks the repair tried; true if it had not been.
+    pub(crate) fn try_repair(&self) -> bool {
+        self.repair_tried.swap(1, Ordering::Relaxed) == 0
     }
 
     /// One more member I/O is about to be sent.
@@ -56,12 +199,15 @@ impl RequestState {
         self.pending.fetch_add(1, Ordering::Relaxed);
     }
 
-    pub(crate) fn set_retry(&self) {
-        self.retry.store(true, Ordering::Relaxed);
+    /// A member I/O returned an error the worker handles (the pass itself reports OK for it).
+    pub(crate) fn note_error(&self, member: u32) {
+        self.errors
+            .fetch_or(MemberSet::of(member).bits(), Ordering::Relaxed);
     }
 
-    /// Drops one reference with the status it ended with.
-    pub(crate) fn put(&self, status: Status) -> Outcome {
+    /// Drops one reference with the status it ended with; the pass's result when it was the
+    /// last.
+    pub(crate) fn put(&self, status: Status) -> Option<PassResult> {
         if status != Status::Ok {
             // Keep the first error.
             let _ = self.status.compare_exchange(
@@ -71,19 +217,13 @@ impl RequestState {
                 Ordering::Relaxed,
             );
         }
-        // AcqRel: the last one sees every other reference's status and retry stores.
+        // AcqRel: the last one sees every other reference's status and error stores.
         if self.pending.fetch_sub(1, Ordering::AcqRel) != 1 {
-            return Outcome::Pending;
+            return None;
         }
-        if self.retry.load(Ordering::Relaxed) {
-            Outcome::Requeue
-        } else {
-            Outcome::End(Status::from_code(self.status.load(Ordering::Relaxed)))
-        }
-    }
-
-    /// Member I/Os in flight (plus the submitter's reference while it runs); for tests.
-    pub fn pending(&self) -> u32 {
-        self.pending.load(Ordering::Acquire)
+        Some(PassResult {
+            status: self.status(),
+            errors: MemberSet::from_bits(self.errors.load(Ordering::Relaxed)),
+        })
     }
 }

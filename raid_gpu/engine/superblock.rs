@@ -463,25 +463,14 @@ impl Superblock {
         Geometry::new(self.level, self.members, self.chunk_sectors, self.data_size)
     }
 
-    /// Writes one copy of this superblock per member, each with the member's slot and UUID:
-    /// `members` yields (slot, member UUID, where to write) and `write` writes one copy. Tries
-    /// every member, so one bad member does not keep the others stale, and returns the last
-    /// error.
-    pub fn write_copies<T, E>(
-        &self,
-        members: impl IntoIterator<Item = (u32, [u8; 16], T)>,
-        mut write: impl FnMut(T, &Superblock) -> Result<(), E>,
-    ) -> Result<(), E> {
-        let mut copy = *self;
-        let mut result = Ok(());
-        for (slot, uuid, target) in members {
-            copy.this_slot = slot;
-            copy.member_uuid = uuid;
-            if let Err(e) = write(target, &copy) {
-                result = Err(e);
-            }
+    /// This superblock as the member in slot `slot` with UUID `uuid` stores it: the per-member
+    /// fields filled in, everything else the array's.
+    pub fn for_member(&self, slot: u32, uuid: [u8; UUID_LEN]) -> Superblock {
+        Superblock {
+            this_slot: slot,
+            member_uuid: uuid,
+            ..*self
         }
-        result
     }
 
     /// This device's slot-table entry, if the slot exists.

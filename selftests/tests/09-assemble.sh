@@ -80,6 +80,24 @@ expect_rc 1 graidctl assemble $d0 $d1
 echo "$OUT"
 expect_match "$d1" "$OUT" "blank refusal names the member"
 
+echo "--- shrunk member"
+# A member smaller than the data area its superblock describes (a shrunk LV or partition, a
+# superblock copied to a smaller disk) would take I/O past its end.
+export DM_DISABLE_UDEV=1
+wipe_superblocks $d0 $d1
+sectors=$(cat /sys/class/block/${d1#/dev/}/size)
+dmsetup --noudevsync create small1 --table "0 $sectors linear $d1 0" || fail "dmsetup create failed"
+expect_rc 0 graidctl create shrink --level 1 --assume-clean $d0 /dev/mapper/small1
+expect_rc 0 graidctl stop shrink
+dmsetup load small1 --table "0 $((sectors - 2048)) linear $d1 0" && dmsetup resume small1 ||
+	fail "dmsetup reload failed"
+expect_rc 1 graidctl assemble $d0 /dev/mapper/small1
+echo "$OUT"
+expect_match "small1|dm-" "$OUT" "the refusal names the short member"
+expect_match "too small" "$OUT" "the refusal says why"
+dmsetup --noudevsync remove small1 || fail "dmsetup remove failed"
+wipe_superblocks $d0 $d1
+
 # Nothing is left running, and the good array still assembles.
 expect_rc 0 graidctl assemble $d2 $d3
 expect_rc 0 graidctl stop two

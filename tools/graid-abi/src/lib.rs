@@ -41,10 +41,10 @@ mod tests {
         assert_eq!(size_of::<GraidAssemble>(), 8 + members + 8);
         assert_eq!(size_of::<GraidStop>(), 8);
         assert_eq!(size_of::<GraidList>(), 8 + 4 * GRAID_MAX_ARRAYS);
-        assert_eq!(size_of::<GraidMemberDetail>(), 8 + 4 + 4 + 5 * 8);
+        assert_eq!(size_of::<GraidMemberDetail>(), 8 + 4 + 4 + 6 * 8);
         assert_eq!(
             size_of::<GraidDetail>(),
-            6 * 4
+            8 * 4
                 + 8
                 + 8
                 + 16

@@ -780,41 +780,10 @@ proptest! {
 }
 
 #[test]
-fn write_copies_gives_each_member_its_slot_and_uuid_and_tries_all() {
+fn for_member_fills_in_only_the_member_fields() {
     let sb = sample();
-    let members = [
-        (0u32, [0xa0; 16], "a"),
-        (2, [0xb0; 16], "b"),
-        (3, [0xc0; 16], "c"),
-    ];
-    let mut written = Vec::new();
-    let result = sb.write_copies(members, |target, copy| {
-        written.push((target, copy.this_slot, copy.member_uuid));
-        // Everything else is the array's, unchanged.
-        assert_eq!(
-            Superblock {
-                this_slot: sb.this_slot,
-                member_uuid: sb.member_uuid,
-                ..*copy
-            },
-            sb
-        );
-        match target {
-            "a" => Err("first"),
-            "b" => Err("second"),
-            _ => Ok(()),
-        }
-    });
-    assert_eq!(result, Err("second"), "the last error is returned");
-    assert_eq!(
-        written,
-        [
-            ("a", 0, [0xa0; 16]),
-            ("b", 2, [0xb0; 16]),
-            ("c", 3, [0xc0; 16])
-        ],
-        "every member is written, even after an error"
-    );
-    let none: [(u32, [u8; 16], ()); 0] = [];
-    assert_eq!(sb.write_copies(none, |_, _| Err(())), Ok(()));
+    let copy = sb.for_member(3, [0xc0; 16]);
+    assert_eq!((copy.this_slot, copy.member_uuid), (3, [0xc0; 16]));
+    // Everything else is the array's, unchanged.
+    assert_eq!(copy.for_member(sb.this_slot, sb.member_uuid), sb);
 }

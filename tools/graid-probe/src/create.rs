@@ -3,15 +3,16 @@
 
 use crate::sys::{open_control, raw_ioctl, Fd, Report};
 use graid_abi::{
-    GraidCreate, GraidDetail, GraidMember, GraidStop, GRAID_IOC_CREATE, GRAID_IOC_DETAIL,
-    GRAID_IOC_STOP, GRAID_LEVEL_RAID0, GRAID_LEVEL_RAID1, GRAID_MAX_MEMBERS, GRAID_NAME_LEN,
+    GraidCreate, GraidDetail, GraidMember, GraidStop, GRAID_CREATE_ASSUME_CLEAN,
+    GRAID_CREATE_WRITE_ZEROES, GRAID_IOC_CREATE, GRAID_IOC_DETAIL, GRAID_IOC_STOP,
+    GRAID_LEVEL_RAID0, GRAID_LEVEL_RAID1, GRAID_MAX_MEMBERS, GRAID_NAME_LEN,
 };
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::process::ExitCode;
 
-fn member_of(path: &str) -> Result<GraidMember, String> {
+pub fn member_of(path: &str) -> Result<GraidMember, String> {
     let meta = std::fs::metadata(path).map_err(|e| format!("{path}: {e}"))?;
     if !meta.file_type().is_block_device() {
         return Err(format!("{path} is not a block device"));
@@ -33,7 +34,7 @@ fn superblock_area_is_zero(path: &str) -> bool {
     read.is_ok() && buf.iter().all(|&b| b == 0)
 }
 
-fn request(level: u32, chunk: u32, name: &str, members: &[GraidMember]) -> GraidCreate {
+pub fn request(level: u32, chunk: u32, name: &str, members: &[GraidMember]) -> GraidCreate {
     let mut req = GraidCreate {
         level,
         chunk_sectors: chunk,
@@ -165,8 +166,44 @@ pub fn run(control: &str, small: &str, paths: &[String]) -> ExitCode {
         &[libc::EINVAL],
     );
     let mut flags = request(GRAID_LEVEL_RAID0, 128, "bad", pair);
-    flags.flags = 1;
+    flags.flags = 0x80;
     refused(&mut r, "unknown flags", flags, &[libc::EINVAL]);
+    let mut both = request(GRAID_LEVEL_RAID1, 0, "bad", pair);
+    both.flags = GRAID_CREATE_ASSUME_CLEAN | GRAID_CREATE_WRITE_ZEROES;
+    refused(
+        &mut r,
+        "--assume-clean with --write-zeroes",
+        both,
+        &[libc::EINVAL],
+    );
+    // MKDEV keeps 12 major and 20 minor bits: (major, 2^20 + minor) would alias
+    // (major + 1, minor), a device given twice under two numbers.
+    let alias = [
+        members[0],
+        GraidMember {
+            major: members[0].major - 1,
+            minor: (1 << 20) | members[0].minor,
+        },
+    ];
+    refused(
+        &mut r,
+        "a member number dev_t cannot hold (an alias of another member)",
+        request(GRAID_LEVEL_RAID0, 128, "bad", &alias),
+        &[libc::EINVAL],
+    );
+    let huge_major = [
+        members[0],
+        GraidMember {
+            major: 1 << 12,
+            minor: members[0].minor,
+        },
+    ];
+    refused(
+        &mut r,
+        "a major number dev_t cannot hold",
+        request(GRAID_LEVEL_RAID0, 128, "bad", &huge_major),
+        &[libc::EINVAL],
+    );
     let missing = [
         members[0],
         GraidMember {

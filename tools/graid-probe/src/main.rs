@@ -5,9 +5,11 @@
 //! ```text
 //! graid-probe ioctls [CONTROL]            malformed ioctls and pointers, unprivileged opens
 //! graid-probe create SMALL MEMBER...      CREATE/STOP/DETAIL validation on real devices
+//! graid-probe fail-sweep assemble|create  the call with each of its allocations failing in turn
 //! ```
 
 mod create;
+mod fault;
 mod ioctls;
 mod sys;
 
@@ -20,9 +22,11 @@ fn main() -> ExitCode {
     match args.first().map(String::as_str) {
         Some("ioctls") => ioctls::run(args.get(1).map_or(CONTROL, String::as_str)),
         Some("create") if args.len() >= 4 => create::run(CONTROL, &args[1], &args[2..]),
+        Some("fail-sweep") => fault::run(CONTROL, &args[1..]),
         _ => {
             eprintln!(
-                "usage: graid-probe ioctls [CONTROL] | graid-probe create SMALL MEMBER MEMBER..."
+                "usage: graid-probe ioctls [CONTROL] | graid-probe create SMALL MEMBER MEMBER... | \
+                 graid-probe fail-sweep assemble|create ..."
             );
             ExitCode::from(2)
         }

@@ -6,8 +6,8 @@
 
 use graid_engine::array::ArrayEngine;
 use graid_engine::geometry::{Geometry, Level};
-use graid_engine::members::MemberState;
-use graid_engine::platform::{MemberIo, MetadataError, Op, Platform, Status, SubmitError};
+use graid_engine::members::{MemberSet, MemberState};
+use graid_engine::platform::{MemberEvent, MemberIo, Op, Platform, Status, SubmitError, WorkList};
 use graid_engine::request::RequestState;
 use graid_engine::superblock::Superblock;
 use graid_sim::stress::superblock;
@@ -31,6 +31,10 @@ impl Platform for Null {
     type Request = ();
     type Segment = ();
 
+    fn state(&self, _rq: ()) -> &RequestState {
+        &self.state
+    }
+
     fn segments(&self, _rq: ()) -> impl Iterator<Item = ((), u64, u64)> {
         let (start, sectors) = self.segment.get();
         std::iter::once(((), start, sectors))
@@ -39,8 +43,7 @@ impl Platform for Null {
     fn submit(&self, rq: (), io: &MemberIo<()>) -> Result<(), SubmitError> {
         self.member_ios.set(self.member_ios.get() + 1);
         black_box(io);
-        self.engine
-            .piece_done(self, rq, &self.state, io.info, Status::Ok);
+        self.engine.piece_done(self, rq, io.info, Status::Ok);
         Ok(())
     }
 
@@ -49,15 +52,29 @@ impl Platform for Null {
         self.ended.set(self.ended.get() + 1);
     }
 
-    fn requeue(&self, _rq: ()) {
+    fn push(&self, _list: WorkList, _rq: ()) {
         unreachable!("nothing fails");
     }
 
-    fn write_superblock(&self, _member: u32, _sb: &Superblock) -> Result<(), MetadataError> {
-        Ok(())
+    fn take_all(&self, _list: WorkList, _f: impl FnMut(())) {}
+
+    fn kick_worker(&self) {}
+
+    fn any_request(&self, _pred: impl FnMut(&RequestState) -> bool) -> bool {
+        false
     }
 
-    fn member_failed(&self, _member: u32, _status: Status) {}
+    fn pause(&self) {}
+
+    fn write_superblocks(
+        &self,
+        _targets: MemberSet,
+        _copy: impl Fn(u32) -> Superblock,
+    ) -> MemberSet {
+        MemberSet::EMPTY
+    }
+
+    fn member_event(&self, _member: u32, _event: MemberEvent) {}
 }
 
 fn main() {
@@ -73,7 +90,7 @@ fn main() {
         let states = (0..members)
             .map(|m| MemberState::new([m as u8; 16]))
             .collect();
-        let engine = ArrayEngine::new(superblock(&geometry, level, chunk), geometry, states)
+        let engine = ArrayEngine::new(superblock(&geometry, level, chunk), geometry, states, true)
             .expect("engine");
         let null = Null {
             engine,
@@ -95,8 +112,7 @@ fn main() {
                 for i in 0..REQUESTS {
                     let start = starts[(i % 4096) as usize];
                     null.segment.set((start, sectors));
-                    null.engine
-                        .submit(&null, (), &null.state, op, start, sectors);
+                    null.engine.submit(&null, (), op, start, sectors);
                 }
                 let elapsed = began.elapsed();
                 assert_eq!(null.ended.get(), REQUESTS);

@@ -1,13 +1,14 @@
 //! The host platform: in-memory members with injectable faults, request slots, a completion
-//! queue and a requeue queue.
+//! queue, the worker's lists and the worker thread.
 
 use graid_engine::array::ArrayEngine;
-use graid_engine::members::MemberState;
-use graid_engine::platform::{MemberIo, MetadataError, Op, Platform, Status, SubmitError};
-use graid_engine::request::RequestState;
-use graid_engine::superblock::Superblock;
+use graid_engine::members::{MemberSet, MemberState};
+use graid_engine::platform::{MemberEvent, MemberIo, Op, Platform, Status, SubmitError, WorkList};
+use graid_engine::request::{Phase, RequestState};
+use graid_engine::superblock::{Slot, Superblock};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Condvar, Mutex};
@@ -17,22 +18,43 @@ use std::time::Duration;
 pub const DATA_OFFSET: u64 = 4096;
 /// A request that has not ended after this long is reported as hung.
 pub const HANG: Duration = Duration::from_secs(20);
+/// What a failed read leaves in the buffer: the engine must never return it.
+pub const GARBAGE: u64 = 0xdead_dead_dead_dead;
 
 /// What a member does wrong.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Faults {
-    /// Every I/O fails once this many I/Os have been done (a drive that dies).
+    /// Every I/O (superblock writes too) fails once this many I/Os have been done (a drive
+    /// that dies).
     pub die_after: Option<u64>,
-    /// Each I/O fails with this chance, in parts per million (bad blocks, a flaky link).
+    /// Each I/O fails with this chance, in parts per million (a flaky link). A failing read
+    /// leaves garbage in the buffer; a failing write may have written a part.
     pub error_ppm: u32,
+    /// Each read fails with this chance, in parts per million (writes never do), leaving
+    /// garbage in the buffer.
+    pub read_error_ppm: u32,
+    /// This many sectors of the data area fail every read (like dm-dust's bad blocks).
+    pub bad_sectors: usize,
+    /// A successful write over a bad sector does not clear it, and writes to bad sectors fail
+    /// (a region that cannot be repaired); otherwise a write clears it.
+    pub bad_sectors_stick: bool,
     /// Discards are refused with "not supported".
     pub no_discard: bool,
+    /// Discards fail with an I/O error.
+    pub discard_errors: bool,
+    /// Superblock writes fail.
+    pub superblock_errors: bool,
+    /// After a successful write of a request's first pass, one sector it wrote goes bad with
+    /// this chance in parts per million (bad sectors appearing as the run goes).
+    pub rot_ppm: u32,
 }
 
 /// An in-memory member: one `u64` tag per sector stands for the sector's contents.
 pub struct MemDisk {
     pub sectors: Mutex<Vec<u64>>,
     pub faults: Faults,
+    /// Member sectors (data offset included) whose reads fail.
+    pub bad: Mutex<BTreeSet<u64>>,
     pub ios: AtomicU64,
     pub dead: AtomicBool,
     pub flushes: AtomicU64,
@@ -42,10 +64,14 @@ pub struct MemDisk {
 }
 
 impl MemDisk {
-    pub fn new(data_sectors: u64, faults: Faults) -> Self {
+    pub fn new(data_sectors: u64, faults: Faults, rng: &mut StdRng) -> Self {
+        let bad = (0..faults.bad_sectors)
+            .map(|_| DATA_OFFSET + rng.random_range(0..data_sectors))
+            .collect();
         Self {
             sectors: Mutex::new(vec![0; (DATA_OFFSET + data_sectors) as usize]),
             faults,
+            bad: Mutex::new(bad),
             ios: AtomicU64::new(0),
             dead: AtomicBool::new(false),
             flushes: AtomicU64::new(0),
@@ -62,6 +88,20 @@ impl MemDisk {
         }
         self.dead.load(Ordering::Relaxed)
             || (self.faults.error_ppm > 0 && rng.random_range(0..1_000_000) < self.faults.error_ppm)
+    }
+
+    fn any_bad(&self, first: u64, len: u64) -> bool {
+        self.bad
+            .lock()
+            .unwrap()
+            .range(first..first + len)
+            .next()
+            .is_some()
+    }
+
+    /// The newest superblock written to this member.
+    pub fn newest_superblock(&self) -> Option<Superblock> {
+        self.superblocks.lock().unwrap().last().copied()
     }
 }
 
@@ -87,6 +127,10 @@ pub struct RequestSlot {
     pub outcome: Mutex<Option<Status>>,
     pub ended: Condvar,
     pub ends: AtomicU32,
+    /// Handed to the engine and not ended yet.
+    pub in_flight: AtomicBool,
+    /// Members a write, flush or discard of this request reached successfully.
+    pub written: AtomicU32,
 }
 
 /// What the platform saw going wrong (checked after every round).
@@ -99,6 +143,13 @@ impl Violations {
     }
 }
 
+/// The worker's wake-up flag.
+#[derive(Default)]
+pub struct Kick {
+    pub pending: Mutex<bool>,
+    pub wake: Condvar,
+}
+
 /// The host home of one engine.
 pub struct Host {
     pub engine: ArrayEngine<Vec<MemberState>>,
@@ -107,14 +158,17 @@ pub struct Host {
     pub data_sectors: u64,
     /// Member I/O waiting for a completion thread.
     pub queue: Mutex<Option<Sender<QueuedIo>>>,
-    pub requeues: Mutex<Option<Sender<usize>>>,
+    pub deferred: Mutex<Vec<usize>>,
+    pub parked: Mutex<Vec<usize>>,
+    pub kick: Kick,
     /// Chance in percent that a member I/O completes inside `submit` (before it returns).
     pub inline_percent: AtomicU32,
     /// Chance in parts per million that `submit` refuses a member I/O.
     pub submit_error_ppm: u32,
     pub rng: Mutex<StdRng>,
-    pub requeued: AtomicU64,
-    pub failed_members: Mutex<Vec<u32>>,
+    /// Requests that went through the worker.
+    pub deferrals: AtomicU64,
+    pub events: Mutex<Vec<(u32, MemberEvent)>>,
     pub violations: Violations,
 }
 
@@ -123,14 +177,27 @@ impl Host {
         &self.slots[rq]
     }
 
+    /// Members with `event` reported, in order.
+    pub fn members_with(&self, event: MemberEvent) -> Vec<u32> {
+        let events = self.events.lock().unwrap();
+        events
+            .iter()
+            .filter(|(_, e)| *e == event)
+            .map(|&(m, _)| m)
+            .collect()
+    }
+
     /// Does one member I/O against the in-memory member and reports its completion.
     pub fn complete(&self, rq: usize, io: &MemberIo<usize>, rng: &mut StdRng) {
         let member = io.info.member as usize;
         let disk = &self.disks[member];
         let status = self.execute(rq, io, disk, rng);
-        let slot = self.slot(rq);
-        self.engine
-            .piece_done(self, rq, &slot.state, io.info, status);
+        if status == Status::Ok && io.info.op.is_write() {
+            self.slot(rq)
+                .written
+                .fetch_or(1 << member, Ordering::Relaxed);
+        }
+        self.engine.piece_done(self, rq, io.info, status);
     }
 
     pub fn execute(
@@ -177,24 +244,43 @@ impl Host {
             return Status::IoError;
         }
         let buffer_at = (seg_start + skip - spec.start) as usize;
-        let fails = disk.next_io_fails(rng);
-        // A failing write may still have written a part.
-        let done = if fails && op != Op::Read {
-            rng.random_range(0..=len)
-        } else if fails {
-            0
-        } else {
-            len
+        let bad = disk.any_bad(first, len);
+        let read_fails = op == Op::Read
+            && (bad
+                || (disk.faults.read_error_ppm > 0
+                    && rng.random_range(0..1_000_000) < disk.faults.read_error_ppm));
+        let fails = disk.next_io_fails(rng)
+            || read_fails
+            || (op == Op::Write && bad && disk.faults.bad_sectors_stick)
+            || (op == Op::Discard && disk.faults.discard_errors);
+        // A failing write may still have written a part; a failing read leaves garbage.
+        let done = match (fails, op) {
+            (false, _) => len,
+            (true, Op::Read) => 0,
+            (true, _) => rng.random_range(0..=len),
         };
         let mut sectors = disk.sectors.lock().unwrap();
         let mut data = self.slot(rq).data.lock().unwrap();
         let member_range = first as usize..(first + done) as usize;
         let buffer_range = buffer_at..buffer_at + done as usize;
         match op {
+            Op::Read if fails => data[buffer_at..buffer_at + len as usize].fill(GARBAGE),
             Op::Read => data[buffer_range].copy_from_slice(&sectors[member_range]),
             Op::Write => sectors[member_range].copy_from_slice(&data[buffer_range]),
             Op::Discard => sectors[member_range].fill(0),
             Op::Flush => {}
+        }
+        if op.is_write() && !fails && !disk.faults.bad_sectors_stick {
+            let mut bad = disk.bad.lock().unwrap();
+            let cleared: Vec<u64> = bad.range(first..first + len).copied().collect();
+            for s in cleared {
+                bad.remove(&s);
+            }
+            let first_pass = self.slot(rq).state.phase() == Phase::Normal;
+            if op == Op::Write && first_pass && rng.random_range(0..1_000_000) < disk.faults.rot_ppm
+            {
+                bad.insert(first + rng.random_range(0..len));
+            }
         }
         if fails {
             Status::IoError
@@ -202,11 +288,64 @@ impl Host {
             Status::Ok
         }
     }
+
+    /// True if some member's newest superblock records `member` as faulty.
+    pub fn recorded_faulty(&self, member: u32) -> bool {
+        self.disks.iter().any(|d| {
+            d.newest_superblock()
+                .is_some_and(|sb| sb.slots[member as usize] == Slot::Faulty)
+        })
+    }
+
+    /// A write or flush ended well: every member it should have reached and did not must be
+    /// failed in the superblocks already (no write acknowledged before the failure it depends
+    /// on is durable). Discards leave undefined data and are not checked.
+    fn check_durable(&self, rq: usize, spec: &Spec) {
+        let geometry = self.engine.geometry();
+        let expected = match spec.op {
+            Some(Op::Flush) => (0..geometry.members()).fold(0u32, |m, i| m | 1 << i),
+            Some(Op::Write) => geometry
+                .map_write(spec.start, spec.sectors)
+                .map(|pieces| pieces.fold(0u32, |m, p| m | 1 << p.member))
+                .unwrap_or(0),
+            _ => return,
+        };
+        let written = self.slot(rq).written.load(Ordering::Relaxed);
+        for member in MemberSet::from_bits(expected & !written).iter() {
+            if !self.recorded_faulty(member) {
+                self.violations.report(format!(
+                    "request {rq} ({spec:?}) acknowledged without member {member}, whose \
+                     failure no superblock records"
+                ));
+            }
+        }
+    }
+
+    /// Runs the worker until `stop` is set.
+    pub fn worker_loop(&self, stop: &AtomicBool) {
+        loop {
+            {
+                let mut pending = self.kick.pending.lock().unwrap();
+                while !*pending && !stop.load(Ordering::Acquire) {
+                    pending = self.kick.wake.wait(pending).unwrap();
+                }
+                if !*pending && stop.load(Ordering::Acquire) {
+                    return;
+                }
+                *pending = false;
+            }
+            self.engine.work(self);
+        }
+    }
 }
 
 impl Platform for Host {
     type Request = usize;
     type Segment = usize;
+
+    fn state(&self, rq: usize) -> &RequestState {
+        &self.slot(rq).state
+    }
 
     fn segments(&self, rq: usize) -> impl Iterator<Item = (usize, u64, u64)> {
         let spec = self.slot(rq).spec.lock().unwrap();
@@ -250,39 +389,74 @@ impl Platform for Host {
             self.violations
                 .report(format!("request {rq} ended with member I/O in flight"));
         }
+        let spec = slot.spec.lock().unwrap().clone();
+        if status == Status::Ok {
+            self.check_durable(rq, &spec);
+        }
+        slot.in_flight.store(false, Ordering::Release);
         *slot.outcome.lock().unwrap() = Some(status);
         slot.ended.notify_all();
     }
 
-    fn requeue(&self, rq: usize) {
-        self.requeued.fetch_add(1, Ordering::Relaxed);
-        if let Some(requeues) = self.requeues.lock().unwrap().as_ref() {
-            requeues.send(rq).expect("the requeue thread is running");
+    fn push(&self, list: WorkList, rq: usize) {
+        match list {
+            WorkList::Deferred => {
+                self.deferrals.fetch_add(1, Ordering::Relaxed);
+                self.deferred.lock().unwrap().push(rq);
+            }
+            WorkList::Parked => self.parked.lock().unwrap().push(rq),
         }
     }
 
-    fn write_superblock(&self, member: u32, sb: &Superblock) -> Result<(), MetadataError> {
-        let disk = &self.disks[member as usize];
-        if disk.dead.load(Ordering::Relaxed) {
-            return Err(MetadataError);
+    fn take_all(&self, list: WorkList, mut f: impl FnMut(usize)) {
+        let taken = match list {
+            WorkList::Deferred => std::mem::take(&mut *self.deferred.lock().unwrap()),
+            WorkList::Parked => std::mem::take(&mut *self.parked.lock().unwrap()),
+        };
+        for rq in taken {
+            f(rq);
         }
-        disk.superblocks.lock().unwrap().push(*sb);
-        Ok(())
     }
 
-    fn member_failed(&self, member: u32, status: Status) {
-        if status != Status::IoError {
-            self.violations
-                .report(format!("member {member} failed with {status:?}"));
+    fn kick_worker(&self) {
+        *self.kick.pending.lock().unwrap() = true;
+        self.kick.wake.notify_one();
+    }
+
+    fn any_request(&self, mut pred: impl FnMut(&RequestState) -> bool) -> bool {
+        self.slots
+            .iter()
+            .any(|s| s.in_flight.load(Ordering::Acquire) && pred(&s.state))
+    }
+
+    fn pause(&self) {
+        std::thread::sleep(Duration::from_micros(50));
+    }
+
+    fn write_superblocks(&self, targets: MemberSet, copy: impl Fn(u32) -> Superblock) -> MemberSet {
+        let mut failed = MemberSet::EMPTY;
+        for member in targets.iter() {
+            let disk = &self.disks[member as usize];
+            if disk.dead.load(Ordering::Relaxed) || disk.faults.superblock_errors {
+                failed = failed.with(member);
+            } else {
+                disk.superblocks.lock().unwrap().push(copy(member));
+            }
         }
-        self.failed_members.lock().unwrap().push(member);
+        failed
+    }
+
+    fn member_event(&self, member: u32, event: MemberEvent) {
+        self.events.lock().unwrap().push((member, event));
     }
 }
 
-/// Submits (or resubmits) a slot's request to the engine.
+/// Submits a slot's request to the engine.
 pub fn submit(host: &Host, rq: usize) {
     let spec = host.slot(rq).spec.lock().unwrap().clone();
     let op = spec.op.expect("a request has an op");
-    host.engine
-        .submit(host, rq, &host.slot(rq).state, op, spec.start, spec.sectors);
+    let slot = host.slot(rq);
+    slot.written.store(0, Ordering::Relaxed);
+    slot.in_flight.store(true, Ordering::Release);
+    host.engine.submit(host, rq, op, spec.start, spec.sectors);
 }

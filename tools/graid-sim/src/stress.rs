@@ -2,7 +2,8 @@
 //! the array must hold, and the checks every scenario shares.
 
 use crate::host::{
-    submit, Faults, Host, MemDisk, QueuedIo, RequestSlot, Spec, Violations, DATA_OFFSET, HANG,
+    submit, Faults, Host, Kick, MemDisk, QueuedIo, RequestSlot, Spec, Violations, DATA_OFFSET,
+    GARBAGE, HANG,
 };
 use graid_engine::array::ArrayEngine;
 use graid_engine::geometry::{Geometry, Level};
@@ -11,9 +12,10 @@ use graid_engine::platform::{Op, Status};
 use graid_engine::superblock::{Area, ArrayName, Slot, Superblock, MAX_SLOTS, RECOVERY_COMPLETE};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Barrier, Mutex};
 use std::thread;
 
 /// The shape of one stress run.
@@ -30,6 +32,8 @@ pub struct Scenario {
     pub rounds: usize,
     pub inline_percent: u32,
     pub submit_error_ppm: u32,
+    /// The copies start known identical (otherwise reads come from one fixed copy).
+    pub in_sync: bool,
 }
 
 impl Scenario {
@@ -45,6 +49,7 @@ impl Scenario {
             rounds: rounds(),
             inline_percent: 20,
             submit_error_ppm: 0,
+            in_sync: true,
         }
     }
 
@@ -92,6 +97,102 @@ pub fn superblock(geometry: &Geometry, level: Level, chunk_sectors: u32) -> Supe
     }
 }
 
+/// A host for `scenario`: its engine, members with their faults, one request slot per
+/// submitter and batch entry; and the receiving end of its member I/O queue.
+pub fn new_host(scenario: &Scenario, seed: u64) -> (Arc<Host>, Receiver<QueuedIo>) {
+    let geometry = Geometry::new(
+        scenario.level,
+        scenario.members,
+        scenario.chunk_sectors,
+        scenario.data_sectors,
+    )
+    .expect("valid geometry");
+    let members = (0..scenario.members)
+        .map(|m| MemberState::new([m as u8 + 1; 16]))
+        .collect();
+    let engine = ArrayEngine::new(
+        superblock(&geometry, scenario.level, scenario.chunk_sectors),
+        geometry,
+        members,
+        scenario.in_sync,
+    )
+    .expect("engine");
+    let slots = (0..scenario.submitters * scenario.batch)
+        .map(|_| RequestSlot::default())
+        .collect();
+    let (io_tx, io_rx) = channel::<QueuedIo>();
+    let mut disk_rng = StdRng::seed_from_u64(seed ^ 0xd15c);
+    let host = Arc::new(Host {
+        engine,
+        disks: scenario
+            .faults
+            .iter()
+            .map(|&f| MemDisk::new(geometry.member_data_sectors(), f, &mut disk_rng))
+            .collect(),
+        slots,
+        data_sectors: geometry.member_data_sectors(),
+        queue: Mutex::new(Some(io_tx)),
+        deferred: Mutex::new(Vec::new()),
+        parked: Mutex::new(Vec::new()),
+        kick: Kick::default(),
+        inline_percent: AtomicU32::new(scenario.inline_percent),
+        submit_error_ppm: scenario.submit_error_ppm,
+        rng: Mutex::new(StdRng::seed_from_u64(seed ^ 0x5eed)),
+        deferrals: AtomicU64::new(0),
+        events: Mutex::new(Vec::new()),
+        violations: Violations::default(),
+    });
+    (host, io_rx)
+}
+
+/// The platform's own threads: two completion threads that take member I/O in whatever order
+/// the channel hands it out, and the array's worker.
+pub struct Threads {
+    completers: Vec<thread::JoinHandle<()>>,
+    worker: thread::JoinHandle<()>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Threads {
+    pub fn start(host: &Arc<Host>, io_rx: Receiver<QueuedIo>, seed: u64) -> Self {
+        let io_rx = Arc::new(Mutex::new(io_rx));
+        let completers = (0..2u64)
+            .map(|i| {
+                let (host, io_rx) = (host.clone(), io_rx.clone());
+                thread::spawn(move || {
+                    let mut rng = StdRng::seed_from_u64(seed.wrapping_add(i));
+                    loop {
+                        let next = io_rx.lock().unwrap().recv();
+                        let Ok((rq, io)) = next else { break };
+                        host.complete(rq, &io, &mut rng);
+                    }
+                })
+            })
+            .collect();
+        let stop = Arc::new(AtomicBool::new(false));
+        let worker = {
+            let (host, stop) = (host.clone(), stop.clone());
+            thread::spawn(move || host.worker_loop(&stop))
+        };
+        Self {
+            completers,
+            worker,
+            stop,
+        }
+    }
+
+    /// Stops the threads once every request has ended.
+    pub fn stop(self, host: &Host) {
+        host.queue.lock().unwrap().take();
+        for c in self.completers {
+            c.join().expect("completion thread");
+        }
+        self.stop.store(true, Ordering::Release);
+        host.kick.wake.notify_all();
+        self.worker.join().expect("worker thread");
+    }
+}
+
 /// What a run observed, for scenario-specific checks.
 pub struct Report {
     pub host: Arc<Host>,
@@ -107,71 +208,9 @@ pub struct Report {
 /// request ends exactly once, no member I/O strays outside a member's data area or its request,
 /// and every successful read returns what the model says the array holds.
 pub fn run(scenario: &Scenario, seed: u64) -> Report {
-    let geometry = Geometry::new(
-        scenario.level,
-        scenario.members,
-        scenario.chunk_sectors,
-        scenario.data_sectors,
-    )
-    .expect("valid geometry");
-    let members = (0..scenario.members)
-        .map(|m| MemberState::new([m as u8 + 1; 16]))
-        .collect();
-    let engine = ArrayEngine::new(
-        superblock(&geometry, scenario.level, scenario.chunk_sectors),
-        geometry,
-        members,
-    )
-    .expect("engine");
-    let slots = (0..scenario.submitters * scenario.batch)
-        .map(|_| RequestSlot::default())
-        .collect();
-    let (io_tx, io_rx) = channel::<QueuedIo>();
-    let (rq_tx, rq_rx) = channel::<usize>();
-    let host = Arc::new(Host {
-        engine,
-        disks: scenario
-            .faults
-            .iter()
-            .map(|&f| MemDisk::new(geometry.member_data_sectors(), f))
-            .collect(),
-        slots,
-        data_sectors: geometry.member_data_sectors(),
-        queue: Mutex::new(Some(io_tx)),
-        requeues: Mutex::new(Some(rq_tx)),
-        inline_percent: AtomicU32::new(scenario.inline_percent),
-        submit_error_ppm: scenario.submit_error_ppm,
-        rng: Mutex::new(StdRng::seed_from_u64(seed ^ 0x5eed)),
-        requeued: AtomicU64::new(0),
-        failed_members: Mutex::new(Vec::new()),
-        violations: Violations::default(),
-    });
-
-    // Completion threads take member I/O in whatever order the channel hands it out.
-    let io_rx = Arc::new(Mutex::new(io_rx));
-    let completers: Vec<_> = (0..2u64)
-        .map(|i| {
-            let (host, io_rx) = (host.clone(), io_rx.clone());
-            thread::spawn(move || {
-                let mut rng = StdRng::seed_from_u64(seed.wrapping_add(i));
-                loop {
-                    let next = io_rx.lock().unwrap().recv();
-                    let Ok((rq, io)) = next else { break };
-                    host.complete(rq, &io, &mut rng);
-                }
-            })
-        })
-        .collect();
-    // The requeue thread plays blk-mq's requeue work.
-    let requeuer = {
-        let host = host.clone();
-        thread::spawn(move || {
-            let rq_rx: Receiver<usize> = rq_rx;
-            while let Ok(rq) = rq_rx.recv() {
-                submit(&host, rq);
-            }
-        })
-    };
+    let (host, io_rx) = new_host(scenario, seed);
+    let geometry = *host.engine.geometry();
+    let threads = Threads::start(&host, io_rx, seed);
 
     // Each submitter owns one stretch of the array, so the model stays exact.
     let array_sectors = geometry.array_sectors();
@@ -208,12 +247,7 @@ pub fn run(scenario: &Scenario, seed: u64) -> Report {
         ok_read_sectors += result.ok_read_sectors;
         ok_write_sectors += result.ok_write_sectors;
     }
-    host.queue.lock().unwrap().take();
-    host.requeues.lock().unwrap().take();
-    for c in completers {
-        c.join().expect("completion thread");
-    }
-    requeuer.join().expect("requeue thread");
+    threads.stop(&host);
     let violations = host.violations.0.lock().unwrap().clone();
     assert!(violations.is_empty(), "seed {seed}: {violations:#?}");
     Report {
@@ -314,6 +348,13 @@ pub fn submitter(
             match (op, status) {
                 (Op::Read, Status::Ok) => {
                     for (i, (&want, &got)) in model[range].iter().zip(data.iter()).enumerate() {
+                        assert_ne!(
+                            got,
+                            GARBAGE,
+                            "seed {seed}: read of array sector {} returned what a failed read \
+                             left in the buffer",
+                            spec.start + i as u64
+                        );
                         if let Some(want) = want {
                             assert_eq!(
                                 got,
@@ -331,7 +372,8 @@ pub fn submitter(
                     }
                     result.ok_write_sectors += spec.sectors;
                 }
-                (Op::Discard, Status::Ok) => model[range].fill(Some(0)),
+                // Discarded data is undefined (a copy may have failed its discard).
+                (Op::Discard, Status::Ok) => model[range].fill(None),
                 (Op::Flush, Status::Ok) => {}
                 (Op::Flush | Op::Read, _) => result.errors.push((op, status)),
                 // A failed write or discard may have reached any part of its range.
@@ -346,8 +388,8 @@ pub fn submitter(
     result
 }
 
-/// After a run: sends one request with every member I/O completing inline and returns how it
-/// ended.
+/// After a run: sends one request with every member I/O completing inline (and the worker
+/// run inline) and returns how it ended.
 pub fn submit_inline(host: &Host, op: Op, start: u64, sectors: u64) -> Option<Status> {
     submit_inline_segments(host, op, start, sectors, vec![(start, sectors)])
 }
@@ -371,8 +413,175 @@ pub fn submit_inline_segments(
     *slot.outcome.lock().unwrap() = None;
     slot.ends.store(0, Ordering::Relaxed);
     submit(host, 0);
+    // The run's threads are gone: play the worker here until the request ends.
+    for _ in 0..10 {
+        if slot.outcome.lock().unwrap().is_some() {
+            break;
+        }
+        host.engine.work(host);
+    }
     let outcome = *slot.outcome.lock().unwrap();
     outcome
+}
+
+/// Reads from every submitter but the first, writes from the first, all over the first
+/// `region` sectors of the array, `scenario.rounds` requests each. No model of the contents (concurrent overlapping
+/// writes have no single answer); what must hold: every read returns, for each sector, a value
+/// some write put there (or the initial zero), and at the end every copy of every sector agrees
+/// on working members. Returns the host.
+pub fn run_overlapping(scenario: &Scenario, seed: u64, region: u64) -> Arc<Host> {
+    /// Requests each submitter sends between two checks.
+    const PHASE: usize = 8;
+    let mut scenario = scenario.clone();
+    scenario.batch = 1;
+    let (host, io_rx) = new_host(&scenario, seed);
+    let threads = Threads::start(&host, io_rx, seed);
+    let written: Arc<Mutex<Vec<BTreeSet<u64>>>> =
+        Arc::new(Mutex::new(vec![[0].into(); region as usize]));
+    // Every PHASE requests the submitters meet; one checks the copies while nothing runs (a
+    // copy left behind by a race shows there, before a later write hides it). A failure is
+    // recorded and ends every submitter at the next meeting (a panic would strand the others).
+    let barrier = Arc::new(Barrier::new(scenario.submitters));
+    let failure: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
+    let submitters: Vec<_> = (0..scenario.submitters)
+        .map(|t| {
+            let (host, written) = (host.clone(), written.clone());
+            let (barrier, failure) = (barrier.clone(), failure.clone());
+            let rounds = scenario.rounds;
+            thread::spawn(move || {
+                let mut rng = StdRng::seed_from_u64(seed.wrapping_mul(131).wrapping_add(t as u64));
+                let mut failed = false;
+                for round in 0..rounds {
+                    if !failed {
+                        if let Err(e) = overlapping_request(&host, &written, &mut rng, t, region) {
+                            failure.lock().unwrap().get_or_insert(e);
+                            failed = true;
+                        }
+                    }
+                    if round % PHASE == PHASE - 1 || round == rounds - 1 {
+                        if barrier.wait().is_leader() {
+                            if let Err(e) =
+                                check_copies_agree(&host, &written.lock().unwrap(), region)
+                            {
+                                failure.lock().unwrap().get_or_insert(e);
+                            }
+                        }
+                        barrier.wait();
+                        if failure.lock().unwrap().is_some() {
+                            return;
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    for (t, s) in submitters.into_iter().enumerate() {
+        s.join()
+            .unwrap_or_else(|_| panic!("seed {seed}: submitter {t} panicked"));
+    }
+    if let Some(e) = failure.lock().unwrap().take() {
+        panic!("seed {seed}: {e}");
+    }
+    threads.stop(&host);
+    let violations = host.violations.0.lock().unwrap().clone();
+    assert!(violations.is_empty(), "seed {seed}: {violations:#?}");
+    if let Err(e) = check_copies_agree(&host, &written.lock().unwrap(), region) {
+        panic!("seed {seed}: {e}");
+    }
+    host
+}
+
+/// One random read or write over the first `region` sectors, from slot `t`, checked.
+fn overlapping_request(
+    host: &Host,
+    written: &Mutex<Vec<BTreeSet<u64>>>,
+    rng: &mut StdRng,
+    t: usize,
+    region: u64,
+) -> Result<(), String> {
+    // One writer: concurrent overlapping writes may leave mirrors different on their own (as
+    // in md); what is checked here is reads and their repairs racing a write.
+    let op = if t == 0 { Op::Write } else { Op::Read };
+    let sectors = rng.random_range(1..=region.min(16));
+    let start = rng.random_range(0..=region - sectors);
+    let data: Vec<u64> = if op == Op::Write {
+        (0..sectors).map(|_| rng.random::<u64>() | 1).collect()
+    } else {
+        vec![u64::MAX; sectors as usize]
+    };
+    if op == Op::Write {
+        let mut w = written.lock().unwrap();
+        for (i, &tag) in data.iter().enumerate() {
+            w[start as usize + i].insert(tag);
+        }
+    }
+    let slot = host.slot(t);
+    *slot.spec.lock().unwrap() = Spec {
+        op: Some(op),
+        start,
+        sectors,
+        segments: vec![(start, sectors)],
+    };
+    *slot.data.lock().unwrap() = data;
+    *slot.outcome.lock().unwrap() = None;
+    slot.ends.store(0, Ordering::Release);
+    submit(host, t);
+    let outcome = slot.outcome.lock().unwrap();
+    let (outcome, timeout) = slot
+        .ended
+        .wait_timeout_while(outcome, HANG, |o| o.is_none())
+        .unwrap();
+    if timeout.timed_out() {
+        return Err(format!("request {t} never ended"));
+    }
+    if *outcome != Some(Status::Ok) {
+        return Err(format!("{op:?} {start}+{sectors} ended {:?}", *outcome));
+    }
+    drop(outcome);
+    if op == Op::Read {
+        let data = slot.data.lock().unwrap();
+        let w = written.lock().unwrap();
+        for (i, tag) in data.iter().enumerate() {
+            let sector = start as usize + i;
+            if !w[sector].contains(tag) {
+                return Err(format!(
+                    "read of sector {sector} returned {tag:#x}, never written there"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Every copy of each of the first `region` array sectors on a working member holds the same
+/// value, one that some write put there.
+fn check_copies_agree(host: &Host, written: &[BTreeSet<u64>], region: u64) -> Result<(), String> {
+    let engine = &host.engine;
+    let geometry = engine.geometry();
+    for sector in 0..region {
+        let mut seen = None;
+        for piece in geometry.map_write(sector, 1).unwrap() {
+            if engine.members()[piece.member as usize].is_faulty() {
+                continue;
+            }
+            let tag = host.disks[piece.member as usize].sectors.lock().unwrap()
+                [(DATA_OFFSET + piece.member_sector) as usize];
+            if !written[sector as usize].contains(&tag) {
+                return Err(format!(
+                    "member {} holds {tag:#x} at array sector {sector}, never written there",
+                    piece.member
+                ));
+            }
+            match seen {
+                None => seen = Some(tag),
+                Some(other) if other != tag => {
+                    return Err(format!("the copies of array sector {sector} differ"));
+                }
+                Some(_) => {}
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Every copy of every known array sector on a working member holds the model's tag.
@@ -405,7 +614,8 @@ pub fn check_copies(report: &Report, seed: u64) {
 }
 
 /// The superblocks written during the run: events rising, each with its own slot and UUID,
-/// failed members recorded as faulty, none written to a member after it failed.
+/// failed members recorded as faulty in every working member's newest one, none telling a
+/// member that it is faulty itself.
 pub fn check_superblocks(report: &Report, seed: u64) {
     let engine = &report.host.engine;
     for (index, (disk, member)) in report.host.disks.iter().zip(engine.members()).enumerate() {

@@ -4,11 +4,13 @@
 
 use graid_engine::array::ArrayState;
 use graid_engine::geometry::Level;
-use graid_engine::platform::{Op, Status};
+use graid_engine::members::Health;
+use graid_engine::platform::{MemberEvent, Op, Status};
+use graid_engine::superblock::Slot;
 use graid_sim::host::Faults;
 use graid_sim::stress::{
-    check_copies, check_superblocks, run, seeds, submit_inline, submit_inline_segments,
-    total_member_bytes, Scenario,
+    check_copies, check_superblocks, run, run_overlapping, seeds, submit_inline,
+    submit_inline_segments, total_member_bytes, Scenario,
 };
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
@@ -33,7 +35,7 @@ fn healthy_arrays_serve_random_concurrent_io_exactly() {
                 report.errors
             );
             assert_eq!(report.host.engine.state(), ArrayState::Optimal);
-            assert_eq!(report.host.requeued.load(Ordering::Relaxed), 0);
+            assert_eq!(report.host.deferrals.load(Ordering::Relaxed), 0);
             check_copies(&report, seed);
             // Every byte read came from one copy; every byte written went to every copy.
             let copies = u64::from(report.host.engine.geometry().copies());
@@ -98,10 +100,10 @@ fn a_mirror_that_dies_under_load_is_failed_and_nothing_is_lost() {
                 );
             }
             assert_eq!(
-                *report.host.failed_members.lock().unwrap(),
+                report.host.members_with(MemberEvent::Failed),
                 vec![victim as u32]
             );
-            assert!(report.host.requeued.load(Ordering::Relaxed) > 0);
+            assert!(report.host.deferrals.load(Ordering::Relaxed) > 0);
             check_copies(&report, seed);
             check_superblocks(&report, seed);
         }
@@ -145,10 +147,10 @@ fn random_errors_on_one_member_fail_only_that_member() {
 }
 
 #[test]
-fn raid10_survives_failures_in_different_pairs_and_fails_when_a_pair_is_gone() {
+fn raid10_survives_failures_in_different_pairs_and_keeps_the_last_copy_of_a_pair() {
     for seed in seeds(3) {
         // 4 members, near-2: pairs (0,1) and (2,3).
-        for (a, b, survives) in [(0, 2, true), (1, 3, true), (0, 1, false), (2, 3, false)] {
+        for (a, b, same_pair) in [(0, 2, false), (1, 3, false), (0, 1, true), (2, 3, true)] {
             let dies = |n| Faults {
                 die_after: Some(n),
                 ..Faults::default()
@@ -157,8 +159,9 @@ fn raid10_survives_failures_in_different_pairs_and_fails_when_a_pair_is_gone() {
                 .with_fault(a, dies(50))
                 .with_fault(b, dies(250));
             let report = run(&scenario, seed);
-            let engine = &report.host.engine;
-            if survives {
+            let host = &report.host;
+            let engine = &host.engine;
+            if !same_pair {
                 assert!(
                     report.errors.is_empty(),
                     "seed {seed}: ({a},{b}): {:?}",
@@ -166,20 +169,32 @@ fn raid10_survives_failures_in_different_pairs_and_fails_when_a_pair_is_gone() {
                 );
                 assert_eq!(engine.state(), ArrayState::Degraded);
             } else {
+                // The second member of the pair holds the last copy: it stays in the array, the
+                // requests it cannot serve fail, and the array takes no more writes.
                 assert!(
                     !report.errors.is_empty(),
                     "seed {seed}: ({a},{b}) lost a pair without an error"
                 );
-                assert_eq!(engine.state(), ArrayState::Failed);
                 assert!(report.errors.iter().all(|&(_, s)| s == Status::IoError));
-                // A failed array fails everything, even where the other pair still has a copy.
-                let other_pair_chunk = if a == 0 { 0 } else { 16 };
+                assert_eq!(engine.state(), ArrayState::Broken, "seed {seed}");
+                assert_eq!(engine.members()[a].health(), Health::Faulty);
+                assert_eq!(engine.members()[b].health(), Health::Active);
+                assert!(host
+                    .members_with(MemberEvent::KeptLastCopy)
+                    .contains(&(b as u32)));
+                // The other pair still serves reads; no write goes anywhere.
+                let other_pair_chunk = if a == 0 { 16 } else { 0 };
                 assert_eq!(
-                    submit_inline(&report.host, Op::Read, other_pair_chunk, 8),
-                    Some(Status::IoError)
+                    submit_inline(host, Op::Read, other_pair_chunk, 8),
+                    Some(Status::Ok)
                 );
                 assert_eq!(
-                    submit_inline(&report.host, Op::Flush, 0, 0),
+                    submit_inline(host, Op::Write, other_pair_chunk, 8),
+                    Some(Status::IoError)
+                );
+                let lost_pair_chunk = 16 - other_pair_chunk;
+                assert_eq!(
+                    submit_inline(host, Op::Read, lost_pair_chunk, 8),
                     Some(Status::IoError)
                 );
             }
@@ -209,7 +224,7 @@ fn raid0_reports_member_errors_and_keeps_its_members() {
             engine.members().iter().all(|m| !m.is_faulty()),
             "seed {seed}: RAID0 has no member to spare"
         );
-        assert_eq!(report.host.requeued.load(Ordering::Relaxed), 0);
+        assert_eq!(report.host.deferrals.load(Ordering::Relaxed), 0);
         assert!(engine.members()[1].stats().errors > 0);
         check_copies(&report, seed);
     }
@@ -238,32 +253,6 @@ fn refused_member_io_fails_the_request_and_nothing_else() {
             );
             check_copies(&report, seed);
         }
-    }
-}
-
-#[test]
-fn a_refused_discard_is_reported_and_fails_no_member() {
-    for seed in seeds(2) {
-        let scenario = Scenario::new(Level::Raid10, 4, 16).with_fault(
-            2,
-            Faults {
-                no_discard: true,
-                ..Faults::default()
-            },
-        );
-        let report = run(&scenario, seed);
-        let engine = &report.host.engine;
-        assert!(!report.errors.is_empty());
-        assert!(
-            report
-                .errors
-                .iter()
-                .all(|&e| e == (Op::Discard, Status::NotSupported)),
-            "seed {seed}: {:?}",
-            report.errors
-        );
-        assert_eq!(engine.state(), ArrayState::Optimal);
-        check_copies(&report, seed);
     }
 }
 
@@ -354,4 +343,306 @@ fn out_of_range_requests_fail_cleanly() {
     // The last sector itself is fine.
     assert_eq!(submit_inline(host, Op::Write, end - 1, 1), Some(Status::Ok));
     assert_eq!(submit_inline(host, Op::Read, end - 1, 1), Some(Status::Ok));
+}
+
+#[test]
+fn discard_errors_fail_neither_the_member_nor_the_request() {
+    for seed in seeds(2) {
+        for (level, members, chunk) in [(Level::Raid1, 2, 0), (Level::Raid10, 4, 16)] {
+            for faults in [
+                Faults {
+                    discard_errors: true,
+                    ..Faults::default()
+                },
+                Faults {
+                    no_discard: true,
+                    ..Faults::default()
+                },
+            ] {
+                let scenario = Scenario::new(level, members, chunk).with_fault(1, faults);
+                let report = run(&scenario, seed);
+                assert!(report.errors.is_empty(), "seed {seed}: {:?}", report.errors);
+                assert_eq!(report.host.engine.state(), ArrayState::Optimal);
+                assert!(
+                    report.host.engine.members()[1].stats().errors > 0,
+                    "seed {seed}: no discard failed"
+                );
+                check_copies(&report, seed);
+            }
+        }
+    }
+}
+
+#[test]
+fn raid0_reports_a_refused_discard() {
+    for seed in seeds(2) {
+        let scenario = Scenario::new(Level::Raid0, 3, 16).with_fault(
+            2,
+            Faults {
+                no_discard: true,
+                ..Faults::default()
+            },
+        );
+        let report = run(&scenario, seed);
+        assert!(!report.errors.is_empty());
+        assert!(
+            report
+                .errors
+                .iter()
+                .all(|&e| e == (Op::Discard, Status::NotSupported)),
+            "seed {seed}: {:?}",
+            report.errors
+        );
+        assert_eq!(report.host.engine.state(), ArrayState::Optimal);
+        check_copies(&report, seed);
+    }
+}
+
+#[test]
+fn read_errors_are_repaired_from_another_copy_without_failing_the_member() {
+    for seed in seeds(3) {
+        for (level, members, chunk) in [
+            (Level::Raid1, 2, 0),
+            (Level::Raid1, 3, 0),
+            (Level::Raid10, 4, 16),
+        ] {
+            let scenario = Scenario::new(level, members, chunk).with_fault(
+                1,
+                Faults {
+                    bad_sectors: 200,
+                    ..Faults::default()
+                },
+            );
+            let report = run(&scenario, seed);
+            let host = &report.host;
+            assert!(
+                report.errors.is_empty(),
+                "seed {seed}: {level:?}: {:?}",
+                report.errors
+            );
+
+            let corrected = host.engine.members()[1].stats().corrected;
+            assert!(
+                corrected > 0,
+                "seed {seed}: {level:?}: nothing was repaired"
+            );
+            assert_eq!(
+                host.members_with(MemberEvent::ReadErrorRepaired).len() as u64,
+                corrected
+            );
+            check_copies(&report, seed);
+        }
+    }
+}
+
+#[test]
+fn a_member_whose_repair_fails_is_failed_and_the_read_still_succeeds() {
+    for seed in seeds(3) {
+        for (level, members, chunk) in [(Level::Raid1, 2, 0), (Level::Raid10, 4, 16)] {
+            let scenario = Scenario::new(level, members, chunk).with_fault(
+                1,
+                Faults {
+                    bad_sectors: 200,
+                    bad_sectors_stick: true,
+                    ..Faults::default()
+                },
+            );
+            let report = run(&scenario, seed);
+            let host = &report.host;
+            assert!(
+                report.errors.is_empty(),
+                "seed {seed}: {level:?}: {:?}",
+                report.errors
+            );
+            assert_eq!(
+                host.members_with(MemberEvent::Failed),
+                vec![1],
+                "seed {seed}"
+            );
+            assert_eq!(host.engine.state(), ArrayState::Degraded);
+            check_copies(&report, seed);
+            check_superblocks(&report, seed);
+        }
+    }
+}
+
+/// A read that fails after the rewrite (the verify pass) may leave anything in the buffers:
+/// the member is failed and the range read again from the good copy, never returned as is.
+#[test]
+fn a_failed_read_back_fails_the_member_and_is_never_returned() {
+    let mut failed_by_verify = 0;
+    for seed in seeds(3) {
+        for (level, members, chunk) in [(Level::Raid1, 2, 0), (Level::Raid10, 4, 16)] {
+            let scenario = Scenario::new(level, members, chunk).with_fault(
+                1,
+                Faults {
+                    read_error_ppm: 300_000,
+                    ..Faults::default()
+                },
+            );
+            let report = run(&scenario, seed);
+            let host = &report.host;
+            assert!(report.errors.is_empty(), "seed {seed}: {:?}", report.errors);
+            // Writes never fail here: only a failed read back can fail the member.
+            let failed = host.members_with(MemberEvent::Failed);
+            assert!(
+                failed.is_empty() || failed == [1],
+                "seed {seed}: {failed:?}"
+            );
+            failed_by_verify += failed.len();
+            check_copies(&report, seed);
+        }
+    }
+    assert!(
+        failed_by_verify > 0,
+        "no read back failed: nothing was tested"
+    );
+}
+
+#[test]
+fn the_last_copy_is_never_failed() {
+    for seed in seeds(3) {
+        // Member 0 dies at once; member 1, the last copy, has bad blocks and a flaky link.
+        let scenario = Scenario::new(Level::Raid1, 2, 0)
+            .with_fault(
+                0,
+                Faults {
+                    die_after: Some(0),
+                    ..Faults::default()
+                },
+            )
+            .with_fault(
+                1,
+                Faults {
+                    bad_sectors: 50,
+                    error_ppm: 5_000,
+                    ..Faults::default()
+                },
+            );
+        let report = run(&scenario, seed);
+        let host = &report.host;
+        let engine = &host.engine;
+        assert_eq!(engine.members()[1].health(), Health::Active, "seed {seed}");
+        assert_ne!(engine.state(), ArrayState::Failed, "seed {seed}");
+        assert!(
+            report.errors.iter().all(|&(_, s)| s == Status::IoError),
+            "seed {seed}: {:?}",
+            report.errors
+        );
+        assert!(!report.errors.is_empty(), "seed {seed}: no error surfaced");
+        // Member 0's failure is on record on the last copy.
+        let newest = host.disks[1]
+            .newest_superblock()
+            .expect("a superblock update");
+        assert_eq!(newest.slots[0], Slot::Faulty);
+    }
+}
+
+#[test]
+fn a_member_that_cannot_take_its_superblock_is_failed_too() {
+    for seed in seeds(2) {
+        let scenario = Scenario::new(Level::Raid1, 3, 0)
+            .with_fault(
+                0,
+                Faults {
+                    die_after: Some(100),
+                    ..Faults::default()
+                },
+            )
+            .with_fault(
+                2,
+                Faults {
+                    superblock_errors: true,
+                    ..Faults::default()
+                },
+            );
+        let report = run(&scenario, seed);
+        let host = &report.host;
+        assert!(report.errors.is_empty(), "seed {seed}: {:?}", report.errors);
+        assert_eq!(host.members_with(MemberEvent::Failed), vec![0]);
+        assert_eq!(
+            host.members_with(MemberEvent::SuperblockWriteFailed),
+            vec![2]
+        );
+        let newest = host.disks[1]
+            .newest_superblock()
+            .expect("a superblock update");
+        assert_eq!(
+            (newest.slots[0], newest.slots[2]),
+            (Slot::Faulty, Slot::Faulty)
+        );
+        assert_eq!(host.engine.state(), ArrayState::Degraded);
+        check_copies(&report, seed);
+        check_superblocks(&report, seed);
+    }
+}
+
+#[test]
+fn mirrors_not_known_in_sync_read_from_one_copy() {
+    for seed in seeds(2) {
+        for (in_sync, level, members, chunk) in [
+            (false, Level::Raid1, 2, 0),
+            (false, Level::Raid10, 4, 16),
+            (true, Level::Raid1, 2, 0),
+            (true, Level::Raid10, 4, 16),
+        ] {
+            let mut scenario = Scenario::new(level, members, chunk);
+            scenario.in_sync = in_sync;
+            let report = run(&scenario, seed);
+            assert!(report.errors.is_empty(), "seed {seed}: {:?}", report.errors);
+            // Copy 0 of near-2 RAID 10 on 4 members lives on members 0 and 2.
+            let second_copies: u64 = report
+                .host
+                .engine
+                .members()
+                .iter()
+                .skip(1)
+                .step_by(2)
+                .map(|m| m.stats().reads)
+                .sum();
+            if in_sync {
+                assert!(
+                    second_copies > 0,
+                    "seed {seed}: {level:?}: reads not spread"
+                );
+            } else {
+                assert_eq!(
+                    second_copies, 0,
+                    "seed {seed}: {level:?}: read another copy"
+                );
+            }
+        }
+    }
+}
+
+/// Read repair rewrites a range with what the other copy held; a write to the range landing
+/// between that read and the rewrite would be undone on one copy only. Writes wait while a
+/// repair runs (md's `freeze_array`); this hunts for the race with overlapping requests while
+/// sectors of member 0 keep going bad.
+#[test]
+fn read_repair_never_races_a_write() {
+    for seed in seeds(2) {
+        for (level, members, chunk) in [(Level::Raid1, 2, 0), (Level::Raid10, 4, 8)] {
+            let mut scenario = Scenario::new(level, members, chunk).with_fault(
+                0,
+                Faults {
+                    rot_ppm: 200_000,
+                    ..Faults::default()
+                },
+            );
+            scenario.rounds *= 10;
+            scenario.inline_percent = 0;
+            let host = run_overlapping(&scenario, seed, 16);
+            let corrected = host.engine.members()[0].stats().corrected;
+            assert!(
+                corrected > 0,
+                "seed {seed}: {level:?}: nothing was repaired"
+            );
+            assert_eq!(
+                host.engine.state(),
+                ArrayState::Optimal,
+                "seed {seed}: {level:?}"
+            );
+        }
+    }
 }

@@ -44,6 +44,8 @@ pub fn detail_request(index: u32) -> GraidDetail {
         nr_members: 0,
         state: 0,
         open_count: 0,
+        flags: 0,
+        reserved: 0,
         size_sectors: 0,
         events: 0,
         uuid: [0; 16],
@@ -238,6 +240,7 @@ pub mod fake {
                 read_bytes: 4096 * 100 * role as u64,
                 write_bytes: 40960,
                 errors: 0,
+                corrected: 0,
             };
         }
         d

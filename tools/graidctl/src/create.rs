@@ -9,8 +9,9 @@ use crate::size::{format_sectors, DEFAULT_CHUNK_BYTES, SECTOR_BYTES};
 use crate::uuid;
 use clap::Args;
 use graid_abi::{
-    GraidCreate, GraidMember, GRAID_LEVEL_RAID0, GRAID_LEVEL_RAID1, GRAID_LEVEL_RAID10,
-    GRAID_MAX_ARRAYS, GRAID_MAX_MEMBERS, GRAID_NAME_LEN,
+    GraidCreate, GraidMember, GRAID_CREATE_ASSUME_CLEAN, GRAID_CREATE_WRITE_ZEROES,
+    GRAID_LEVEL_RAID0, GRAID_LEVEL_RAID1, GRAID_LEVEL_RAID10, GRAID_MAX_ARRAYS, GRAID_MAX_MEMBERS,
+    GRAID_NAME_LEN,
 };
 use graid_engine::superblock::{decode, ArrayName, NameError};
 
@@ -37,6 +38,15 @@ pub struct CreateArgs {
     /// Create even if a member already carries a graid superblock (its array is destroyed).
     #[arg(short, long)]
     pub force: bool,
+    /// Take the mirrors as in sync without a resync: only if they hold identical data (new
+    /// drives that read back zeroes, say). Without this or --write-zeroes, mirrors start
+    /// "resync pending" and reads use one copy until a resync.
+    #[arg(long, conflicts_with = "write_zeroes")]
+    pub assume_clean: bool,
+    /// Zero every member's data area with the drives' own zeroing command (NVMe Write Zeroes),
+    /// so the mirrors start in sync; refused by a member that has none.
+    #[arg(long)]
+    pub write_zeroes: bool,
     /// Member block devices, in role order.
     #[arg(value_name = "MEMBER", required = true)]
     pub members: Vec<String>,
@@ -145,7 +155,13 @@ pub fn prepare(sys: &dyn System, args: &CreateArgs) -> Result<GraidCreate, CtlEr
         level: args.level,
         chunk_sectors,
         nr_members: rdevs.len() as u32,
-        flags: 0,
+        flags: if args.assume_clean {
+            GRAID_CREATE_ASSUME_CLEAN
+        } else if args.write_zeroes {
+            GRAID_CREATE_WRITE_ZEROES
+        } else {
+            0
+        },
         name: [0; GRAID_NAME_LEN],
         uuid: args.uuid.unwrap_or([0; 16]),
         ctime: now(),
@@ -200,12 +216,28 @@ pub fn submit(
         json(&view)
     } else {
         format!(
-            "graidctl: array {} created as {} ({})\n",
+            "graidctl: array {} created as {} ({}){}\n",
             args.name,
             view.device,
-            shape_summary(&view)
+            shape_summary(&view),
+            mirror_sync_note(args, &view)
         )
     })
+}
+
+/// How a new array's mirrors start, for the create message (nothing for RAID 0).
+fn mirror_sync_note(args: &CreateArgs, view: &ArrayView) -> &'static str {
+    if view.level == "raid0" {
+        ""
+    } else if args.write_zeroes {
+        "; mirrors in sync (zeroed)"
+    } else if args.assume_clean {
+        "; mirrors taken as in sync (--assume-clean)"
+    } else if view.resync_pending {
+        "; mirrors not in sync: resync pending, reads use one copy"
+    } else {
+        ""
+    }
 }
 
 /// [`prepare`] and [`submit`].
@@ -234,6 +266,8 @@ mod tests {
             chunk,
             uuid: None,
             force: false,
+            assume_clean: false,
+            write_zeroes: false,
             members: members.iter().map(|m| format!("/dev/{m}")).collect(),
         }
     }

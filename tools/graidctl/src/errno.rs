@@ -63,6 +63,7 @@ pub fn errno_name(errno: i32) -> Option<&'static str> {
         libc::ESTALE => "ESTALE",
         libc::EUCLEAN => "EUCLEAN",
         libc::EMEDIUMTYPE => "EMEDIUMTYPE",
+        libc::EOPNOTSUPP => "EOPNOTSUPP",
         libc::EXDEV => "EXDEV",
         libc::ENODATA => "ENODATA",
         libc::EIO => "EIO",
@@ -81,7 +82,8 @@ fn reason(op: &Op<'_>, errno: i32) -> String {
     match errno {
         libc::EINVAL => match op {
             Op::Create { .. } => "invalid argument: the module refused the level, chunk size, \
-                                  member count, name, UUID or flags"
+                                  member count, name, UUID or flags, or a device given twice \
+                                  (under two names)"
                 .to_owned(),
             Op::Assemble { .. } => {
                 "invalid argument: the module refused the member list or flags".to_owned()
@@ -146,11 +148,21 @@ fn reason(op: &Op<'_>, errno: i32) -> String {
         libc::EUCLEAN => "a member has a bad or corrupt graid superblock".to_owned(),
         libc::ENODATA if named_member => "no graid superblock".to_owned(),
         libc::ENODATA => "a member has no graid superblock".to_owned(),
-        libc::EMEDIUMTYPE | libc::EXDEV if named_member => {
+        libc::EXDEV if named_member => {
             "belongs to another array (its array UUID differs)".to_owned()
         }
-        libc::EMEDIUMTYPE | libc::EXDEV => {
-            "the members belong to different arrays (array UUIDs differ)".to_owned()
+        libc::EXDEV => "the members belong to different arrays (array UUIDs differ)".to_owned(),
+        libc::EMEDIUMTYPE if named_member => {
+            "is a zoned device (graid needs conventional block devices)".to_owned()
+        }
+        libc::EMEDIUMTYPE => {
+            "a member is a zoned device (graid needs conventional block devices)".to_owned()
+        }
+        libc::EOPNOTSUPP if matches!(op, Op::Create { .. }) => {
+            "a member cannot zero its data area with its own zeroing command (write zeroes); \
+             use --assume-clean only if the members hold identical data, or neither flag and \
+             resync later"
+                .to_owned()
         }
         libc::EIO => "I/O error on a member".to_owned(),
         libc::EROFS if named_member => "read-only device".to_owned(),
@@ -227,7 +239,8 @@ mod tests {
              other members have (event counter behind) (ESTALE)"
         );
         assert!(msg(op, libc::EXDEV).0.contains("another array"));
-        assert!(msg(op, libc::EMEDIUMTYPE).0.contains("another array"));
+        assert!(msg(op, libc::EMEDIUMTYPE).0.contains("zoned"));
+        assert!(msg(op, libc::ENOSPC).0.contains("too small"));
         assert!(msg(op, libc::EUCLEAN).0.contains("corrupt"));
         let anon = Op::Assemble { member: None };
         assert!(msg(anon, libc::ESTALE).0.contains("a member is stale"));

@@ -5,8 +5,9 @@ use crate::member::{Rdev, System};
 use crate::size::{format_sectors, SECTOR_BYTES};
 use crate::uuid;
 use graid_abi::{
-    GraidDetail, GraidMemberDetail, GRAID_ARRAY_DEGRADED, GRAID_ARRAY_FAILED, GRAID_ARRAY_OPTIMAL,
-    GRAID_MAX_MEMBERS, GRAID_MEMBER_ACTIVE, GRAID_MEMBER_FAULTY, GRAID_MEMBER_MISSING,
+    GraidDetail, GraidMemberDetail, GRAID_ARRAY_BROKEN, GRAID_ARRAY_DEGRADED, GRAID_ARRAY_FAILED,
+    GRAID_ARRAY_OPTIMAL, GRAID_DETAIL_RESYNC_PENDING, GRAID_MAX_MEMBERS, GRAID_MEMBER_ACTIVE,
+    GRAID_MEMBER_FAULTY, GRAID_MEMBER_MISSING,
 };
 use serde::Serialize;
 
@@ -30,6 +31,7 @@ fn array_state_name(state: u32) -> String {
         GRAID_ARRAY_OPTIMAL => "optimal".to_owned(),
         GRAID_ARRAY_DEGRADED => "degraded".to_owned(),
         GRAID_ARRAY_FAILED => "failed".to_owned(),
+        GRAID_ARRAY_BROKEN => "broken".to_owned(),
         other => format!("unknown ({other})"),
     }
 }
@@ -79,6 +81,8 @@ pub struct ArrayView {
     pub size_sectors: u64,
     pub size_bytes: u64,
     pub state: String,
+    /// The copies are not known to be in sync: reads use one copy until a resync.
+    pub resync_pending: bool,
     pub events: u64,
     pub open_count: u32,
     pub members: Vec<MemberView>,
@@ -98,6 +102,8 @@ pub struct MemberView {
     pub read_bytes: u64,
     pub write_bytes: u64,
     pub errors: u64,
+    /// Read errors repaired from another copy.
+    pub corrected: u64,
 }
 
 impl MemberView {
@@ -118,6 +124,7 @@ impl MemberView {
             read_bytes: m.read_bytes,
             write_bytes: m.write_bytes,
             errors: m.errors,
+            corrected: m.corrected,
         }
     }
 
@@ -145,6 +152,7 @@ impl ArrayView {
             size_sectors: d.size_sectors,
             size_bytes: d.size_sectors.saturating_mul(SECTOR_BYTES),
             state: array_state_name(d.state),
+            resync_pending: d.flags & GRAID_DETAIL_RESYNC_PENDING != 0,
             events: d.events,
             open_count: d.open_count,
             members: d.members[..count]
@@ -178,6 +186,15 @@ impl ArrayView {
         }
     }
 
+    /// Whether the copies are known to match, for people.
+    pub fn sync_text(&self) -> &'static str {
+        if self.resync_pending {
+            "resync pending (reads use one copy)"
+        } else {
+            "in sync"
+        }
+    }
+
     /// The `detail` report.
     pub fn detail_text(&self) -> String {
         let count = |state: &str| self.members.iter().filter(|m| m.state == state).count();
@@ -195,6 +212,7 @@ impl ArrayView {
                 ),
             ),
             ("State", self.state.clone()),
+            ("Sync", self.sync_text().to_owned()),
             ("Events", self.events.to_string()),
             ("Open Count", self.open_count.to_string()),
             (
@@ -224,6 +242,7 @@ impl ArrayView {
             ("READ", Align::Right),
             ("WRITTEN", Align::Right),
             ("ERRORS", Align::Right),
+            ("CORRECTED", Align::Right),
         ]);
         for m in &self.members {
             table.row(vec![
@@ -235,6 +254,7 @@ impl ArrayView {
                 crate::size::format_bytes(m.read_bytes),
                 crate::size::format_bytes(m.write_bytes),
                 m.errors.to_string(),
+                m.corrected.to_string(),
             ]);
         }
         out.push_str(&table.render());

@@ -74,7 +74,10 @@ mod tests {
     use crate::array_ref::parse;
     use crate::control::fake::{array, FakeControl};
     use crate::member::fake::FakeSystem;
-    use graid_abi::{GRAID_ARRAY_DEGRADED, GRAID_MEMBER_FAULTY, GRAID_MEMBER_MISSING};
+    use graid_abi::{
+        GRAID_ARRAY_DEGRADED, GRAID_DETAIL_RESYNC_PENDING, GRAID_MEMBER_FAULTY,
+        GRAID_MEMBER_MISSING,
+    };
 
     fn setup() -> (FakeControl, FakeSystem) {
         let mut degraded = array(
@@ -88,6 +91,8 @@ mod tests {
             ],
         );
         degraded.state = GRAID_ARRAY_DEGRADED;
+        degraded.flags = GRAID_DETAIL_RESYNC_PENDING;
+        degraded.members[0].corrected = 2;
         degraded.size_sectors = 3 << 30;
         let ctl = FakeControl::with(vec![
             array(0, "data", 10, &[(259, 0, 0), (259, 1, 0)]),
@@ -142,14 +147,15 @@ DEVICE       NAME     LEVEL       SIZE  STATE     MEMBERS
     Chunk Size : -
     Array Size : 1.50 TiB (3221225472 sectors)
          State : degraded
+          Sync : resync pending (reads use one copy)
         Events : 7
     Open Count : 0
        Members : 3 (1 active, 1 faulty, 1 missing)
 
-ROLE  DEVICE        STATE    READS  WRITES     READ  WRITTEN  ERRORS
-   0  /dev/nvme2n1  active       0      10      0 B   40 KiB       0
-   1  259:9         faulty     100      10  400 KiB   40 KiB       0
-   2  -             missing    200      10  800 KiB   40 KiB       0
+ROLE  DEVICE        STATE    READS  WRITES     READ  WRITTEN  ERRORS  CORRECTED
+   0  /dev/nvme2n1  active       0      10      0 B   40 KiB       0          2
+   1  259:9         faulty     100      10  400 KiB   40 KiB       0          0
+   2  -             missing    200      10  800 KiB   40 KiB       0          0
 "
         );
     }
@@ -173,6 +179,7 @@ ROLE  DEVICE        STATE    READS  WRITES     READ  WRITTEN  ERRORS
                 "members",
                 "name",
                 "open_count",
+                "resync_pending",
                 "size_bytes",
                 "size_sectors",
                 "state",
@@ -190,6 +197,7 @@ ROLE  DEVICE        STATE    READS  WRITES     READ  WRITTEN  ERRORS
         assert_eq!(
             keys,
             [
+                "corrected",
                 "device",
                 "errors",
                 "major",
@@ -212,6 +220,8 @@ ROLE  DEVICE        STATE    READS  WRITES     READ  WRITTEN  ERRORS
         assert_eq!(v["members"][2]["device"], serde_json::Value::Null);
         assert_eq!(v["members"][2]["state"], "missing");
         assert_eq!(v["state"], "degraded");
+        assert_eq!(v["resync_pending"], true);
+        assert_eq!(v["members"][0]["corrected"], 2);
     }
 
     #[test]

@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Member failures and the superblock updates that record them.
+//!
+//! One writer at a time: the worker while the array runs, the array's start and stop while it
+//! does not. Each update bumps the event count, lists every member not in use as faulty and goes
+//! to every member in use at once, durably (`PREFLUSH | FUA`). A member whose superblock write
+//! fails is failed in turn (unless it holds the last copy of some data), and the update is
+//! repeated until every failure is recorded on some working member.
+
+use super::array::ArrayEngine;
+use super::members::{Health, MemberSet, MemberState};
+use super::platform::{MemberEvent, MetadataError, Platform};
+use super::superblock::Slot;
+use core::ops::Deref;
+use core::sync::atomic::Ordering;
+
+impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
+    /// Stops using member `member` after an error (`why`, for the log). Refused where it holds
+    /// the last copy of some data: the array is then broken (no more writes) and this returns
+    /// false. True if the member is out of use, now or before. The worker only.
+    pub(super) fn try_fail<P: Platform>(&self, p: &P, member: u32, why: MemberEvent) -> bool {
+        let Some(state) = self.members().get(member as usize) else {
+            return true;
+        };
+        if !state.is_active() {
+            return true;
+        }
+        if !self.has_all_data(Some(member)) {
+            self.broken.store(true, Ordering::SeqCst);
+            p.member_event(member, MemberEvent::KeptLastCopy);
+            return false;
+        }
+        // Counted before the health changes: a write that saw the member failing also sees the
+        // count (see `ArrayEngine::complete`).
+        self.failing.fetch_add(1, Ordering::SeqCst);
+        if state.begin_failing() {
+            p.member_event(member, why);
+        } else {
+            self.failing.fetch_sub(1, Ordering::SeqCst);
+        }
+        true
+    }
+
+    /// Writes every working member's superblock with a new event count, `clean` as given and
+    /// every member not in use listed as faulty; failures are recorded once some member took the
+    /// update. `Err` if no member could be written (the array is then broken). Call from a
+    /// context that may sleep, as the only superblock writer (see the module comment).
+    pub fn write_superblocks<P: Platform>(&self, p: &P, clean: bool) -> Result<(), MetadataError> {
+        loop {
+            let mut failing = MemberSet::EMPTY;
+            let mut targets = MemberSet::EMPTY;
+            let mut sb = self.superblock;
+            for ((index, member), slot) in (0u32..).zip(self.members()).zip(sb.slots.iter_mut()) {
+                if member.is_active() {
+                    targets = targets.with(index);
+                } else {
+                    *slot = Slot::Faulty;
+                    if member.health() == Health::Failing {
+                        failing = failing.with(index);
+                    }
+                }
+            }
+            if targets.is_empty() {
+                self.broken.store(true, Ordering::SeqCst);
+                return Err(MetadataError);
+            }
+            sb.events = self.events.load(Ordering::Acquire).saturating_add(1);
+            sb.clean = clean;
+            let failed = p.write_superblocks(targets, |index| {
+                let uuid = self.members().get(index as usize).map(|m| *m.uuid());
+                sb.for_member(index, uuid.unwrap_or_default())
+            });
+            self.events.store(sb.events, Ordering::Release);
+            if targets.minus(failed).is_empty() {
+                self.broken.store(true, Ordering::SeqCst);
+                return Err(MetadataError);
+            }
+            for index in failing.iter() {
+                let recorded = self
+                    .members()
+                    .get(index as usize)
+                    .is_some_and(MemberState::mark_recorded);
+                if recorded {
+                    self.failing.fetch_sub(1, Ordering::SeqCst);
+                }
+            }
+            for index in failed.iter() {
+                self.try_fail(p, index, MemberEvent::SuperblockWriteFailed);
+            }
+            // Members whose write failed are failing now (or kept as a last copy): record them
+            // on the others. Each pass drops a member or ends.
+            if self.failing.load(Ordering::SeqCst) == 0 {
+                return Ok(());
+            }
+        }
+    }
+}

@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Members' superblocks on disk (format: `engine::superblock`): reading one at assembly, and
+//! the array's writer, which updates them all at once, durably, from memory set aside when the
+//! array starts (it runs where I/O waits on it: no allocation may wait for reclaim).
+
+use crate::engine::members::MemberSet;
+use crate::engine::superblock::{self, Superblock, SUPERBLOCK_SECTOR, SUPERBLOCK_SIZE};
+use crate::kernel_ext::{
+    bdev::BlockDeviceFile,
+    bio::{read_page, write_pages_durably, PageWrite},
+};
+use kernel::{new_mutex, page::Page, prelude::*, sync::Mutex};
+
+/// Writes an array's superblocks: one page per member and one encoding buffer, allocated up
+/// front. The mutex makes the writer single (the engine never runs two updates at once, and
+/// this keeps it so).
+#[pin_data]
+pub(crate) struct SuperblockWriter {
+    pages: KVec<Page>,
+    #[pin]
+    buffer: Mutex<KBox<[u8; SUPERBLOCK_SIZE]>>,
+}
+
+impl SuperblockWriter {
+    pub(crate) fn new(members: usize) -> impl PinInit<Self, Error> {
+        try_pin_init!(Self {
+            pages: {
+                let mut pages = KVec::with_capacity(members, GFP_KERNEL)?;
+                for _ in 0..members {
+                    pages.push(Page::alloc_page(GFP_KERNEL)?, GFP_KERNEL)?;
+                }
+                pages
+            },
+            buffer <- new_mutex!(zeroed_block()?),
+        })
+    }
+
+    /// Writes `copy(m)` to each member `m` in `targets` at once (`PREFLUSH | FUA`) and waits.
+    /// Returns the members whose write failed (or could not be made).
+    pub(crate) fn write(
+        &self,
+        files: &[BlockDeviceFile],
+        targets: MemberSet,
+        copy: impl Fn(u32) -> Superblock,
+    ) -> MemberSet {
+        let mut buffer = self.buffer.lock();
+        let mut failed = MemberSet::EMPTY;
+        for member in targets.iter() {
+            let page = self.pages.get(member as usize);
+            let encoded = superblock::encode(&copy(member), &mut buffer);
+            // SAFETY: `buffer` holds SUPERBLOCK_SIZE (= PAGE_SIZE) initialised bytes.
+            let filled = page.filter(|_| encoded.is_ok()).map(|page| unsafe {
+                page.write_raw(buffer.as_ptr(), 0, SUPERBLOCK_SIZE)
+            });
+            if !matches!(filled, Some(Ok(()))) {
+                pr_err!("graid: superblock for member {} not written: {:?}\n", member, encoded);
+                failed = failed.with(member);
+            }
+        }
+        let writes = targets.minus(failed).iter().filter_map(|member| {
+            let file = files.get(member as usize)?;
+            let page = self.pages.get(member as usize)?;
+            Some(PageWrite {
+                index: member,
+                bdev: file.bdev(),
+                sector: SUPERBLOCK_SECTOR,
+                page,
+            })
+        });
+        let failed_io = MemberSet::from_bits(write_pages_durably(writes));
+        // A target with no file or page was not written either.
+        let missing = targets
+            .iter()
+            .filter(|&m| files.get(m as usize).is_none() || self.pages.get(m as usize).is_none())
+            .fold(MemberSet::EMPTY, MemberSet::with);
+        failed.union(failed_io).union(missing)
+    }
+}
+
+/// A zeroed superblock-sized buffer on the heap (not built on the stack first).
+fn zeroed_block() -> Result<KBox<[u8; SUPERBLOCK_SIZE]>> {
+    let mut block = KBox::<[u8; SUPERBLOCK_SIZE]>::new_uninit(GFP_KERNEL)?;
+    // SAFETY: all-zero bytes are a valid `[u8; N]`; every byte is written before use.
+    Ok(unsafe {
+        block.as_mut_ptr().write_bytes(0, 1);
+        block.assume_init()
+    })
+}
+
+/// Reads and decodes `member`'s superblock. `ENODATA` if it carries none (no magic),
+/// `EUCLEAN` if it is corrupt or unsupported.
+pub(crate) fn read_superblock(member: &BlockDeviceFile) -> Result<Superblock> {
+    let page = Page::alloc_page(GFP_KERNEL)?;
+    read_page(member.bdev(), SUPERBLOCK_SECTOR, &page)?;
+    let mut block = KVec::from_elem(0u8, SUPERBLOCK_SIZE, GFP_KERNEL)?;
+    // SAFETY: `block` has room for SUPERBLOCK_SIZE bytes.
+    unsafe { page.read_raw(block.as_mut_ptr(), 0, SUPERBLOCK_SIZE)? };
+    superblock::decode(&block).map_err(|e| {
+        if block.starts_with(&superblock::MAGIC) {
+            pr_warn!("graid: member superblock refused: {:?}\n", e);
+            crate::errno::euclean()
+        } else {
+            crate::errno::enodata()
+        }
+    })
+}
