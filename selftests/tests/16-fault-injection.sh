@@ -73,7 +73,10 @@ echo Y >$dbg/failslab/cache-filter
 echo 100 >$dbg/failslab/probability
 echo -1 >$dbg/failslab/times
 echo 0 >$dbg/failslab/space
-blkdiscard -o 0 -l $((max * 512)) /dev/mapper/top &
+# Several such discards in one call: each is added to the caller's plug from inside dm's
+# submit_bio, and adding one flushes the plug when the one before is large, so the array's
+# queue_rq runs there, its clones parked on the caller's bio list until it returns.
+blkdiscard -o 0 -l $((4 * max * 512)) /dev/mapper/top &
 discard=$!
 n=0
 while kill -0 $discard 2>/dev/null; do
