@@ -302,6 +302,10 @@ impl Platform for ArrayIo {
         self.superblocks.write(&self.files, targets, copy)
     }
 
+    fn cpu(&self) -> u32 {
+        crate::kernel_ext::cpu::current_cpu()
+    }
+
     fn member_event(&self, member: u32, event: MemberEvent) {
         let name = self.engine.superblock().array_name;
         let name = name.as_str();

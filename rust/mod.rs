@@ -10,6 +10,7 @@ pub(crate) mod bdev;
 pub(crate) mod bio;
 pub(crate) mod blk_mq;
 pub(crate) mod capability;
+pub(crate) mod cpu;
 pub(crate) mod misc;
 pub(crate) mod plug;
 pub(crate) mod random;

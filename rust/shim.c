@@ -52,6 +52,7 @@ struct queue_limits graid_queue_limits_start_update(struct request_queue *q) { r
 struct workqueue_struct *graid_alloc_ordered_workqueue(const char *name, unsigned int flags) { return alloc_ordered_workqueue("%s", flags, name); }
 unsigned int graid_memalloc_noio_save(void) { return memalloc_noio_save(); }
 void graid_memalloc_noio_restore(unsigned int flags) { memalloc_noio_restore(flags); }
+unsigned int graid_raw_smp_processor_id(void) { return raw_smp_processor_id(); }
 
 /*
  * File operations of every graid disk: the owner, so an open disk pins the module, and an open

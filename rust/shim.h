@@ -38,6 +38,7 @@ struct queue_limits graid_queue_limits_start_update(struct request_queue *q);
 struct workqueue_struct *graid_alloc_ordered_workqueue(const char *name, unsigned int flags);
 unsigned int graid_memalloc_noio_save(void);
 void graid_memalloc_noio_restore(unsigned int flags);
+unsigned int graid_raw_smp_processor_id(void);
 /* Implemented in Rust (rust/blk_mq.rs). */
 int graid_disk_open(struct gendisk *disk, blk_mode_t mode);
 const struct block_device_operations *graid_disk_fops_ptr(void);

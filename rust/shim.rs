@@ -54,6 +54,7 @@ extern "C" {
     pub(crate) fn graid_alloc_ordered_workqueue(name: *const c_char, flags: c_uint) -> *mut workqueue_struct;
     pub(crate) fn graid_memalloc_noio_save() -> c_uint;
     pub(crate) fn graid_memalloc_noio_restore(flags: c_uint);
+    pub(crate) fn graid_raw_smp_processor_id() -> c_uint;
     pub(crate) fn graid_disk_fops_ptr() -> *const block_device_operations;
     pub(crate) fn graid_blk_mq_init_hctx(hctx: *mut blk_mq_hw_ctx, data: *mut c_void, index: c_uint) -> c_int;
 }

@@ -147,7 +147,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
     /// Reports the completion of a member I/O the platform sent for `rq`. Any context.
     pub fn piece_done<P: Platform>(&self, p: &P, rq: P::Request, piece: PieceInfo, status: Status) {
         if let Some(member) = self.members().get(piece.member as usize) {
-            member.account(&piece, status);
+            member.account(p.cpu(), &piece, status);
         }
         let status = match status {
             Status::Ok => Status::Ok,

@@ -37,6 +37,33 @@ impl Health {
     }
 }
 
+/// Shards of a member's I/O counters: completions on different CPUs add to different cache
+/// lines (a CPU picks `cpu % STAT_SHARDS`), so counting costs no line shared between CPUs.
+pub const STAT_SHARDS: usize = 8;
+
+/// One shard of the I/O counters, a cache line of its own.
+#[derive(Debug)]
+#[repr(align(64))]
+struct StatShard {
+    reads: AtomicU64,
+    writes: AtomicU64,
+    read_bytes: AtomicU64,
+    write_bytes: AtomicU64,
+    errors: AtomicU64,
+}
+
+impl StatShard {
+    const fn new() -> Self {
+        Self {
+            reads: AtomicU64::new(0),
+            writes: AtomicU64::new(0),
+            read_bytes: AtomicU64::new(0),
+            write_bytes: AtomicU64::new(0),
+            errors: AtomicU64::new(0),
+        }
+    }
+}
+
 /// One member of a running array.
 #[derive(Debug)]
 pub struct MemberState {
@@ -44,12 +71,8 @@ pub struct MemberState {
     uuid: [u8; UUID_LEN],
     /// A [`Health`] code. Changed only by the array's worker (and before the array starts).
     health: AtomicU8,
-    reads: AtomicU64,
-    writes: AtomicU64,
-    read_bytes: AtomicU64,
-    write_bytes: AtomicU64,
-    errors: AtomicU64,
-    /// Read errors repaired by rewriting the data from another copy.
+    shards: [StatShard; STAT_SHARDS],
+    /// Read errors repaired by rewriting the data from another copy (rare: not sharded).
     corrected: AtomicU64,
 }
 
@@ -70,11 +93,7 @@ impl MemberState {
         Self {
             uuid,
             health: AtomicU8::new(Health::Active.code()),
-            reads: AtomicU64::new(0),
-            writes: AtomicU64::new(0),
-            read_bytes: AtomicU64::new(0),
-            write_bytes: AtomicU64::new(0),
-            errors: AtomicU64::new(0),
+            shards: [const { StatShard::new() }; STAT_SHARDS],
             corrected: AtomicU64::new(0),
         }
     }
@@ -123,15 +142,18 @@ impl MemberState {
             .is_ok()
     }
 
-    /// Counts one completed member I/O.
-    pub(crate) fn account(&self, piece: &PieceInfo, status: Status) {
+    /// Counts one completed member I/O, completed on CPU `cpu`.
+    pub(crate) fn account(&self, cpu: u32, piece: &PieceInfo, status: Status) {
+        let Some(shard) = self.shards.get(cpu as usize % STAT_SHARDS) else {
+            return;
+        };
         let bytes = piece.sectors.saturating_mul(512);
         let (count, total) = match (status, piece.op) {
-            (Status::Ok, Op::Read) => (&self.reads, Some(&self.read_bytes)),
-            (Status::Ok, Op::Write) => (&self.writes, Some(&self.write_bytes)),
+            (Status::Ok, Op::Read) => (&shard.reads, Some(&shard.read_bytes)),
+            (Status::Ok, Op::Write) => (&shard.writes, Some(&shard.write_bytes)),
             // Flushes and discards move no data.
             (Status::Ok, Op::Flush | Op::Discard) => return,
-            _ => (&self.errors, None),
+            _ => (&shard.errors, None),
         };
         count.fetch_add(1, Ordering::Relaxed);
         if let Some(total) = total {
@@ -144,13 +166,19 @@ impl MemberState {
         self.corrected.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// The counters, summed over the shards.
     pub fn stats(&self) -> MemberStats {
+        let sum = |field: fn(&StatShard) -> &AtomicU64| {
+            self.shards.iter().fold(0u64, |n, s| {
+                n.wrapping_add(field(s).load(Ordering::Relaxed))
+            })
+        };
         MemberStats {
-            reads: self.reads.load(Ordering::Relaxed),
-            writes: self.writes.load(Ordering::Relaxed),
-            read_bytes: self.read_bytes.load(Ordering::Relaxed),
-            write_bytes: self.write_bytes.load(Ordering::Relaxed),
-            errors: self.errors.load(Ordering::Relaxed),
+            reads: sum(|s| &s.reads),
+            writes: sum(|s| &s.writes),
+            read_bytes: sum(|s| &s.read_bytes),
+            write_bytes: sum(|s| &s.write_bytes),
+            errors: sum(|s| &s.errors),
             corrected: self.corrected.load(Ordering::Relaxed),
         }
     }

@@ -182,6 +182,10 @@ pub trait Platform {
     /// one writer at a time (the worker, or the array's start and stop while no I/O runs).
     fn write_superblocks(&self, targets: MemberSet, copy: impl Fn(u32) -> Superblock) -> MemberSet;
 
+    /// The CPU running the caller: a hint that spreads counters over cache lines (any number;
+    /// a stale one costs only sharing).
+    fn cpu(&self) -> u32;
+
     /// Something happened to member `member` (for the log). Any context.
     fn member_event(&self, member: u32, event: MemberEvent);
 }

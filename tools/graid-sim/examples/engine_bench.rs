@@ -74,6 +74,10 @@ impl Platform for Null {
         MemberSet::EMPTY
     }
 
+    fn cpu(&self) -> u32 {
+        0
+    }
+
     fn member_event(&self, _member: u32, _event: MemberEvent) {}
 }
 

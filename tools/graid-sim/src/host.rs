@@ -21,6 +21,8 @@ pub const HANG: Duration = Duration::from_secs(20);
 /// What a failed read leaves in the buffer: the engine must never return it.
 pub const GARBAGE: u64 = 0xdead_dead_dead_dead;
 
+static NEXT_THREAD: AtomicU32 = AtomicU32::new(0);
+
 /// What a member does wrong.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Faults {
@@ -444,6 +446,12 @@ impl Platform for Host {
             }
         }
         failed
+    }
+
+    fn cpu(&self) -> u32 {
+        // A per-thread number stands for the CPU.
+        thread_local!(static ID: u32 = NEXT_THREAD.fetch_add(1, Ordering::Relaxed));
+        ID.with(|id| *id)
     }
 
     fn member_event(&self, member: u32, event: MemberEvent) {
