@@ -37,7 +37,8 @@ help:
 	@echo "  vm-test        VM selftests only (TESTS='name ...' to pick some)"
 	@echo "  vm-run         run SCRIPT=path in the VM (DISKS=n, DISK_SIZE_MB=n)"
 	@echo "  vm-shell       interactive shell in the VM"
-	@echo "  bench          graid vs md RAID 0/10 fio benchmark in the VM (not part of test)"
+	@echo "  bench          graid vs md RAID 0/1/10 fio benchmark in the VM (not part of test;"
+	@echo "                 BENCH_MEMBERS=nullblk for null_blk members)"
 	@echo "  clean          remove build outputs (keeps the kernel cache)"
 
 deps:
@@ -85,16 +86,19 @@ vm-shell: module tools
 demo: module tools
 	selftests/vm.sh selftests/demo.sh
 
-# graid vs md, RAID 0 and 10 on four 512 MiB NVMe drives, about 11 minutes under TCG. The table
-# also lands in out/bench.txt. Its own VM work folder; the prefilled drive images are removed.
-BENCH_RUNTIME ?= 10
-BENCH_ROUNDS ?= 2
+# graid vs md, RAID 0/1/10 on four 512 MiB NVMe drives (BENCH_MEMBERS=nullblk: memory-backed
+# null_blk devices), about 25 minutes under TCG. The table also lands in out/bench-MEMBERS.txt.
+# Its own VM work folder; the prefilled drive images are removed.
+BENCH_RUNTIME ?= 6
+BENCH_ROUNDS ?= 4
 BENCH_CHUNK ?= 512K
+BENCH_MEMBERS ?= nvme
 bench: module tools
 	set -o pipefail; mkdir -p out; \
-	GRAID_VM_WORK=$(CURDIR)/out/vm-bench selftests/vm.sh --disks 4 --disk-size 512 \
-		--timeout 2400 selftests/bench.sh $(BENCH_RUNTIME) $(BENCH_ROUNDS) $(BENCH_CHUNK) \
-		| tee out/bench.txt; rc=$$?; rm -f out/vm-bench/nvme*.img; exit $$rc
+	GRAID_VM_WORK=$(CURDIR)/out/vm-bench selftests/vm.sh --disks 4 --disk-size 512 --mem 3072 \
+		--timeout 5400 selftests/bench.sh $(BENCH_RUNTIME) $(BENCH_ROUNDS) $(BENCH_CHUNK) \
+		$(BENCH_MEMBERS) | tee out/bench-$(BENCH_MEMBERS).txt; rc=$$?; \
+		rm -f out/vm-bench/nvme*.img; exit $$rc
 
 clean:
 	-build/module.sh clean
