@@ -294,8 +294,8 @@ impl Platform for ArrayIo {
     }
 
     fn pause(&self) {
-        // SAFETY: sleeping is allowed in the worker, the only caller.
-        unsafe { bindings::msleep(1) };
+        // The worker, the only caller, may sleep.
+        kernel::time::delay::fsleep(kernel::time::Delta::from_millis(1));
     }
 
     fn write_superblocks(&self, targets: MemberSet, copy: impl Fn(u32) -> Superblock) -> MemberSet {

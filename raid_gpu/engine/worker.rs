@@ -84,7 +84,6 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         phase: Phase,
     ) -> bool {
         let (status, errors) = (state.status(), state.errors());
-        let (start, sectors) = (state.start(), state.sectors());
         match phase {
             Phase::Normal if errors.is_empty() => {
                 self.complete(p, rq, status);
@@ -92,7 +91,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             }
             Phase::Normal => {
                 state.add_avoid(errors);
-                if !self.readable(start, sectors, state.avoid()) {
+                if !self.readable(state.start(), state.sectors(), state.avoid()) {
                     // The last copy failed to read: the read fails, nothing else changes.
                     self.complete(p, rq, Status::IoError);
                     return false;
@@ -103,12 +102,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             }
             Phase::Recover if !errors.is_empty() => {
                 state.add_avoid(errors);
-                if self.readable(start, sectors, state.avoid()) {
-                    self.run_pass(p, rq, Phase::Recover);
-                    false
-                } else {
-                    self.finish_repair(p, rq, Status::IoError)
-                }
+                self.recover_again(p, rq, state)
             }
             Phase::Recover => {
                 let targets = self.active(state.avoid());
@@ -150,12 +144,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
                 state.add_avoid(errors);
                 // A failed read may have left anything in the buffers: read the good copy again
                 // (the repair is not tried twice).
-                if self.readable(start, sectors, state.avoid()) {
-                    self.run_pass(p, rq, Phase::Recover);
-                    false
-                } else {
-                    self.finish_repair(p, rq, Status::IoError)
-                }
+                self.recover_again(p, rq, state)
             }
             Phase::Waiting | Phase::Parked => false,
         }
@@ -172,6 +161,16 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
     }
 
     /// Ends a repaired read; the last repair lets writes go again. True if it did.
+    /// Another recover pass from the copies not yet avoided; the read fails if none is left.
+    fn recover_again<P: Platform>(&self, p: &P, rq: P::Request, state: &RequestState) -> bool {
+        if self.readable(state.start(), state.sectors(), state.avoid()) {
+            self.run_pass(p, rq, Phase::Recover);
+            false
+        } else {
+            self.finish_repair(p, rq, Status::IoError)
+        }
+    }
+
     fn finish_repair<P: Platform>(&self, p: &P, rq: P::Request, status: Status) -> bool {
         self.complete(p, rq, status);
         let before = self
