@@ -14,7 +14,7 @@ ifdef KDIR
 export KDIR
 endif
 # Forwarded to the VM harness (selftests/vm.sh documents them).
-export DISKS DISK_SIZE_MB VM_TIMEOUT VM_MEM_MB VM_CPUS TESTS
+export DISKS DISK_SIZE_MB VM_TIMEOUT VM_TEST_TIMEOUT VM_MEM_MB VM_CPUS TESTS
 # test (default) or debug: KASAN, lockdep and friends (build/kconfig/debug.config), e.g.
 # make test KERNEL_VARIANT=debug
 export KERNEL_VARIANT

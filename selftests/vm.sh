@@ -13,6 +13,7 @@
 #   --cpus N         guest CPUs [VM_CPUS, default 2]
 #   --null-disks     back the drives with QEMU's null-co driver (reads zero, writes vanish)
 #   --keep-disks     reuse the drive images of the previous run (a "reboot"), if present
+# VM_TEST_TIMEOUT=S: the in-guest runner's limit per test (default 900; the debug kernel needs more)
 #
 # Exit status: the script's; 124 when the guest timed out, 125 when it died first (panic,
 # oops: the kernel runs with oops=panic). The guest console is kept in out/vm/console.log.
@@ -108,6 +109,7 @@ cat >"$root/graid/vm.env" <<ENV
 GRAID_DISKS=$disks
 GRAID_DISK_SIZE_MB=$disk_mb
 GRAID_SHELL=$shell
+GRAID_TEST_TIMEOUT=${VM_TEST_TIMEOUT:-900}
 ENV
 cp "$GRAID_ROOT/selftests/guest-init" "$root/init"
 chmod +x "$root/init"
