@@ -195,6 +195,15 @@ impl Array {
         holder: Holder,
     ) -> Result<Pin<KBox<Array>>> {
         let geometry = freshest.geometry().map_err(|_| crate::errno::euclean())?;
+        // RAID 5/6 superblocks decode, but the kernel's stripe home is not in yet.
+        if freshest.level.has_parity() {
+            pr_err!(
+                "graid: {} is raid{}: not supported by this module yet\n",
+                freshest.array_name.as_str(),
+                freshest.level.code()
+            );
+            return Err(crate::errno::eopnotsupp());
+        }
         let in_sync = freshest.clean || freshest.level == Level::Raid0;
         if !in_sync {
             pr_warn!(

@@ -9,8 +9,9 @@
 use crate::engine::array::{ArrayEngine, EngineError};
 use crate::engine::geometry::Geometry;
 use crate::engine::members::{MemberSet, MemberState};
+use crate::engine::parity::{Columns, ParityJob};
 use crate::engine::platform::{
-    MemberEvent, MemberIo, Op, PieceInfo, Platform, Status, SubmitError, WorkList,
+    MemberEvent, MemberIo, Op, PieceInfo, Platform, Source, Status, SubmitError, WorkList,
 };
 use crate::engine::request::RequestState;
 use crate::engine::superblock::{Superblock, UUID_LEN};
@@ -240,10 +241,15 @@ impl Platform for ArrayIo {
         };
         let made = match io.source {
             // SAFETY: the member is open; `piece_end_io` releases the bio.
-            None => unsafe { self.clones.flush_bio(member.bdev(), Some(piece_end_io), ctx) },
+            Source::None => unsafe {
+                self.clones.flush_bio(member.bdev(), Some(piece_end_io), ctx)
+            },
+            // RAID 5/6 arrays, the only users of stripe buffers, are refused at CREATE and
+            // ASSEMBLE until the kernel's stripe home exists.
+            Source::Buffer { .. } => return Err(SubmitError),
             // SAFETY: `src` is a bio of the live request, which ends only after every clone
             // completed; the engine keeps `skip + sectors` within it; the member is open.
-            Some((src, skip)) => unsafe {
+            Source::Segment(src, skip) => unsafe {
                 self.clones.clone_bio(
                     src,
                     skip,
@@ -273,6 +279,9 @@ impl Platform for ArrayIo {
         match list {
             WorkList::Deferred => self.deferred.push(rq),
             WorkList::Parked => self.parked.push(rq),
+            // RAID 5/6 only (refused until the stripe home exists): keep the request where
+            // the worker sees it rather than lose it.
+            WorkList::StripeWait(_) | WorkList::BufferWait => self.deferred.push(rq),
         }
     }
 
@@ -280,6 +289,7 @@ impl Platform for ArrayIo {
         match list {
             WorkList::Deferred => self.deferred.take_all(f),
             WorkList::Parked => self.parked.take_all(f),
+            WorkList::StripeWait(_) | WorkList::BufferWait => {}
         }
     }
 
@@ -304,6 +314,48 @@ impl Platform for ArrayIo {
 
     fn cpu(&self) -> u32 {
         crate::kernel_ext::cpu::current_cpu()
+    }
+
+    // RAID 5/6: the stripe engine's services. The kernel home (work items, page buffers,
+    // `lib/raid/` parity) is the next increment of issue 10; until then CREATE and ASSEMBLE
+    // refuse levels 5 and 6, so none of these is reached. Each fails safe if it were.
+
+    fn queue_stripe_work(&self, rq: RqRef) {
+        self.end_request(rq, Status::IoError);
+    }
+
+    fn alloc_buffer(&self, _rq: RqRef, _columns: Columns, _sectors: u64) -> bool {
+        false
+    }
+
+    fn free_buffer(&self, _rq: RqRef) {}
+
+    fn copy_to_buffer(
+        &self,
+        _rq: RqRef,
+        _segment: Self::Segment,
+        _offset: u64,
+        _column: u32,
+        _column_offset: u64,
+        _sectors: u64,
+    ) {
+    }
+
+    fn copy_from_buffer(
+        &self,
+        _rq: RqRef,
+        _column: u32,
+        _column_offset: u64,
+        _segment: Self::Segment,
+        _offset: u64,
+        _sectors: u64,
+    ) {
+    }
+
+    fn copy_column(&self, _rq: RqRef, _from: u32, _to: u32, _offset: u64, _sectors: u64) {}
+
+    fn compute_parity(&self, rq: RqRef, _job: &ParityJob) {
+        self.engine.parity_done(self, rq, false);
     }
 
     fn member_event(&self, member: u32, event: MemberEvent) {

@@ -20,8 +20,9 @@
 
 use super::geometry::{Geometry, Piece};
 use super::members::{MemberSet, MemberState};
-use super::platform::{MemberIo, Op, PieceInfo, Platform, Status, WorkList};
+use super::platform::{MemberIo, Op, PieceInfo, Platform, Source, Status, WorkList};
 use super::request::{PassResult, Phase, RequestState};
+use super::stripe::StripeLocks;
 use super::superblock::Superblock;
 use core::ops::Deref;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -68,6 +69,8 @@ pub struct ArrayEngine<M> {
     pub(super) frozen: AtomicBool,
     /// Repairs in progress (the worker's own count).
     pub(super) repairs: AtomicU32,
+    /// RAID 5/6 stripe locks.
+    pub(super) stripe_locks: StripeLocks,
 }
 
 impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
@@ -97,6 +100,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             broken: AtomicBool::new(false),
             frozen: AtomicBool::new(false),
             repairs: AtomicU32::new(0),
+            stripe_locks: StripeLocks::new(),
         })
     }
 
@@ -152,7 +156,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         let status = match status {
             Status::Ok => Status::Ok,
             // No redundancy: the error is the request's.
-            _ if self.geometry.copies() == 1 => status,
+            _ if !self.redundant() => status,
             // A discard error neither fails the member nor the request (md does the same):
             // discarded data is undefined anyway.
             _ if piece.op == Op::Discard => Status::Ok,
@@ -167,10 +171,31 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         self.put(p, rq, status);
     }
 
+    /// The array keeps a copy or parity of its data.
+    pub(super) fn redundant(&self) -> bool {
+        self.geometry.copies() > 1 || self.geometry.level().has_parity()
+    }
+
     /// Sends one pass of `rq`'s member I/O and drops the sender's reference.
     pub(super) fn run_pass<P: Platform>(&self, p: &P, rq: P::Request, phase: Phase) {
         let state = p.state(rq);
         state.begin_pass(phase);
+        if phase == Phase::Normal && self.geometry.level().has_parity() {
+            match state.op() {
+                Op::Flush => {}
+                Op::Read if self.direct_read_ok(state.start(), state.sectors()) => {}
+                // Discards would have to keep the parity consistent; not offered.
+                Op::Discard => {
+                    state.set_idle(Phase::Normal);
+                    p.end_request(rq, Status::NotSupported);
+                    return;
+                }
+                _ => {
+                    self.submit_stripe(p, rq);
+                    return;
+                }
+            }
+        }
         // SeqCst after `begin_pass`: a worker that froze writes either sees this request's
         // pending reference and waits for it, or this load sees the freeze.
         if phase == Phase::Normal && state.op().is_write() && self.frozen.load(Ordering::SeqCst) {
@@ -198,7 +223,10 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         state: &RequestState,
         result: PassResult,
     ) {
-        if state.phase() == Phase::Normal && result.errors.is_empty() {
+        if state.phase() == Phase::Stripe {
+            // The stripe engine goes on in process context.
+            p.queue_stripe_work(rq);
+        } else if state.phase() == Phase::Normal && result.errors.is_empty() {
             self.complete(p, rq, result.status);
         } else {
             // Errors to handle, or a repair pass to follow up: the worker's job.
@@ -262,7 +290,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             Phase::Recover => self.send_read(p, rq, state, state.avoid()),
             Phase::RepairWrite => self.send_to(p, rq, state, Op::Write, state.repair_targets()),
             Phase::Verify => self.send_to(p, rq, state, Op::Read, state.repair_targets()),
-            Phase::Waiting | Phase::Parked => Err(Status::IoError),
+            Phase::Waiting | Phase::Parked | Phase::Stripe => Err(Status::IoError),
         }
     }
 
@@ -302,7 +330,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
                     sectors: 0,
                 },
                 member_sector: 0,
-                source: None,
+                source: Source::None,
             };
             self.send(p, rq, state, &io)?;
             sent = true;
@@ -327,9 +355,15 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             .geometry
             .map_read(start, sectors, self.read_copy(start))
             .map_err(|_| Status::IoError)?;
+        let parity = self.geometry.level().has_parity();
         for piece in pieces {
             let piece = if self.usable(piece.member, avoid) {
                 piece
+            } else if parity {
+                // The member failed after the read chose the direct path: count it as an
+                // error, so the worker sends the read through the stripe engine (degraded).
+                state.note_error(piece.member);
+                continue;
             } else {
                 self.healthy_copy(piece, avoid).ok_or(Status::IoError)?
             };
@@ -418,7 +452,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
                     sectors: len,
                 },
                 member_sector: member_start.saturating_add(from - piece.array_sector),
-                source: Some((segment, from - segment_start)),
+                source: Source::Segment(segment, from - segment_start),
             };
             self.send(p, rq, state, &io)?;
         }
@@ -474,6 +508,13 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
     /// True while every part of the data has a copy on a working member other than `without`.
     pub(super) fn has_all_data(&self, without: Option<u32>) -> bool {
         let avoid = without.map(MemberSet::of).unwrap_or_default();
+        if self.geometry.level().has_parity() {
+            // Every stripe has one chunk on each member: any `parity` of them may be lost.
+            let lost = (0..self.geometry.members())
+                .filter(|&m| !self.usable(m, avoid))
+                .count();
+            return lost <= self.geometry.level().parity_members() as usize;
+        }
         // One sector of each of the first `members` chunks covers every member combination of
         // the layout (a row for RAID 0/1, every adjacent pair for near-2 RAID 10).
         let chunk = u64::from(self.geometry.chunk_sectors().max(1));

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Where array sectors live on the members: RAID 0, RAID 1 and RAID 10 (near layout, 2 copies).
+//! Where array sectors live on the members: RAID 0, RAID 1, RAID 10 (near layout, 2 copies),
+//! RAID 5 and RAID 6 (where each stripe's parity sits: `layout.rs`).
 //!
 //! All sizes and offsets are in 512-byte sectors. Member offsets are relative to the start of the
 //! member's data area (the superblock's data offset is added by the caller).
@@ -26,8 +27,20 @@
 //!   row 2      c3        c3        c4
 //!   ```
 //!
-//! Member sizes are rounded down to whole chunks for RAID 0 and 10, and a RAID 10 array holds
-//! `rows * n / 2` chunks (rounded down, as md does: an odd last slot stays unused).
+//! * **RAID 5 and RAID 6** (md's raid456): `k` = 1 or 2 parity members, `d = n - k` data members.
+//!   Chunk `c` is data index `c % d` of stripe `s = c / d`, and stripe `s` is member chunk row
+//!   `s` on every member. Which member holds P, Q and each data index depends on `s` and the
+//!   layout ([`ParityLayout`], see `layout.rs`). Left-symmetric (md's default), four members:
+//!
+//!   ```text
+//!            member 0  member 1  member 2  member 3
+//!   row 0      c0        c1        c2        P
+//!   row 1      c4        c5        P         c3
+//!   row 2      c8        P         c6        c7
+//!   ```
+//!
+//! Member sizes are rounded down to whole chunks for every striped level, and a RAID 10 array
+//! holds `rows * n / 2` chunks (rounded down, as md does: an odd last slot stays unused).
 
 use core::fmt;
 use core::iter::FusedIterator;
@@ -48,7 +61,9 @@ pub const MAX_SECTORS: u64 = u64::MAX >> SECTOR_SHIFT;
 /// Copies of each chunk in RAID 10's near-2 layout.
 pub const RAID10_NEAR_COPIES: u32 = 2;
 
-/// RAID level (with its one supported layout).
+pub use super::layout::{ParityLayout, StripeMap};
+
+/// RAID level, with its layout.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Level {
     /// Striping, no redundancy.
@@ -57,6 +72,10 @@ pub enum Level {
     Raid1,
     /// Striped mirrors, md's near layout with 2 copies.
     Raid10,
+    /// Striping with one rotating parity chunk per stripe (P).
+    Raid5(ParityLayout),
+    /// Striping with two rotating parity chunks per stripe (P and Q).
+    Raid6(ParityLayout),
 }
 
 impl Level {
@@ -66,31 +85,84 @@ impl Level {
             Self::Raid0 => 0,
             Self::Raid1 => 1,
             Self::Raid10 => 10,
+            Self::Raid5(_) => 5,
+            Self::Raid6(_) => 6,
         }
     }
 
-    /// The level with on-disk number `code`, if graid supports it.
+    /// The level with on-disk number `code` in its default layout (md's default for RAID 5
+    /// and 6: left-symmetric), if graid supports it.
     pub const fn from_code(code: u32) -> Option<Self> {
         match code {
             0 => Some(Self::Raid0),
             1 => Some(Self::Raid1),
             10 => Some(Self::Raid10),
+            5 => Some(Self::Raid5(ParityLayout::LeftSymmetric)),
+            6 => Some(Self::Raid6(ParityLayout::LeftSymmetric)),
             _ => None,
         }
     }
 
+    /// The level with on-disk numbers `code` and `layout`: `Err(Some(level))` names a level
+    /// graid knows whose layout it does not, `Err(None)` a level it does not know at all.
+    pub const fn from_codes(code: u32, layout: u32) -> Result<Self, Option<Self>> {
+        let Some(level) = Self::from_code(code) else {
+            return Err(None);
+        };
+        let with_layout = match level {
+            Self::Raid0 | Self::Raid1 | Self::Raid10 => Some(level),
+            Self::Raid5(_) => match ParityLayout::from_code(layout) {
+                Some(l) => Some(Self::Raid5(l)),
+                None => None,
+            },
+            Self::Raid6(_) => match ParityLayout::from_code(layout) {
+                Some(l) => Some(Self::Raid6(l)),
+                None => None,
+            },
+        };
+        match with_layout {
+            Some(l) if l.layout() == layout => Ok(l),
+            _ => Err(Some(level)),
+        }
+    }
+
     /// On-disk layout number of the level's layout, md's encoding: for RAID 10 the low byte is the
-    /// near-copy count and the next byte the far-copy count.
+    /// near-copy count and the next byte the far-copy count; for RAID 5 and 6 md's algorithm
+    /// number.
     pub const fn layout(self) -> u32 {
         match self {
             Self::Raid0 | Self::Raid1 => 0,
             Self::Raid10 => 0x100 | RAID10_NEAR_COPIES,
+            Self::Raid5(l) | Self::Raid6(l) => l.code(),
         }
     }
 
     /// Whether the level stripes data in chunks (RAID 1 does not).
     pub const fn is_striped(self) -> bool {
         !matches!(self, Self::Raid1)
+    }
+
+    /// Parity chunks per stripe: 1 for RAID 5, 2 for RAID 6, 0 otherwise.
+    pub const fn parity_members(self) -> u32 {
+        match self {
+            Self::Raid5(_) => 1,
+            Self::Raid6(_) => 2,
+            _ => 0,
+        }
+    }
+
+    /// RAID 5 or 6: writes go through the stripe engine.
+    pub const fn has_parity(self) -> bool {
+        self.parity_members() > 0
+    }
+
+    /// The fewest members the level allows.
+    pub const fn min_members(self) -> u32 {
+        match self {
+            Self::Raid5(_) => 3,
+            Self::Raid6(_) => 4,
+            _ => MIN_MEMBERS,
+        }
     }
 }
 
@@ -118,7 +190,8 @@ impl fmt::Display for GeometryError {
         match *self {
             Self::MemberCount { level, members } => write!(
                 f,
-                "{level} cannot have {members} members (allowed: {MIN_MEMBERS}..={MAX_MEMBERS})"
+                "{level} cannot have {members} members (allowed: {}..={MAX_MEMBERS})",
+                level.min_members()
             ),
             Self::ChunkSize {
                 level: Level::Raid1,
@@ -210,7 +283,7 @@ impl Geometry {
         member_data_sectors: u64,
     ) -> Result<Self, GeometryError> {
         let members_nz = match NonZeroU64::new(u64::from(members)) {
-            Some(n) if (MIN_MEMBERS..=MAX_MEMBERS).contains(&members) => n,
+            Some(n) if (level.min_members()..=MAX_MEMBERS).contains(&members) => n,
             _ => return Err(GeometryError::MemberCount { level, members }),
         };
         let chunk_ok = if level.is_striped() {
@@ -243,6 +316,11 @@ impl Geometry {
             Level::Raid10 => member_chunks
                 .checked_mul(members_nz.get())
                 .map(|slots| slots / u64::from(RAID10_NEAR_COPIES)),
+            Level::Raid5(_) | Level::Raid6(_) => member_chunks.checked_mul(
+                members_nz
+                    .get()
+                    .saturating_sub(u64::from(level.parity_members())),
+            ),
         }
         .ok_or(too_large)?;
         if array_chunks == 0 {
@@ -295,7 +373,7 @@ impl Geometry {
     /// How many copies of each sector the array keeps.
     pub fn copies(&self) -> u32 {
         match self.level {
-            Level::Raid0 => 1,
+            Level::Raid0 | Level::Raid5(_) | Level::Raid6(_) => 1,
             Level::Raid1 => self.members(),
             Level::Raid10 => RAID10_NEAR_COPIES,
         }
@@ -307,14 +385,58 @@ impl Geometry {
             Level::Raid0 => self.members(),
             Level::Raid1 => 1,
             Level::Raid10 => (self.members() / RAID10_NEAR_COPIES).max(1),
+            Level::Raid5(_) | Level::Raid6(_) => self
+                .members()
+                .saturating_sub(self.level.parity_members())
+                .max(1),
         }
     }
 
+    /// Sectors of array data in one stripe (a chunk on every data member); for RAID 1 the
+    /// whole array.
+    pub fn stripe_data_sectors(&self) -> u64 {
+        if self.level.is_striped() {
+            self.sectors_in(u64::from(self.data_members()))
+        } else {
+            self.array_sectors
+        }
+    }
+
+    /// The stripe (member chunk row) array sector `sector` lies in, for RAID 5 and 6.
+    pub fn stripe_of(&self, sector: u64) -> u64 {
+        let data = u64::from(self.data_members()).max(1);
+        self.chunks_in(sector) / data
+    }
+
+    /// Where P, Q and the data chunks of stripe `stripe` sit (RAID 5 and 6; `None` otherwise).
+    pub fn stripe_map(&self, stripe: u64) -> Option<StripeMap> {
+        match self.level {
+            Level::Raid5(layout) | Level::Raid6(layout) => Some(StripeMap::new(
+                layout,
+                self.members(),
+                self.level.parity_members(),
+                stripe,
+            )),
+            _ => None,
+        }
+    }
+
+    /// First member sector (relative to the data area) of stripe `stripe`'s chunks.
+    pub fn stripe_member_sector(&self, stripe: u64) -> u64 {
+        self.sectors_in(stripe)
+    }
+
     /// Value for the queue limit `chunk_sectors`: no piece returned by the mapping crosses a
-    /// multiple of it, so blk-mq requests split there map to a single chunk per copy.
-    /// 0 (no boundary) for RAID 1.
+    /// multiple of it, so blk-mq requests split there map to a single chunk per copy. For
+    /// RAID 5 and 6 a whole stripe's data: a request never spans two stripes. 0 (no boundary)
+    /// for RAID 1.
     pub fn boundary_sectors(&self) -> u32 {
-        self.chunk_sectors()
+        if self.level.has_parity() {
+            // At most 1 MiB * 31 in sectors: fits.
+            self.chunk_sectors().saturating_mul(self.data_members())
+        } else {
+            self.chunk_sectors()
+        }
     }
 
     /// Value for the queue limit `io_min` in bytes: one chunk; 0 (no preference) for RAID 1.
@@ -383,6 +505,14 @@ impl Geometry {
             Level::Raid10 => chunk
                 .checked_mul(u64::from(RAID10_NEAR_COPIES))?
                 .checked_add(u64::from(copy))?,
+            Level::Raid5(_) | Level::Raid6(_) => {
+                let data = u64::from(self.data_members());
+                let stripe = chunk.checked_div(data)?;
+                // Below `data`, at most 31: lossless.
+                let index = chunk.checked_rem(data)? as u32;
+                let member = self.stripe_map(stripe)?.data_member(index);
+                return Some((member, self.sectors_in(stripe) | offset_in_chunk));
+            }
         };
         // Remainder by at most MAX_MEMBERS: lossless.
         let member = (slot % self.members) as u32;

@@ -208,6 +208,19 @@ impl MemberSet {
         self.0 & Self::of(member).0 != 0
     }
 
+    /// Members `0..count`.
+    pub fn first(count: u32) -> Self {
+        Self(
+            1u32.checked_shl(count)
+                .map_or(u32::MAX, |b| b.wrapping_sub(1)),
+        )
+    }
+
+    /// How many members the set holds.
+    pub fn len(self) -> u32 {
+        self.0.count_ones()
+    }
+
     pub fn is_empty(self) -> bool {
         self.0 == 0
     }

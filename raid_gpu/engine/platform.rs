@@ -14,6 +14,7 @@
 //! kicks it. Requests reach it through two lists the platform keeps.
 
 use super::members::MemberSet;
+use super::parity::{Columns, ParityJob};
 use super::request::RequestState;
 use super::superblock::Superblock;
 
@@ -93,15 +94,24 @@ pub struct PieceInfo {
     pub sectors: u64,
 }
 
+/// Where a member I/O's data lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source<S> {
+    /// No data: a flush.
+    None,
+    /// A segment of the request and the offset into it, in sectors.
+    Segment(S, u64),
+    /// A column of the request's stripe buffer and the offset into it, in sectors.
+    Buffer { column: u32, offset: u64 },
+}
+
 /// One I/O for the platform to send to a member.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MemberIo<S> {
     pub info: PieceInfo,
     /// First sector on the member device (its data offset included).
     pub member_sector: u64,
-    /// Where the data lives: a segment of the request and the offset into it, in sectors;
-    /// `None` for a flush.
-    pub source: Option<(S, u64)>,
+    pub source: Source<S>,
 }
 
 /// A member I/O could not be sent (no memory for it, say); the request fails.
@@ -120,6 +130,10 @@ pub enum WorkList {
     Deferred,
     /// Finished requests that wait for a member failure to be recorded in the superblocks.
     Parked,
+    /// RAID 5/6 requests waiting for the stripe lock of this slot.
+    StripeWait(u32),
+    /// RAID 5/6 requests waiting for stripe buffer memory.
+    BufferWait,
 }
 
 /// What happened to a member, for the log.
@@ -188,4 +202,51 @@ pub trait Platform {
 
     /// Something happened to member `member` (for the log). Any context.
     fn member_event(&self, member: u32, event: MemberEvent);
+
+    // ---- RAID 5/6: the stripe engine (`stripe.rs`) ----
+
+    /// Makes [`ArrayEngine::stripe_work`](super::array::ArrayEngine::stripe_work) run for `rq`
+    /// soon, in process context (a work item). Any context; never runs it inline. Requests of
+    /// one array may run in parallel, each one at a time.
+    fn queue_stripe_work(&self, rq: Self::Request);
+
+    /// Gives `rq` a stripe buffer: the columns in `columns`, `sectors` long each. Process
+    /// context, may sleep briefly but must not wait for I/O. `false` if there is no memory
+    /// now; it may only be refused while another buffer of the array is in use (the platform
+    /// keeps a reserve for one), so a refused request always gets one when others end.
+    fn alloc_buffer(&self, rq: Self::Request, columns: Columns, sectors: u64) -> bool;
+
+    /// Frees `rq`'s stripe buffer.
+    fn free_buffer(&self, rq: Self::Request);
+
+    /// Copies `sectors` sectors of the request's data at `offset` into `segment` into buffer
+    /// column `column` at `column_offset`.
+    fn copy_to_buffer(
+        &self,
+        rq: Self::Request,
+        segment: Self::Segment,
+        offset: u64,
+        column: u32,
+        column_offset: u64,
+        sectors: u64,
+    );
+
+    /// Copies buffer column `column` at `column_offset` into the request's data.
+    fn copy_from_buffer(
+        &self,
+        rq: Self::Request,
+        column: u32,
+        column_offset: u64,
+        segment: Self::Segment,
+        offset: u64,
+        sectors: u64,
+    );
+
+    /// Copies `sectors` sectors at `offset` from buffer column `from` to column `to`.
+    fn copy_column(&self, rq: Self::Request, from: u32, to: u32, offset: u64, sectors: u64);
+
+    /// Computes `job` on `rq`'s stripe buffer and then calls
+    /// [`ArrayEngine::parity_done`](super::array::ArrayEngine::parity_done) for `rq`, inline
+    /// or later, from process context. Called from process context.
+    fn compute_parity(&self, rq: Self::Request, job: &ParityJob);
 }

@@ -9,6 +9,7 @@
 
 use super::members::MemberSet;
 use super::platform::{Op, Status};
+use super::stripe::StripeState;
 use core::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 
 /// Which pass a request is in, or where it waits.
@@ -26,16 +27,19 @@ pub enum Phase {
     Waiting,
     /// Done, waiting for a member failure it depends on to reach the superblocks.
     Parked,
+    /// A RAID 5/6 request in the stripe engine (its steps: `StripeState`).
+    Stripe,
 }
 
 impl Phase {
-    const ALL: [Phase; 6] = [
+    const ALL: [Phase; 7] = [
         Phase::Normal,
         Phase::Recover,
         Phase::RepairWrite,
         Phase::Verify,
         Phase::Waiting,
         Phase::Parked,
+        Phase::Stripe,
     ];
 
     fn code(self) -> u8 {
@@ -46,6 +50,7 @@ impl Phase {
             Phase::Verify => 3,
             Phase::Waiting => 4,
             Phase::Parked => 5,
+            Phase::Stripe => 6,
         }
     }
 
@@ -78,6 +83,8 @@ pub struct RequestState {
     sectors: AtomicU64,
     /// The repair was tried (it is tried once per request).
     repair_tried: AtomicU8,
+    /// RAID 5/6 progress.
+    stripe: StripeState,
 }
 
 impl Default for RequestState {
@@ -108,7 +115,13 @@ impl RequestState {
             start: AtomicU64::new(0),
             sectors: AtomicU64::new(0),
             repair_tried: AtomicU8::new(0),
+            stripe: StripeState::new(),
         }
+    }
+
+    /// RAID 5/6 progress.
+    pub(crate) fn stripe(&self) -> &StripeState {
+        &self.stripe
     }
 
     /// A new request: `op` on `sectors` sectors at `start`; nothing sent yet.

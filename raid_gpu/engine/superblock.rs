@@ -68,9 +68,9 @@ pub mod offset {
     pub const CREATED: usize = 0x050;
     /// `u64` event counter.
     pub const EVENTS: usize = 0x058;
-    /// `u32` RAID level (0, 1, 10).
+    /// `u32` RAID level (0, 1, 10, 5, 6).
     pub const LEVEL: usize = 0x060;
-    /// `u32` layout.
+    /// `u32` layout: md's numbers (0x102 for RAID 10, 0..=3 for RAID 5/6).
     pub const LAYOUT: usize = 0x064;
     /// `u32` chunk size in sectors (0 for RAID 1).
     pub const CHUNK_SECTORS: usize = 0x068;
@@ -702,12 +702,11 @@ pub fn decode(bytes: &[u8]) -> Result<Superblock, SuperblockError> {
         });
     }
     let level_code = get_u32(block, offset::LEVEL);
-    let level =
-        Level::from_code(level_code).ok_or(SuperblockError::UnknownLevel { level: level_code })?;
     let layout = get_u32(block, offset::LAYOUT);
-    if layout != level.layout() {
-        return Err(SuperblockError::BadLayout { level, layout });
-    }
+    let level = Level::from_codes(level_code, layout).map_err(|known| match known {
+        Some(level) => SuperblockError::BadLayout { level, layout },
+        None => SuperblockError::UnknownLevel { level: level_code },
+    })?;
     let mut slots = [Slot::Empty; MAX_SLOTS];
     let table = block.get(offset::SLOTS..offset::SLOTS_END).unwrap_or(&[]);
     for ((slot, raw), index) in slots

@@ -59,6 +59,14 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
                 p.push(WorkList::Parked, rq);
                 false
             }
+            Phase::Stripe => {
+                self.stripe_errors(p, rq);
+                false
+            }
+            Phase::Normal if state.op() == Op::Read && self.geometry.level().has_parity() => {
+                self.direct_read_errors(p, rq);
+                false
+            }
             phase if state.op() == Op::Read => self.recover_read(p, rq, state, phase),
             _ => {
                 // A write or flush some members failed: drop them, or fail the request where
@@ -146,7 +154,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
                 // (the repair is not tried twice).
                 self.recover_again(p, rq, state)
             }
-            Phase::Waiting | Phase::Parked => false,
+            Phase::Waiting | Phase::Parked | Phase::Stripe => false,
         }
     }
 

@@ -1,6 +1,6 @@
 //! The on-disk superblock: golden encoding, round trips, every rejection, and hostile input.
 
-use graid_engine::geometry::{GeometryError, Level, MAX_SECTORS};
+use graid_engine::geometry::{GeometryError, Level, ParityLayout, MAX_SECTORS};
 use graid_engine::superblock::{
     decode, encode, offset, Area, AreaKind, ArrayName, NameError, Slot, Superblock,
     SuperblockError, DEFAULT_DATA_OFFSET_SECTORS, FEATURES_COMPAT_KNOWN, MAX_SLOTS,
@@ -128,6 +128,27 @@ fn encoding_matches_the_golden_block() {
         crc32c::crc32c(&golden[..offset::CHECKSUM])
     );
 }
+
+/// The same superblock as a RAID 5, left-symmetric: only the level/layout row and the checksum
+/// change.
+#[test]
+fn raid5_golden_block() {
+    let mut sb = sample();
+    sb.level = Level::Raid5(ParityLayout::LeftSymmetric);
+    let block = encoded(&sb);
+    let mut golden = golden();
+    let row = "05 00 00 00 02 00 00 00 80 00 00 00 03 00 00 00";
+    for (i, byte) in row.split(' ').enumerate() {
+        golden[0x060 + i] = u8::from_str_radix(byte, 16).unwrap();
+    }
+    golden[offset::CHECKSUM..].copy_from_slice(&RAID5_GOLDEN_CHECKSUM.to_le_bytes());
+    for (row, (got, want)) in block.chunks(16).zip(golden.chunks(16)).enumerate() {
+        assert_eq!(got, want, "row {:#05x}", row * 16);
+    }
+    assert_eq!(decode(&golden), Ok(sb));
+}
+
+const RAID5_GOLDEN_CHECKSUM: u32 = 0x2dbd_6a2b;
 
 #[test]
 fn golden_block_decodes() {
@@ -333,11 +354,25 @@ fn rejects_unknown_state_flags() {
 
 #[test]
 fn rejects_unknown_levels_and_layouts() {
-    for level in [4u32, 5, 6, 0xffff_ffff] {
+    for level in [4u32, 7, 0xffff_ffff] {
         assert_eq!(
             decode_patched(offset::LEVEL, &level.to_le_bytes()),
             Err(SuperblockError::UnknownLevel { level })
         );
+    }
+    // RAID 5 and 6 take md's algorithms 0..=3 only, never RAID 10's layout.
+    for level in [5u32, 6] {
+        let mut block = encoded(&sample());
+        patch(&mut block, offset::LEVEL, &level.to_le_bytes());
+        assert!(matches!(
+            decode(&block),
+            Err(SuperblockError::BadLayout { layout: 0x102, .. })
+        ));
+        patch(&mut block, offset::LAYOUT, &4u32.to_le_bytes());
+        assert!(matches!(
+            decode(&block),
+            Err(SuperblockError::BadLayout { layout: 4, .. })
+        ));
     }
     // md's far-2 layout (0x201) and offset layouts are not graid's.
     for layout in [0u32, 0x201, 0x10102] {

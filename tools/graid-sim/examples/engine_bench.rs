@@ -7,6 +7,7 @@
 use graid_engine::array::ArrayEngine;
 use graid_engine::geometry::{Geometry, Level};
 use graid_engine::members::{MemberSet, MemberState};
+use graid_engine::parity::{Columns, ParityJob};
 use graid_engine::platform::{MemberEvent, MemberIo, Op, Platform, Status, SubmitError, WorkList};
 use graid_engine::request::RequestState;
 use graid_engine::superblock::Superblock;
@@ -79,6 +80,23 @@ impl Platform for Null {
     }
 
     fn member_event(&self, _member: u32, _event: MemberEvent) {}
+
+    // RAID 0/1/10 only: the stripe engine's services are never asked for.
+    fn queue_stripe_work(&self, _rq: ()) {}
+
+    fn alloc_buffer(&self, _rq: (), _columns: Columns, _sectors: u64) -> bool {
+        false
+    }
+
+    fn free_buffer(&self, _rq: ()) {}
+
+    fn copy_to_buffer(&self, _: (), _: (), _: u64, _: u32, _: u64, _: u64) {}
+
+    fn copy_from_buffer(&self, _: (), _: u32, _: u64, _: (), _: u64, _: u64) {}
+
+    fn copy_column(&self, _rq: (), _from: u32, _to: u32, _offset: u64, _sectors: u64) {}
+
+    fn compute_parity(&self, _rq: (), _job: &ParityJob) {}
 }
 
 fn main() {

@@ -2,13 +2,18 @@
 //! queue, the worker's lists and the worker thread.
 
 use graid_engine::array::ArrayEngine;
+use graid_engine::layout::{Recovery, Role};
 use graid_engine::members::{MemberSet, MemberState};
-use graid_engine::platform::{MemberEvent, MemberIo, Op, Platform, Status, SubmitError, WorkList};
+use graid_engine::parity::{Columns, ParityJob, ParityOp};
+use graid_engine::platform::{
+    MemberEvent, MemberIo, Op, Platform, Source, Status, SubmitError, WorkList,
+};
 use graid_engine::request::{Phase, RequestState};
 use graid_engine::superblock::{Slot, Superblock};
+use graid_parity::gf;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Condvar, Mutex};
@@ -133,6 +138,8 @@ pub struct RequestSlot {
     pub in_flight: AtomicBool,
     /// Members a write, flush or discard of this request reached successfully.
     pub written: AtomicU32,
+    /// RAID 5/6 stripe buffer: one column per index (empty when not allocated).
+    pub buffer: Mutex<Vec<Vec<u64>>>,
 }
 
 /// What the platform saw going wrong (checked after every round).
@@ -167,11 +174,46 @@ pub struct Host {
     pub inline_percent: AtomicU32,
     /// Chance in parts per million that `submit` refuses a member I/O.
     pub submit_error_ppm: u32,
+    /// Submitters of an overlapping run that write.
+    pub overlap_writers: usize,
     pub rng: Mutex<StdRng>,
     /// Requests that went through the worker.
     pub deferrals: AtomicU64,
     pub events: Mutex<Vec<(u32, MemberEvent)>>,
     pub violations: Violations,
+    pub stripe: StripeHome,
+}
+
+/// What the host keeps for the stripe engine.
+#[derive(Default)]
+pub struct StripeHome {
+    /// Work for the stripe threads: a request's next step, or a parity completion.
+    pub queue: Mutex<Option<Sender<StripeTask>>>,
+    pub waits: Mutex<HashMap<u32, Vec<usize>>>,
+    pub buffer_wait: Mutex<Vec<usize>>,
+    /// Buffers in use, and the most allowed at once (0: no limit).
+    pub buffers: AtomicU32,
+    pub max_buffers: u32,
+    /// Percent of parity jobs reported done later, from a stripe thread.
+    pub async_parity_percent: u32,
+    /// Harness mutations the stress tests must catch.
+    pub mutation: Option<Mutation>,
+    pub parity_jobs: AtomicU64,
+}
+
+/// Deliberate bugs, to show the stress tests catch them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mutation {
+    /// Parity updates are skipped (the job "succeeds" without computing).
+    SkipParityUpdate,
+    /// Q uses the data index + 1 as the coefficient exponent.
+    WrongQCoefficient,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub enum StripeTask {
+    Work(usize),
+    ParityDone(usize),
 }
 
 impl Host {
@@ -228,10 +270,16 @@ impl Host {
                 .report(format!("member I/O outside the data area: {io:?}"));
             return Status::IoError;
         }
-        let Some((segment, skip)) = io.source else {
-            self.violations
-                .report(format!("data I/O without a source: {io:?}"));
-            return Status::IoError;
+        let (segment, skip) = match io.source {
+            Source::Segment(segment, skip) => (segment, skip),
+            Source::Buffer { column, offset } => {
+                return self.execute_buffer(rq, io, disk, rng, column, offset);
+            }
+            Source::None => {
+                self.violations
+                    .report(format!("data I/O without a source: {io:?}"));
+                return Status::IoError;
+            }
         };
         let spec = self.slot(rq).spec.lock().unwrap().clone();
         let Some(&(seg_start, seg_len)) = spec.segments.get(segment) else {
@@ -292,6 +340,237 @@ impl Host {
     }
 
     /// True if some member's newest superblock records `member` as faulty.
+    /// A member I/O to or from the request's stripe buffer.
+    fn execute_buffer(
+        &self,
+        rq: usize,
+        io: &MemberIo<usize>,
+        disk: &MemDisk,
+        rng: &mut StdRng,
+        column: u32,
+        offset: u64,
+    ) -> Status {
+        let (op, first, len) = (io.info.op, io.member_sector, io.info.sectors);
+        let mut buffer = self.slot(rq).buffer.lock().unwrap();
+        let Some(col) = buffer.get_mut(column as usize) else {
+            self.violations
+                .report(format!("I/O to a column never allocated: {io:?}"));
+            return Status::IoError;
+        };
+        let range = offset as usize..(offset + len) as usize;
+        if range.end > col.len() {
+            self.violations.report(format!(
+                "I/O beyond its buffer column ({}): {io:?}",
+                col.len()
+            ));
+            return Status::IoError;
+        }
+        let read_fails = op == Op::Read
+            && (disk.any_bad(first, len)
+                || (disk.faults.read_error_ppm > 0
+                    && rng.random_range(0..1_000_000) < disk.faults.read_error_ppm));
+        let fails = disk.next_io_fails(rng) || read_fails;
+        let done = match (fails, op) {
+            (false, _) => len,
+            (true, Op::Read) => 0,
+            (true, _) => rng.random_range(0..=len),
+        };
+        let mut sectors = disk.sectors.lock().unwrap();
+        let member_range = first as usize..(first + done) as usize;
+        match op {
+            Op::Read if fails => col[range].fill(GARBAGE),
+            Op::Read => col[range].copy_from_slice(&sectors[member_range]),
+            Op::Write => {
+                let n = done as usize;
+                sectors[member_range].copy_from_slice(&col[range.start..range.start + n]);
+            }
+            _ => {
+                self.violations
+                    .report(format!("{op:?} on a stripe buffer: {io:?}"));
+                return Status::IoError;
+            }
+        }
+        if fails {
+            Status::IoError
+        } else {
+            Status::Ok
+        }
+    }
+
+    /// Runs a parity job on the request's buffer with md's math, byte by byte over each
+    /// sector's 8-byte tag.
+    fn parity(&self, rq: usize, job: &ParityJob) -> bool {
+        let mut buffer = self.slot(rq).buffer.lock().unwrap();
+        let map = job.map;
+        let n = map.members();
+        let len = job.sectors as usize;
+        let mutation = self.stripe.mutation;
+        let coefficient = |member: u32| -> u8 {
+            let slot = map.syndrome_slot(member).unwrap_or(0) as usize;
+            match mutation {
+                Some(Mutation::WrongQCoefficient) => gf::pow2(slot + 1),
+                _ => gf::pow2(slot),
+            }
+        };
+        let column = |buffer: &Vec<Vec<u64>>, c: u32| -> Option<Vec<u64>> {
+            buffer
+                .get(c as usize)
+                .filter(|v| v.len() >= len)
+                .map(|v| v[..len].to_vec())
+        };
+        let data_members: Vec<u32> = (0..n)
+            .filter(|&m| matches!(map.role(m), Role::Data(_)))
+            .collect();
+        // P and Q of the given data columns (members in `data_members` order).
+        let syndrome = |cols: &[(u32, Vec<u64>)]| -> (Vec<u64>, Vec<u64>) {
+            let mut p = vec![0u64; len];
+            let mut q = vec![0u64; len];
+            for (m, col) in cols {
+                let g = coefficient(*m);
+                for i in 0..len {
+                    p[i] ^= col[i];
+                    q[i] ^= mul64(g, col[i]);
+                }
+            }
+            (p, q)
+        };
+        let store = |buffer: &mut Vec<Vec<u64>>, c: u32, v: Vec<u64>| -> bool {
+            match buffer.get_mut(c as usize) {
+                Some(col) if col.len() >= len => {
+                    col[..len].copy_from_slice(&v);
+                    true
+                }
+                _ => false,
+            }
+        };
+        match job.op {
+            ParityOp::Generate => {
+                let mut cols = Vec::new();
+                for &m in &data_members {
+                    let Some(c) = column(&buffer, m) else {
+                        return false;
+                    };
+                    cols.push((m, c));
+                }
+                let (p, q) = syndrome(&cols);
+                if mutation == Some(Mutation::SkipParityUpdate) {
+                    return true;
+                }
+                let mut ok = store(&mut buffer, map.p(), p);
+                if let Some(qm) = map.q() {
+                    ok &= store(&mut buffer, qm, q);
+                }
+                ok
+            }
+            ParityOp::Update { changed } => {
+                let mut delta = Vec::new();
+                for m in changed.iter() {
+                    let (Some(old), Some(new)) = (column(&buffer, m), column(&buffer, n + m))
+                    else {
+                        return false;
+                    };
+                    delta.push((m, old.iter().zip(&new).map(|(a, b)| a ^ b).collect()));
+                }
+                let (dp, dq) = syndrome(&delta);
+                if mutation == Some(Mutation::SkipParityUpdate) {
+                    return true;
+                }
+                let Some(mut p) = column(&buffer, map.p()) else {
+                    return false;
+                };
+                p.iter_mut().zip(&dp).for_each(|(x, d)| *x ^= d);
+                let mut ok = store(&mut buffer, map.p(), p);
+                if let Some(qm) = map.q() {
+                    let Some(mut q) = column(&buffer, qm) else {
+                        return false;
+                    };
+                    q.iter_mut().zip(&dq).for_each(|(x, d)| *x ^= d);
+                    ok &= store(&mut buffer, qm, q);
+                }
+                ok
+            }
+            ParityOp::Recover { how } => self.recover(&mut buffer, job, how, &data_members),
+        }
+    }
+
+    /// Rebuilds lost columns by solving P and Q for them (any 1 or 2 unknowns).
+    fn recover(
+        &self,
+        buffer: &mut [Vec<u64>],
+        job: &ParityJob,
+        how: Recovery,
+        data_members: &[u32],
+    ) -> bool {
+        let map = job.map;
+        let len = job.sectors as usize;
+        let lost_data: Vec<u32> = match how {
+            Recovery::Intact | Recovery::RegenerateQ | Recovery::RegeneratePq => Vec::new(),
+            Recovery::Xor { lost } if lost == map.p() => Vec::new(),
+            Recovery::Xor { lost } => vec![lost],
+            Recovery::DataAndQ { data } | Recovery::DataAndP { data } => vec![data],
+            Recovery::TwoData { a, b } => vec![a, b],
+            Recovery::Lost => return false,
+        };
+        let use_q = matches!(how, Recovery::DataAndP { .. } | Recovery::TwoData { .. });
+        let g = |m: u32| gf::pow2(map.syndrome_slot(m).unwrap_or(0) as usize);
+        let get = |buffer: &[Vec<u64>], c: u32| buffer.get(c as usize).map(|v| v[..len].to_vec());
+        // Partial syndromes of the surviving data.
+        let mut p = if matches!(how, Recovery::DataAndP { .. }) {
+            vec![0; len]
+        } else {
+            match get(buffer, map.p()) {
+                Some(v) => v,
+                None => return false,
+            }
+        };
+        let mut q = if use_q {
+            match map.q().and_then(|qm| get(buffer, qm)) {
+                Some(v) => v,
+                None => return false,
+            }
+        } else {
+            vec![0; len]
+        };
+        for &m in data_members.iter().filter(|m| !lost_data.contains(m)) {
+            let Some(col) = get(buffer, m) else {
+                return false;
+            };
+            for i in 0..len {
+                p[i] ^= col[i];
+                q[i] ^= mul64(g(m), col[i]);
+            }
+        }
+        let put = |buffer: &mut [Vec<u64>], c: u32, v: Vec<u64>| {
+            if let Some(col) = buffer.get_mut(c as usize) {
+                if col.len() >= len {
+                    col[..len].copy_from_slice(&v);
+                }
+            }
+        };
+        match lost_data.as_slice() {
+            [] => {}
+            [d] if !use_q => put(buffer, *d, p.clone()),
+            [d] => {
+                // Q' = g^d · D  →  D = Q' · g^-d
+                let inv = gf::inv(g(*d));
+                put(buffer, *d, q.iter().map(|&x| mul64(inv, x)).collect());
+            }
+            [a, b] => {
+                // P' = A ^ B, Q' = ga·A ^ gb·B  →  B = (Q' ^ ga·P') / (ga ^ gb)
+                let (ga, gb) = (g(*a), g(*b));
+                let inv = gf::inv(ga ^ gb);
+                let bv: Vec<u64> = (0..len)
+                    .map(|i| mul64(inv, q[i] ^ mul64(ga, p[i])))
+                    .collect();
+                let av: Vec<u64> = (0..len).map(|i| p[i] ^ bv[i]).collect();
+                put(buffer, *a, av);
+                put(buffer, *b, bv);
+            }
+            _ => return false,
+        }
+        true
+    }
+
     pub fn recorded_faulty(&self, member: u32) -> bool {
         self.disks.iter().any(|d| {
             d.newest_superblock()
@@ -311,6 +590,10 @@ impl Host {
                 .map(|pieces| pieces.fold(0u32, |m, p| m | 1 << p.member))
                 .unwrap_or(0),
             _ => return,
+        };
+        let expected = match (spec.op, geometry.stripe_map(geometry.stripe_of(spec.start))) {
+            (Some(Op::Write), Some(map)) => expected | map.parity_set().bits(),
+            _ => expected,
         };
         let written = self.slot(rq).written.load(Ordering::Relaxed);
         for member in MemberSet::from_bits(expected & !written).iter() {
@@ -407,6 +690,15 @@ impl Platform for Host {
                 self.deferred.lock().unwrap().push(rq);
             }
             WorkList::Parked => self.parked.lock().unwrap().push(rq),
+            WorkList::StripeWait(slot) => self
+                .stripe
+                .waits
+                .lock()
+                .unwrap()
+                .entry(slot)
+                .or_default()
+                .push(rq),
+            WorkList::BufferWait => self.stripe.buffer_wait.lock().unwrap().push(rq),
         }
     }
 
@@ -414,6 +706,14 @@ impl Platform for Host {
         let taken = match list {
             WorkList::Deferred => std::mem::take(&mut *self.deferred.lock().unwrap()),
             WorkList::Parked => std::mem::take(&mut *self.parked.lock().unwrap()),
+            WorkList::StripeWait(slot) => self
+                .stripe
+                .waits
+                .lock()
+                .unwrap()
+                .remove(&slot)
+                .unwrap_or_default(),
+            WorkList::BufferWait => std::mem::take(&mut *self.stripe.buffer_wait.lock().unwrap()),
         };
         for rq in taken {
             f(rq);
@@ -457,6 +757,132 @@ impl Platform for Host {
     fn member_event(&self, member: u32, event: MemberEvent) {
         self.events.lock().unwrap().push((member, event));
     }
+
+    fn queue_stripe_work(&self, rq: usize) {
+        if let Some(queue) = self.stripe.queue.lock().unwrap().as_ref() {
+            queue
+                .send(StripeTask::Work(rq))
+                .expect("stripe threads are running");
+        } else {
+            self.violations.report(format!(
+                "stripe work for request {rq} after the threads stopped"
+            ));
+        }
+    }
+
+    fn alloc_buffer(&self, rq: usize, columns: Columns, sectors: u64) -> bool {
+        let max = self.stripe.max_buffers;
+        let taken = self
+            .stripe
+            .buffers
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                (max == 0 || n < max).then_some(n + 1)
+            });
+        if taken.is_err() {
+            return false;
+        }
+        let mut buffer = self.slot(rq).buffer.lock().unwrap();
+        if !buffer.is_empty() {
+            self.violations
+                .report(format!("request {rq} got a second stripe buffer"));
+        }
+        *buffer = (0..64)
+            .map(|c| {
+                if columns.contains(c) {
+                    vec![GARBAGE ^ 0xff; sectors as usize]
+                } else {
+                    Vec::new()
+                }
+            })
+            .collect();
+        true
+    }
+
+    fn free_buffer(&self, rq: usize) {
+        let mut buffer = self.slot(rq).buffer.lock().unwrap();
+        if buffer.is_empty() {
+            self.violations
+                .report(format!("request {rq} freed a buffer it did not have"));
+        }
+        buffer.clear();
+        self.stripe.buffers.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    fn copy_to_buffer(
+        &self,
+        rq: usize,
+        segment: usize,
+        offset: u64,
+        column: u32,
+        column_offset: u64,
+        sectors: u64,
+    ) {
+        let slot = self.slot(rq);
+        let spec = slot.spec.lock().unwrap().clone();
+        let (seg_start, _) = spec.segments[segment];
+        let at = (seg_start + offset - spec.start) as usize;
+        let data = slot.data.lock().unwrap();
+        let mut buffer = slot.buffer.lock().unwrap();
+        let col = &mut buffer[column as usize];
+        let c = column_offset as usize;
+        col[c..c + sectors as usize].copy_from_slice(&data[at..at + sectors as usize]);
+    }
+
+    fn copy_from_buffer(
+        &self,
+        rq: usize,
+        column: u32,
+        column_offset: u64,
+        segment: usize,
+        offset: u64,
+        sectors: u64,
+    ) {
+        let slot = self.slot(rq);
+        let spec = slot.spec.lock().unwrap().clone();
+        let (seg_start, _) = spec.segments[segment];
+        let at = (seg_start + offset - spec.start) as usize;
+        let mut data = slot.data.lock().unwrap();
+        let buffer = slot.buffer.lock().unwrap();
+        let col = &buffer[column as usize];
+        let c = column_offset as usize;
+        data[at..at + sectors as usize].copy_from_slice(&col[c..c + sectors as usize]);
+    }
+
+    fn copy_column(&self, rq: usize, from: u32, to: u32, offset: u64, sectors: u64) {
+        let mut buffer = self.slot(rq).buffer.lock().unwrap();
+        let range = offset as usize..(offset + sectors) as usize;
+        let src = buffer[from as usize][range.clone()].to_vec();
+        buffer[to as usize][range].copy_from_slice(&src);
+    }
+
+    fn compute_parity(&self, rq: usize, job: &ParityJob) {
+        self.stripe.parity_jobs.fetch_add(1, Ordering::Relaxed);
+        let ok = self.parity(rq, job);
+        if !ok {
+            self.violations.report(format!(
+                "request {rq}: parity job on missing columns: {job:?}"
+            ));
+        }
+        let later =
+            self.rng.lock().unwrap().random_range(0..100) < self.stripe.async_parity_percent;
+        let queued = later
+            && self
+                .stripe
+                .queue
+                .lock()
+                .unwrap()
+                .as_ref()
+                .is_some_and(|q| q.send(StripeTask::ParityDone(rq)).is_ok());
+        if !queued {
+            self.engine.parity_done(self, rq, ok);
+        }
+    }
+}
+
+/// GF(2^8) multiplication of each byte of a sector tag by `g`.
+pub fn mul64(g: u8, x: u64) -> u64 {
+    let bytes = x.to_le_bytes().map(|b| gf::mul(g, b));
+    u64::from_le_bytes(bytes)
 }
 
 /// Submits a slot's request to the engine.

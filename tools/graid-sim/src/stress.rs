@@ -2,8 +2,8 @@
 //! the array must hold, and the checks every scenario shares.
 
 use crate::host::{
-    submit, Faults, Host, Kick, MemDisk, QueuedIo, RequestSlot, Spec, Violations, DATA_OFFSET,
-    GARBAGE, HANG,
+    submit, Faults, Host, Kick, MemDisk, Mutation, QueuedIo, RequestSlot, Spec, StripeHome,
+    StripeTask, Violations, DATA_OFFSET, GARBAGE, HANG,
 };
 use graid_engine::array::ArrayEngine;
 use graid_engine::geometry::{Geometry, Level};
@@ -34,6 +34,15 @@ pub struct Scenario {
     pub submit_error_ppm: u32,
     /// The copies start known identical (otherwise reads come from one fixed copy).
     pub in_sync: bool,
+    /// Submitters send discards (RAID 5/6 refuse them).
+    pub discards: bool,
+    /// RAID 5/6: stripe buffers allowed at once (0: no limit), percent of parity jobs that
+    /// complete later, and a deliberate bug.
+    pub max_buffers: u32,
+    pub async_parity_percent: u32,
+    pub mutation: Option<Mutation>,
+    /// Submitters of `run_overlapping` that write (the others read).
+    pub overlap_writers: usize,
 }
 
 impl Scenario {
@@ -50,6 +59,11 @@ impl Scenario {
             inline_percent: 20,
             submit_error_ppm: 0,
             in_sync: true,
+            discards: !level.has_parity(),
+            max_buffers: 0,
+            async_parity_percent: 50,
+            mutation: None,
+            overlap_writers: 1,
         }
     }
 
@@ -137,10 +151,17 @@ pub fn new_host(scenario: &Scenario, seed: u64) -> (Arc<Host>, Receiver<QueuedIo
         kick: Kick::default(),
         inline_percent: AtomicU32::new(scenario.inline_percent),
         submit_error_ppm: scenario.submit_error_ppm,
+        overlap_writers: scenario.overlap_writers,
         rng: Mutex::new(StdRng::seed_from_u64(seed ^ 0x5eed)),
         deferrals: AtomicU64::new(0),
         events: Mutex::new(Vec::new()),
         violations: Violations::default(),
+        stripe: StripeHome {
+            max_buffers: scenario.max_buffers,
+            async_parity_percent: scenario.async_parity_percent,
+            mutation: scenario.mutation,
+            ..StripeHome::default()
+        },
     });
     (host, io_rx)
 }
@@ -149,6 +170,7 @@ pub fn new_host(scenario: &Scenario, seed: u64) -> (Arc<Host>, Receiver<QueuedIo
 /// the channel hands it out, and the array's worker.
 pub struct Threads {
     completers: Vec<thread::JoinHandle<()>>,
+    stripers: Vec<thread::JoinHandle<()>>,
     worker: thread::JoinHandle<()>,
     stop: Arc<AtomicBool>,
 }
@@ -169,6 +191,26 @@ impl Threads {
                 })
             })
             .collect();
+        // Two stripe threads stand for the kernel's work queue.
+        let (stripe_tx, stripe_rx) = channel::<StripeTask>();
+        *host.stripe.queue.lock().unwrap() = Some(stripe_tx);
+        let stripe_rx = Arc::new(Mutex::new(stripe_rx));
+        let stripers = (0..2)
+            .map(|_| {
+                let (host, stripe_rx) = (host.clone(), stripe_rx.clone());
+                thread::spawn(move || loop {
+                    let next = stripe_rx.lock().unwrap().recv();
+                    if next.is_err() {
+                        break;
+                    }
+                    match next {
+                        Ok(StripeTask::Work(rq)) => host.engine.stripe_work(&*host, rq),
+                        Ok(StripeTask::ParityDone(rq)) => host.engine.parity_done(&*host, rq, true),
+                        Err(_) => {}
+                    }
+                })
+            })
+            .collect();
         let stop = Arc::new(AtomicBool::new(false));
         let worker = {
             let (host, stop) = (host.clone(), stop.clone());
@@ -176,6 +218,7 @@ impl Threads {
         };
         Self {
             completers,
+            stripers,
             worker,
             stop,
         }
@@ -186,6 +229,10 @@ impl Threads {
         host.queue.lock().unwrap().take();
         for c in self.completers {
             c.join().expect("completion thread");
+        }
+        host.stripe.queue.lock().unwrap().take();
+        for s in self.stripers {
+            s.join().expect("stripe thread");
         }
         self.stop.store(true, Ordering::Release);
         host.kick.wake.notify_all();
@@ -247,6 +294,9 @@ pub fn run(scenario: &Scenario, seed: u64) -> Report {
         ok_read_sectors += result.ok_read_sectors;
         ok_write_sectors += result.ok_write_sectors;
     }
+    if scenario.level.has_parity() {
+        read_back(&host, &model, seed);
+    }
     threads.stop(&host);
     let violations = host.violations.0.lock().unwrap().clone();
     assert!(violations.is_empty(), "seed {seed}: {violations:#?}");
@@ -256,6 +306,58 @@ pub fn run(scenario: &Scenario, seed: u64) -> Report {
         model,
         ok_read_sectors,
         ok_write_sectors,
+    }
+}
+
+/// Reads the whole array back through the engine, one stripe per request, and checks every
+/// sector the model knows (the reads of a degraded array rebuild from parity).
+pub fn read_back(host: &Host, model: &[Option<u64>], seed: u64) {
+    let geometry = *host.engine.geometry();
+    let step = geometry.stripe_data_sectors();
+    let slot = host.slot(0);
+    let mut start = 0;
+    while start < geometry.array_sectors() {
+        let sectors = step.min(geometry.array_sectors() - start);
+        *slot.spec.lock().unwrap() = Spec {
+            op: Some(Op::Read),
+            start,
+            sectors,
+            segments: vec![(start, sectors)],
+        };
+        *slot.data.lock().unwrap() = vec![u64::MAX; sectors as usize];
+        *slot.outcome.lock().unwrap() = None;
+        slot.ends.store(0, Ordering::Release);
+        submit(host, 0);
+        let outcome = slot.outcome.lock().unwrap();
+        let (outcome, timeout) = slot
+            .ended
+            .wait_timeout_while(outcome, HANG, |o| o.is_none())
+            .unwrap();
+        assert!(
+            !timeout.timed_out(),
+            "seed {seed}: read-back at {start} never ended"
+        );
+        let status = outcome.expect("ended");
+        drop(outcome);
+        if status == Status::Ok {
+            let data = slot.data.lock().unwrap();
+            for (i, &got) in data.iter().enumerate() {
+                let sector = start + i as u64;
+                if let Some(want) = model[sector as usize] {
+                    assert_eq!(got, want, "seed {seed}: read-back of array sector {sector}");
+                }
+            }
+        } else {
+            assert!(
+                matches!(
+                    host.engine.state(),
+                    graid_engine::array::ArrayState::Failed
+                        | graid_engine::array::ArrayState::Broken
+                ),
+                "seed {seed}: read-back at {start} failed ({status:?}) on a working array"
+            );
+        }
+        start += sectors;
     }
 }
 
@@ -295,10 +397,12 @@ pub fn submitter(
                 0..8 => Op::Read,
                 8..16 => Op::Write,
                 16 => Op::Flush,
-                _ => Op::Discard,
+                _ if scenario.discards => Op::Discard,
+                _ => Op::Write,
             };
-            let sectors = rng.random_range(1..=max_len);
+            let mut sectors = rng.random_range(1..=max_len);
             let start = base + b as u64 * lane + rng.random_range(0..=lane - sectors);
+            sectors = clip_to_stripe(host, start, sectors);
             let mut segments = Vec::new();
             let mut at = start;
             while at < start + sectors {
@@ -359,8 +463,10 @@ pub fn submitter(
                             assert_eq!(
                                 got,
                                 want,
-                                "seed {seed}: read of array sector {} returned stale or wrong data",
-                                spec.start + i as u64
+                                "seed {seed}: read of array sector {} returned stale or wrong data \
+                                 (request {spec:?}; the value is the model's at lane offset {:?})",
+                                spec.start + i as u64,
+                                model.iter().position(|&m| m == Some(got)).map(|x| x as u64 + base),
                             );
                         }
                     }
@@ -386,6 +492,16 @@ pub fn submitter(
     }
     result.model = model;
     result
+}
+
+/// RAID 5/6 requests stay inside one stripe (the kernel's queue limits split them there).
+fn clip_to_stripe(host: &Host, start: u64, sectors: u64) -> u64 {
+    let g = host.engine.geometry();
+    if !g.level().has_parity() {
+        return sectors;
+    }
+    let stripe = g.stripe_data_sectors();
+    sectors.min(stripe - start % stripe)
 }
 
 /// After a run: sends one request with every member I/O completing inline (and the worker
@@ -501,9 +617,14 @@ fn overlapping_request(
 ) -> Result<(), String> {
     // One writer: concurrent overlapping writes may leave mirrors different on their own (as
     // in md); what is checked here is reads and their repairs racing a write.
-    let op = if t == 0 { Op::Write } else { Op::Read };
+    let op = if t < host.overlap_writers {
+        Op::Write
+    } else {
+        Op::Read
+    };
     let sectors = rng.random_range(1..=region.min(16));
     let start = rng.random_range(0..=region - sectors);
+    let sectors = clip_to_stripe(host, start, sectors);
     let data: Vec<u64> = if op == Op::Write {
         (0..sectors).map(|_| rng.random::<u64>() | 1).collect()
     } else {
