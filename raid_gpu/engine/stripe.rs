@@ -144,6 +144,15 @@ impl Step {
     }
 }
 
+/// How a stripe pass ended.
+enum PassEnd {
+    Ok,
+    /// A member I/O could not be sent: the request fails.
+    Failed,
+    /// Member errors: the worker took the request over.
+    ToWorker,
+}
+
 /// How a slice is updated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
@@ -379,41 +388,33 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
                 self.plan(p, rq, &span);
             }
             Step::Plan => self.plan(p, rq, &span),
-            Step::Read => {
-                if let Some(status) = self.pass_failed(p, rq, state) {
-                    self.stripe_end(p, rq, status);
-                } else if state.errors().is_empty() {
-                    self.after_read(p, rq, &span);
-                }
-            }
-            Step::Write => {
-                if let Some(status) = self.pass_failed(p, rq, state) {
-                    self.stripe_end(p, rq, status);
-                } else if state.errors().is_empty() {
-                    self.next_slice(p, rq, &span, Status::Ok);
-                }
-            }
+            Step::Read => match self.pass_result(p, rq, state) {
+                PassEnd::Ok => self.after_read(p, rq, &span),
+                PassEnd::Failed => self.stripe_end(p, rq, Status::IoError),
+                PassEnd::ToWorker => {}
+            },
+            Step::Write => match self.pass_result(p, rq, state) {
+                PassEnd::Ok => self.next_slice(p, rq, &span, Status::Ok),
+                PassEnd::Failed => self.stripe_end(p, rq, Status::IoError),
+                PassEnd::ToWorker => {}
+            },
             // Parity completions arrive through `parity_done`.
             Step::Recover | Step::Compute => {}
         }
     }
 
-    /// A pass ended: `Some(status)` if the request must end now (a submission failed); with
-    /// member errors, hands the request to the worker and returns `None`.
-    fn pass_failed<P: Platform>(
-        &self,
-        p: &P,
-        rq: P::Request,
-        state: &RequestState,
-    ) -> Option<Status> {
+    /// What a pass that ended means. With member errors it hands the request to the worker,
+    /// which may end it at once: the caller must not touch it again then.
+    fn pass_result<P: Platform>(&self, p: &P, rq: P::Request, state: &RequestState) -> PassEnd {
         if state.status() != Status::Ok {
-            return Some(Status::IoError);
+            return PassEnd::Failed;
         }
-        if !state.errors().is_empty() {
-            p.push(WorkList::Deferred, rq);
-            p.kick_worker();
+        if state.errors().is_empty() {
+            return PassEnd::Ok;
         }
-        None
+        p.push(WorkList::Deferred, rq);
+        p.kick_worker();
+        PassEnd::ToWorker
     }
 
     /// The worker's part: a stripe pass ended with member errors. Fails those members (the

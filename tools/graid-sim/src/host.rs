@@ -140,6 +140,8 @@ pub struct RequestSlot {
     pub written: AtomicU32,
     /// RAID 5/6 stripe buffer: one column per index (empty when not allocated).
     pub buffer: Mutex<Vec<Vec<u64>>>,
+    /// Member I/Os sent and not yet reported back.
+    pub outstanding: AtomicU32,
 }
 
 /// What the platform saw going wrong (checked after every round).
@@ -241,6 +243,7 @@ impl Host {
                 .written
                 .fetch_or(1 << member, Ordering::Relaxed);
         }
+        self.slot(rq).outstanding.fetch_sub(1, Ordering::AcqRel);
         self.engine.piece_done(self, rq, io.info, status);
     }
 
@@ -644,6 +647,19 @@ impl Platform for Host {
     }
 
     fn submit(&self, rq: usize, io: &MemberIo<usize>) -> Result<(), SubmitError> {
+        if let Source::Buffer { .. } = io.source {
+            // A stripe I/O stays in the request's own stripe.
+            let g = self.engine.geometry();
+            let spec = self.slot(rq).spec.lock().unwrap().clone();
+            let chunk = u64::from(g.chunk_sectors());
+            let first = DATA_OFFSET + g.stripe_of(spec.start) * chunk;
+            if io.member_sector < first || io.member_sector + io.info.sectors > first + chunk {
+                self.violations.report(format!(
+                    "request {rq} ({spec:?}, phase {:?}) sent I/O outside its stripe: {io:?}",
+                    self.slot(rq).state.phase()
+                ));
+            }
+        }
         let (inline, refuse) = {
             let mut rng = self.rng.lock().unwrap();
             (
@@ -654,6 +670,7 @@ impl Platform for Host {
         if refuse {
             return Err(SubmitError);
         }
+        self.slot(rq).outstanding.fetch_add(1, Ordering::AcqRel);
         if inline {
             let mut rng = StdRng::seed_from_u64(self.rng.lock().unwrap().random());
             self.complete(rq, io, &mut rng);
@@ -670,9 +687,14 @@ impl Platform for Host {
         if slot.ends.fetch_add(1, Ordering::AcqRel) != 0 {
             self.violations.report(format!("request {rq} ended twice"));
         }
-        if slot.state.pending() != 0 {
-            self.violations
-                .report(format!("request {rq} ended with member I/O in flight"));
+        if slot.state.pending() != 0 || slot.outstanding.load(Ordering::Acquire) != 0 {
+            self.violations.report(format!(
+                "request {rq} ({:?}, {status:?}, phase {:?}, {} outstanding) ended with member I/O in flight\n{}",
+                slot.spec.lock().unwrap(),
+                slot.state.phase(),
+                slot.outstanding.load(Ordering::Acquire),
+                std::backtrace::Backtrace::force_capture()
+            ));
         }
         let spec = slot.spec.lock().unwrap().clone();
         if status == Status::Ok {

@@ -177,7 +177,6 @@ fn dies_after(ios: u64) -> Faults {
 }
 
 #[test]
-#[ignore = "known bug (issue 10 note): a member dying under load can leave a stripe whose rebuilt data is wrong"]
 fn raid5_survives_a_member_dying_under_load() {
     for seed in seeds(3) {
         for members in [3u32, 4, 8] {
@@ -197,7 +196,6 @@ fn raid5_survives_a_member_dying_under_load() {
 }
 
 #[test]
-#[ignore = "known bug (issue 10 note): a member dying under load can leave a stripe whose rebuilt data is wrong"]
 fn raid6_survives_two_members_dying_under_load() {
     for seed in seeds(3) {
         for members in [4u32, 6, 8] {
@@ -220,7 +218,6 @@ fn raid6_survives_two_members_dying_under_load() {
 }
 
 #[test]
-#[ignore = "known bug (issue 10 note): a member dying under load can leave a stripe whose rebuilt data is wrong"]
 fn beyond_redundancy_every_request_fails_and_no_read_is_wrong() {
     for seed in seeds(3) {
         // Reads that succeed are checked against the model inside `run`.
