@@ -65,6 +65,10 @@ pub(crate) struct Array {
 const MAX_DISCARD_CHUNKS: u32 = 64;
 
 fn max_discard_sectors(geometry: &Geometry) -> u32 {
+    // RAID 5/6 would have to keep the parity of discarded ranges consistent: not offered.
+    if geometry.level().has_parity() {
+        return 0;
+    }
     match geometry.chunk_sectors() {
         // Not striped: one member I/O per copy whatever the size.
         0 => u32::MAX,
@@ -195,15 +199,6 @@ impl Array {
         holder: Holder,
     ) -> Result<Pin<KBox<Array>>> {
         let geometry = freshest.geometry().map_err(|_| crate::errno::euclean())?;
-        // RAID 5/6 superblocks decode, but the kernel's stripe home is not in yet.
-        if freshest.level.has_parity() {
-            pr_err!(
-                "graid: {} is raid{}: not supported by this module yet\n",
-                freshest.array_name.as_str(),
-                freshest.level.code()
-            );
-            return Err(crate::errno::eopnotsupp());
-        }
         let in_sync = freshest.clean || freshest.level == Level::Raid0;
         if !in_sync {
             pr_warn!(

@@ -166,10 +166,6 @@ fn parse_create(req: &GraidCreate) -> Result<CreateParams> {
         _ => return Err(EINVAL),
     };
     let level = Level::from_code(req.level).ok_or(EINVAL)?;
-    // RAID 5/6 run in the host harness; the kernel's stripe home is not in yet.
-    if level.has_parity() {
-        return Err(crate::errno::eopnotsupp());
-    }
     let nr = req.nr_members as usize;
     let members = req.members.get(..nr).ok_or(EINVAL)?;
     // Level, member count and chunk size, before any device is touched.

@@ -27,8 +27,3 @@ pub(crate) fn estale() -> Error {
 pub(crate) fn emediumtype() -> Error {
     code(bindings::EMEDIUMTYPE)
 }
-
-/// The module does not run this array's level yet (RAID 5/6 before the kernel stripe home).
-pub(crate) fn eopnotsupp() -> Error {
-    code(bindings::EOPNOTSUPP)
-}

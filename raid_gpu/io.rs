@@ -20,8 +20,9 @@ use crate::kernel_ext::{
     bio::{self, CloneOp, CloneSet},
     blk_mq::{self, Disk, DiskOps, Request},
     plug,
-    work::{WorkHandler, Worker},
+    work::{noio_scope, RequestWork, WorkHandler, WorkQueue, Worker},
 };
+use crate::stripe_io::{self, Reserve, StripeBuffer};
 use crate::superblock_io::SuperblockWriter;
 use core::ptr;
 use core::sync::atomic::{AtomicPtr, Ordering};
@@ -46,11 +47,16 @@ impl Member {
 #[derive(Clone, Copy)]
 pub(crate) struct RqRef(*mut bindings::request);
 
-/// The driver data of every request: the engine's state, and the link of the worker's lists.
+/// The driver data of every request: the engine's state, the link of the worker's lists, and
+/// for RAID 5/6 the stripe work item, its array and request, and the stripe buffer.
 #[derive(Default)]
 pub(crate) struct Pdu {
     state: RequestState,
     next: AtomicPtr<bindings::request>,
+    work: RequestWork,
+    io: AtomicPtr<ArrayIo>,
+    rq: AtomicPtr<bindings::request>,
+    buffer: AtomicPtr<StripeBuffer>,
 }
 
 /// Context riding in front of every member bio.
@@ -130,6 +136,11 @@ pub(crate) struct ArrayIo {
     superblocks: SuperblockWriter,
     deferred: RqStack,
     parked: RqStack,
+    /// RAID 5/6: the stripe steps' queue, the lock and buffer waiters, the reserve buffer.
+    stripe_queue: WorkQueue,
+    stripe_waits: KVec<RqStack>,
+    buffer_wait: RqStack,
+    reserve: Reserve,
 }
 
 impl ArrayIo {
@@ -143,18 +154,37 @@ impl ArrayIo {
         try_pin_init!(&this in Self {
             // SAFETY: the worker is a field of the value `this` points at.
             worker <- unsafe { Worker::new(this.as_ptr(), c"graid") },
-            engine: new_engine(superblock, geometry, &members, in_sync)?,
+            engine <- engine_in_place(superblock, geometry, &members, in_sync),
             superblocks <- SuperblockWriter::new(members.len()),
             files: members_files(members)?,
             clones <- CloneSet::new(64),
             deferred: RqStack::default(),
             parked: RqStack::default(),
+            stripe_queue: WorkQueue::new(c"graid_stripe")?,
+            stripe_waits: lock_wait_lists(&geometry)?,
+            buffer_wait: RqStack::default(),
+            reserve: if geometry.level().has_parity() {
+                Reserve::new(geometry.members(), stripe_io_slice_bytes())?
+            } else {
+                Reserve::none()
+            },
         })
     }
 
-    /// Waits until the worker is idle (called once no request is left).
+    /// Waits until the worker and the stripe steps are idle (called once no request is left:
+    /// what still runs then are the last steps' tails).
     pub(crate) fn flush_worker(&self) {
+        self.stripe_queue.flush();
         self.worker.flush();
+    }
+
+    /// Runs `f` on the stripe buffer of `rq`, if it holds one.
+    fn with_buffer<R>(&self, rq: RqRef, f: impl FnOnce(&mut StripeBuffer) -> R) -> Option<R> {
+        let raw = pdu(rq).buffer.load(Ordering::Acquire);
+        // SAFETY: a non-null pointer is the request's own buffer (`alloc_buffer`), freed only
+        // by `free_buffer`; the engine runs one step of a request at a time, and no member
+        // I/O of the buffer is in flight while a step copies or computes on it.
+        (!raw.is_null()).then(|| f(unsafe { &mut *raw }))
     }
 
     /// Takes and starts one request.
@@ -169,6 +199,72 @@ impl ArrayIo {
         let (start, sectors) = (rq.pos(), u64::from(rq.bytes() >> 9));
         self.engine
             .submit(self, RqRef(rq.into_raw()), op, start, sectors);
+    }
+}
+
+/// Sectors of the longest column window one stripe step handles, in bytes.
+fn stripe_io_slice_bytes() -> usize {
+    crate::engine::stripe::SLICE_SECTORS as usize * 512
+}
+
+/// One wait list per stripe lock slot (none for RAID 0/1/10).
+fn lock_wait_lists(geometry: &Geometry) -> Result<KVec<RqStack>> {
+    let count = if geometry.level().has_parity() {
+        crate::engine::stripe::LOCK_SLOTS
+    } else {
+        0
+    };
+    let mut lists = KVec::with_capacity(count, GFP_KERNEL)?;
+    for _ in 0..count {
+        lists.push(RqStack::default(), GFP_KERNEL)?;
+    }
+    Ok(lists)
+}
+
+/// Runs the next stripe step of the request whose PDU holds `work`.
+///
+/// # Safety
+///
+/// Called by the workqueue only, for the work item of a request's [`Pdu`] queued by
+/// [`ArrayIo::queue_stripe_work`].
+unsafe extern "C" fn stripe_work_fn(work: *mut bindings::work_struct) {
+    // SAFETY: `work` is the `work` field of a live `Pdu` (only ever queued that way).
+    let pdu = unsafe {
+        &*kernel::container_of!(ptr::from_ref(RequestWork::from_raw(work)), Pdu, work)
+    };
+    let io = pdu.io.load(Ordering::Acquire);
+    let rq = RqRef(pdu.rq.load(Ordering::Acquire));
+    // SAFETY: `queue_stripe_work` stored the array before queueing; the array outlives its
+    // requests and flushes this queue before it goes.
+    let io = unsafe { &*io };
+    // NOIO: the step finishes I/O; reclaim must not wait on it.
+    noio_scope(|| io.engine.stripe_work(io, rq));
+}
+
+/// Builds the engine where it will live: in its own frame (not inlined), so the engine's
+/// temporary never adds to the stack of `Array::start`, which builds the whole array.
+fn engine_in_place<'a>(
+    superblock: Superblock,
+    geometry: Geometry,
+    members: &'a [Member],
+    in_sync: bool,
+) -> impl Init<ArrayEngine<KVec<MemberState>>, Error> + 'a {
+    #[inline(never)]
+    fn write(
+        slot: *mut ArrayEngine<KVec<MemberState>>,
+        superblock: Superblock,
+        geometry: Geometry,
+        members: &[Member],
+        in_sync: bool,
+    ) -> Result {
+        let engine = new_engine(superblock, geometry, members, in_sync)?;
+        // SAFETY: `slot` is valid for writes (the `Init` contract).
+        unsafe { slot.write(engine) };
+        Ok(())
+    }
+    // SAFETY: `write` initialises the slot completely on `Ok` and leaves it alone on `Err`.
+    unsafe {
+        pin_init::init_from_closure(move |slot| write(slot, superblock, geometry, members, in_sync))
     }
 }
 
@@ -244,9 +340,37 @@ impl Platform for ArrayIo {
             Source::None => unsafe {
                 self.clones.flush_bio(member.bdev(), Some(piece_end_io), ctx)
             },
-            // RAID 5/6 arrays, the only users of stripe buffers, are refused at CREATE and
-            // ASSEMBLE until the kernel's stripe home exists.
-            Source::Buffer { .. } => return Err(SubmitError),
+            Source::Buffer { column, offset } => {
+                let bytes = io.info.sectors.checked_mul(512).ok_or(SubmitError)?;
+                let data = self
+                    .with_buffer(rq, |b| b.at(column, (offset * 512) as usize, bytes as usize))
+                    .flatten()
+                    .ok_or(SubmitError)?;
+                // SAFETY: the request's FUA flag; `rq` is live while the engine has it.
+                let fua = unsafe { blk_mq::is_fua(rq.0) };
+                let op = if io.info.op == Op::Write {
+                    CloneOp::Write
+                } else {
+                    CloneOp::Read
+                };
+                // SAFETY: a column of the request's stripe buffer (kmalloc memory), which the
+                // engine neither frees nor touches until this piece completed; the member is
+                // open; `piece_end_io` releases the bio.
+                unsafe {
+                    self.clones.buffer_bio(
+                        data,
+                        bytes as u32,
+                        bio::Target {
+                            bdev: member.bdev(),
+                            sector: io.member_sector,
+                            op,
+                        },
+                        fua,
+                        Some(piece_end_io),
+                        ctx,
+                    )
+                }
+            }
             // SAFETY: `src` is a bio of the live request, which ends only after every clone
             // completed; the engine keeps `skip + sectors` within it; the member is open.
             Source::Segment(src, skip) => unsafe {
@@ -279,9 +403,12 @@ impl Platform for ArrayIo {
         match list {
             WorkList::Deferred => self.deferred.push(rq),
             WorkList::Parked => self.parked.push(rq),
-            // RAID 5/6 only (refused until the stripe home exists): keep the request where
-            // the worker sees it rather than lose it.
-            WorkList::StripeWait(_) | WorkList::BufferWait => self.deferred.push(rq),
+            WorkList::StripeWait(slot) => match self.stripe_waits.get(slot as usize) {
+                Some(list) => list.push(rq),
+                // Never: slots are below LOCK_SLOTS. Retried rather than lost.
+                None => self.queue_stripe_work(rq),
+            },
+            WorkList::BufferWait => self.buffer_wait.push(rq),
         }
     }
 
@@ -289,7 +416,12 @@ impl Platform for ArrayIo {
         match list {
             WorkList::Deferred => self.deferred.take_all(f),
             WorkList::Parked => self.parked.take_all(f),
-            WorkList::StripeWait(_) | WorkList::BufferWait => {}
+            WorkList::StripeWait(slot) => {
+                if let Some(list) = self.stripe_waits.get(slot as usize) {
+                    list.take_all(f)
+                }
+            }
+            WorkList::BufferWait => self.buffer_wait.take_all(f),
         }
     }
 
@@ -316,46 +448,91 @@ impl Platform for ArrayIo {
         crate::kernel_ext::cpu::current_cpu()
     }
 
-    // RAID 5/6: the stripe engine's services. The kernel home (work items, page buffers,
-    // `lib/raid/` parity) is the next increment of issue 10; until then CREATE and ASSEMBLE
-    // refuse levels 5 and 6, so none of these is reached. Each fails safe if it were.
-
     fn queue_stripe_work(&self, rq: RqRef) {
-        self.end_request(rq, Status::IoError);
+        let pdu = pdu(rq);
+        pdu.io.store(ptr::from_ref(self).cast_mut(), Ordering::Release);
+        pdu.rq.store(rq.0, Ordering::Release);
+        self.stripe_queue.queue(&pdu.work);
     }
 
-    fn alloc_buffer(&self, _rq: RqRef, _columns: Columns, _sectors: u64) -> bool {
-        false
+    fn alloc_buffer(&self, rq: RqRef, columns: Columns, sectors: u64) -> bool {
+        let Some(bytes) = sectors.checked_mul(512).and_then(|b| usize::try_from(b).ok()) else {
+            return false;
+        };
+        // The step runs NOIO (`stripe_work_fn`, the worker); no warning: the reserve is next.
+        let fresh = StripeBuffer::new(columns, bytes, GFP_KERNEL | __GFP_NOWARN).ok();
+        let buffer = fresh.or_else(|| {
+            let mut reserve = self.reserve.take()?;
+            if reserve.fit(columns, bytes) {
+                Some(reserve)
+            } else {
+                self.reserve.put(reserve);
+                None
+            }
+        });
+        match buffer {
+            Some(buffer) => {
+                let old = pdu(rq).buffer.swap(KBox::into_raw(buffer), Ordering::AcqRel);
+                if !old.is_null() {
+                    // Never: the engine frees before it allocates again. Not leaked.
+                    // SAFETY: the request's own previous buffer, owned by nobody else.
+                    self.release(unsafe { KBox::from_raw(old) });
+                }
+                true
+            }
+            None => false,
+        }
     }
 
-    fn free_buffer(&self, _rq: RqRef) {}
+    fn free_buffer(&self, rq: RqRef) {
+        let raw = pdu(rq).buffer.swap(ptr::null_mut(), Ordering::AcqRel);
+        if !raw.is_null() {
+            // SAFETY: made by `KBox::into_raw` in `alloc_buffer`; the swap took ownership.
+            self.release(unsafe { KBox::from_raw(raw) });
+        }
+    }
 
     fn copy_to_buffer(
         &self,
-        _rq: RqRef,
-        _segment: Self::Segment,
-        _offset: u64,
-        _column: u32,
-        _column_offset: u64,
-        _sectors: u64,
+        rq: RqRef,
+        segment: Self::Segment,
+        offset: u64,
+        column: u32,
+        column_offset: u64,
+        sectors: u64,
     ) {
+        self.copy(rq, segment, offset, column, column_offset, sectors, true);
     }
 
     fn copy_from_buffer(
         &self,
-        _rq: RqRef,
-        _column: u32,
-        _column_offset: u64,
-        _segment: Self::Segment,
-        _offset: u64,
-        _sectors: u64,
+        rq: RqRef,
+        column: u32,
+        column_offset: u64,
+        segment: Self::Segment,
+        offset: u64,
+        sectors: u64,
     ) {
+        self.copy(rq, segment, offset, column, column_offset, sectors, false);
     }
 
-    fn copy_column(&self, _rq: RqRef, _from: u32, _to: u32, _offset: u64, _sectors: u64) {}
+    fn copy_column(&self, rq: RqRef, from: u32, to: u32, offset: u64, sectors: u64) {
+        let (at, len) = ((offset * 512) as usize, (sectors * 512) as usize);
+        self.with_buffer(rq, |buffer| {
+            if let (Some(src), Some(dst)) = (buffer.at(from, at, len), buffer.at(to, at, len)) {
+                if from != to {
+                    // SAFETY: two different columns (separate allocations), `len` bytes each.
+                    unsafe { ptr::copy_nonoverlapping(src, dst, len) };
+                }
+            }
+        });
+    }
 
-    fn compute_parity(&self, rq: RqRef, _job: &ParityJob) {
-        self.engine.parity_done(self, rq, false);
+    fn compute_parity(&self, rq: RqRef, job: &ParityJob) {
+        let ok = self
+            .with_buffer(rq, |buffer| stripe_io::compute(buffer, job))
+            .unwrap_or(false);
+        self.engine.parity_done(self, rq, ok);
     }
 
     fn member_event(&self, member: u32, event: MemberEvent) {
@@ -382,6 +559,37 @@ impl Platform for ArrayIo {
     }
 }
 
+impl ArrayIo {
+    /// Frees a stripe buffer, or hands the reserve back.
+    fn release(&self, buffer: KBox<StripeBuffer>) {
+        if buffer.reserve {
+            self.reserve.put(buffer);
+        }
+    }
+
+    /// Copies between a request bio and a buffer column (`into_buffer`: from the bio).
+    #[allow(clippy::too_many_arguments)]
+    fn copy(
+        &self,
+        rq: RqRef,
+        bio: *mut bindings::bio,
+        offset: u64,
+        column: u32,
+        column_offset: u64,
+        sectors: u64,
+        into_buffer: bool,
+    ) {
+        let (skip, bytes) = ((offset * 512) as u32, (sectors * 512) as u32);
+        let at = self
+            .with_buffer(rq, |b| b.at(column, (column_offset * 512) as usize, bytes as usize))
+            .flatten();
+        let Some(at) = at else { return };
+        // SAFETY: `bio` is a bio of the live request covering `offset + sectors` (the engine
+        // derives both from the request's segments); `at` is valid for `bytes` bytes.
+        unsafe { bio::copy_bio_data(bio, skip, at, bytes, into_buffer) };
+    }
+}
+
 impl WorkHandler for ArrayIo {
     fn run(&self) {
         self.engine.work(self);
@@ -405,6 +613,11 @@ unsafe extern "C" fn piece_end_io(bio: *mut bindings::bio) {
 
 impl DiskOps for ArrayIo {
     type RequestData = Pdu;
+
+    fn init_request_data(data: &Pdu) {
+        // SAFETY: the PDU stays where it is for the tag set's life and is not in use yet.
+        unsafe { data.work.init(stripe_work_fn) };
+    }
 
     fn queue_rq(&self, rq: Request<Self>) {
         // Not into the submitter's plug, which may be the one being flushed right now.

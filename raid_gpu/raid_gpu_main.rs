@@ -12,6 +12,7 @@ mod array;
 mod control;
 mod errno;
 mod io;
+mod stripe_io;
 mod superblock_io;
 
 // Pure RAID logic shared with the host tools (tools/graid-engine), where it is tested.

@@ -99,6 +99,8 @@ pub const GRAID_LEVEL_RAID0: u32 = 0;
 pub const GRAID_LEVEL_RAID1: u32 = 1;
 /// Striped mirrors, md's near-2 layout.
 pub const GRAID_LEVEL_RAID10: u32 = 10;
+pub const GRAID_LEVEL_RAID5: u32 = 5;
+pub const GRAID_LEVEL_RAID6: u32 = 6;
 
 /// A member block device, by its device number (`major(st_rdev)`, `minor(st_rdev)`).
 #[repr(C)]

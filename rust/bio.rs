@@ -224,7 +224,8 @@ impl<C> CloneSet<C> {
                         slot,
                         pool,
                         Self::FRONT_PAD as u32,
-                        bindings::BIOSET_NEED_RESCUER as i32,
+                        // Bvecs: stripe buffer bios carry their own pages.
+                        (bindings::BIOSET_NEED_RESCUER | bindings::BIOSET_NEED_BVECS) as i32,
                     )
                 })
             }),
@@ -264,6 +265,54 @@ impl<C> CloneSet<C> {
             (*clone).bi_end_io = end_io;
             Self::ctx_ptr(clone).write(ctx);
             Ok(clone)
+        }
+    }
+
+    /// A bio for `target` whose data is `bytes` bytes of kernel memory at `data` (a stripe
+    /// buffer), with `ctx` and `end_io` as for clones. A write carries `REQ_FUA` if `fua`.
+    ///
+    /// # Safety
+    ///
+    /// `data` must be physically contiguous memory from `kmalloc` that stays valid and is not
+    /// written by the CPU until `end_io` runs; `target.bdev` an open block device; `end_io`
+    /// must release the bio with [`Self::finish`].
+    pub(crate) unsafe fn buffer_bio(
+        &self,
+        data: *mut u8,
+        bytes: u32,
+        target: Target,
+        fua: bool,
+        end_io: bindings::bio_end_io_t,
+        ctx: C,
+    ) -> Result<*mut bindings::bio> {
+        // SAFETY: constants.
+        let opf = unsafe {
+            match target.op {
+                CloneOp::Read => shim::graid_req_op_read(),
+                CloneOp::Write if fua => {
+                    shim::graid_req_op_write() | shim::graid_req_sync() | shim::graid_req_fua()
+                }
+                CloneOp::Write => shim::graid_req_op_write() | shim::graid_req_sync(),
+                CloneOp::Discard => return Err(EINVAL),
+            }
+        };
+        // SAFETY: by the caller's contract.
+        unsafe {
+            let bio = bindings::bio_alloc_bioset(
+                target.bdev,
+                1,
+                opf,
+                shim::graid_gfp_noio(),
+                self.inner.get(),
+            );
+            if bio.is_null() {
+                return Err(ENOMEM);
+            }
+            (*bio).bi_iter.bi_sector = target.sector;
+            bindings::bio_add_virt_nofail(bio, data.cast(), bytes);
+            (*bio).bi_end_io = end_io;
+            Self::ctx_ptr(bio).write(ctx);
+            Ok(bio)
         }
     }
 
@@ -339,4 +388,42 @@ impl<C> PinnedDrop for CloneSet<C> {
 pub(crate) unsafe fn submit(bio: *mut bindings::bio) {
     // SAFETY: by the caller's contract.
     unsafe { bindings::submit_bio_noacct(bio) };
+}
+
+/// Copies `bytes` bytes between `buf` and the data of `bio`, starting `skip` bytes into the
+/// bio: into `buf` if `from_bio`, else into the bio.
+///
+/// # Safety
+///
+/// `bio` must be a live bio whose data covers `skip + bytes` bytes and whose pages nobody
+/// else writes meanwhile; `buf` must be valid for `bytes` bytes.
+pub(crate) unsafe fn copy_bio_data(
+    bio: *mut bindings::bio,
+    skip: u32,
+    buf: *mut u8,
+    bytes: u32,
+    from_bio: bool,
+) {
+    // SAFETY: by the caller's contract the bio is live; its iterator is copied, not moved.
+    let mut iter = unsafe { (*bio).bi_iter };
+    // SAFETY: `skip` lies within the bio's data.
+    unsafe { shim::graid_bio_advance_iter(bio, &mut iter, skip) };
+    let mut done = 0u32;
+    while done < bytes {
+        // SAFETY: `iter` still lies within the bio's data (`done < bytes`).
+        let mut bvec = unsafe { shim::graid_bio_iter_iovec(bio, iter) };
+        let len = bvec.bv_len.min(bytes - done);
+        bvec.bv_len = len;
+        // SAFETY: `buf + done` is valid for `len` bytes; the bvec is a single page segment.
+        unsafe {
+            let at = buf.add(done as usize).cast();
+            if from_bio {
+                shim::graid_memcpy_from_bvec(at, &mut bvec);
+            } else {
+                shim::graid_memcpy_to_bvec(&mut bvec, at);
+            }
+            shim::graid_bio_advance_iter(bio, &mut iter, len);
+        }
+        done += len;
+    }
 }

@@ -36,6 +36,10 @@ pub(crate) trait DiskOps: Send + Sync + Sized {
     /// Per-request driver data, kept in the request's PDU, made once per tag.
     type RequestData: Default + Send + Sync;
 
+    /// Finishes setting up a request's driver data in place, once, before first use. The data
+    /// never moves afterwards (it lives in the PDU as long as the tag set).
+    fn init_request_data(_data: &Self::RequestData) {}
+
     /// Takes a started request, in process context. The driver ends it with [`Request::end`]
     /// (now or later, from any context), exactly once: the handle is consumed by it.
     fn queue_rq(&self, rq: Request<Self>);
@@ -118,6 +122,16 @@ pub(crate) unsafe fn request_data<'a, T: DiskOps>(rq: *mut bindings::request) ->
 pub(crate) unsafe fn bios_of(rq: *mut bindings::request) -> BioIter {
     // SAFETY: by the caller's contract.
     BioIter { next: unsafe { (*rq).bio } }
+}
+
+/// True if `rq` asks for its data to be durable on completion (`REQ_FUA`).
+///
+/// # Safety
+///
+/// `rq` must be a live request.
+pub(crate) unsafe fn is_fua(rq: *mut bindings::request) -> bool {
+    // SAFETY: by the caller's contract; a constant.
+    unsafe { (*rq).cmd_flags & shim::graid_req_fua() != 0 }
 }
 
 /// `BLK_STS_OK`.
@@ -523,11 +537,12 @@ impl<T: DiskOps> Disk<T> {
         _numa_node: c_int,
     ) -> c_int {
         // SAFETY: the PDU has room for a `T::RequestData` (`cmd_size`) and is not in use.
-        unsafe {
-            shim::graid_blk_mq_rq_to_pdu(rq)
-                .cast::<T::RequestData>()
-                .write(T::RequestData::default())
+        let data = unsafe {
+            let data = shim::graid_blk_mq_rq_to_pdu(rq).cast::<T::RequestData>();
+            data.write(T::RequestData::default());
+            &*data
         };
+        T::init_request_data(data);
         0
     }
 }

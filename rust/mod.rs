@@ -13,6 +13,7 @@ pub(crate) mod capability;
 pub(crate) mod cpu;
 pub(crate) mod misc;
 pub(crate) mod plug;
+pub(crate) mod raid_math;
 pub(crate) mod random;
 mod shim;
 pub(crate) mod work;

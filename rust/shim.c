@@ -11,12 +11,15 @@
 #include <linux/module.h>
 #include <linux/sched/mm.h>
 #include <linux/workqueue.h>
+#include <linux/bvec.h>
+#include <linux/mm.h>
 
 #include "shim.h"
 
 /* Constants with __force types (bindgen drops these macros). */
 blk_mode_t graid_blk_open_rw_excl(void) { return BLK_OPEN_READ | BLK_OPEN_WRITE | BLK_OPEN_EXCL; }
 gfp_t graid_gfp_noio(void) { return GFP_NOIO; }
+blk_opf_t graid_req_fua(void) { return REQ_FUA; }
 blk_features_t graid_blk_feat_write_cache_fua(void) { return BLK_FEAT_WRITE_CACHE | BLK_FEAT_FUA; }
 blk_opf_t graid_req_op_read(void) { return REQ_OP_READ; }
 blk_opf_t graid_req_op_write(void) { return REQ_OP_WRITE; }
@@ -53,6 +56,12 @@ struct workqueue_struct *graid_alloc_ordered_workqueue(const char *name, unsigne
 unsigned int graid_memalloc_noio_save(void) { return memalloc_noio_save(); }
 void graid_memalloc_noio_restore(unsigned int flags) { memalloc_noio_restore(flags); }
 unsigned int graid_raw_smp_processor_id(void) { return raw_smp_processor_id(); }
+struct workqueue_struct *graid_alloc_unbound_workqueue(const char *name) { return alloc_workqueue("%s", WQ_UNBOUND | WQ_MEM_RECLAIM, 0, name); }
+void *graid_zero_page_address(void) { return page_address(ZERO_PAGE(0)); }
+struct bio_vec graid_bio_iter_iovec(struct bio *bio, struct bvec_iter iter) { return bio_iter_iovec(bio, iter); }
+void graid_bio_advance_iter(struct bio *bio, struct bvec_iter *iter, unsigned int bytes) { bio_advance_iter(bio, iter, bytes); }
+void graid_memcpy_from_bvec(char *to, struct bio_vec *bvec) { memcpy_from_bvec(to, bvec); }
+void graid_memcpy_to_bvec(struct bio_vec *bvec, const char *from) { memcpy_to_bvec(bvec, from); }
 
 /*
  * File operations of every graid disk: the owner, so an open disk pins the module, and an open

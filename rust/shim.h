@@ -9,6 +9,7 @@
 
 blk_mode_t graid_blk_open_rw_excl(void);
 gfp_t graid_gfp_noio(void);
+blk_opf_t graid_req_fua(void);
 blk_features_t graid_blk_feat_write_cache_fua(void);
 blk_opf_t graid_req_op_read(void);
 blk_opf_t graid_req_op_write(void);
@@ -39,6 +40,13 @@ struct workqueue_struct *graid_alloc_ordered_workqueue(const char *name, unsigne
 unsigned int graid_memalloc_noio_save(void);
 void graid_memalloc_noio_restore(unsigned int flags);
 unsigned int graid_raw_smp_processor_id(void);
+struct workqueue_struct *graid_alloc_unbound_workqueue(const char *name);
+void *graid_zero_page_address(void);
+struct bio_vec graid_bio_iter_iovec(struct bio *bio, struct bvec_iter iter);
+void graid_bio_advance_iter(struct bio *bio, struct bvec_iter *iter, unsigned int bytes);
+void graid_memcpy_from_bvec(char *to, struct bio_vec *bvec);
+void graid_memcpy_to_bvec(struct bio_vec *bvec, const char *from);
+
 /* Implemented in Rust (rust/blk_mq.rs). */
 int graid_disk_open(struct gendisk *disk, blk_mode_t mode);
 const struct block_device_operations *graid_disk_fops_ptr(void);

@@ -4,7 +4,7 @@
 //! of the block layer that bindgen cannot export.
 
 use kernel::bindings::{
-    bio, blk_features_t, block_device_operations, blk_mode_t, blk_mq_hw_ctx, blk_mq_tag_set, blk_opf_t, blk_status_t, block_device,
+    bio, bio_vec, bvec_iter, blk_features_t, block_device_operations, blk_mode_t, blk_mq_hw_ctx, blk_mq_tag_set, blk_opf_t, blk_status_t, block_device,
     dev_t, gendisk, gfp_t, queue_limits, request, request_queue, sector_t, workqueue_struct,
 };
 use kernel::ffi::c_char;
@@ -14,6 +14,7 @@ use kernel::ffi::{c_int, c_uint, c_ushort, c_void};
 extern "C" {
     pub(crate) fn graid_blk_open_rw_excl() -> blk_mode_t;
     pub(crate) fn graid_gfp_noio() -> gfp_t;
+    pub(crate) fn graid_req_fua() -> blk_opf_t;
     pub(crate) fn graid_blk_feat_write_cache_fua() -> blk_features_t;
     pub(crate) fn graid_req_op_read() -> blk_opf_t;
     pub(crate) fn graid_req_op_write() -> blk_opf_t;
@@ -57,4 +58,10 @@ extern "C" {
     pub(crate) fn graid_raw_smp_processor_id() -> c_uint;
     pub(crate) fn graid_disk_fops_ptr() -> *const block_device_operations;
     pub(crate) fn graid_blk_mq_init_hctx(hctx: *mut blk_mq_hw_ctx, data: *mut c_void, index: c_uint) -> c_int;
+    pub(crate) fn graid_alloc_unbound_workqueue(name: *const c_char) -> *mut workqueue_struct;
+    pub(crate) fn graid_zero_page_address() -> *mut c_void;
+    pub(crate) fn graid_bio_iter_iovec(bio: *mut bio, iter: bvec_iter) -> bio_vec;
+    pub(crate) fn graid_bio_advance_iter(bio: *mut bio, iter: *mut bvec_iter, bytes: c_uint);
+    pub(crate) fn graid_memcpy_from_bvec(to: *mut c_char, bvec: *mut bio_vec);
+    pub(crate) fn graid_memcpy_to_bvec(bvec: *mut bio_vec, from: *const c_char);
 }

@@ -121,3 +121,121 @@ impl<T: WorkHandler> PinnedDrop for Worker<T> {
         }
     }
 }
+
+/// A multi-threaded (unbound) workqueue that runs under memory pressure (`WQ_MEM_RECLAIM`):
+/// the RAID 5/6 stripe steps of many requests run on it in parallel.
+///
+/// # Invariants
+///
+/// `queue` was allocated by `alloc_workqueue` and is destroyed once, in `drop`.
+pub(crate) struct WorkQueue {
+    queue: *mut bindings::workqueue_struct,
+}
+
+// SAFETY: workqueues are used from any CPU.
+unsafe impl Send for WorkQueue {}
+// SAFETY: as above.
+unsafe impl Sync for WorkQueue {}
+
+impl WorkQueue {
+    pub(crate) fn new(name: &'static CStr) -> Result<Self> {
+        // SAFETY: `name` is a NUL-terminated string that outlives the queue.
+        let queue = unsafe { shim::graid_alloc_unbound_workqueue(name.as_char_ptr()) };
+        if queue.is_null() {
+            return Err(ENOMEM);
+        }
+        Ok(Self { queue })
+    }
+
+    /// Queues `work` (any context). Nothing happens if it is already queued; if it is
+    /// running, it runs again after.
+    pub(crate) fn queue(&self, work: &RequestWork) {
+        // SAFETY: the queue is live (type invariant); `work` was initialised (`RequestWork`
+        // invariant) and outlives its execution (its owner waits for `flush`).
+        unsafe {
+            bindings::queue_work_on(
+                bindings::wq_misc_consts_WORK_CPU_UNBOUND as i32,
+                self.queue,
+                work.work.get(),
+            )
+        };
+    }
+
+    /// Waits until every work item queued so far has run.
+    pub(crate) fn flush(&self) {
+        // SAFETY: the queue is live (type invariant).
+        unsafe { bindings::__flush_workqueue(self.queue) };
+    }
+}
+
+impl Drop for WorkQueue {
+    fn drop(&mut self) {
+        // SAFETY: live (type invariant); destroyed once. Destruction drains what is queued.
+        unsafe { bindings::destroy_workqueue(self.queue) };
+    }
+}
+
+/// A work item kept in a request's driver data, run with [`WorkQueue::queue`].
+///
+/// # Invariants
+///
+/// `work` is initialised by [`RequestWork::init`] before it is first queued.
+#[repr(transparent)]
+pub(crate) struct RequestWork {
+    work: Opaque<bindings::work_struct>,
+}
+
+// SAFETY: the work item is queued from any CPU; the workqueue synchronises it.
+unsafe impl Send for RequestWork {}
+// SAFETY: as above.
+unsafe impl Sync for RequestWork {}
+
+impl Default for RequestWork {
+    fn default() -> Self {
+        Self {
+            work: Opaque::uninit(),
+        }
+    }
+}
+
+impl RequestWork {
+    /// Makes the work item call `func` when it runs.
+    ///
+    /// # Safety
+    ///
+    /// `self` must not move afterwards (it lives in a request's PDU) and must not be queued
+    /// or running.
+    pub(crate) unsafe fn init(&self, func: unsafe extern "C" fn(*mut bindings::work_struct)) {
+        // SAFETY: by the caller's contract the item is idle and stays where it is.
+        unsafe {
+            bindings::init_work_with_key(
+                self.work.get(),
+                Some(func),
+                false,
+                c"graid_stripe".as_char_ptr(),
+                kernel::static_lock_class!().as_ptr(),
+            )
+        };
+    }
+
+    /// The `RequestWork` of a `work_struct` handed to the function given to [`Self::init`].
+    ///
+    /// # Safety
+    ///
+    /// `work` must be the work item of a live `RequestWork`.
+    pub(crate) unsafe fn from_raw<'a>(work: *mut bindings::work_struct) -> &'a Self {
+        // SAFETY: `RequestWork` is a transparent wrapper around the work item.
+        unsafe { &*work.cast::<Self>() }
+    }
+}
+
+/// Runs `f` with every allocation in it behaving as `GFP_NOIO` (`memalloc_noio_save`): code
+/// that finishes I/O must not wait for reclaim that waits for that I/O.
+pub(crate) fn noio_scope<R>(f: impl FnOnce() -> R) -> R {
+    // SAFETY: paired with the restore below, on this task.
+    let flags = unsafe { shim::graid_memalloc_noio_save() };
+    let result = f();
+    // SAFETY: as above.
+    unsafe { shim::graid_memalloc_noio_restore(flags) };
+    result
+}

@@ -53,10 +53,11 @@ pub const LOCK_SLOTS: usize = 256;
 /// `2 * members * SLICE_SECTORS` sectors (4 MiB with 32 members).
 pub const SLICE_SECTORS: u64 = 64;
 
-/// The array's stripe locks and buffer-wait generation.
+/// The array's stripe locks (one bit per slot: the engine stays small enough to be built on a
+/// kernel stack) and buffer-wait generation.
 #[derive(Debug)]
 pub struct StripeLocks {
-    slots: [AtomicBool; LOCK_SLOTS],
+    bits: [AtomicU64; LOCK_SLOTS / 64],
     /// Bumped each time a buffer is freed (so a request that failed to get one and a buffer
     /// freed meanwhile never miss each other).
     freed: AtomicU64,
@@ -71,29 +72,30 @@ impl Default for StripeLocks {
 impl StripeLocks {
     pub const fn new() -> Self {
         Self {
-            slots: [const { AtomicBool::new(false) }; LOCK_SLOTS],
+            bits: [const { AtomicU64::new(0) }; LOCK_SLOTS / 64],
             freed: AtomicU64::new(0),
         }
     }
 
-    fn slot(&self, slot: u32) -> Option<&AtomicBool> {
-        self.slots.get(slot as usize)
+    /// The word and bit of `slot`.
+    fn bit(&self, slot: u32) -> Option<(&AtomicU64, u64)> {
+        let word = self.bits.get((slot / 64) as usize)?;
+        Some((word, 1u64 << (slot % 64)))
     }
 
     fn try_lock(&self, slot: u32) -> bool {
-        self.slot(slot).is_some_and(|s| {
-            s.compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst)
-                .is_ok()
-        })
+        self.bit(slot)
+            .is_some_and(|(word, bit)| word.fetch_or(bit, Ordering::SeqCst) & bit == 0)
     }
 
     fn is_locked(&self, slot: u32) -> bool {
-        self.slot(slot).is_some_and(|s| s.load(Ordering::SeqCst))
+        self.bit(slot)
+            .is_some_and(|(word, bit)| word.load(Ordering::SeqCst) & bit != 0)
     }
 
     fn unlock(&self, slot: u32) {
-        if let Some(s) = self.slot(slot) {
-            s.store(false, Ordering::SeqCst);
+        if let Some((word, bit)) = self.bit(slot) {
+            word.fetch_and(!bit, Ordering::SeqCst);
         }
     }
 }

@@ -10,8 +10,8 @@ use crate::uuid;
 use clap::Args;
 use graid_abi::{
     GraidCreate, GraidMember, GRAID_CREATE_ASSUME_CLEAN, GRAID_CREATE_WRITE_ZEROES,
-    GRAID_LEVEL_RAID0, GRAID_LEVEL_RAID1, GRAID_LEVEL_RAID10, GRAID_MAX_ARRAYS, GRAID_MAX_MEMBERS,
-    GRAID_NAME_LEN,
+    GRAID_LEVEL_RAID0, GRAID_LEVEL_RAID1, GRAID_LEVEL_RAID10, GRAID_LEVEL_RAID5, GRAID_LEVEL_RAID6,
+    GRAID_MAX_ARRAYS, GRAID_MAX_MEMBERS, GRAID_NAME_LEN,
 };
 use graid_engine::superblock::{decode, ArrayName, NameError};
 
@@ -24,11 +24,12 @@ pub struct CreateArgs {
     /// /dev/graid/NAME.
     #[arg(value_parser = parse_name)]
     pub name: String,
-    /// RAID level: 0 (raid0, stripe), 1 (raid1, mirror) or 10 (raid10).
+    /// RAID level: 0 (raid0, stripe), 1 (raid1, mirror), 10 (raid10), 5 (raid5) or 6 (raid6);
+    /// RAID 5/6 use md's default left-symmetric layout.
     #[arg(short, long, value_parser = parse_level)]
     pub level: u32,
-    /// Chunk size for RAID 0/10: a power of two from 4K to 1M, K/M suffix, a bare number is in
-    /// KiB [default: 512K]. Not valid for RAID 1.
+    /// Chunk size for RAID 0/10/5/6: a power of two from 4K to 1M, K/M suffix, a bare number
+    /// is in KiB [default: 512K]. Not valid for RAID 1.
     #[arg(short, long, value_parser = crate::size::parse_chunk, value_name = "SIZE")]
     pub chunk: Option<u32>,
     /// Array UUID (32 hex digits, dashes or colons allowed) [default: random, picked by the
@@ -58,8 +59,10 @@ pub fn parse_level(text: &str) -> Result<u32, String> {
         "0" | "raid0" | "stripe" => Ok(GRAID_LEVEL_RAID0),
         "1" | "raid1" | "mirror" => Ok(GRAID_LEVEL_RAID1),
         "10" | "raid10" => Ok(GRAID_LEVEL_RAID10),
+        "5" | "raid5" => Ok(GRAID_LEVEL_RAID5),
+        "6" | "raid6" => Ok(GRAID_LEVEL_RAID6),
         _ => Err(format!(
-            "unsupported RAID level '{text}' (graid supports 0, 1 and 10)"
+            "unsupported RAID level '{text}' (graid supports 0, 1, 10, 5 and 6)"
         )),
     }
 }
@@ -88,9 +91,14 @@ pub fn parse_name(name: &str) -> Result<String, String> {
 /// Cross-field checks clap cannot do: returns the chunk size in sectors to send.
 pub fn check_shape(level: u32, chunk: Option<u32>, members: usize) -> Result<u32, CtlError> {
     let level_name = crate::output::level_name(level);
-    if !(MIN_MEMBERS..=GRAID_MAX_MEMBERS).contains(&members) {
+    let min = match level {
+        GRAID_LEVEL_RAID5 => 3,
+        GRAID_LEVEL_RAID6 => 4,
+        _ => MIN_MEMBERS,
+    };
+    if !(min..=GRAID_MAX_MEMBERS).contains(&members) {
         return Err(CtlError::Usage(format!(
-            "{level_name} needs {MIN_MEMBERS} to {GRAID_MAX_MEMBERS} members, {members} given"
+            "{level_name} needs {min} to {GRAID_MAX_MEMBERS} members, {members} given"
         )));
     }
     match (level, chunk) {
@@ -283,8 +291,10 @@ mod tests {
         assert_eq!(parse_level("RAID1"), Ok(1));
         assert_eq!(parse_level("mirror"), Ok(1));
         assert_eq!(parse_level("raid10"), Ok(10));
-        let err = parse_level("5").unwrap_err();
-        assert!(err.contains("0, 1 and 10"), "{err}");
+        assert_eq!(parse_level("5"), Ok(5));
+        assert_eq!(parse_level("RAID6"), Ok(6));
+        let err = parse_level("4").unwrap_err();
+        assert!(err.contains("0, 1, 10, 5 and 6"), "{err}");
     }
 
     #[test]
@@ -314,6 +324,17 @@ mod tests {
         let err = check_shape(10, None, 1).unwrap_err();
         assert_eq!(err.to_string(), "raid10 needs 2 to 32 members, 1 given");
         assert!(check_shape(0, None, 33).is_err());
+        let err = check_shape(5, None, 2).unwrap_err();
+        assert!(
+            err.to_string().contains("raid5 needs 3 to 32 members"),
+            "{err}"
+        );
+        let err = check_shape(6, Some(128), 3).unwrap_err();
+        assert!(
+            err.to_string().contains("raid6 needs 4 to 32 members"),
+            "{err}"
+        );
+        assert_eq!(check_shape(6, Some(128), 4).unwrap(), 128);
     }
 
     #[test]

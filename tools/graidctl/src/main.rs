@@ -220,8 +220,8 @@ mod tests {
 
     #[test]
     fn create_rejects_bad_values_before_doing_anything() {
-        let msg = usage_error(&["create", "d", "-l", "5", "/dev/a", "/dev/b"]);
-        assert!(msg.contains("graid supports 0, 1 and 10"), "{msg}");
+        let msg = usage_error(&["create", "d", "-l", "4", "/dev/a", "/dev/b"]);
+        assert!(msg.contains("graid supports 0, 1, 10, 5 and 6"), "{msg}");
         let msg = usage_error(&["create", "d", "-l", "0", "-c", "3K", "/dev/a", "/dev/b"]);
         assert!(msg.contains("power of two"), "{msg}");
         let msg = usage_error(&["create", "a/b", "-l", "0", "/dev/a", "/dev/b"]);

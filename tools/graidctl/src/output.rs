@@ -21,7 +21,7 @@ pub fn json<T: Serialize>(value: &T) -> String {
 /// `raid0`, `raid1`, `raid10`, or `level N` for a level this graidctl does not know.
 pub fn level_name(level: u32) -> String {
     match level {
-        0 | 1 | 10 => format!("raid{level}"),
+        0 | 1 | 10 | 5 | 6 => format!("raid{level}"),
         other => format!("level {other}"),
     }
 }
@@ -345,7 +345,8 @@ mod tests {
         assert_eq!(name_str(b"data\0\0\0"), "data");
         assert_eq!(name_str(b"full"), "full");
         assert_eq!(level_name(10), "raid10");
-        assert_eq!(level_name(6), "level 6");
+        assert_eq!(level_name(6), "raid6");
+        assert_eq!(level_name(4), "level 4");
         assert_eq!(array_state_name(9), "unknown (9)");
         assert_eq!(member_state_name(GRAID_MEMBER_FAULTY), "faulty");
     }

@@ -1,0 +1,320 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! RAID 5/6 in the kernel: stripe buffers and the in-kernel parity backend over `lib/raid/`.
+//!
+//! A stripe buffer holds up to 64 columns (a current and a new one per member, see
+//! `engine/parity.rs`), each one `kmalloc` allocation of whole pages: physically contiguous
+//! (one bvec per member I/O) and page aligned (what the library's recovery functions need).
+//! Parity is computed page by page, so the kernel's zero page can stand in for data a
+//! syndrome update leaves out, and recovery stays within its one-page limit.
+
+use crate::engine::layout::{Recovery, Role, StripeMap};
+use crate::engine::parity::{Columns, ParityJob, ParityOp};
+use crate::kernel_ext::raid_math::{self, Vectors, MAX_VECTORS};
+use core::ptr;
+use kernel::alloc::{flags, Flags};
+use kernel::page::PAGE_SIZE;
+use kernel::prelude::*;
+
+/// Columns a buffer can hold.
+pub(crate) const COLUMNS: usize = 64;
+
+/// One request's stripe buffer.
+pub(crate) struct StripeBuffer {
+    columns: KVec<KVec<u8>>,
+    /// Bytes of each column in use now.
+    bytes: usize,
+    /// The array's reserve buffer, handed back instead of freed.
+    pub(crate) reserve: bool,
+}
+
+impl StripeBuffer {
+    /// A buffer with the columns in `columns`, each `bytes` long (rounded up to pages).
+    pub(crate) fn new(columns: Columns, bytes: usize, gfp: Flags) -> Result<KBox<Self>> {
+        let capacity = bytes.max(1).next_multiple_of(PAGE_SIZE);
+        let mut list = KVec::with_capacity(COLUMNS, gfp)?;
+        for c in 0..COLUMNS as u32 {
+            let mut column = KVec::new();
+            if columns.contains(c) {
+                column = KVec::with_capacity(capacity, gfp)?;
+                column.extend_with(capacity, 0u8, gfp)?;
+                // Page-sized kmalloc allocations are page aligned; refuse anything else rather
+                // than hand the library a pointer it cannot take.
+                if column.as_ptr() as usize % PAGE_SIZE != 0 {
+                    return Err(ENOMEM);
+                }
+            }
+            list.push(column, gfp)?;
+        }
+        Ok(KBox::new(
+            Self {
+                columns: list,
+                bytes,
+                reserve: false,
+            },
+            gfp,
+        )?)
+    }
+
+    /// Uses the buffer for columns of `bytes` bytes; false if its columns are shorter or one
+    /// of `columns` is missing.
+    pub(crate) fn fit(&mut self, columns: Columns, bytes: usize) -> bool {
+        let fits = columns.iter().all(|c| {
+            self.columns
+                .get(c as usize)
+                .is_some_and(|col| col.len() >= bytes && !col.is_empty())
+        });
+        if fits {
+            self.bytes = bytes;
+        }
+        fits
+    }
+
+    /// Pointer to `len` bytes at `offset` of column `column`, if they lie inside it.
+    pub(crate) fn at(&mut self, column: u32, offset: usize, len: usize) -> Option<*mut u8> {
+        let col = self.columns.get_mut(column as usize)?;
+        let end = offset.checked_add(len)?;
+        if col.is_empty() || end > col.len() {
+            return None;
+        }
+        // In bounds: checked above.
+        Some(col.as_mut_ptr().wrapping_add(offset))
+    }
+}
+
+/// Computes `job` on `buf`; false if the job does not fit the buffer or the library cannot do
+/// it (a RAID 6 read-modify-write without `raid6_xor_syndrome`).
+pub(crate) fn compute(buf: &mut StripeBuffer, job: &ParityJob) -> bool {
+    let bytes = match usize::try_from(job.sectors) {
+        Ok(s) => s.saturating_mul(512),
+        Err(_) => return false,
+    };
+    if bytes == 0 || bytes > buf.bytes {
+        return false;
+    }
+    let mut offset = 0;
+    while offset < bytes {
+        let len = (bytes - offset).min(PAGE_SIZE);
+        if !compute_page(buf, job, offset, len) {
+            return false;
+        }
+        offset += len;
+    }
+    true
+}
+
+/// The stripe's members in md's syndrome order: data slots first, then P and Q.
+fn slot_order(map: &StripeMap) -> Option<([u32; MAX_VECTORS], usize)> {
+    let mut order = [0u32; MAX_VECTORS];
+    let data = map.data() as usize;
+    for m in 0..map.members() {
+        match map.role(m) {
+            Role::Data(_) => {
+                let slot = map.syndrome_slot(m)? as usize;
+                *order.get_mut(slot)? = m;
+            }
+            Role::P => *order.get_mut(data)? = m,
+            Role::Q => *order.get_mut(data + 1)? = m,
+        }
+    }
+    Some((order, data))
+}
+
+/// One page (`len` bytes at `offset` of every column) of `job`.
+fn compute_page(buf: &mut StripeBuffer, job: &ParityJob, offset: usize, len: usize) -> bool {
+    let map = job.map;
+    let n = map.members();
+    let Some((order, data)) = slot_order(&map) else {
+        return false;
+    };
+    let raid6 = map.q().is_some();
+    let mut col = |c: u32| buf.at(c, offset, len);
+    // Every pointer below comes from `col`: inside its column, page aligned (columns are, and
+    // `offset` is a multiple of the page size), `len` bytes long.
+    let mut ptrs: Vectors = [ptr::null_mut(); MAX_VECTORS];
+    let disks = data + if raid6 { 2 } else { 1 };
+    for (slot, &m) in order.iter().take(disks).enumerate() {
+        let Some(p) = col(m) else { return false };
+        ptrs[slot] = p;
+    }
+    let p_ptr = ptrs[data];
+    match job.op {
+        ParityOp::Generate
+        | ParityOp::Recover {
+            how: Recovery::RegenerateQ | Recovery::RegeneratePq,
+        } => {
+            if raid6 {
+                // SAFETY: `disks` valid pointers (see above); task context (work items only).
+                unsafe { raid_math::gen_syndrome(disks, len, &mut ptrs) };
+            } else {
+                // SAFETY: as above; P is one of the buffer's columns, not a source.
+                unsafe {
+                    p_ptr.write_bytes(0, len);
+                    raid_math::xor_into(p_ptr, &mut ptrs, data, len);
+                }
+            }
+            true
+        }
+        ParityOp::Update { changed } => {
+            let mut old: Vectors = [ptr::null_mut(); MAX_VECTORS];
+            let mut new: Vectors = [ptr::null_mut(); MAX_VECTORS];
+            let (mut first, mut last, mut count) = (usize::MAX, 0, 0);
+            for m in changed.iter() {
+                let (Some(slot), Some(o), Some(nw)) =
+                    (map.syndrome_slot(m), col(m), col(n + m))
+                else {
+                    return false;
+                };
+                let slot = slot as usize;
+                if raid6 {
+                    old[slot] = o;
+                    new[slot] = nw;
+                } else {
+                    old[count] = o;
+                    old[count + 1] = nw;
+                }
+                count += 2;
+                first = first.min(slot);
+                last = last.max(slot);
+            }
+            if count == 0 {
+                return true;
+            }
+            if !raid6 {
+                // P ^= old ^ new for every changed member.
+                // SAFETY: as above.
+                unsafe { raid_math::xor_into(p_ptr, &mut old, count, len) };
+                return true;
+            }
+            if !raid_math::can_xor_syndrome() {
+                return false;
+            }
+            let zero = raid_math::zero_page();
+            for table in [&mut old, &mut new] {
+                for p in table.iter_mut().take(last + 1).skip(first) {
+                    if p.is_null() {
+                        *p = zero;
+                    }
+                }
+                table[data] = p_ptr;
+                table[data + 1] = ptrs[data + 1];
+                // Folding the old data out and the new data in: P ^= Σ old ^ new, and the same
+                // for Q with each slot's coefficient. Slots outside `first..=last` are unused.
+                // SAFETY: as above; `len <= PAGE_SIZE`, so the zero page covers it.
+                unsafe { raid_math::xor_syndrome(disks, first, last, len, table) };
+            }
+            true
+        }
+        ParityOp::Recover { how } => recover(&map, how, &mut ptrs, data, disks, len),
+    }
+}
+
+/// Rebuilds the lost columns of one page. `ptrs` holds every member's page in syndrome order.
+fn recover(
+    map: &StripeMap,
+    how: Recovery,
+    ptrs: &mut Vectors,
+    data: usize,
+    disks: usize,
+    len: usize,
+) -> bool {
+    let slot = |m: u32| map.syndrome_slot(m).map(|s| s as usize);
+    let xor_rebuild = |lost: usize, ptrs: &mut Vectors| {
+        // The lost page is the XOR of P and every other data page (or, for P, of the data).
+        let mut srcs: Vectors = [ptr::null_mut(); MAX_VECTORS];
+        let mut count = 0;
+        for (i, &p) in ptrs.iter().take(data + 1).enumerate() {
+            if i != lost {
+                srcs[count] = p;
+                count += 1;
+            }
+        }
+        let dest = ptrs[lost];
+        // SAFETY: the pointers are the stripe's pages (see `compute_page`), `dest` not among
+        // the sources; task context.
+        unsafe {
+            dest.write_bytes(0, len);
+            raid_math::xor_into(dest, &mut srcs, count, len);
+        }
+    };
+    match how {
+        Recovery::Intact | Recovery::RegenerateQ | Recovery::RegeneratePq => true,
+        Recovery::Xor { lost } if lost == map.p() => {
+            xor_rebuild(data, ptrs);
+            true
+        }
+        Recovery::Xor { lost: d } | Recovery::DataAndQ { data: d } => match slot(d) {
+            Some(s) => {
+                xor_rebuild(s, ptrs);
+                true
+            }
+            None => false,
+        },
+        Recovery::DataAndP { data: d } => match slot(d) {
+            Some(s) => {
+                // SAFETY: page-aligned pages of at most a page (see `compute_page`).
+                unsafe { raid_math::recov_datap(disks, len, s, ptrs) };
+                true
+            }
+            None => false,
+        },
+        Recovery::TwoData { a, b } => match (slot(a), slot(b)) {
+            (Some(sa), Some(sb)) if sa < sb => {
+                // SAFETY: as above.
+                unsafe { raid_math::recov_2data(disks, len, sa, sb, ptrs) };
+                true
+            }
+            _ => false,
+        },
+        Recovery::Lost => false,
+    }
+}
+
+/// The array's reserve buffer: one buffer of every column at the longest slice, so a request
+/// always gets memory when nothing else holds a buffer (the engine's promise to the platform).
+pub(crate) struct Reserve {
+    buffer: core::sync::atomic::AtomicPtr<StripeBuffer>,
+}
+
+impl Reserve {
+    pub(crate) fn new(members: u32, slice_bytes: usize) -> Result<Self> {
+        let mut all = Columns::EMPTY;
+        for c in 0..(2 * members).min(COLUMNS as u32) {
+            all = all.with(c);
+        }
+        let mut buffer = StripeBuffer::new(all, slice_bytes, flags::GFP_KERNEL)?;
+        buffer.reserve = true;
+        Ok(Self {
+            buffer: core::sync::atomic::AtomicPtr::new(KBox::into_raw(buffer)),
+        })
+    }
+
+    /// No reserve (RAID 0/1/10).
+    pub(crate) fn none() -> Self {
+        Self {
+            buffer: core::sync::atomic::AtomicPtr::new(ptr::null_mut()),
+        }
+    }
+
+    /// Takes the reserve, if nobody holds it.
+    pub(crate) fn take(&self) -> Option<KBox<StripeBuffer>> {
+        let raw = self
+            .buffer
+            .swap(ptr::null_mut(), core::sync::atomic::Ordering::AcqRel);
+        // SAFETY: a non-null pointer here came from `KBox::into_raw` and is owned by nobody
+        // else (the swap took it).
+        (!raw.is_null()).then(|| unsafe { KBox::from_raw(raw) })
+    }
+
+    /// Gives the reserve back.
+    pub(crate) fn put(&self, buffer: KBox<StripeBuffer>) {
+        self.buffer
+            .store(KBox::into_raw(buffer), core::sync::atomic::Ordering::Release);
+    }
+}
+
+impl Drop for Reserve {
+    fn drop(&mut self) {
+        drop(self.take());
+    }
+}
