@@ -131,11 +131,17 @@ fn compute_page(buf: &mut StripeBuffer, job: &ParityJob, offset: usize, len: usi
     let mut col = |c: u32| buf.at(c, offset, len);
     // Every pointer below comes from `col`: inside its column, page aligned (columns are, and
     // `offset` is a multiple of the page size), `len` bytes long.
+    // A read-modify-write buffer holds only the changed data columns and P/Q: the others stay
+    // null here, and only `Update` runs without them.
     let mut ptrs: Vectors = [ptr::null_mut(); MAX_VECTORS];
     let disks = data + if raid6 { 2 } else { 1 };
     for (slot, &m) in order.iter().take(disks).enumerate() {
-        let Some(p) = col(m) else { return false };
-        ptrs[slot] = p;
+        ptrs[slot] = col(m).unwrap_or(ptr::null_mut());
+    }
+    let complete = ptrs.iter().take(disks).all(|p| !p.is_null());
+    let needs_all = !matches!(job.op, ParityOp::Update { .. });
+    if (needs_all && !complete) || ptrs[data].is_null() || (raid6 && ptrs[data + 1].is_null()) {
+        return false;
     }
     let p_ptr = ptrs[data];
     match job.op {

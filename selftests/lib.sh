@@ -112,3 +112,19 @@ wipe_superblocks() {
 		dd if=/dev/zero of="$d" bs=4096 seek=1 count=1 conv=fsync 2>/dev/null || fail "cannot wipe $d"
 	done
 }
+
+# finishes PID SECONDS WHAT: waits for PID; if it still runs after SECONDS, dumps the blocked
+# tasks' stacks and fails (a hang). Returns PID's exit status.
+finishes() {
+	n=0
+	while kill -0 "$1" 2>/dev/null; do
+		n=$((n + 1))
+		if [ $n -gt $(($2 * 10)) ]; then
+			echo w >/proc/sysrq-trigger
+			dmesg | tail -n 80
+			fail "$3 still running after $2 s: hung"
+		fi
+		usleep 100000
+	done
+	wait "$1"
+}

@@ -14,22 +14,6 @@ export DM_DISABLE_UDEV=1
 dd if=/dev/urandom of=/tmp/data bs=1M count=96 2>/dev/null || fail "cannot make test data"
 data_sum=$(sha256sum </tmp/data | cut -d' ' -f1)
 
-# finishes PID SECONDS WHAT: waits for PID; if it still runs after SECONDS, dumps the blocked
-# tasks' stacks and fails (a hang). Returns PID's exit status.
-finishes() {
-	n=0
-	while kill -0 "$1" 2>/dev/null; do
-		n=$((n + 1))
-		if [ $n -gt $(($2 * 10)) ]; then
-			echo w >/proc/sysrq-trigger
-			dmesg | tail -n 80
-			fail "$3 still running after $2 s: hung"
-		fi
-		usleep 100000
-	done
-	wait "$1"
-}
-
 # kill_member: member 1's table becomes `error`: every I/O to it fails from now on.
 kill_member() {
 	dmsetup load lin1 --table "0 $sectors error" || fail "dmsetup load error failed"

@@ -106,8 +106,14 @@ pub fn run(control: &str, small: &str, paths: &[String]) -> ExitCode {
     );
     refused(
         &mut r,
-        "RAID 5 (not yet)",
+        "RAID 5 with two members",
         request(5, 128, "bad", pair),
+        &[libc::EINVAL],
+    );
+    refused(
+        &mut r,
+        "RAID 6 with two members",
+        request(6, 128, "bad", pair),
         &[libc::EINVAL],
     );
     refused(
