@@ -16,9 +16,12 @@ for t in "$@"; do
 	n=$((n + 1))
 	name=$(basename "$t" .sh)
 	echo "# $name"
+	started=$(cut -d. -f1 /proc/uptime)
 	timeout "${GRAID_TEST_TIMEOUT:-900}" sh "$t" >/tmp/test.out 2>&1 </dev/null
 	rc=$?
 	sed 's/^/# /' /tmp/test.out
+	# Guest seconds per test: what the VM suite's time budget is made of.
+	echo "# $name took $(($(cut -d. -f1 /proc/uptime) - started)) s"
 	bad=$(dmesg -c | grep -E "$DMESG_BAD")
 	if [ -n "$bad" ]; then
 		echo "$bad" | sed 's/^/# dmesg: /'

@@ -2,7 +2,8 @@
 # mixed block sizes and offsets from parallel jobs on different ranges, then read back by md
 # itself: the same members assembled as an md array with the same geometry and data offset
 # read the same data, and md's own "check" finds every stripe's parity consistent (0
-# mismatches), so placement and math are md's.
+# mismatches), so placement and math are md's. The arrays are created with --write-zeroes: the
+# drives hold earlier tests' data, and --assume-clean would take their garbage as parity.
 . /graid/lib.sh
 need_members 4
 modprobe raid456 || fail "cannot load md raid456"
@@ -13,7 +14,7 @@ raid_case() {
 	shift 2
 	local n=$#
 	echo "--- RAID $level, $n members, chunk $chunk"
-	expect_rc 0 graidctl create "p$level" --level $level --chunk $chunk --assume-clean "$@"
+	expect_rc 0 graidctl create "p$level" --level $level --chunk $chunk --write-zeroes "$@"
 	echo "$OUT"
 	dev=$(echo "$OUT" | grep -o '/dev/graid[0-9]*' | head -n 1)
 	[ -b "$dev" ] || fail "no block device in: $OUT"

@@ -51,7 +51,7 @@ make_slices
 wipe_superblocks $(slices 0 1 2 3 4 5 6 7)
 
 echo "--- RAID 5, 8 members, chunk 64K: one member dies under fio"
-expect_rc 0 graidctl create d5 --level 5 --chunk 64K --assume-clean $(slices 0 1 2 3 4 5 6 7)
+expect_rc 0 graidctl create d5 --level 5 --chunk 64K --write-zeroes $(slices 0 1 2 3 4 5 6 7)
 dev=$(echo "$OUT" | grep -o '/dev/graid[0-9]*' | head -n 1)
 fio_verify "$dev" 0 24M randwrite 4k-256k &
 writer=$!
@@ -75,7 +75,7 @@ make_slices
 wipe_superblocks $(slices 0 1 2 3 4 5 6 7)
 
 echo "--- RAID 6, 6 members, chunk 4K: two members die under fio"
-expect_rc 0 graidctl create d6 --level 6 --chunk 4K --assume-clean $(slices 0 1 2 3 4 5)
+expect_rc 0 graidctl create d6 --level 6 --chunk 4K --write-zeroes $(slices 0 1 2 3 4 5)
 dev=$(echo "$OUT" | grep -o '/dev/graid[0-9]*' | head -n 1)
 fio_verify "$dev" 0 16M randwrite 4k-128k &
 writer=$!
@@ -97,7 +97,7 @@ make_slices
 wipe_superblocks $(slices 0 1 2 3 4 5 6 7)
 
 echo "--- RAID 6, 8 members, chunk 512K: stop, assemble, ext4"
-expect_rc 0 graidctl create e6 --level 6 --chunk 512K --assume-clean $(slices 0 1 2 3 4 5 6 7)
+expect_rc 0 graidctl create e6 --level 6 --chunk 512K --write-zeroes $(slices 0 1 2 3 4 5 6 7)
 dev=$(echo "$OUT" | grep -o '/dev/graid[0-9]*' | head -n 1)
 fio_verify "$dev" 0 24M randwrite 4k-1m
 expect_rc 0 graidctl stop e6
