@@ -4,7 +4,7 @@
 # Rust-enabled kernel build tree: make module KDIR=/path/to/linux-build
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
-.PHONY: help deps kernel module rust-analyzer tools host-test lint emulated-test vm-test test vm-run vm-shell \
+.PHONY: help deps kernel module rust-analyzer tools host-test lint emulated-test vm-test soak test vm-run vm-shell \
 	demo bench clean
 
 CARGO ?= cargo
@@ -68,6 +68,11 @@ lint: deps
 
 vm-test: module tools
 	selftests/run.sh
+
+# The VM suite with its long sweeps in full (16-fault-injection's CREATE sweep of a RAID 10 as
+# well as a RAID 6), beyond what `make test` runs.
+soak: module tools
+	GRAID_SOAK=1 VM_TIMEOUT=3600 selftests/run.sh
 
 # The parity engine's AVX-512 and GFNI levels on a CPU that has them, emulated: this machine
 # has neither. Needs the cached kernel (it boots it).

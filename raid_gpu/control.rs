@@ -156,16 +156,21 @@ fn version(user: UserSlice) -> Result<isize> {
 
 /// Checks everything about a CREATE request that does not need the member devices.
 fn parse_create(req: &GraidCreate) -> Result<CreateParams> {
-    if req.flags & !uapi::GRAID_CREATE_FLAGS != 0 || req.reserved != 0 {
+    let layout_given = req.flags & uapi::GRAID_CREATE_LAYOUT != 0;
+    if req.flags & !uapi::GRAID_CREATE_FLAGS != 0 || (!layout_given && req.layout != 0) {
         return Err(EINVAL);
     }
-    let sync = match req.flags {
+    let sync = match req.flags & !uapi::GRAID_CREATE_LAYOUT {
         0 => InitialSync::Unknown,
         uapi::GRAID_CREATE_ASSUME_CLEAN => InitialSync::AssumeClean,
         uapi::GRAID_CREATE_WRITE_ZEROES => InitialSync::Zeroed,
         _ => return Err(EINVAL),
     };
-    let level = Level::from_code(req.level).ok_or(EINVAL)?;
+    let level = if layout_given {
+        Level::from_codes(req.level, req.layout).map_err(|_| EINVAL)?
+    } else {
+        Level::from_code(req.level).ok_or(EINVAL)?
+    };
     let nr = req.nr_members as usize;
     let members = req.members.get(..nr).ok_or(EINVAL)?;
     // Level, member count and chunk size, before any device is touched.

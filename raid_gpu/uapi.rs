@@ -118,8 +118,12 @@ pub const GRAID_CREATE_ASSUME_CLEAN: u32 = 1;
 /// [`GraidCreate::flags`]: zero every member's data area with the device's own zeroing command
 /// (write zeroes), so the mirrors start in sync; refused (`EOPNOTSUPP`) by a member without one.
 pub const GRAID_CREATE_WRITE_ZEROES: u32 = 2;
+/// CREATE flag: `layout` holds the layout (md's number); without it the level's default
+/// (left-symmetric for RAID 5/6) and `layout` must be 0. Combines with the others.
+pub const GRAID_CREATE_LAYOUT: u32 = 4;
 /// Every flag CREATE knows.
-pub const GRAID_CREATE_FLAGS: u32 = GRAID_CREATE_ASSUME_CLEAN | GRAID_CREATE_WRITE_ZEROES;
+pub const GRAID_CREATE_FLAGS: u32 =
+    GRAID_CREATE_ASSUME_CLEAN | GRAID_CREATE_WRITE_ZEROES | GRAID_CREATE_LAYOUT;
 
 /// Argument of [`GRAID_IOC_CREATE`].
 #[repr(C)]
@@ -131,8 +135,8 @@ pub struct GraidCreate {
     pub chunk_sectors: u32,
     /// Number of valid entries in `members`.
     pub nr_members: u32,
-    /// `GRAID_CREATE_*` flags; at most one of them. Without either, mirrors start "resync
-    /// pending": reads come from one fixed copy until a resync.
+    /// `GRAID_CREATE_*` flags; at most one of `ASSUME_CLEAN` and `WRITE_ZEROES`. Without
+    /// either, mirrors start "resync pending": reads come from one fixed copy until a resync.
     pub flags: u32,
     /// Array name: UTF-8, NUL-terminated, no `/` or control characters.
     pub name: [u8; GRAID_NAME_LEN],
@@ -144,8 +148,10 @@ pub struct GraidCreate {
     pub members: [GraidMember; GRAID_MAX_MEMBERS],
     /// Out: the new array's index N, as in `/dev/graidN`.
     pub index: u32,
-    /// Reserved, must be 0.
-    pub reserved: u32,
+    /// With [`GRAID_CREATE_LAYOUT`]: md's layout number (RAID 5/6: 0 left-asymmetric,
+    /// 1 right-asymmetric, 2 left-symmetric, 3 right-symmetric; RAID 10: 0x102; RAID 0/1: 0).
+    /// Otherwise 0.
+    pub layout: u32,
 }
 
 /// Argument of [`GRAID_IOC_ASSEMBLE`].

@@ -8,7 +8,7 @@
 # Options (or the environment variable in brackets):
 #   --disks N        emulated NVMe drives, 0-16 [DISKS, default 4]
 #   --disk-size MiB  size of each drive [DISK_SIZE_MB, default 256]
-#   --timeout S      kill the guest after S seconds [VM_TIMEOUT, default 1200]
+#   --timeout S      kill the guest after S seconds [VM_TIMEOUT, default 1800]
 #   --mem MiB        guest memory [VM_MEM_MB, default 2048]
 #   --cpus N         guest CPUs [VM_CPUS, default 2]
 #   --null-disks     back the drives with QEMU's null-co driver (reads zero, writes vanish)
@@ -23,7 +23,7 @@ set -euo pipefail
 
 disks=${DISKS:-4}
 disk_mb=${DISK_SIZE_MB:-256}
-timeout=${VM_TIMEOUT:-1200}
+timeout=${VM_TIMEOUT:-1800}
 mem=${VM_MEM_MB:-2048}
 cpus=${VM_CPUS:-2}
 null_disks=0
@@ -110,6 +110,7 @@ GRAID_DISKS=$disks
 GRAID_DISK_SIZE_MB=$disk_mb
 GRAID_SHELL=$shell
 GRAID_TEST_TIMEOUT=${VM_TEST_TIMEOUT:-900}
+GRAID_SOAK=${GRAID_SOAK:-0}
 ENV
 cp "$GRAID_ROOT/selftests/guest-init" "$root/init"
 chmod +x "$root/init"

@@ -1,4 +1,4 @@
-# RAID 5 and RAID 6 on NVMe members: created with graidctl, fio crc32c-verified writes with
+# RAID 5 and RAID 6 on NVMe members (md's default layout and two others): created with graidctl, fio crc32c-verified writes with
 # mixed block sizes and offsets from parallel jobs on different ranges, then read back by md
 # itself: the same members assembled as an md array with the same geometry and data offset
 # read the same data, and md's own "check" finds every stripe's parity consistent (0
@@ -8,13 +8,14 @@
 need_members 4
 modprobe raid456 || fail "cannot load md raid456"
 
-# raid_case LEVEL CHUNK MEMBER...: one array through graid, then through md.
+# raid_case LEVEL CHUNK LAYOUT MEMBER...: one array through graid, then through md.
 raid_case() {
-	local level=$1 chunk=$2
-	shift 2
+	local level=$1 chunk=$2 layout=$3
+	shift 3
 	local n=$#
-	echo "--- RAID $level, $n members, chunk $chunk"
-	expect_rc 0 graidctl create "p$level" --level $level --chunk $chunk --write-zeroes "$@"
+	echo "--- RAID $level, $n members, chunk $chunk, $layout"
+	expect_rc 0 graidctl create "p$level" --level $level --chunk $chunk --layout $layout \
+		--write-zeroes "$@"
 	echo "$OUT"
 	dev=$(echo "$OUT" | grep -o '/dev/graid[0-9]*' | head -n 1)
 	[ -b "$dev" ] || fail "no block device in: $OUT"
@@ -30,7 +31,7 @@ raid_case() {
 	expect_rc 0 graidctl stop "p$level"
 
 	# md over the same members: superblock 1.2, same chunk, layout and data offset.
-	mdadm --create /dev/md0 --run --level=$level --chunk=$chunk --layout=left-symmetric \
+	mdadm --create /dev/md0 --run --level=$level --chunk=$chunk --layout=$layout \
 		--raid-devices=$n --metadata=1.2 --data-offset=2M --assume-clean --bitmap=none "$@" \
 		>/tmp/create.out 2>&1 || { cat /tmp/create.out; fail "mdadm --create failed"; }
 	fio_readback /dev/md0 0 12M randwrite 4k-256k "md reads other data than graid wrote (random)"
@@ -47,8 +48,10 @@ raid_case() {
 }
 
 set -- $members
-raid_case 5 64K $1 $2 $3
-raid_case 5 4K $1 $2 $3 $4
-raid_case 6 512K $1 $2 $3 $4
+raid_case 5 64K left-symmetric $1 $2 $3
+raid_case 5 4K left-symmetric $1 $2 $3 $4
+raid_case 5 64K left-asymmetric $1 $2 $3 $4
+raid_case 6 512K left-symmetric $1 $2 $3 $4
+raid_case 6 64K right-asymmetric $4 $3 $2 $1
 unload_module
 kmemleak_check

@@ -45,7 +45,7 @@ pub fn request(level: u32, chunk: u32, name: &str, members: &[GraidMember]) -> G
         ctime: 0,
         members: [GraidMember::default(); GRAID_MAX_MEMBERS],
         index: u32::MAX,
-        reserved: 0,
+        layout: 0,
     };
     req.name[..name.len()].copy_from_slice(name.as_bytes());
     req.members[..members.len()].copy_from_slice(members);
@@ -114,6 +114,31 @@ pub fn run(control: &str, small: &str, paths: &[String]) -> ExitCode {
         &mut r,
         "RAID 6 with two members",
         request(6, 128, "bad", pair),
+        &[libc::EINVAL],
+    );
+    let mut with_layout = request(5, 128, "bad", pair);
+    with_layout.layout = 2;
+    refused(
+        &mut r,
+        "a layout without its flag",
+        with_layout,
+        &[libc::EINVAL],
+    );
+    with_layout.flags = graid_abi::GRAID_CREATE_LAYOUT;
+    with_layout.layout = 4;
+    refused(
+        &mut r,
+        "a RAID 5 layout md does not have",
+        with_layout,
+        &[libc::EINVAL],
+    );
+    let mut raid0_layout = request(GRAID_LEVEL_RAID0, 128, "bad", pair);
+    raid0_layout.flags = graid_abi::GRAID_CREATE_LAYOUT;
+    raid0_layout.layout = 2;
+    refused(
+        &mut r,
+        "a parity layout for RAID 0",
+        raid0_layout,
         &[libc::EINVAL],
     );
     refused(

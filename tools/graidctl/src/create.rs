@@ -9,10 +9,11 @@ use crate::size::{format_sectors, DEFAULT_CHUNK_BYTES, SECTOR_BYTES};
 use crate::uuid;
 use clap::Args;
 use graid_abi::{
-    GraidCreate, GraidMember, GRAID_CREATE_ASSUME_CLEAN, GRAID_CREATE_WRITE_ZEROES,
-    GRAID_LEVEL_RAID0, GRAID_LEVEL_RAID1, GRAID_LEVEL_RAID10, GRAID_LEVEL_RAID5, GRAID_LEVEL_RAID6,
-    GRAID_MAX_ARRAYS, GRAID_MAX_MEMBERS, GRAID_NAME_LEN,
+    GraidCreate, GraidMember, GRAID_CREATE_ASSUME_CLEAN, GRAID_CREATE_LAYOUT,
+    GRAID_CREATE_WRITE_ZEROES, GRAID_LEVEL_RAID0, GRAID_LEVEL_RAID1, GRAID_LEVEL_RAID10,
+    GRAID_LEVEL_RAID5, GRAID_LEVEL_RAID6, GRAID_MAX_ARRAYS, GRAID_MAX_MEMBERS, GRAID_NAME_LEN,
 };
+use graid_engine::geometry::ParityLayout;
 use graid_engine::superblock::{decode, ArrayName, NameError};
 
 /// Fewest members `create` accepts.
@@ -28,6 +29,10 @@ pub struct CreateArgs {
     /// RAID 5/6 use md's default left-symmetric layout.
     #[arg(short, long, value_parser = parse_level)]
     pub level: u32,
+    /// Parity layout for RAID 5/6, as mdadm names them: left-symmetric (ls, the default),
+    /// left-asymmetric (la), right-symmetric (rs) or right-asymmetric (ra).
+    #[arg(long, value_parser = parse_layout, value_name = "LAYOUT")]
+    pub layout: Option<ParityLayout>,
     /// Chunk size for RAID 0/10/5/6: a power of two from 4K to 1M, K/M suffix, a bare number
     /// is in KiB [default: 512K]. Not valid for RAID 1.
     #[arg(short, long, value_parser = crate::size::parse_chunk, value_name = "SIZE")]
@@ -65,6 +70,27 @@ pub fn parse_level(text: &str) -> Result<u32, String> {
             "unsupported RAID level '{text}' (graid supports 0, 1, 10, 5 and 6)"
         )),
     }
+}
+
+/// Parses `--layout`: mdadm's names for md's RAID 5/6 layouts, long or short.
+pub fn parse_layout(text: &str) -> Result<ParityLayout, String> {
+    let text = text.to_ascii_lowercase();
+    ParityLayout::ALL
+        .into_iter()
+        .find(|l| {
+            let short: String = l
+                .name()
+                .split('-')
+                .filter_map(|w| w.chars().next())
+                .collect();
+            text == l.name() || text == short
+        })
+        .ok_or_else(|| {
+            format!(
+                "unknown layout '{text}' (left-symmetric, left-asymmetric, right-symmetric, \
+                 right-asymmetric, or ls, la, rs, ra)"
+            )
+        })
 }
 
 /// Checks an array name the way the module and the superblock codec will.
@@ -155,6 +181,13 @@ fn now() -> u64 {
 /// Checks everything that can be checked without the module and builds the request.
 pub fn prepare(sys: &dyn System, args: &CreateArgs) -> Result<GraidCreate, CtlError> {
     let chunk_sectors = check_shape(args.level, args.chunk, args.members.len())?;
+    let parity = matches!(args.level, GRAID_LEVEL_RAID5 | GRAID_LEVEL_RAID6);
+    if args.layout.is_some() && !parity {
+        return Err(CtlError::Usage(format!(
+            "--layout is for raid5 and raid6, not {}",
+            crate::output::level_name(args.level)
+        )));
+    }
     let rdevs = resolve_members(sys, &args.members)?;
     if !args.force {
         check_not_in_use(sys, &args.members)?;
@@ -169,13 +202,17 @@ pub fn prepare(sys: &dyn System, args: &CreateArgs) -> Result<GraidCreate, CtlEr
             GRAID_CREATE_WRITE_ZEROES
         } else {
             0
+        } | if args.layout.is_some() {
+            GRAID_CREATE_LAYOUT
+        } else {
+            0
         },
         name: [0; GRAID_NAME_LEN],
         uuid: args.uuid.unwrap_or([0; 16]),
         ctime: now(),
         members: [GraidMember::default(); GRAID_MAX_MEMBERS],
         index: 0,
-        reserved: 0,
+        layout: args.layout.map_or(0, ParityLayout::code),
     };
     req.name[..args.name.len()].copy_from_slice(args.name.as_bytes());
     for (slot, rdev) in req.members.iter_mut().zip(&rdevs) {
@@ -272,6 +309,7 @@ mod tests {
             name: "data".into(),
             level,
             chunk,
+            layout: None,
             uuid: None,
             force: false,
             assume_clean: false,
@@ -295,6 +333,42 @@ mod tests {
         assert_eq!(parse_level("RAID6"), Ok(6));
         let err = parse_level("4").unwrap_err();
         assert!(err.contains("0, 1, 10, 5 and 6"), "{err}");
+    }
+
+    #[test]
+    fn a_layout_is_sent_with_its_flag_and_only_for_parity_levels() {
+        let sys = FakeSystem::with_disks(&["nvme0n1", "nvme1n1", "nvme2n1", "nvme3n1"]);
+        let mut a = args(6, None, &["nvme0n1", "nvme1n1", "nvme2n1", "nvme3n1"]);
+        a.layout = Some(ParityLayout::LeftAsymmetric);
+        a.write_zeroes = true;
+        let req = prepare(&sys, &a).unwrap();
+        assert_eq!(req.flags, GRAID_CREATE_WRITE_ZEROES | GRAID_CREATE_LAYOUT);
+        assert_eq!(req.layout, 0);
+        a.layout = Some(ParityLayout::RightSymmetric);
+        assert_eq!(prepare(&sys, &a).unwrap().layout, 3);
+        a.level = 10;
+        let err = prepare(&sys, &a).unwrap_err();
+        assert!(
+            err.to_string().contains("--layout is for raid5 and raid6"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn layouts_have_mdadm_names() {
+        assert_eq!(
+            parse_layout("left-symmetric"),
+            Ok(ParityLayout::LeftSymmetric)
+        );
+        assert_eq!(parse_layout("LA"), Ok(ParityLayout::LeftAsymmetric));
+        assert_eq!(parse_layout("rs"), Ok(ParityLayout::RightSymmetric));
+        assert_eq!(
+            parse_layout("right-asymmetric"),
+            Ok(ParityLayout::RightAsymmetric)
+        );
+        assert!(parse_layout("parity-first")
+            .unwrap_err()
+            .contains("unknown layout"));
     }
 
     #[test]
@@ -359,7 +433,7 @@ mod tests {
         assert!(sent.members[4..]
             .iter()
             .all(|m| *m == GraidMember::default()));
-        assert_eq!((sent.flags, sent.reserved), (0, 0));
+        assert_eq!((sent.flags, sent.layout), (0, 0));
     }
 
     #[test]
