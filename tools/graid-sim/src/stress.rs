@@ -309,6 +309,21 @@ pub fn run(scenario: &Scenario, seed: u64) -> Report {
     }
 }
 
+/// Waits until request `rq` ended (a hang fails the test) and returns how.
+fn wait_end(host: &Host, rq: usize, seed: u64) -> Status {
+    let slot = host.slot(rq);
+    let outcome = slot.outcome.lock().unwrap();
+    let (outcome, timeout) = slot
+        .ended
+        .wait_timeout_while(outcome, HANG, |o| o.is_none())
+        .unwrap();
+    assert!(
+        !timeout.timed_out(),
+        "seed {seed}: request {rq} never ended"
+    );
+    outcome.expect("ended")
+}
+
 /// Reads the whole array back through the engine, one stripe per request, and checks every
 /// sector the model knows (the reads of a degraded array rebuild from parity).
 pub fn read_back(host: &Host, model: &[Option<u64>], seed: u64) {
@@ -328,17 +343,7 @@ pub fn read_back(host: &Host, model: &[Option<u64>], seed: u64) {
         *slot.outcome.lock().unwrap() = None;
         slot.ends.store(0, Ordering::Release);
         submit(host, 0);
-        let outcome = slot.outcome.lock().unwrap();
-        let (outcome, timeout) = slot
-            .ended
-            .wait_timeout_while(outcome, HANG, |o| o.is_none())
-            .unwrap();
-        assert!(
-            !timeout.timed_out(),
-            "seed {seed}: read-back at {start} never ended"
-        );
-        let status = outcome.expect("ended");
-        drop(outcome);
+        let status = wait_end(host, 0, seed);
         if status == Status::Ok {
             let data = slot.data.lock().unwrap();
             for (i, &got) in data.iter().enumerate() {
@@ -433,17 +438,7 @@ pub fn submitter(
         }
         for &rq in &slots {
             let slot = host.slot(rq);
-            let outcome = slot.outcome.lock().unwrap();
-            let (outcome, timeout) = slot
-                .ended
-                .wait_timeout_while(outcome, HANG, |o| o.is_none())
-                .unwrap();
-            assert!(
-                !timeout.timed_out(),
-                "seed {seed}: request {rq} never ended"
-            );
-            let status = outcome.expect("ended");
-            drop(outcome);
+            let status = wait_end(host, rq, seed);
             let spec = slot.spec.lock().unwrap().clone();
             let op = spec.op.expect("op");
             let at = (spec.start - base) as usize;
