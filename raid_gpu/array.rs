@@ -230,6 +230,14 @@ impl Array {
             io_min: geometry.io_min_bytes(),
             io_opt: geometry.io_opt_bytes(),
             max_discard_sectors: max_discard_sectors(&geometry),
+            // RAID 5/6 copies a request into stripe buffers: a whole stripe in one request
+            // (as md's raid5 allows) makes a full-stripe write of sequential writes that the
+            // block layer merged, instead of partial ones that must read.
+            copy_max_sectors: if geometry.level().has_parity() {
+                geometry.boundary_sectors()
+            } else {
+                0
+            },
             members: &stack,
         };
         let first_write = |io: &ArrayIo| {

@@ -14,6 +14,7 @@ use crate::engine::platform::{
     MemberEvent, MemberIo, Op, PieceInfo, Platform, Source, Status, SubmitError, WorkList,
 };
 use crate::engine::request::RequestState;
+use crate::engine::stripe::SLICE_SECTORS;
 use crate::engine::superblock::{Superblock, UUID_LEN};
 use crate::kernel_ext::{
     bdev::BlockDeviceFile,
@@ -204,7 +205,7 @@ impl ArrayIo {
 
 /// Sectors of the longest column window one stripe step handles, in bytes.
 fn stripe_io_slice_bytes() -> usize {
-    crate::engine::stripe::SLICE_SECTORS as usize * 512
+    SLICE_SECTORS as usize * 512
 }
 
 /// One wait list per stripe lock slot (none for RAID 0/1/10).
@@ -459,6 +460,14 @@ impl Platform for ArrayIo {
         let Some(bytes) = sectors.checked_mul(512).and_then(|b| usize::try_from(b).ok()) else {
             return false;
         };
+        // A wide slice's buffer is a bonus: only memory at hand (no reclaim), never the
+        // reserve, which is sized for a narrow slice.
+        if sectors > SLICE_SECTORS {
+            let Ok(buffer) = StripeBuffer::new(columns, bytes, GFP_NOWAIT | __GFP_NOWARN) else {
+                return false;
+            };
+            return self.hold_buffer(rq, buffer);
+        }
         // The step runs NOIO (`stripe_work_fn`, the worker); no warning: the reserve is next.
         let fresh = StripeBuffer::new(columns, bytes, GFP_KERNEL | __GFP_NOWARN).ok();
         let buffer = fresh.or_else(|| {
@@ -471,15 +480,7 @@ impl Platform for ArrayIo {
             }
         });
         match buffer {
-            Some(buffer) => {
-                let old = pdu(rq).buffer.swap(KBox::into_raw(buffer), Ordering::AcqRel);
-                if !old.is_null() {
-                    // Never: the engine frees before it allocates again. Not leaked.
-                    // SAFETY: the request's own previous buffer, owned by nobody else.
-                    self.release(unsafe { KBox::from_raw(old) });
-                }
-                true
-            }
+            Some(buffer) => self.hold_buffer(rq, buffer),
             None => false,
         }
     }
@@ -560,6 +561,17 @@ impl Platform for ArrayIo {
 }
 
 impl ArrayIo {
+    /// Makes `buffer` `rq`'s stripe buffer. True.
+    fn hold_buffer(&self, rq: RqRef, buffer: KBox<StripeBuffer>) -> bool {
+        let old = pdu(rq).buffer.swap(KBox::into_raw(buffer), Ordering::AcqRel);
+        if !old.is_null() {
+            // Never: the engine frees before it allocates again. Not leaked.
+            // SAFETY: the request's own previous buffer, owned by nobody else.
+            self.release(unsafe { KBox::from_raw(old) });
+        }
+        true
+    }
+
     /// Frees a stripe buffer, or hands the reserve back.
     fn release(&self, buffer: KBox<StripeBuffer>) {
         if buffer.reserve {

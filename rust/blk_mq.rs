@@ -188,6 +188,10 @@ pub(crate) struct DiskConfig<'a> {
     /// Largest discard the driver takes in one request, further limited by what every member
     /// takes (0: no discard).
     pub(crate) max_discard_sectors: u32,
+    /// Raises the largest request to this many sectors where the members' limit is lower (0:
+    /// the members' limit), and lifts the segment count limit: for a driver that copies the
+    /// request's data and sends member I/O of its own, which the members split as they need.
+    pub(crate) copy_max_sectors: u32,
     /// Member devices and the sector their data starts at, to stack their limits (and to be
     /// listed as the disk's slaves in sysfs).
     pub(crate) members: &'a [(*mut bindings::block_device, u64)],
@@ -321,6 +325,10 @@ impl<T: DiskOps> Disk<T> {
             lim.io_min = config.io_min;
         }
         lim.io_opt = config.io_opt;
+        if config.copy_max_sectors != 0 {
+            lim.max_hw_sectors = lim.max_hw_sectors.max(config.copy_max_sectors);
+            lim.max_segments = u16::MAX;
+        }
         // Stacking left the smallest of the members' discard limits (0 if one has none). One
         // segment per request: a multi-range discard would not be one contiguous range.
         lim.max_hw_discard_sectors = lim.max_hw_discard_sectors.min(config.max_discard_sectors);

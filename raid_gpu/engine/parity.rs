@@ -75,6 +75,11 @@ impl Columns {
         Self(self.0 | other.0)
     }
 
+    /// How many columns.
+    pub const fn count(self) -> u32 {
+        self.0.count_ones()
+    }
+
     /// The columns, lowest first.
     pub fn iter(self) -> impl Iterator<Item = u32> {
         (0u32..64).filter(move |&c| self.contains(c))

@@ -14,8 +14,9 @@
 //!    many CPUs as the work queue has (no array-wide lock anywhere). Waiters wait on the
 //!    slot's own list.
 //! 2. **Plan** a *slice* of the stripe: the column window the request touches (the same
-//!    offsets on every member, at most [`SLICE_SECTORS`] long, so stripe memory is bounded)
-//!    and how to update it: a *full* write (every data column written: no reads), a
+//!    offsets on every member; as long as [`WIDE_SLICE_SECTORS`] of buffer allow when memory
+//!    is at hand, else at most [`SLICE_SECTORS`], so stripe memory is bounded) and how to
+//!    update it: a *full* write (every data column written: no reads), a
 //!    *read-modify-write* (read the old data being replaced and the parity), or a
 //!    *reconstruct-write* (read the data not being replaced), whichever reads fewer sectors
 //!    (md's `handle_stripe_dirtying`; reconstruct-write only while the parity is not known to
@@ -49,9 +50,23 @@ use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 /// share one, and a collision only makes two unrelated stripes take turns.
 pub const LOCK_SLOTS: usize = 256;
 
-/// The longest column window one step handles: bounds a request's stripe buffer to
-/// `2 * members * SLICE_SECTORS` sectors (4 MiB with 32 members).
+/// The longest column window one step handles when memory is short: bounds a request's
+/// stripe buffer to `2 * members * SLICE_SECTORS` sectors (4 MiB with 32 members). The
+/// platform's reserve buffer is this size.
 pub const SLICE_SECTORS: u64 = 64;
+
+/// Buffer a request asks for first, all columns together (1 MiB): a wider window when the
+/// slice needs few columns, so a large write takes fewer steps (each a round trip to the
+/// members). Refused without consequence (the request then takes a [`SLICE_SECTORS`] one).
+pub const WIDE_SLICE_SECTORS: u64 = 2048;
+
+/// A slice's plan: its end, how it is updated, and the buffer columns it needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct SlicePlan {
+    end: u64,
+    mode: Mode,
+    columns: Columns,
+}
 
 /// The array's stripe locks (one bit per slot: the engine stays small enough to be built on a
 /// kernel stack) and buffer-wait generation.
@@ -502,29 +517,28 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             self.stripe_end(p, rq, Status::IoError);
             return;
         }
-        let mode = if op == Op::Read {
-            Mode::Read
-        } else if !lost.is_empty() {
-            Mode::Degraded
-        } else {
-            self.write_mode(span, a, b)
-        };
-        let all = Columns::members(MemberSet::first(n));
-        let columns = match mode {
-            Mode::ReadModifyWrite => {
-                let changed = self.changed(span, a, b);
-                Columns::members(changed.union(span.map.parity_set()))
-                    .union(Columns::new_data(changed, n))
-            }
-            _ => all,
-        };
-        stripe.slice_start.store(a, Ordering::Relaxed);
-        stripe.slice_end.store(b, Ordering::Relaxed);
-        stripe.lost.store(lost.bits(), Ordering::Relaxed);
-        stripe.mode.store(mode.code(), Ordering::Relaxed);
+        let narrow = self.slice_plan(span, op, lost, a, b);
+        // As wide as WIDE_SLICE_SECTORS of buffer allow with the columns this plan needs, in
+        // whole narrow slices, within the chunk.
+        let wide_len = (WIDE_SLICE_SECTORS / u64::from(narrow.columns.count().max(1)))
+            / SLICE_SECTORS
+            * SLICE_SECTORS;
+        let wide = (wide_len > SLICE_SECTORS && narrow.end < hi)
+            .then(|| self.slice_plan(span, op, lost, a, a.saturating_add(wide_len).min(hi)))
+            .filter(|w| {
+                u64::from(w.columns.count()).saturating_mul(w.end - a) <= WIDE_SLICE_SECTORS
+            });
+        let mut plan = narrow;
         if !stripe.buffer.load(Ordering::Relaxed) {
             let freed = self.stripe_locks.freed.load(Ordering::SeqCst);
-            if !p.alloc_buffer(rq, columns, b - a) {
+            let got = match wide {
+                Some(w) if p.alloc_buffer(rq, w.columns, w.end - a) => {
+                    plan = w;
+                    true
+                }
+                _ => p.alloc_buffer(rq, narrow.columns, narrow.end - a),
+            };
+            if !got {
                 p.push(WorkList::BufferWait, rq);
                 if self.stripe_locks.freed.load(Ordering::SeqCst) != freed {
                     p.take_all(WorkList::BufferWait, |w| p.queue_stripe_work(w));
@@ -533,7 +547,36 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             }
             stripe.buffer.store(true, Ordering::Relaxed);
         }
-        self.send_reads(p, rq, span, mode, lost);
+        stripe.slice_start.store(a, Ordering::Relaxed);
+        stripe.slice_end.store(plan.end, Ordering::Relaxed);
+        stripe.lost.store(lost.bits(), Ordering::Relaxed);
+        stripe.mode.store(plan.mode.code(), Ordering::Relaxed);
+        self.send_reads(p, rq, span, plan.mode, lost);
+    }
+
+    /// The plan for slice `[a, b)` with the members in `lost` lost.
+    fn slice_plan(&self, span: &Span, op: Op, lost: MemberSet, a: u64, b: u64) -> SlicePlan {
+        let mode = if op == Op::Read {
+            Mode::Read
+        } else if !lost.is_empty() {
+            Mode::Degraded
+        } else {
+            self.write_mode(span, a, b)
+        };
+        let all = Columns::members(MemberSet::first(span.map.members()));
+        let columns = match mode {
+            Mode::ReadModifyWrite => {
+                let changed = self.changed(span, a, b);
+                Columns::members(changed.union(span.map.parity_set()))
+                    .union(Columns::new_data(changed, span.map.members()))
+            }
+            _ => all,
+        };
+        SlicePlan {
+            end: b,
+            mode,
+            columns,
+        }
     }
 
     /// Data members the request writes in slice `[a, b)`.

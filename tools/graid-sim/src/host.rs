@@ -9,6 +9,7 @@ use graid_engine::platform::{
     MemberEvent, MemberIo, Op, Platform, Source, Status, SubmitError, WorkList,
 };
 use graid_engine::request::{Phase, RequestState};
+use graid_engine::stripe::SLICE_SECTORS;
 use graid_engine::superblock::{Slot, Superblock};
 use graid_parity::gf;
 use rand::rngs::StdRng;
@@ -196,6 +197,10 @@ pub struct StripeHome {
     /// Buffers in use, and the most allowed at once (0: no limit).
     pub buffers: AtomicU32,
     pub max_buffers: u32,
+    /// Wide-slice buffers asked for and given (half are refused, at random, as a platform
+    /// short of memory would).
+    pub wide_asked: AtomicU64,
+    pub wide_given: AtomicU64,
     /// Percent of parity jobs reported done later, from a stripe thread.
     pub async_parity_percent: u32,
     /// Harness mutations the stress tests must catch.
@@ -793,6 +798,13 @@ impl Platform for Host {
     }
 
     fn alloc_buffer(&self, rq: usize, columns: Columns, sectors: u64) -> bool {
+        if sectors > SLICE_SECTORS {
+            self.stripe.wide_asked.fetch_add(1, Ordering::Relaxed);
+            if self.rng.lock().unwrap().random_bool(0.5) {
+                return false;
+            }
+            self.stripe.wide_given.fetch_add(1, Ordering::Relaxed);
+        }
         let max = self.stripe.max_buffers;
         let taken = self
             .stripe

@@ -146,6 +146,28 @@ fn read_modify_write_and_reconstruct_write_both_run() {
 }
 
 #[test]
+fn wide_slices_and_their_narrow_fallback_both_run() {
+    // Chunks of 256 and 512 sectors: requests longer than a narrow slice ask for a wide one,
+    // which the harness refuses half the time.
+    for seed in seeds(2) {
+        for scenario in [raid5(4, 512), raid6(6, 256)] {
+            let report = run(&scenario, seed);
+            healthy(&report, seed);
+            check_parity(&report.host, ParityLayout::LeftSymmetric, seed);
+            let stripe = &report.host.stripe;
+            let (asked, given) = (
+                stripe.wide_asked.load(Ordering::Relaxed),
+                stripe.wide_given.load(Ordering::Relaxed),
+            );
+            assert!(
+                given > 0 && given < asked,
+                "seed {seed}: {given} of {asked} wide buffers given"
+            );
+        }
+    }
+}
+
+#[test]
 fn requests_sharing_stripes_run_one_after_the_other() {
     // Lanes of 96 sectors in stripes of 192: neighbouring requests share a stripe.
     for seed in seeds(2) {
