@@ -37,8 +37,8 @@ help:
 	@echo "  vm-test        VM selftests only (TESTS='name ...' to pick some)"
 	@echo "  vm-run         run SCRIPT=path in the VM (DISKS=n, DISK_SIZE_MB=n)"
 	@echo "  vm-shell       interactive shell in the VM"
-	@echo "  bench          graid vs md RAID 0/1/10 fio benchmark in the VM (not part of test;"
-	@echo "                 BENCH_MEMBERS=nullblk for null_blk members)"
+	@echo "  bench          graid vs md RAID 0/1/10/5/6 fio benchmark in the VM (not part of test;"
+	@echo "                 BENCH_MEMBERS=nullblk for null_blk members, BENCH_LEVELS='5 6')"
 	@echo "  clean          remove build outputs (keeps the kernel cache)"
 
 deps:
@@ -91,18 +91,21 @@ vm-shell: module tools
 demo: module tools
 	selftests/vm.sh selftests/demo.sh
 
-# graid vs md, RAID 0/1/10 on four 512 MiB NVMe drives (BENCH_MEMBERS=nullblk: memory-backed
-# null_blk devices), about 25 minutes under TCG. The table also lands in out/bench-MEMBERS.txt.
+# graid vs md: RAID 0/1/10 on four (RAID 1: two) and RAID 5/6 on six 512 MiB NVMe drives
+# (BENCH_MEMBERS=nullblk: memory-backed null_blk devices; BENCH_LEVELS picks levels), about
+# 45 minutes under TCG with every level. The table also lands in out/bench-MEMBERS.txt.
 # Its own VM work folder; the prefilled drive images are removed.
 BENCH_RUNTIME ?= 6
-BENCH_ROUNDS ?= 4
+BENCH_ROUNDS ?= 2
 BENCH_CHUNK ?= 512K
 BENCH_MEMBERS ?= nvme
+BENCH_LEVELS ?= 0 1 10 5 6
+BENCH_ONLY ?= .
 bench: module tools
 	set -o pipefail; mkdir -p out; \
-	GRAID_VM_WORK=$(CURDIR)/out/vm-bench selftests/vm.sh --disks 4 --disk-size 512 --mem 3072 \
-		--timeout 5400 selftests/bench.sh $(BENCH_RUNTIME) $(BENCH_ROUNDS) $(BENCH_CHUNK) \
-		$(BENCH_MEMBERS) | tee out/bench-$(BENCH_MEMBERS).txt; rc=$$?; \
+	GRAID_VM_WORK=$(CURDIR)/out/vm-bench selftests/vm.sh --disks 6 --disk-size 512 --mem 3072 \
+		--timeout 7200 selftests/bench.sh $(BENCH_RUNTIME) $(BENCH_ROUNDS) $(BENCH_CHUNK) \
+		$(BENCH_MEMBERS) "$(BENCH_LEVELS)" "$(BENCH_ONLY)" | tee out/bench-$(BENCH_MEMBERS).txt; rc=$$?; \
 		rm -f out/vm-bench/nvme*.img; exit $$rc
 
 clean:

@@ -1,40 +1,65 @@
 # graid vs Linux md on the same members, in one VM run (`make bench`; not a test).
 #
-#   selftests/vm.sh --disks 4 --disk-size 512 selftests/bench.sh [RUNTIME_S [ROUNDS [CHUNK [MEMBERS]]]]
+#   selftests/vm.sh --disks 6 --disk-size 512 selftests/bench.sh \
+#       [RUNTIME_S [ROUNDS [CHUNK [MEMBERS [LEVELS [ONLY]]]]]]
 #
-# MEMBERS: nvme (default: the VM's four emulated NVMe drives) or nullblk (four memory-backed
+# MEMBERS: nvme (default: the VM's six emulated NVMe drives) or nullblk (six memory-backed
 # null_blk devices of 256 MiB: no device emulation, so the drivers' own cost shows; md needs
-# members that keep its superblock, so QEMU's null-co drives cannot serve both). RAID 0 and
-# RAID 10 (near-2) on four members and RAID 1 on two, created by graidctl (--assume-clean) and
-# by mdadm (metadata 1.2, --assume-clean, no bitmap) with the same chunk (default 512K) and
-# member order. fio (libaio, O_DIRECT, one job) runs 4k random read and write at iodepth 1 and
-# 32 and 1M sequential read and write at iodepth 32, RUNTIME_S seconds each (default 10) after
-# a 2 s ramp. Each workload runs on a fresh graid array and a fresh md array back to back,
-# ROUNDS times (default 2; graid first in odd rounds, md first in even ones), so background load
-# and drift hit both alike; one raw member is the reference. Then the members' aggregate: 4k
-# random reads, one job per member at iodepth 32, against RAID 0 with four such jobs. Prints
-# every run, one table per level (means, graid/md), the aggregate, and the kernel log's
-# warnings and errors. Under QEMU TCG only the same-run ratios mean anything.
+# members that keep its superblock, so QEMU's null-co drives cannot serve both). LEVELS: the
+# levels to run, default "0 1 10 5 6"; LEVEL@CHUNK runs a level with another chunk than CHUNK
+# (e.g. "5@64K"). ONLY: an extended regular expression; only workloads whose names match it
+# run (e.g. "randwrite4k|seqwrite"; default: all). RAID 0 and RAID 10 (near-2) on four members, RAID 1 on
+# two, RAID 5 and RAID 6 (left-symmetric) on six, created by graidctl (--assume-clean) and by
+# mdadm (metadata 1.2, --assume-clean, no bitmap; raid456 with group_thread_cnt and
+# stripe_cache_size as printed) with the same chunk (default 512K) and member order. The sixth
+# member is a dm-linear device over the drive for both (so the degraded cell can switch it to
+# an error table). fio (libaio, O_DIRECT) runs each workload RUNTIME_S seconds (default 10)
+# after a 2 s ramp: RAID 0/1/10 4k random read and write at iodepth 1 and 32 and 1M
+# sequential read and write at iodepth 32, one job; RAID 5/6 4k and 64k random read and write
+# with 4 jobs at iodepth 32 each, 1M sequential read and write (one job, iodepth 32), and 1M
+# sequential read with the sixth member failed (degraded). Each workload runs on a fresh graid
+# array and a fresh md array back to back, ROUNDS times (default 2; graid first in odd rounds,
+# md first in even ones), so background load and drift hit both alike; one raw member is the
+# reference. Then the members' aggregate: 4k random reads, one job per member at iodepth 32,
+# against RAID 0 with four such jobs. Prints every run, one table per level (means,
+# graid/md), the aggregate, and the kernel log's warnings and errors. Under QEMU TCG only the
+# same-run ratios mean anything.
 . /graid/lib.sh
 runtime=${1:-10}
 rounds=${2:-2}
 chunk=${3:-512K}
 member_kind=${4:-nvme}
+levels=${5:-0 1 10 5 6}
+only=${6:-.}
 ramp=2
-# name:fio rw:block size:iodepth:metric (iops, or mib = MiB/s)
-workloads="randread1:randread:4k:1:iops randread32:randread:4k:32:iops randwrite1:randwrite:4k:1:iops randwrite32:randwrite:4k:32:iops seqread:read:1M:32:mib seqwrite:write:1M:32:mib"
+# md raid456's tuning (md's defaults are 0 and 256): one worker thread per CPU beside raid5d,
+# and a stripe cache of 4096 stripes (16 MiB per member).
+md_group_threads=$(nproc)
+md_stripe_cache=4096
+# name:fio rw:block size:iodepth:jobs:metric (iops, or mib = MiB/s). "degraded-" runs with
+# the sixth member failed.
+mirror_workloads="randread1:randread:4k:1:1:iops randread32:randread:4k:32:1:iops randwrite1:randwrite:4k:1:1:iops randwrite32:randwrite:4k:32:1:iops seqread:read:1M:32:1:mib seqwrite:write:1M:32:1:mib"
+parity_workloads="randread4k:randread:4k:32:4:iops randwrite4k:randwrite:4k:32:4:iops randread64k:randread:64k:32:4:iops randwrite64k:randwrite:64k:32:4:iops seqread:read:1M:32:1:mib seqwrite:write:1M:32:1:mib degraded-seqread:read:1M:32:1:mib"
 results=/tmp/bench.results
 : >$results
 fio_errors=0
+# dmsetup makes its own nodes and waits for nobody (udev runs, but the bench needs no events).
+export DM_DISABLE_UDEV=1
+dm() {
+	dmsetup --noudevsync "$@" 2>/tmp/dm.err
+	rc=$?
+	grep -v DM_DISABLE_UDEV /tmp/dm.err >&2
+	return $rc
+}
 
 load_module
 dmesg -c >/dev/null   # the report at the end shows only what the bench caused
 # Without /sbin/modprobe the kernel cannot load md personalities on demand.
-modprobe -a raid0 raid1 raid10 || fail "cannot load md raid0/raid1/raid10"
+modprobe -a raid0 raid1 raid10 raid456 dm-mod || fail "cannot load md raid0/1/10/456 or dm"
 case $member_kind in
 nvme)
 	set -- $(graid_nvme_disks)
-	[ $# -ge 4 ] || fail "needs 4 NVMe drives"
+	[ $# -ge 6 ] || fail "needs 6 NVMe drives"
 	size_mb=$GRAID_DISK_SIZE_MB
 	;;
 nullblk)
@@ -42,7 +67,7 @@ nullblk)
 	mount -t configfs none /sys/kernel/config 2>/dev/null
 	size_mb=256
 	set --
-	for i in 0 1 2 3; do
+	for i in 0 1 2 3 4 5; do
 		# configfs null_blk disks take their directory's name.
 		d=/sys/kernel/config/nullb/nullb$i
 		mkdir $d || fail "cannot make null_blk device $i"
@@ -62,21 +87,27 @@ nullblk)
 	;;
 *) fail "MEMBERS is nvme or nullblk, not '$member_kind'" ;;
 esac
-members="$1 $2 $3 $4"
+drives="$1 $2 $3 $4 $5 $6"
 raw=$1
-echo "members: $member_kind $members (${size_mb} MiB each), chunk $chunk, ${runtime} s + ${ramp} s ramp per run, $rounds rounds"
+# The sixth member through dm-linear: the degraded cell switches it to an error table.
+last_sectors=$(cat /sys/class/block/${6#/dev/}/size)
+dm create bench-last --table "0 $last_sectors linear $6 0" || fail "dmsetup create"
+dm mknodes || fail "dmsetup mknodes"
+[ -b /dev/mapper/bench-last ] || fail "no /dev/mapper/bench-last"
+members="$1 $2 $3 $4 $5 /dev/mapper/bench-last"
+echo "members: $member_kind $drives (${size_mb} MiB each; the sixth through dm-linear), chunk $chunk, ${runtime} s + ${ramp} s ramp per run, $rounds rounds, levels $levels"
 
 # run_workload LEVEL KIND DEVS WORKLOAD: one fio run; appends "LEVEL KIND NAME VALUE". DEVS is
 # one device, or several separated by ':' (one job each, results summed).
 run_workload() {
-	IFS=: read -r name rw bs iodepth metric <<EOF
+	IFS=: read -r name rw bs iodepth njobs metric <<EOF2
 $4
-EOF
+EOF2
 	jobs=
 	for f in $(echo "$3" | tr ':' ' '); do jobs="$jobs --name=$name --filename=$f"; done
 	fio --rw="$rw" --bs="$bs" --direct=1 --ioengine=libaio --iodepth="$iodepth" \
-		--time_based --runtime="$runtime" --ramp_time=$ramp --norandommap --randrepeat=0 \
-		--group_reporting --minimal $jobs >/tmp/fio.out 2>&1
+		--numjobs="$njobs" --time_based --runtime="$runtime" --ramp_time=$ramp --norandommap \
+		--randrepeat=0 --group_reporting --minimal $jobs >/tmp/fio.out 2>&1
 	rc=$?
 	# Terse v3: field 5 error, 7/8 read KiB/s and IOPS, 48/49 write KiB/s and IOPS.
 	v=$(awk -F';' -v m="$metric" -v w="$rw" '$1 == 3 {
@@ -92,12 +123,24 @@ EOF
 		v=0
 	fi
 	echo "$1 $2 $name $v" >>$results
-	printf '%-7s %-6s %-12s %10s %s\n' "$1" "$2" "$name" "$v" "$([ "$metric" = iops ] && echo IOPS || echo MiB/s)"
+	printf '%-7s %-6s %-17s %10s %s\n' "$1" "$2" "$name" "$v" "$([ "$metric" = iops ] && echo IOPS || echo MiB/s)"
 }
 
-# level_members LEVEL: RAID 1 mirrors the first two members, the other levels use all four.
+# level_members LEVEL: RAID 1 mirrors the first two members, RAID 0/10 use four, RAID 5/6 six.
 level_members() {
-	if [ "$1" = 1 ]; then echo "$members" | cut -d' ' -f1-2; else echo "$members"; fi
+	case $1 in
+	1) echo "$members" | cut -d' ' -f1-2 ;;
+	0 | 10) echo "$members" | cut -d' ' -f1-4 ;;
+	*) echo "$members" ;;
+	esac
+}
+
+level_workloads() {
+	case $1 in
+	5 | 6) list=$parity_workloads ;;
+	*) list=$mirror_workloads ;;
+	esac
+	echo $(echo $list | tr ' ' '\n' | grep -E "^($only)[^:]*:")
 }
 
 # up_graid LEVEL, up_md LEVEL: create the array on the members; its device in $dev.
@@ -113,95 +156,148 @@ up_graid() {
 
 down_graid() {
 	detail=$(graidctl --json detail "bench$1")
-	echo "$detail" | grep -q '"errors": [1-9]' && { echo "graid member errors:"; echo "$detail"; }
+	[ -n "$degraded" ] || ! echo "$detail" | grep -q '"errors": [1-9]' ||
+		{ echo "graid member errors:"; echo "$detail"; }
 	graidctl stop "bench$1" >/dev/null || fail "graidctl stop failed"
+	restore_last
 	for m in $(level_members $1); do
-		graidctl zero-superblock "$m" >/dev/null || fail "zero-superblock $m failed"
+		graidctl zero-superblock "$m" >/dev/null 2>&1 || wipe_superblocks "$m"
 	done
 }
 
 up_md() {
 	opts="--chunk=$chunk"
-	[ "$1" = 10 ] && opts="$opts --layout=n2 --bitmap=none"
-	[ "$1" = 1 ] && opts="--bitmap=none"
+	case $1 in
+	10) opts="$opts --layout=n2 --bitmap=none" ;;
+	1) opts="--bitmap=none" ;;
+	5 | 6) opts="$opts --layout=left-symmetric --bitmap=none" ;;
+	esac
 	m=$(level_members $1)
 	mdadm --create /dev/md0 --run --level="$1" $opts --raid-devices=$(echo $m | wc -w) \
 		--metadata=1.2 --assume-clean $m >/tmp/create.out 2>&1 ||
 		{ cat /tmp/create.out; dmesg | tail -n 5; fail "mdadm --create failed"; }
 	dev=/dev/md0
 	[ -b $dev ] || fail "no /dev/md0"
+	if [ -e /sys/block/md0/md/group_thread_cnt ]; then
+		echo $md_group_threads >/sys/block/md0/md/group_thread_cnt || fail "group_thread_cnt"
+		echo $md_stripe_cache >/sys/block/md0/md/stripe_cache_size || fail "stripe_cache_size"
+	fi
 	if [ -z "$md_shown" ]; then
 		md_shown=1
-		grep md0 /proc/mdstat
+		grep -A1 md0 /proc/mdstat
 		mdadm --examine "$raw" | grep -E 'Data Offset|Chunk Size|Layout'
+		[ -e /sys/block/md0/md/group_thread_cnt ] &&
+			echo "md group_thread_cnt $(cat /sys/block/md0/md/group_thread_cnt), stripe_cache_size $(cat /sys/block/md0/md/stripe_cache_size)"
 	fi
 }
 
 down_md() {
 	mdadm --stop /dev/md0 >/dev/null 2>&1 || fail "mdadm --stop failed"
-	mdadm --zero-superblock $(level_members $1) || fail "mdadm --zero-superblock failed"
+	restore_last
+	mdadm --zero-superblock $(level_members $1) >/dev/null 2>&1
+	wipe_superblocks $(level_members $1)
 }
 
-# Write every member once, so no run meets never-written (sparse) backing blocks first.
+# fail_last: every I/O to the sixth member fails from now on; a read of every chunk position
+# of one stripe row makes the array fail it (graid at the first error, md after its rewrite
+# fails too), so the measured run is degraded from its start.
+fail_last() {
+	dm suspend bench-last && dm load bench-last --table "0 $last_sectors error" &&
+		dm resume bench-last || fail "cannot switch the sixth member to errors"
+	degraded=1
+	dd if="$dev" of=/dev/null bs=1M count=16 iflag=direct 2>/dev/null
+}
+
+restore_last() {
+	[ -n "$degraded" ] || return 0
+	dm suspend bench-last && dm load bench-last --table "0 $last_sectors linear $drives_last 0" &&
+		dm resume bench-last || fail "cannot restore the sixth member"
+	degraded=
+}
+drives_last=$6
+degraded=
+
+# Write every drive once, so no run meets never-written (sparse) backing blocks first.
 fill=
-for m in $members; do fill="$fill --name=fill-${m#/dev/} --filename=$m"; done
+for m in $drives; do fill="$fill --name=fill-${m#/dev/} --filename=$m"; done
 fio --rw=write --bs=1M --direct=1 --ioengine=libaio --iodepth=8 $fill --minimal >/dev/null ||
 	fail "prefill failed"
 wipe_superblocks $members
 
 echo "--- raw member $raw"
-for w in $workloads; do run_workload raw raw "$raw" "$w"; done
+for w in $(echo $mirror_workloads $parity_workloads | tr ' ' '\n' | grep -E "^($only)[^:]*:"); do
+	case $w in degraded-*) continue ;; esac
+	run_workload raw raw "$raw" "$w"
+done
 # Each workload runs on graid and md back to back, so both see the same background load.
-for level in 0 1 10; do
-	echo "--- RAID $level"
+default_chunk=$chunk
+for token in $levels; do
+	level=${token%@*}
+	chunk=$default_chunk
+	case $token in *@*) chunk=${token#*@} ;; esac
+	echo "--- RAID $level, chunk $chunk"
 	md_shown=
-	for w in $workloads; do
+	for w in $(level_workloads $level); do
 		r=1
 		while [ $r -le "$rounds" ]; do
 			if [ $((r % 2)) = 1 ]; then order="graid md"; else order="md graid"; fi
 			for kind in $order; do
 				up_$kind $level
-				run_workload "raid$level" $kind "$dev" "$w"
+				case $w in degraded-*) fail_last ;; esac
+				run_workload "raid$token" $kind "$dev" "$w"
 				down_$kind $level
 			done
 			r=$((r + 1))
 		done
 	done
 done
+chunk=$default_chunk
 
-echo "--- the members' aggregate 4k random read vs RAID 0 (one job per member, iodepth 32 each)"
-agg="aggregate:randread:4k:32:iops"
-r=1
-while [ $r -le "$rounds" ]; do
-	run_workload members raw "$(echo $members | tr ' ' ':')" "$agg"
-	for kind in graid md; do
-		up_$kind 0
-		run_workload raid0 $kind "$dev:$dev:$dev:$dev" "$agg"
-		down_$kind 0
+case " $levels " in
+*" 0 "*)
+	echo "--- the members' aggregate 4k random read vs RAID 0 (one job per member, iodepth 32 each)"
+	agg="aggregate:randread:4k:32:1:iops"
+	four=$(echo $drives | cut -d' ' -f1-4)
+	r=1
+	while [ $r -le "$rounds" ]; do
+		run_workload members raw "$(echo $four | tr ' ' ':')" "$agg"
+		for kind in graid md; do
+			up_$kind 0
+			run_workload raid0 $kind "$dev:$dev:$dev:$dev" "$agg"
+			down_$kind 0
+		done
+		r=$((r + 1))
 	done
-	r=$((r + 1))
-done
+	;;
+esac
 
 echo
-echo "fio libaio O_DIRECT, ${runtime} s per run after ${ramp} s ramp, iodepth as named (QD);"
+echo "fio libaio O_DIRECT, ${runtime} s per run after ${ramp} s ramp, iodepth (QD) and jobs as named;"
 echo "graid and md: mean of $rounds runs each, paired back to back; pairs: the median of the"
 echo "rounds' graid/md ratios; raw member: one run on $raw."
-echo "IOPS for 4k, MiB/s for 1M. QEMU TCG: absolute numbers mean nothing, compare ratios."
-for level in 0 1 10; do
+echo "IOPS for 4k and 64k, MiB/s for 1M. QEMU TCG: absolute numbers mean nothing, compare ratios."
+for token in $levels; do
+	level=${token%@*}
+	c=$default_chunk
+	case $token in *@*) c=${token#*@} ;; esac
 	echo
-	echo "RAID $level, $(echo $(level_members $level) | wc -w) $member_kind members, chunk $([ $level = 1 ] && echo - || echo $chunk)"
-	awk -v lv="raid$level" '
+	n=$(echo $(level_members $level) | wc -w)
+	echo "RAID $level, $n $member_kind members, chunk $([ $level = 1 ] && echo - || echo $c)$(case $level in 5 | 6) echo ", left-symmetric; md group_thread_cnt $md_group_threads, stripe_cache_size $md_stripe_cache" ;; esac)"
+	awk -v lv="raid$token" -v wl="$(level_workloads $level)" '
 	{ k = $1 " " $2 " " $3; sum[k] += $4; n[k]++; v[k, n[k]] = $4; runs[k] = runs[k] " " $4 }
 	END {
-		printf "%-18s %-6s %10s %10s %9s %8s %11s   %s\n", "workload", "unit", "graid", "md", "graid/md", "pairs", "raw member", "runs: graid | md"
-		split("randread1 randread32 randwrite1 randwrite32 seqread seqwrite", ws, " ")
-		split("4k randread QD1|4k randread QD32|4k randwrite QD1|4k randwrite QD32|1M seq read|1M seq write", label, "|")
-		for (i = 1; i <= 6; i++) {
-			w = ws[i]
+		printf "%-24s %-6s %10s %10s %9s %8s %11s   %s\n", "workload", "unit", "graid", "md", "graid/md", "pairs", "raw member", "runs: graid | md"
+		nw = split(wl, ws, " ")
+		for (i = 1; i <= nw; i++) {
+			split(ws[i], f, ":")
+			w = f[1]
+			label = (w ~ /^degraded-/ ? "degraded " : "") f[3] " " f[2] " QD" f[4] (f[5] > 1 ? "x" f[5] : "")
+			unit = f[6] == "iops" ? "IOPS" : "MiB/s"
 			kg = lv " graid " w; km = lv " md " w
-			g = sum[kg] / n[kg]
-			m = sum[km] / n[km]
-			r = sum["raw raw " w] / n["raw raw " w]
+			g = n[kg] ? sum[kg] / n[kg] : 0
+			m = n[km] ? sum[km] / n[km] : 0
+			rw = w; sub(/^degraded-/, "", rw)
+			r = n["raw raw " rw] ? sum["raw raw " rw] / n["raw raw " rw] : 0
 			# pairs: the median of each round'"'"'s graid/md ratio (the two runs of a round are
 			# back to back, so drift of the host cancels within a pair).
 			np = 0
@@ -212,22 +308,28 @@ for level in 0 1 10; do
 				pr[q + 1] = x; np++
 			}
 			med = np == 0 ? 0 : (np % 2 ? pr[(np + 1) / 2] : (pr[np / 2] + pr[np / 2 + 1]) / 2)
-			printf "%-18s %-6s %10.1f %10.1f %9.2f %8.2f %11.1f  %s |%s\n", label[i], (i <= 4 ? "IOPS" : "MiB/s"),
+			printf "%-24s %-6s %10.1f %10.1f %9.2f %8.2f %11.1f  %s |%s\n", label, unit,
 				g, m, (m > 0 ? g / m : 0), med, r, runs[kg], runs[km]
+			if (w == "seqread") { og = g; om = m }
+			if (w == "degraded-seqread" && og > 0 && om > 0)
+				printf "%-24s %-6s %10.2f %10.2f\n", "degraded/optimal 1M read", "ratio", g / og, m / om
 		}
 	}' $results
 done
-echo
-awk '$3 == "aggregate" { k = $1 " " $2; s[k] += $4; n[k]++; runs[k] = runs[k] " " $4 }
-END {
-	m = s["members raw"] / n["members raw"]; g = s["raid0 graid"] / n["raid0 graid"]
-	d = s["raid0 md"] / n["raid0 md"]
-	printf "4k randread, 4 jobs x QD32, IOPS: members %.1f, graid RAID 0 %.1f (%.2f of the members), md RAID 0 %.1f (%.2f)\n", m, g, (m > 0 ? g / m : 0), d, (m > 0 ? d / m : 0)
-	printf "runs: members%s | graid%s | md%s\n", runs["members raw"], runs["raid0 graid"], runs["raid0 md"]
-}' $results
+if [ -s $results ] && grep -q aggregate $results; then
+	echo
+	awk '$3 == "aggregate" { k = $1 " " $2; s[k] += $4; n[k]++; runs[k] = runs[k] " " $4 }
+	END {
+		m = s["members raw"] / n["members raw"]; g = s["raid0 graid"] / n["raid0 graid"]
+		d = s["raid0 md"] / n["raid0 md"]
+		printf "4k randread, 4 jobs x QD32, IOPS: members %.1f, graid RAID 0 %.1f (%.2f of the members), md RAID 0 %.1f (%.2f)\n", m, g, (m > 0 ? g / m : 0), d, (m > 0 ? d / m : 0)
+		printf "runs: members%s | graid%s | md%s\n", runs["members raw"], runs["raid0 graid"], runs["raid0 md"]
+	}' $results
+fi
 
+dm remove bench-last || fail "dmsetup remove"
 unload_module
 echo
-echo "--- kernel log during the bench (warn|bug|error):"
-dmesg | grep -iE 'warn|bug|error' || echo "(none)"
+echo "--- kernel log during the bench (warn|bug|error), failed-member messages of the degraded cells left out:"
+dmesg | grep -iE 'warn|bug|error' | grep -vE 'I/O error, dev dm-|Buffer I/O error on dev dm-|md/raid:md0: (read error|Disk failure)|md: super_written gets error=-5|graid: bench[56]: member [0-9]+ failed, array degraded' || echo "(none)"
 [ $fio_errors = 0 ] || fail "$fio_errors fio runs failed"

@@ -7,6 +7,8 @@
 # proves nothing; GRAID_ALLOW_SKIP=1 accepts skips, e.g. on a machine without udev).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+# Eight drives: RAID 5/6 of 8 members and two arrays surviving the reboot at once.
+export DISKS=${DISKS:-8}
 
 tests=()
 if [ -n "${TESTS:-}" ]; then

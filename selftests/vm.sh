@@ -111,6 +111,7 @@ GRAID_DISK_SIZE_MB=$disk_mb
 GRAID_SHELL=$shell
 GRAID_TEST_TIMEOUT=${VM_TEST_TIMEOUT:-900}
 GRAID_SOAK=${GRAID_SOAK:-0}
+GRAID_SWEEP_FIRST=${GRAID_SWEEP_FIRST:-}
 ENV
 cp "$GRAID_ROOT/selftests/guest-init" "$root/init"
 chmod +x "$root/init"

@@ -1,11 +1,14 @@
-# RAID 5 and RAID 6 on NVMe members (md's default layout and two others): created with graidctl, fio crc32c-verified writes with
-# mixed block sizes and offsets from parallel jobs on different ranges, then read back by md
-# itself: the same members assembled as an md array with the same geometry and data offset
-# read the same data, and md's own "check" finds every stripe's parity consistent (0
-# mismatches), so placement and math are md's. The arrays are created with --write-zeroes: the
-# drives hold earlier tests' data, and --assume-clean would take their garbage as parity.
+# RAID 5 (3, 4, 8 members) and RAID 6 (4, 6, 8 members) on NVMe members, chunks 4K, 64K and
+# 512K, md's default layout and the three others: created with graidctl, fio crc32c-verified
+# writes with mixed block sizes and offsets from parallel jobs on different ranges, then read
+# back by md itself: the same members assembled as an md array with the same geometry and data
+# offset read the same data, and md's own "check" finds every stripe's parity consistent (0
+# mismatches), so placement and math are md's. md uses the first 32 MiB of each member
+# (--size), which holds everything graid wrote, so its check reads that much and not whole
+# drives. The arrays are created with --write-zeroes: the drives hold earlier tests' data, and
+# --assume-clean would take their garbage as parity.
 . /graid/lib.sh
-need_members 4
+need_members 8
 modprobe raid456 || fail "cannot load md raid456"
 
 # raid_case LEVEL CHUNK LAYOUT MEMBER...: one array through graid, then through md.
@@ -20,22 +23,22 @@ raid_case() {
 	dev=$(echo "$OUT" | grep -o '/dev/graid[0-9]*' | head -n 1)
 	[ -b "$dev" ] || fail "no block device in: $OUT"
 	# Two writers on different ranges at once, mixed sizes, unaligned to chunks by design.
-	fio_verify "$dev" 0 12M randwrite 4k-256k &
+	fio_verify "$dev" 0 8M randwrite 4k-256k &
 	w1=$!
-	fio_verify "$dev" 12M 12M write 8k-1m &
+	fio_verify "$dev" 8M 8M write 8k-1m &
 	w2=$!
 	wait $w1 || fail "random writer failed"
 	wait $w2 || fail "sequential writer failed"
 	echo 3 >/proc/sys/vm/drop_caches
-	fio_readback "$dev" 0 12M randwrite 4k-256k "graid read-back failed"
+	fio_readback "$dev" 0 8M randwrite 4k-256k "graid read-back failed"
 	expect_rc 0 graidctl stop "p$level"
 
 	# md over the same members: superblock 1.2, same chunk, layout and data offset.
 	mdadm --create /dev/md0 --run --level=$level --chunk=$chunk --layout=$layout \
-		--raid-devices=$n --metadata=1.2 --data-offset=2M --assume-clean --bitmap=none "$@" \
+		--raid-devices=$n --metadata=1.2 --data-offset=2M --size=32M --assume-clean --bitmap=none "$@" \
 		>/tmp/create.out 2>&1 || { cat /tmp/create.out; fail "mdadm --create failed"; }
-	fio_readback /dev/md0 0 12M randwrite 4k-256k "md reads other data than graid wrote (random)"
-	fio_readback /dev/md0 12M 12M write 8k-1m "md reads other data than graid wrote (sequential)"
+	fio_readback /dev/md0 0 8M randwrite 4k-256k "md reads other data than graid wrote (random)"
+	fio_readback /dev/md0 8M 8M write 8k-1m "md reads other data than graid wrote (sequential)"
 	echo check >/sys/block/md0/md/sync_action
 	sleep 1
 	while [ "$(cat /sys/block/md0/md/sync_action)" != idle ]; do sleep 1; done
@@ -49,9 +52,10 @@ raid_case() {
 
 set -- $members
 raid_case 5 64K left-symmetric $1 $2 $3
-raid_case 5 4K left-symmetric $1 $2 $3 $4
-raid_case 5 64K left-asymmetric $1 $2 $3 $4
+raid_case 5 4K right-symmetric $1 $2 $3 $4
+raid_case 5 512K left-asymmetric $1 $2 $3 $4 $5 $6 $7 $8
 raid_case 6 512K left-symmetric $1 $2 $3 $4
-raid_case 6 64K right-asymmetric $4 $3 $2 $1
+raid_case 6 4K left-symmetric $3 $4 $5 $6 $7 $8
+raid_case 6 64K right-asymmetric $8 $7 $6 $5 $4 $3 $2 $1
 unload_module
 kmemleak_check

@@ -1,12 +1,13 @@
-# Leaves a RAID 10 with verified data running when the VM powers off, for
+# Leaves a RAID 10 and a RAID 6 with verified data running when the VM powers off, for
 # after-reboot/01-assemble-after-reboot.sh to find on the next boot. Runs last. Created in
-# sync: the power-off while it runs is what must make it "not clean".
+# sync: the power-off while they run is what must make them "not clean".
 . /graid/lib.sh
-need_members 4
+need_members 8
 set -- $members
-expect_rc 0 graidctl create survivor --level 10 --chunk 256K --assume-clean "$@"
+expect_rc 0 graidctl create survivor --level 10 --chunk 256K --assume-clean $1 $2 $3 $4
 dev=$(echo "$OUT" | grep -o '/dev/graid[0-9]*' | head -n 1)
 fio_verify "$dev" 0 40M randwrite 4k-512k
-expect_rc 0 graidctl --json detail survivor
-json_field uuid "$OUT" >/tmp/uuid
-echo "left running: survivor $(cat /tmp/uuid) on $*"
+expect_rc 0 graidctl create survivor6 --level 6 --chunk 64K --write-zeroes $5 $6 $7 $8
+dev6=$(echo "$OUT" | grep -o '/dev/graid[0-9]*' | head -n 1)
+fio_verify "$dev6" 0 24M randwrite 4k-512k
+echo "left running: survivor on $1 $2 $3 $4, survivor6 on $5 $6 $7 $8"

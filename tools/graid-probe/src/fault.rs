@@ -1,7 +1,8 @@
 //! CREATE or ASSEMBLE with the N-th fault-injection point it reaches made to fail
 //! (`/proc/thread-self/fail-nth`: a slab or page allocation, with failslab and fail_page_alloc
 //! set to consider every allocation), for N = 1, 2, ... until the call no longer reaches the
-//! N-th. After each run: nothing is left running (a run that succeeded anyway, the allocation
+//! N-th (`--every K:F`: N = F, F + K, F + 2K, ... only, F in 1..=K, for a shorter sweep that
+//! still reaches past the last allocation). After each run: nothing is left running (a run that succeeded anyway, the allocation
 //! having a fallback, is stopped again), and a member superblock that said "not clean" still
 //! does. The kernel side of "cleanly" (no oops, no leak) is the test runner's dmesg and
 //! kmemleak checks.
@@ -18,8 +19,8 @@ use std::fs::OpenOptions;
 use std::os::unix::fs::FileExt;
 use std::process::ExitCode;
 
-/// `graid-probe fail-sweep assemble MEMBER...` or `graid-probe fail-sweep create LEVEL FLAGS
-/// NAME MEMBER...`.
+/// `graid-probe fail-sweep [--every K:F] assemble MEMBER...` or `graid-probe fail-sweep
+/// [--every K:F] create LEVEL FLAGS NAME MEMBER...`.
 pub fn run(control: &str, args: &[String]) -> ExitCode {
     match sweep(control, args) {
         Ok(Ok(summary)) => {
@@ -45,7 +46,22 @@ fn superblock_clean(path: &str) -> Option<bool> {
     (&block[..8] == b"GRAID-SB").then_some(block[12] & 1 != 0)
 }
 
+/// `--every K:F` at the front of `args`: the stride and first N, and the rest of `args`.
+fn stride(args: &[String]) -> Result<(u32, u32, &[String]), String> {
+    if args.first().map(String::as_str) != Some("--every") {
+        return Ok((1, 1, args));
+    }
+    let spec = args.get(1).ok_or(USAGE)?;
+    let (every, first) = spec
+        .split_once(':')
+        .and_then(|(k, f)| Some((k.parse::<u32>().ok()?, f.parse::<u32>().ok()?)))
+        .filter(|&(k, f)| k >= 1 && (1..=k).contains(&f))
+        .ok_or_else(|| format!("--every wants K:F with 1 <= F <= K, not '{spec}'"))?;
+    Ok((every, first, &args[2..]))
+}
+
 fn sweep(control: &str, args: &[String]) -> Result<Result<String, String>, String> {
+    let (every, first, args) = stride(args)?;
     let (what, paths) = match args.first().map(String::as_str) {
         Some("assemble") if args.len() >= 2 => ("assemble", &args[1..]),
         Some("create") if args.len() >= 5 => ("create", &args[4..]),
@@ -65,7 +81,7 @@ fn sweep(control: &str, args: &[String]) -> Result<Result<String, String>, Strin
         .iter()
         .map(|p| superblock_clean(p) == Some(false))
         .collect();
-    for nth in 1u32..=20_000 {
+    for (failed, nth) in (first..=20_000).step_by(every as usize).enumerate() {
         // Built before the fault is armed: only the ioctl runs armed.
         let mut assemble = GraidAssemble {
             nr_members: members.len() as u32,
@@ -98,10 +114,15 @@ fn sweep(control: &str, args: &[String]) -> Result<Result<String, String>, Strin
         let injected = String::from_utf8_lossy(&left[..read]).trim() == "0";
         if !injected {
             return Ok(if errno == 0 {
-                Ok(format!(
-                    "{what}: {} allocations failed in turn, each handled; then it worked",
-                    nth - 1
-                ))
+                Ok(match every {
+                    1 => format!(
+                        "{what}: {failed} allocations failed in turn, each handled; then it worked"
+                    ),
+                    _ => format!(
+                        "{what}: {failed} allocations failed in turn (every {every}th from \
+                         {first}), each handled; then it worked"
+                    ),
+                })
             } else {
                 Err(format!(
                     "{what} failed without an injected fault: {}",
@@ -160,4 +181,34 @@ fn sweep(control: &str, args: &[String]) -> Result<Result<String, String>, Strin
 }
 
 const USAGE: &str =
-    "usage: fail-sweep assemble MEMBER... | fail-sweep create LEVEL FLAGS NAME MEMBER...";
+    "usage: fail-sweep [--every K:F] assemble MEMBER... | fail-sweep [--every K:F] create LEVEL FLAGS NAME MEMBER...";
+
+#[cfg(test)]
+mod tests {
+    use super::stride;
+
+    fn args(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn every_takes_stride_and_first() {
+        let a = args(&["--every", "3:2", "create", "6"]);
+        let (every, first, rest) = stride(&a).unwrap();
+        assert_eq!((every, first), (3, 2));
+        assert_eq!(rest, &a[2..]);
+        let b = args(&["assemble", "/dev/x"]);
+        assert_eq!(stride(&b).unwrap(), (1, 1, &b[..]));
+    }
+
+    #[test]
+    fn every_refuses_a_first_outside_the_stride() {
+        for bad in ["3:0", "3:4", "0:0", "3", "x:1", ""] {
+            assert!(
+                stride(&args(&["--every", bad, "assemble"])).is_err(),
+                "{bad}"
+            );
+        }
+        assert!(stride(&args(&["--every"])).is_err());
+    }
+}

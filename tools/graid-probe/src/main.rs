@@ -5,7 +5,8 @@
 //! ```text
 //! graid-probe ioctls [CONTROL]            malformed ioctls and pointers, unprivileged opens
 //! graid-probe create SMALL MEMBER...      CREATE/STOP/DETAIL validation on real devices
-//! graid-probe fail-sweep assemble|create  the call with each of its allocations failing in turn
+//! graid-probe fail-sweep [--every K:F] assemble|create
+//!                                          the call with each (or every K-th) of its allocations failing
 //! ```
 
 mod create;
