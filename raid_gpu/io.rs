@@ -26,7 +26,7 @@ use crate::kernel_ext::{
 use crate::stripe_io::{self, Reserve, StripeBuffer};
 use crate::superblock_io::SuperblockWriter;
 use core::ptr;
-use core::sync::atomic::{AtomicPtr, Ordering};
+use core::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
 use kernel::{bindings, prelude::*};
 
 /// A member device of an array being set up, in role order.
@@ -201,6 +201,14 @@ impl ArrayIo {
         self.engine
             .submit(self, RqRef(rq.into_raw()), op, start, sectors);
     }
+}
+
+/// Whether this fresh stripe buffer allocation is to fail: every `fault_stripe_alloc`-th one
+/// (a module parameter for tests; 0, the default, never).
+fn injected_alloc_failure() -> bool {
+    static ALLOCATIONS: AtomicU32 = AtomicU32::new(0);
+    let every = *crate::module_parameters::fault_stripe_alloc.value();
+    every != 0 && ALLOCATIONS.fetch_add(1, Ordering::Relaxed).wrapping_add(1) % every == 0
 }
 
 /// Sectors of the longest column window one stripe step handles, in bytes.
@@ -463,13 +471,18 @@ impl Platform for ArrayIo {
         // A wide slice's buffer is a bonus: only memory at hand (no reclaim), never the
         // reserve, which is sized for a narrow slice.
         if sectors > SLICE_SECTORS {
+            if injected_alloc_failure() {
+                return false;
+            }
             let Ok(buffer) = StripeBuffer::new(columns, bytes, GFP_NOWAIT | __GFP_NOWARN) else {
                 return false;
             };
             return self.hold_buffer(rq, buffer);
         }
         // The step runs NOIO (`stripe_work_fn`, the worker); no warning: the reserve is next.
-        let fresh = StripeBuffer::new(columns, bytes, GFP_KERNEL | __GFP_NOWARN).ok();
+        let fresh = (!injected_alloc_failure())
+            .then(|| StripeBuffer::new(columns, bytes, GFP_KERNEL | __GFP_NOWARN).ok())
+            .flatten();
         let buffer = fresh.or_else(|| {
             let mut reserve = self.reserve.take()?;
             if reserve.fit(columns, bytes) {

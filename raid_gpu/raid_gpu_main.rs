@@ -35,6 +35,12 @@ module! {
     authors: ["The graid developers"],
     description: "graid: GPU-accelerated software RAID",
     license: "GPL",
+    params: {
+        fault_stripe_alloc: u32 {
+            default: 0,
+            description: "Tests only: make every Nth fresh RAID 5/6 stripe buffer allocation fail (0: never), so arrays run on their reserve buffers",
+        },
+    },
 }
 
 #[pin_data]

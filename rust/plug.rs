@@ -10,8 +10,15 @@
 //! (`blk_add_rq_to_plug`; a KASAN null-pointer dereference under the debug kernel, reached by
 //! `12-discard`'s fio closing the array). So member I/O goes into a plug of its own, flushed
 //! before `queue_rq` returns, with the task's plug set aside meanwhile.
+//!
+//! Setting a plug aside must first drop the timestamp the block layer may have cached in it:
+//! with `PF_BLOCK_TS` set, every context switch clears `current->plug->cur_ktime`, so a
+//! preemption while the task has no plug would write through NULL (seen in
+//! `13-member-dies-under-writeback`: an oops in `finish_task_switch` with the task
+//! preempted at the start of `blk_start_plug`).
 
 use core::{mem::MaybeUninit, ptr};
+use super::shim;
 use kernel::{bindings, task::Task};
 
 /// Runs `f` with a fresh plug as the task's plug, flushes that plug, and puts the task's own
@@ -19,6 +26,11 @@ use kernel::{bindings, task::Task};
 pub(crate) fn with_own_plug<R>(f: impl FnOnce() -> R) -> R {
     let task = Task::current_raw();
     let mut own = MaybeUninit::<bindings::blk_plug>::uninit();
+    // The kernel's own invalidation (`blk_plug_invalidate_ts`): the task's plug, if it has a
+    // cached timestamp, loses it and `PF_BLOCK_TS` is cleared, so no context switch looks at
+    // `current->plug` until one is installed again. Only this task sets the flag again.
+    // SAFETY: acts on the running task, which is in task context here.
+    unsafe { shim::graid_blk_plug_invalidate_ts() };
     // SAFETY: `task` is the running task, and a task's `plug` is only touched by the task
     // itself; it is restored below before this function returns.
     let outer = unsafe { ptr::replace(&raw mut (*task).plug, ptr::null_mut()) };

@@ -57,6 +57,7 @@ unsigned int graid_memalloc_noio_save(void) { return memalloc_noio_save(); }
 void graid_memalloc_noio_restore(unsigned int flags) { memalloc_noio_restore(flags); }
 unsigned int graid_raw_smp_processor_id(void) { return raw_smp_processor_id(); }
 struct workqueue_struct *graid_alloc_unbound_workqueue(const char *name) { return alloc_workqueue("%s", WQ_UNBOUND | WQ_MEM_RECLAIM, 0, name); }
+void graid_blk_plug_invalidate_ts(void) { blk_plug_invalidate_ts(); }
 void *graid_zero_page_address(void) { return page_address(ZERO_PAGE(0)); }
 struct bio_vec graid_bio_iter_iovec(struct bio *bio, struct bvec_iter iter) { return bio_iter_iovec(bio, iter); }
 void graid_bio_advance_iter(struct bio *bio, struct bvec_iter *iter, unsigned int bytes) { bio_advance_iter(bio, iter, bytes); }

@@ -41,6 +41,7 @@ unsigned int graid_memalloc_noio_save(void);
 void graid_memalloc_noio_restore(unsigned int flags);
 unsigned int graid_raw_smp_processor_id(void);
 struct workqueue_struct *graid_alloc_unbound_workqueue(const char *name);
+void graid_blk_plug_invalidate_ts(void);
 void *graid_zero_page_address(void);
 struct bio_vec graid_bio_iter_iovec(struct bio *bio, struct bvec_iter iter);
 void graid_bio_advance_iter(struct bio *bio, struct bvec_iter *iter, unsigned int bytes);

@@ -59,6 +59,7 @@ extern "C" {
     pub(crate) fn graid_disk_fops_ptr() -> *const block_device_operations;
     pub(crate) fn graid_blk_mq_init_hctx(hctx: *mut blk_mq_hw_ctx, data: *mut c_void, index: c_uint) -> c_int;
     pub(crate) fn graid_alloc_unbound_workqueue(name: *const c_char) -> *mut workqueue_struct;
+    pub(crate) fn graid_blk_plug_invalidate_ts();
     pub(crate) fn graid_zero_page_address() -> *mut c_void;
     pub(crate) fn graid_bio_iter_iovec(bio: *mut bio, iter: bvec_iter) -> bio_vec;
     pub(crate) fn graid_bio_advance_iter(bio: *mut bio, iter: *mut bvec_iter, bytes: c_uint);

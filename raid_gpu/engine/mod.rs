@@ -10,6 +10,9 @@
 //! its home (sending member I/O, ending requests, writing superblocks) goes through
 //! [`platform::Platform`].
 
+#[macro_use]
+mod code_enum;
+
 pub mod array;
 pub mod assembly;
 pub mod crc32c;

@@ -12,53 +12,23 @@ use super::platform::{Op, Status};
 use super::stripe::StripeState;
 use core::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 
-/// Which pass a request is in, or where it waits.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Phase {
-    /// Its first pass, as the submitter planned it.
-    Normal,
-    /// Re-reading from copies on members that returned no error.
-    Recover,
-    /// Writing the recovered data back to the members whose read failed.
-    RepairWrite,
-    /// Reading the repaired range back from those members.
-    Verify,
-    /// Waiting for the worker to send it: writes wait while a read error is being repaired.
-    Waiting,
-    /// Done, waiting for a member failure it depends on to reach the superblocks.
-    Parked,
-    /// A RAID 5/6 request in the stripe engine (its steps: `StripeState`).
-    Stripe,
-}
-
-impl Phase {
-    const ALL: [Phase; 7] = [
-        Phase::Normal,
-        Phase::Recover,
-        Phase::RepairWrite,
-        Phase::Verify,
-        Phase::Waiting,
-        Phase::Parked,
-        Phase::Stripe,
-    ];
-
-    fn code(self) -> u8 {
-        match self {
-            Phase::Normal => 0,
-            Phase::Recover => 1,
-            Phase::RepairWrite => 2,
-            Phase::Verify => 3,
-            Phase::Waiting => 4,
-            Phase::Parked => 5,
-            Phase::Stripe => 6,
-        }
-    }
-
-    fn from_code(code: u8) -> Self {
-        Self::ALL
-            .into_iter()
-            .find(|p| p.code() == code)
-            .unwrap_or(Phase::Normal)
+code_enum! {
+    /// Which pass a request is in, or where it waits.
+    pub enum Phase {
+        /// Its first pass, as the submitter planned it.
+        Normal,
+        /// Re-reading from copies on members that returned no error.
+        Recover,
+        /// Writing the recovered data back to the members whose read failed.
+        RepairWrite,
+        /// Reading the repaired range back from those members.
+        Verify,
+        /// Waiting for the worker to send it: writes wait while a read error is being repaired.
+        Waiting,
+        /// Done, waiting for a member failure it depends on to reach the superblocks.
+        Parked,
+        /// A RAID 5/6 request in the stripe engine (its steps: `StripeState`).
+        Stripe,
     }
 }
 

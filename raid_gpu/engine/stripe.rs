@@ -115,49 +115,21 @@ impl StripeLocks {
     }
 }
 
-/// Where a request is in its stripe life.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Step {
-    /// Waiting for the stripe lock.
-    Lock,
-    /// Holding the lock: plan the current slice (again, after a failure or a buffer wait).
-    Plan,
-    /// Reads of the slice are out.
-    Read,
-    /// Lost columns are being rebuilt.
-    Recover,
-    /// P/Q are being computed.
-    Compute,
-    /// Writes of the slice are out.
-    Write,
-}
-
-impl Step {
-    const ALL: [Step; 6] = [
-        Step::Lock,
-        Step::Plan,
-        Step::Read,
-        Step::Recover,
-        Step::Compute,
-        Step::Write,
-    ];
-
-    fn code(self) -> u8 {
-        match self {
-            Step::Lock => 0,
-            Step::Plan => 1,
-            Step::Read => 2,
-            Step::Recover => 3,
-            Step::Compute => 4,
-            Step::Write => 5,
-        }
-    }
-
-    fn from_code(code: u8) -> Step {
-        Self::ALL
-            .into_iter()
-            .find(|s| s.code() == code)
-            .unwrap_or(Step::Lock)
+code_enum! {
+    /// Where a request is in its stripe life.
+    enum Step {
+        /// Waiting for the stripe lock.
+        Lock,
+        /// Holding the lock: plan the current slice (again, after a failure or a buffer wait).
+        Plan,
+        /// Reads of the slice are out.
+        Read,
+        /// Lost columns are being rebuilt.
+        Recover,
+        /// P/Q are being computed.
+        Compute,
+        /// Writes of the slice are out.
+        Write,
     }
 }
 
@@ -170,45 +142,19 @@ enum PassEnd {
     ToWorker,
 }
 
-/// How a slice is updated.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mode {
-    /// A read through the buffer (a member is lost, or a direct read failed).
-    Read,
-    /// Every data column is written: parity from the new data, no reads.
-    Full,
-    /// Read the old data being replaced and the parity, update the parity in place.
-    ReadModifyWrite,
-    /// Read the data not being replaced, generate the parity.
-    ReconstructWrite,
-    /// A member is lost: read every survivor, rebuild, overlay, generate.
-    Degraded,
-}
-
-impl Mode {
-    const ALL: [Mode; 5] = [
-        Mode::Read,
-        Mode::Full,
-        Mode::ReadModifyWrite,
-        Mode::ReconstructWrite,
-        Mode::Degraded,
-    ];
-
-    fn code(self) -> u8 {
-        match self {
-            Mode::Read => 0,
-            Mode::Full => 1,
-            Mode::ReadModifyWrite => 2,
-            Mode::ReconstructWrite => 3,
-            Mode::Degraded => 4,
-        }
-    }
-
-    fn from_code(code: u8) -> Mode {
-        Self::ALL
-            .into_iter()
-            .find(|m| m.code() == code)
-            .unwrap_or(Mode::Read)
+code_enum! {
+    /// How a slice is updated.
+    pub enum Mode {
+        /// A read through the buffer (a member is lost, or a direct read failed).
+        Read,
+        /// Every data column is written: parity from the new data, no reads.
+        Full,
+        /// Read the old data being replaced and the parity, update the parity in place.
+        ReadModifyWrite,
+        /// Read the data not being replaced, generate the parity.
+        ReconstructWrite,
+        /// A member is lost: read every survivor, rebuild, overlay, generate.
+        Degraded,
     }
 }
 

@@ -6,7 +6,10 @@
 # - the member-clone pool under memory pressure: with every allocation from the clones' slab
 #   failing, a discard that needs more clones than the pool holds, sent through a dm-linear
 #   device stacked on a RAID 10 (so the clones wait on dm's bio list while more are made),
-#   completes instead of waiting forever on the pool (the bio set has a rescuer).
+#   completes instead of waiting forever on the pool (the bio set has a rescuer);
+# - RAID 5/6 stripe buffers: with every fresh buffer allocation failing (the module parameter
+#   fault_stripe_alloc=1), parallel verified writers share the array's one reserve buffer and
+#   all complete; then with every second one failing (fresh, reserve and waits mixed).
 . /graid/lib.sh
 need_members 4
 set -- $members
@@ -68,6 +71,26 @@ bad=$(echo "$log" | grep -E 'WARNING:|BUG[: ]|Oops|KASAN|UBSAN|general protectio
 [ -z "$bad" ] || { echo "$log" | tail -n 100; fail "kernel errors under injected allocation failures"; }
 echo "$(echo "$log" | grep -c 'Call Trace') stack dumps of the kernel's own failed-allocation reports"
 kmemleak_check
+
+for every in 1 2; do
+	echo "--- RAID 6, fault_stripe_alloc=$every (every ${every}. fresh stripe buffer allocation fails)"
+	unload_module
+	modprobe raid_gpu fault_stripe_alloc=$every || fail "modprobe raid_gpu fault_stripe_alloc=$every failed"
+	wipe_superblocks $d0 $d1 $d2 $d3
+	expect_rc 0 graidctl create sb --level 6 --chunk 64K --write-zeroes $d0 $d1 $d2 $d3
+	dev=$(echo "$OUT" | grep -o '/dev/graid[0-9]*' | head -n 1)
+	pids=
+	for r in 0 1 2; do
+		fio_verify "$dev" $((r * 8))M 8M randwrite 4k-256k &
+		pids="$pids $!"
+	done
+	for pid in $pids; do
+		finishes $pid 300 "a writer on the reserve buffer" || fail "a writer failed with stripe buffer allocations failing"
+	done
+	expect_rc 0 graidctl stop sb
+done
+unload_module
+load_module
 
 echo "--- the clone pool under memory pressure, through dm-linear on a RAID 10"
 wipe_superblocks $d0 $d1 $d2 $d3
