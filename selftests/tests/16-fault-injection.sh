@@ -73,7 +73,7 @@ echo "$(echo "$log" | grep -c 'Call Trace') stack dumps of the kernel's own fail
 kmemleak_check
 
 for every in 1 2; do
-	echo "--- RAID 6, fault_stripe_alloc=$every (every ${every}. fresh stripe buffer allocation fails)"
+	echo "--- RAID 6, fault_stripe_alloc=$every (one in $every fresh stripe buffer allocations fails)"
 	unload_module
 	modprobe raid_gpu fault_stripe_alloc=$every || fail "modprobe raid_gpu fault_stripe_alloc=$every failed"
 	wipe_superblocks $d0 $d1 $d2 $d3
