@@ -12,7 +12,7 @@ set -- $members
 d0=$1 d1=$2 d2=$3 d3=$4
 export DM_DISABLE_UDEV=1
 
-dd if=/dev/urandom of=/tmp/data bs=1M count=96 2>/dev/null || fail "cannot make test data"
+dd if=/dev/urandom of=/tmp/data bs=1M count=64 2>/dev/null || fail "cannot make test data"
 data_sum=$(sha256sum </tmp/data | cut -d' ' -f1)
 
 # kill_member: member 1's table becomes `error`: every I/O to it fails from now on.
@@ -73,7 +73,7 @@ for level in 1 10 5 6; do
 		exec 3<&-
 		member_failed_and_recorded
 		echo 3 >/proc/sys/vm/drop_caches
-		dd if=$target of=/tmp/back bs=1M count=96 2>/dev/null
+		dd if=$target of=/tmp/back bs=1M count=64 2>/dev/null
 		got=$(sha256sum </tmp/back | cut -d' ' -f1)
 		if [ "$got" != "$data_sum" ]; then
 			cmp -l /tmp/data /tmp/back | awk 'NR == 1 { print "first difference at byte", $1 } END { print NR, "bytes differ, the last at", $1 }'
@@ -86,14 +86,14 @@ for level in 1 10 5 6; do
 	case $level in 5 | 6) continue ;; esac
 	echo "--- RAID $level, member 1 dies under O_DIRECT writes"
 	start_array $level
-	fio --name=write $(fio_args "$dev" 0 96M randwrite 4k-256k) >/tmp/fio.out 2>&1 &
+	fio --name=write $(fio_args "$dev" 0 64M randwrite 4k-256k) >/tmp/fio.out 2>&1 &
 	writer=$!
 	usleep 300000
 	kill -0 $writer 2>/dev/null || fail "fio ended before the member died: nothing tested"
 	kill_member
 	finishes $writer 300 "fio" || { cat /tmp/fio.out; fail "fio verify failed with a dying member"; }
 	member_failed_and_recorded
-	fio_readback "$dev" 0 96M randwrite 4k-256k "O_DIRECT data lost when the member died"
+	fio_readback "$dev" 0 64M randwrite 4k-256k "O_DIRECT data lost when the member died"
 	stop_array
 done
 wipe_superblocks $d0 $d1 $d2 $d3
