@@ -135,12 +135,16 @@ level_members() {
 	esac
 }
 
+# selected WORKLOAD...: the workloads whose names match ONLY.
+selected() {
+	echo $(echo "$@" | tr ' ' '\n' | grep -E "^($only)[^:]*:")
+}
+
 level_workloads() {
 	case $1 in
-	5 | 6) list=$parity_workloads ;;
-	*) list=$mirror_workloads ;;
+	5 | 6) selected $parity_workloads ;;
+	*) selected $mirror_workloads ;;
 	esac
-	echo $(echo $list | tr ' ' '\n' | grep -E "^($only)[^:]*:")
 }
 
 # up_graid LEVEL, up_md LEVEL: create the array on the members; its device in $dev.
@@ -198,20 +202,24 @@ down_md() {
 	wipe_superblocks $(level_members $1)
 }
 
-# fail_last: every I/O to the sixth member fails from now on; a read of every chunk position
-# of one stripe row makes the array fail it (graid at the first error, md after its rewrite
-# fails too), so the measured run is degraded from its start.
+# last_table TABLE: the sixth member's dm table becomes TABLE (one target over all of it).
+last_table() {
+	dm suspend bench-last && dm load bench-last --table "0 $last_sectors $1" &&
+		dm resume bench-last || fail "cannot switch the sixth member to '$1'"
+}
+
+# fail_last: every I/O to the sixth member fails from now on; a 16 MiB read (chunks on every
+# member) makes the array fail it (graid at the first error, md after its rewrite fails too),
+# so the measured run is degraded from its start.
 fail_last() {
-	dm suspend bench-last && dm load bench-last --table "0 $last_sectors error" &&
-		dm resume bench-last || fail "cannot switch the sixth member to errors"
+	last_table error
 	degraded=1
 	dd if="$dev" of=/dev/null bs=1M count=16 iflag=direct 2>/dev/null
 }
 
 restore_last() {
 	[ -n "$degraded" ] || return 0
-	dm suspend bench-last && dm load bench-last --table "0 $last_sectors linear $drives_last 0" &&
-		dm resume bench-last || fail "cannot restore the sixth member"
+	last_table "linear $drives_last 0"
 	degraded=
 }
 drives_last=$6
@@ -225,7 +233,7 @@ fio --rw=write --bs=1M --direct=1 --ioengine=libaio --iodepth=8 $fill --minimal 
 wipe_superblocks $members
 
 echo "--- raw member $raw"
-for w in $(echo $mirror_workloads $parity_workloads | tr ' ' '\n' | grep -E "^($only)[^:]*:"); do
+for w in $(selected $mirror_workloads $parity_workloads); do
 	case $w in degraded-*) continue ;; esac
 	run_workload raw raw "$raw" "$w"
 done
