@@ -82,23 +82,31 @@ impl StripeBuffer {
     }
 }
 
-/// Computes `job` on `buf`; false if the job does not fit the buffer or the library cannot do
-/// it (a RAID 6 read-modify-write without `raid6_xor_syndrome`).
+/// Computes `job` on `buf`, stripe by stripe and page by page within each; false if the job
+/// does not fit the buffer or the library cannot do it (a RAID 6 read-modify-write without
+/// `raid6_xor_syndrome`, an update over more than one stripe).
 pub(crate) fn compute(buf: &mut StripeBuffer, job: &ParityJob) -> bool {
-    let bytes = match usize::try_from(job.sectors) {
-        Ok(s) => s.saturating_mul(512),
-        Err(_) => return false,
-    };
-    if bytes == 0 || bytes > buf.bytes {
+    let bytes = |sectors: u64| usize::try_from(sectors).ok()?.checked_mul(512);
+    match bytes(job.sectors) {
+        Some(total) if total > 0 && total <= buf.bytes => {}
+        _ => return false,
+    }
+    if matches!(job.op, ParityOp::Update { .. }) && job.stripe_count() != 1 {
         return false;
     }
-    let mut offset = 0;
-    while offset < bytes {
-        let len = (bytes - offset).min(PAGE_SIZE);
-        if !compute_page(buf, job, offset, len) {
+    for (map, from, to) in job.stripes() {
+        let (Some(mut offset), Some(end)) = (bytes(from), bytes(to)) else {
             return false;
+        };
+        // Pieces of at most a page from the stripe's first byte: 512-byte aligned, which is
+        // all the library's SIMD loops ask (a run's later stripes need not start on a page).
+        while offset < end {
+            let len = (end - offset).min(PAGE_SIZE);
+            if !compute_piece(buf, &map, job.op, offset, len) {
+                return false;
+            }
+            offset += len;
         }
-        offset += len;
     }
     true
 }
@@ -120,17 +128,22 @@ fn slot_order(map: &StripeMap) -> Option<([u32; MAX_VECTORS], usize)> {
     Some((order, data))
 }
 
-/// One page (`len` bytes at `offset` of every column) of `job`.
-fn compute_page(buf: &mut StripeBuffer, job: &ParityJob, offset: usize, len: usize) -> bool {
-    let map = job.map;
+/// One piece (`len <= PAGE_SIZE` bytes at `offset` of every column) of one stripe of a job.
+fn compute_piece(
+    buf: &mut StripeBuffer,
+    map: &StripeMap,
+    op: ParityOp,
+    offset: usize,
+    len: usize,
+) -> bool {
     let n = map.members();
-    let Some((order, data)) = slot_order(&map) else {
+    let Some((order, data)) = slot_order(map) else {
         return false;
     };
     let raid6 = map.q().is_some();
     let mut col = |c: u32| buf.at(c, offset, len);
-    // Every pointer below comes from `col`: inside its column, page aligned (columns are, and
-    // `offset` is a multiple of the page size), `len` bytes long.
+    // Every pointer below comes from `col`: inside its column, 512-byte aligned (columns are
+    // page aligned, `offset` a multiple of 512), `len <= PAGE_SIZE` bytes long.
     // A read-modify-write buffer holds only the changed data columns and P/Q: the others stay
     // null here, and only `Update` runs without them.
     let mut ptrs: Vectors = [ptr::null_mut(); MAX_VECTORS];
@@ -139,16 +152,21 @@ fn compute_page(buf: &mut StripeBuffer, job: &ParityJob, offset: usize, len: usi
         ptrs[slot] = col(m).unwrap_or(ptr::null_mut());
     }
     let complete = ptrs.iter().take(disks).all(|p| !p.is_null());
-    let needs_all = !matches!(job.op, ParityOp::Update { .. });
+    let needs_all = !matches!(op, ParityOp::Update { .. });
     if (needs_all && !complete) || ptrs[data].is_null() || (raid6 && ptrs[data + 1].is_null()) {
         return false;
     }
     let p_ptr = ptrs[data];
-    match job.op {
-        ParityOp::Generate
-        | ParityOp::Recover {
-            how: Recovery::RegenerateQ | Recovery::RegeneratePq,
-        } => {
+    // This stripe's part of a recovery: regenerating lost parity is a generation.
+    let op = match op {
+        ParityOp::Recover { lost } => match map.recovery(lost) {
+            Recovery::RegenerateQ | Recovery::RegeneratePq => ParityOp::Generate,
+            how => return recover(map, how, &mut ptrs, data, disks, len),
+        },
+        op => op,
+    };
+    match op {
+        ParityOp::Generate => {
             if raid6 {
                 // SAFETY: `disks` valid pointers (see above); task context (work items only).
                 unsafe { raid_math::gen_syndrome(disks, len, &mut ptrs) };
@@ -211,7 +229,8 @@ fn compute_page(buf: &mut StripeBuffer, job: &ParityJob, offset: usize, len: usi
             }
             true
         }
-        ParityOp::Recover { how } => recover(&map, how, &mut ptrs, data, disks, len),
+        // Resolved above.
+        ParityOp::Recover { .. } => false,
     }
 }
 

@@ -60,6 +60,11 @@ pub const MAX_MEMBERS: u32 = 32;
 pub const MAX_SECTORS: u64 = u64::MAX >> SECTOR_SHIFT;
 /// Copies of each chunk in RAID 10's near-2 layout.
 pub const RAID10_NEAR_COPIES: u32 = 2;
+/// RAID 5/6: the data a run of adjacent stripes holds at most (1 MiB), unless one stripe
+/// holds more ([`Geometry::run_stripes`]). Larger runs batch more stripes into one member I/O
+/// and one parity job; smaller ones let more unrelated writes run in parallel (a run is
+/// locked as one).
+pub const RUN_DATA_SECTORS: u64 = 2048;
 
 pub use super::layout::{ParityLayout, StripeMap};
 
@@ -426,14 +431,29 @@ impl Geometry {
         self.sectors_in(stripe)
     }
 
+    /// RAID 5 and 6: how many adjacent stripes form a *run*, the unit a request stays within
+    /// and the stripe engine locks and batches: as many as [`RUN_DATA_SECTORS`] of data
+    /// hold, at least one. 1 for the other levels.
+    pub fn run_stripes(&self) -> u64 {
+        if self.level.has_parity() {
+            (RUN_DATA_SECTORS / self.stripe_data_sectors().max(1)).max(1)
+        } else {
+            1
+        }
+    }
+
     /// Value for the queue limit `chunk_sectors`: no piece returned by the mapping crosses a
     /// multiple of it, so blk-mq requests split there map to a single chunk per copy. For
-    /// RAID 5 and 6 a whole stripe's data: a request never spans two stripes. 0 (no boundary)
-    /// for RAID 1.
+    /// RAID 5 and 6 a whole run of stripes ([`Self::run_stripes`]): a request never spans
+    /// two runs. 0 (no boundary) for RAID 1.
     pub fn boundary_sectors(&self) -> u32 {
         if self.level.has_parity() {
-            // At most 1 MiB * 31 in sectors: fits.
-            self.chunk_sectors().saturating_mul(self.data_members())
+            // A run holds at most max(RUN_DATA_SECTORS, one stripe of 1 MiB * 31) sectors:
+            // fits.
+            let run = self
+                .run_stripes()
+                .saturating_mul(self.stripe_data_sectors());
+            u32::try_from(run).unwrap_or(u32::MAX)
         } else {
             self.chunk_sectors()
         }

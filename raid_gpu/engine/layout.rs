@@ -150,6 +150,19 @@ impl StripeMap {
         }
     }
 
+    /// The map of the stripe `by` stripes after this one.
+    #[must_use]
+    pub fn advanced(&self, by: u64) -> Self {
+        let n = self.members.max(1);
+        let rot = if self.layout.is_left() {
+            n.saturating_sub(1).saturating_sub(self.p)
+        } else {
+            self.p
+        };
+        let stripe = u64::from(rot).saturating_add(by % u64::from(n));
+        Self::new(self.layout, n, self.parity(), stripe)
+    }
+
     pub fn members(&self) -> u32 {
         self.members
     }

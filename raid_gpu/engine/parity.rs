@@ -9,13 +9,19 @@
 //! for a read-modify-write. The math is md's (`lib/raid/`): P = ⊕ D, Q = Σ g^slot · D over
 //! GF(2^8) with polynomial 0x11d, `slot` the member's [`StripeMap::syndrome_slot`].
 //!
+//! A job may cover several adjacent stripes (a *run*): column offset `x` is chunk offset
+//! `(head + x) % chunk` of the run's stripe `(head + x) / chunk`, each member's column being
+//! contiguous on the member across the run. Every stripe has its own roles (P and Q rotate), so
+//! backends work stripe by stripe ([`ParityJob::stripes`]); a batching backend (the helper over
+//! the shared ring, a GPU) can take the whole run as one dispatch.
+//!
 //! Backends: the kernel's `lib/raid/` (task context, synchronous), `tools/graid-parity` on the
 //! host, and later the helper over the shared ring (asynchronous, batched). The engine hands
 //! over one job per request step and is told of its end through
 //! [`ArrayEngine::parity_done`](super::array::ArrayEngine::parity_done), inline or later, so
 //! a backend may collect jobs from many requests into one batch.
 
-use super::layout::{Recovery, StripeMap};
+use super::layout::StripeMap;
 use super::members::MemberSet;
 
 /// What to compute.
@@ -24,20 +30,46 @@ pub enum ParityOp {
     /// Columns P (and Q) from every data column.
     Generate,
     /// Read-modify-write: P (and Q) updated in place for the data members in `changed`, whose
-    /// old contents are in column `m` and new ones in column `members + m`.
+    /// old contents are in column `m` and new ones in column `members + m`. One stripe only
+    /// (a member's role differs between stripes); backends refuse it over more.
     Update { changed: MemberSet },
-    /// Rebuild the lost columns from the others, as `how` says.
-    Recover { how: Recovery },
+    /// Rebuild the columns of the members in `lost` from the others, stripe by stripe as
+    /// each stripe's [`StripeMap::recovery`] says.
+    Recover { lost: MemberSet },
 }
 
 /// One parity computation on a request's stripe buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ParityJob {
     pub op: ParityOp,
-    /// The stripe's roles (which column is P, Q, and each data column's coefficient).
+    /// The roles in the run's first stripe (which column is P, Q, and each data column's
+    /// coefficient); the next stripes' follow by [`StripeMap::advanced`].
     pub map: StripeMap,
+    /// The chunk offset of column offset 0 in the first stripe, in sectors.
+    pub head: u64,
+    /// Chunk size in sectors.
+    pub chunk: u64,
     /// Length of every column involved, in sectors.
     pub sectors: u64,
+}
+
+impl ParityJob {
+    /// The job stripe by stripe: each stripe's roles and its column range `[from, to)`.
+    pub fn stripes(&self) -> impl Iterator<Item = (StripeMap, u64, u64)> {
+        let (map, head) = (self.map, self.head);
+        let chunk = self.chunk.max(1);
+        let end = head.saturating_add(self.sectors);
+        (0..end.div_ceil(chunk)).map(move |t| {
+            let from = t.saturating_mul(chunk).max(head) - head;
+            let to = t.saturating_add(1).saturating_mul(chunk).min(end) - head;
+            (map.advanced(t), from, to)
+        })
+    }
+
+    /// How many stripes the job covers.
+    pub fn stripe_count(&self) -> u64 {
+        self.stripes().count() as u64
+    }
 }
 
 /// Buffer columns by index (up to 64: a current and a new column per member).

@@ -4,24 +4,27 @@
 //!
 //! # A request's life
 //!
-//! The queue limits keep every request inside one stripe (`Geometry::boundary_sectors`). Reads
-//! of an optimal array go straight to the data members (the RAID 0 path in `array.rs`);
-//! everything else runs here, step by step, in process context (the platform's work items,
-//! [`Platform::queue_stripe_work`]), driven by member I/O and parity completions:
+//! The queue limits keep every request inside one *run* of adjacent stripes
+//! (`Geometry::run_stripes`, about 1 MiB of data). Reads of an optimal array go straight to
+//! the data members (the RAID 0 path in `array.rs`); everything else runs here, step by step,
+//! in process context (the platform's work items, [`Platform::queue_stripe_work`]), driven by
+//! member I/O and parity completions:
 //!
-//! 1. **Lock** the stripe: one lock bit per slot of a table hashed by stripe number, so
-//!    overlapping requests run one after the other and different stripes in parallel on as
+//! 1. **Lock** the run: one lock bit per slot of a table hashed by run number, so
+//!    overlapping requests run one after the other and different runs in parallel on as
 //!    many CPUs as the work queue has (no array-wide lock anywhere). Waiters wait on the
 //!    slot's own list.
-//! 2. **Plan** a *slice* of the stripe: the column window the request touches (the same
-//!    offsets on every member; as long as [`WIDE_SLICE_SECTORS`] of buffer allow when memory
-//!    is at hand, else at most [`SLICE_SECTORS`], so stripe memory is bounded) and how to
-//!    update it: a *full* write (every data column written: no reads), a
-//!    *read-modify-write* (read the old data being replaced and the parity), or a
-//!    *reconstruct-write* (read the data not being replaced), whichever reads fewer sectors
-//!    (md's `handle_stripe_dirtying`; reconstruct-write only while the parity is not known to
-//!    be consistent, as md does above its resync point). With a member lost the slice is
-//!    *degraded*: every surviving column is read and the lost ones rebuilt first.
+//! 2. **Plan** a *slice*: a window of *rows* (the same member offsets on every member; as long
+//!    as [`WIDE_SLICE_SECTORS`] of buffer allow when memory is at hand, else at most
+//!    [`SLICE_SECTORS`], so stripe memory is bounded) and how to update it: a *full* write
+//!    (every data column written: no reads), a *read-modify-write* (read the old data being
+//!    replaced and the parity), or a *reconstruct-write* (read the data not being replaced),
+//!    whichever reads fewer sectors (md's `handle_stripe_dirtying`; reconstruct-write only
+//!    while the parity is not known to be consistent, as md does above its resync point).
+//!    With a member lost the slice is *degraded*: every surviving column is read and the lost
+//!    ones rebuilt first. Full, degraded and read slices run across stripe boundaries, so
+//!    adjacent stripes are *batched*: one I/O per member and one parity job for all of them
+//!    (a job over a run, [`ParityJob::stripes`]); a partial write stays in its stripe.
 //! 3. **Buffer**: the platform gives the request a stripe buffer for the slice; when memory is
 //!    short the request waits for another to free one (order: lock, then buffer, so waiting
 //!    never holds what others need beyond their own stripes).
@@ -46,8 +49,8 @@ use super::request::{Phase, RequestState};
 use core::ops::Deref;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
-/// Lock slots per array. Stripe `s` uses slot `s % LOCK_SLOTS`: neighbouring stripes never
-/// share one, and a collision only makes two unrelated stripes take turns.
+/// Lock slots per array. Run `r` uses slot `r % LOCK_SLOTS`: neighbouring runs never share
+/// one, and a collision only makes two unrelated runs take turns.
 pub const LOCK_SLOTS: usize = 256;
 
 /// The longest column window one step handles when memory is short: bounds a request's
@@ -221,19 +224,26 @@ impl StripeState {
     }
 }
 
-/// One request's view of its stripe: which columns it touches.
+/// One request's view of its run of stripes: which columns it touches.
+///
+/// Positions in the run are *rows*: row `r` is chunk offset `r % chunk` of the run's stripe
+/// `r / chunk`, and sits at member sector `member_base + r` on every member, so a range of
+/// rows is one contiguous I/O per member across stripes.
 #[derive(Clone, Copy, Debug)]
 struct Span {
+    /// The roles in the first stripe the request touches.
     map: StripeMap,
-    /// The lock slot.
+    /// Stripes the request touches (at least one).
+    stripes: u64,
+    /// The lock slot (of the run).
     slot: u32,
-    /// Array sector of the stripe's first data sector.
+    /// Array sector of the first stripe's first data sector.
     row_start: u64,
     chunk: u64,
     /// The request's array range.
     start: u64,
     end: u64,
-    /// First member sector of the stripe, data offset included.
+    /// First member sector of the first stripe, data offset included.
     member_base: u64,
 }
 
@@ -243,54 +253,182 @@ impl Span {
         if sectors == 0 || end > g.array_sectors() {
             return None;
         }
-        let stripe = g.stripe_of(start);
-        let row_start = stripe.checked_mul(g.stripe_data_sectors())?;
-        // The queue limits keep a request inside one stripe; refuse anything else.
-        if end > row_start.checked_add(g.stripe_data_sectors())? {
+        let first = g.stripe_of(start);
+        let last = g.stripe_of(end - 1);
+        let run = g.run_stripes();
+        // The queue limits keep a request inside one run; refuse anything else.
+        if first / run != last / run {
             return None;
         }
         Some(Self {
-            map: g.stripe_map(stripe)?,
+            map: g.stripe_map(first)?,
+            stripes: last - first + 1,
             // Below LOCK_SLOTS: lossless.
-            slot: (stripe % LOCK_SLOTS as u64) as u32,
-            row_start,
+            slot: (first / run % LOCK_SLOTS as u64) as u32,
+            row_start: first.checked_mul(g.stripe_data_sectors())?,
             chunk: u64::from(g.chunk_sectors()),
             start,
             end,
-            member_base: data_offset.checked_add(g.stripe_member_sector(stripe))?,
+            member_base: data_offset.checked_add(g.stripe_member_sector(first))?,
         })
     }
 
-    /// The column range data index `index` has inside the request, as offsets in the chunk.
-    fn written(&self, index: u32) -> Option<(u64, u64)> {
+    fn members(&self) -> u32 {
+        self.map.members()
+    }
+
+    /// The roles in stripe `t` of the request (0 = the first).
+    fn map_of(&self, t: u64) -> StripeMap {
+        self.map.advanced(t)
+    }
+
+    /// The stripe row `row` lies in.
+    fn stripe_at(&self, row: u64) -> u64 {
+        row / self.chunk.max(1)
+    }
+
+    /// The first row after stripe `t`.
+    fn stripe_end(&self, t: u64) -> u64 {
+        t.saturating_add(1).saturating_mul(self.chunk)
+    }
+
+    /// The stripes that rows `[a, b)` cross: each one's index, roles, and rows within `[a, b)`.
+    fn stripes_in(&self, a: u64, b: u64) -> StripesIn {
+        StripesIn {
+            span: *self,
+            next: self.stripe_at(a),
+            a,
+            b,
+        }
+    }
+
+    /// The rows data index `index` of stripe `t` has inside the request.
+    fn written(&self, t: u64, index: u32) -> Option<(u64, u64)> {
+        let data = u64::from(self.map.data());
+        let chunks = t.checked_mul(data)?.checked_add(u64::from(index))?;
         let col_start = self
             .row_start
-            .checked_add(u64::from(index).checked_mul(self.chunk)?)?;
+            .checked_add(chunks.checked_mul(self.chunk)?)?;
         let col_end = col_start.checked_add(self.chunk)?;
         let from = self.start.max(col_start);
         let to = self.end.min(col_end);
-        (from < to).then(|| (from - col_start, to - col_start))
+        let row = t.checked_mul(self.chunk)?;
+        (from < to).then(|| (row + (from - col_start), row + (to - col_start)))
     }
 
-    /// `written` clipped to the slice `[a, b)`.
-    fn written_in(&self, index: u32, a: u64, b: u64) -> Option<(u64, u64)> {
-        let (from, to) = self.written(index)?;
+    /// `written` clipped to rows `[a, b)`.
+    fn written_in(&self, t: u64, index: u32, a: u64, b: u64) -> Option<(u64, u64)> {
+        let (from, to) = self.written(t, index)?;
         let (from, to) = (from.max(a), to.min(b));
         (from < to).then_some((from, to))
     }
 
-    /// The smallest column window covering everything the request touches.
-    fn hull(&self) -> (u64, u64) {
-        (0..self.map.data())
-            .filter_map(|i| self.written(i))
-            .fold((u64::MAX, 0), |(lo, hi), (a, b)| (lo.min(a), hi.max(b)))
+    /// The rows of stripe `t` every data column of which the request writes (maybe empty).
+    fn all_written(&self, t: u64) -> (u64, u64) {
+        (0..self.map.data()).fold((0, u64::MAX), |(lo, hi), i| {
+            self.written(t, i)
+                .map_or((0, 0), |(a, b)| (lo.max(a), hi.min(b)))
+        })
     }
 
-    /// Array sector of column offset `offset` of data index `index`.
-    fn array_sector(&self, index: u32, offset: u64) -> u64 {
+    /// The end of the rows from `a` on that the request writes in every data column (`a` if
+    /// there are none at `a`): such rows need no reads, across stripes.
+    fn full_until(&self, a: u64) -> u64 {
+        let mut row = a;
+        while self.stripe_at(row) < self.stripes {
+            let t = self.stripe_at(row);
+            let (lo, hi) = self.all_written(t);
+            if !(lo <= row && row < hi) {
+                break;
+            }
+            row = hi;
+            if hi < self.stripe_end(t) {
+                break;
+            }
+        }
+        row
+    }
+
+    /// The smallest row window covering everything the request touches: from the first
+    /// stripe's first touched row to the last stripe's last (the stripes between are whole).
+    fn hull(&self) -> (u64, u64) {
+        let last = self.stripes.saturating_sub(1);
+        let data = self.map.data();
+        let lo = (0..data)
+            .filter_map(|i| self.written(0, i))
+            .fold(u64::MAX, |lo, (a, _)| lo.min(a));
+        let hi = (0..data)
+            .filter_map(|i| self.written(last, i))
+            .fold(0, |hi, (_, b)| hi.max(b));
+        (lo, hi)
+    }
+
+    /// Array sector of row `row` of data index `index` in stripe `t`.
+    fn array_sector(&self, t: u64, index: u32, row: u64) -> u64 {
+        let data = u64::from(self.map.data());
+        let chunks = t.saturating_mul(data).saturating_add(u64::from(index));
         self.row_start
-            .saturating_add(u64::from(index).saturating_mul(self.chunk))
-            .saturating_add(offset)
+            .saturating_add(chunks.saturating_mul(self.chunk))
+            .saturating_add(row.saturating_sub(t.saturating_mul(self.chunk)))
+    }
+
+    /// A parity job over rows `[a, b)`.
+    fn job(&self, op: ParityOp, a: u64, b: u64) -> ParityJob {
+        let t = self.stripe_at(a);
+        ParityJob {
+            op,
+            map: self.map_of(t),
+            head: a - t.saturating_mul(self.chunk),
+            chunk: self.chunk,
+            sectors: b - a,
+        }
+    }
+}
+
+/// The iterator of [`Span::stripes_in`] (a named type: closures here made symbol names too
+/// long for objtool).
+struct StripesIn {
+    span: Span,
+    next: u64,
+    a: u64,
+    b: u64,
+}
+
+impl Iterator for StripesIn {
+    type Item = (u64, StripeMap, u64, u64);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let t = self.next;
+        let from = t.saturating_mul(self.span.chunk).max(self.a);
+        if from >= self.b {
+            return None;
+        }
+        self.next = t.saturating_add(1);
+        let to = self.span.stripe_end(t).min(self.b);
+        Some((t, self.span.map_of(t), from, to))
+    }
+}
+
+/// Merges one member's consecutive ranges of one buffer column into one I/O.
+#[derive(Default)]
+struct Coalesce {
+    pending: Option<(u32, u64, u64)>,
+}
+
+impl Coalesce {
+    /// Adds rows `[from, to)` of `column`; returns a range to send now if it does not extend
+    /// the pending one.
+    fn add(&mut self, column: u32, from: u64, to: u64) -> Option<(u32, u64, u64)> {
+        match self.pending {
+            Some((c, f, t)) if c == column && t == from => {
+                self.pending = Some((c, f, to));
+                None
+            }
+            pending => {
+                self.pending = Some((column, from, to));
+                pending
+            }
+        }
     }
 }
 
@@ -450,12 +588,11 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         if a == u64::MAX {
             a = lo;
         }
-        let b = a.saturating_add(SLICE_SECTORS).min(hi);
-        if a >= b {
+        if a >= hi {
             self.stripe_end(p, rq, Status::IoError);
             return;
         }
-        let n = span.map.members();
+        let n = span.members();
         let lost = (0..n)
             .filter(|&m| !self.usable(m, MemberSet::EMPTY))
             .fold(MemberSet::EMPTY, MemberSet::with);
@@ -463,16 +600,17 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             self.stripe_end(p, rq, Status::IoError);
             return;
         }
-        let narrow = self.slice_plan(span, op, lost, a, b);
+        let narrow = self.slice_plan(span, op, lost, a, SLICE_SECTORS);
         // As wide as WIDE_SLICE_SECTORS of buffer allow with the columns this plan needs, in
-        // whole narrow slices, within the chunk.
+        // whole narrow slices.
         let wide_len = (WIDE_SLICE_SECTORS / u64::from(narrow.columns.count().max(1)))
             / SLICE_SECTORS
             * SLICE_SECTORS;
         let wide = (wide_len > SLICE_SECTORS && narrow.end < hi)
-            .then(|| self.slice_plan(span, op, lost, a, a.saturating_add(wide_len).min(hi)))
+            .then(|| self.slice_plan(span, op, lost, a, wide_len))
             .filter(|w| {
-                u64::from(w.columns.count()).saturating_mul(w.end - a) <= WIDE_SLICE_SECTORS
+                w.end > narrow.end
+                    && u64::from(w.columns.count()).saturating_mul(w.end - a) <= WIDE_SLICE_SECTORS
             });
         let mut plan = narrow;
         if !stripe.buffer.load(Ordering::Relaxed) {
@@ -500,47 +638,61 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         self.send_reads(p, rq, span, plan.mode, lost);
     }
 
-    /// The plan for slice `[a, b)` with the members in `lost` lost.
-    fn slice_plan(&self, span: &Span, op: Op, lost: MemberSet, a: u64, b: u64) -> SlicePlan {
-        let mode = if op == Op::Read {
-            Mode::Read
+    /// The plan for a slice from row `a`, at most `limit` rows long, with the members in
+    /// `lost` lost. Reads, degraded writes and rows written in every data column (full) may
+    /// run across stripes; a partial write stays in its stripe, and stops where full rows
+    /// begin.
+    fn slice_plan(&self, span: &Span, op: Op, lost: MemberSet, a: u64, limit: u64) -> SlicePlan {
+        let (_, hi) = span.hull();
+        let until = |end: u64| a.saturating_add(limit).min(hi).min(end);
+        let all = Columns::members(MemberSet::first(span.members()));
+        let (mode, end) = if op == Op::Read {
+            (Mode::Read, until(hi))
         } else if !lost.is_empty() {
-            Mode::Degraded
+            (Mode::Degraded, until(hi))
         } else {
-            self.write_mode(span, a, b)
+            let full = span.full_until(a);
+            if full > a {
+                (Mode::Full, until(full))
+            } else {
+                let t = span.stripe_at(a);
+                let (f, e) = span.all_written(t);
+                let end = until(span.stripe_end(t));
+                let end = if a < f && f < e { end.min(f) } else { end };
+                (self.write_mode(span, t, a, end), end)
+            }
         };
-        let all = Columns::members(MemberSet::first(span.map.members()));
         let columns = match mode {
             Mode::ReadModifyWrite => {
-                let changed = self.changed(span, a, b);
-                Columns::members(changed.union(span.map.parity_set()))
-                    .union(Columns::new_data(changed, span.map.members()))
+                let t = span.stripe_at(a);
+                let changed = self.changed(span, t, a, end);
+                Columns::members(changed.union(span.map_of(t).parity_set()))
+                    .union(Columns::new_data(changed, span.members()))
             }
             _ => all,
         };
-        SlicePlan {
-            end: b,
-            mode,
-            columns,
-        }
+        SlicePlan { end, mode, columns }
     }
 
-    /// Data members the request writes in slice `[a, b)`.
-    fn changed(&self, span: &Span, a: u64, b: u64) -> MemberSet {
-        (0..span.map.data())
-            .filter(|&i| span.written_in(i, a, b).is_some())
-            .fold(MemberSet::EMPTY, |set, i| set.with(span.map.data_member(i)))
+    /// Data members the request writes in rows `[a, b)` of stripe `t`.
+    fn changed(&self, span: &Span, t: u64, a: u64, b: u64) -> MemberSet {
+        let map = span.map_of(t);
+        (0..map.data())
+            .filter(|&i| span.written_in(t, i, a, b).is_some())
+            .fold(MemberSet::EMPTY, |set, i| set.with(map.data_member(i)))
     }
 
-    /// Full, read-modify-write or reconstruct-write for slice `[a, b)` of an optimal array:
-    /// whichever reads fewer sectors (reconstruct on a tie, and always while the parity is not
-    /// known to be consistent: a read-modify-write would carry an inconsistency forward).
-    fn write_mode(&self, span: &Span, a: u64, b: u64) -> Mode {
+    /// Read-modify-write or reconstruct-write for rows `[a, b)` of stripe `t` of an optimal
+    /// array, some data column not written: whichever reads fewer sectors (reconstruct on a
+    /// tie, and always while the parity is not known to be consistent: a read-modify-write
+    /// would carry an inconsistency forward).
+    fn write_mode(&self, span: &Span, t: u64, a: u64, b: u64) -> Mode {
+        let map = span.map_of(t);
         let len = b - a;
         let mut rcw_reads = 0u64;
-        let mut rmw_reads = u64::from(span.map.parity()).saturating_mul(len);
-        for i in 0..span.map.data() {
-            let written = span.written_in(i, a, b).map_or(0, |(f, t)| t - f);
+        let mut rmw_reads = u64::from(map.parity()).saturating_mul(len);
+        for i in 0..map.data() {
+            let written = span.written_in(t, i, a, b).map_or(0, |(f, t)| t - f);
             rcw_reads = rcw_reads.saturating_add(len - written);
             if written > 0 {
                 rmw_reads = rmw_reads.saturating_add(len);
@@ -555,7 +707,8 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         }
     }
 
-    /// Sends the slice's reads into the buffer (or goes on at once if it needs none).
+    /// Sends the slice's reads into the buffer (or goes on at once if it needs none): per
+    /// member, in row order, consecutive ranges merged into one I/O.
     fn send_reads<P: Platform>(
         &self,
         p: &P,
@@ -569,32 +722,41 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         state.stripe().set_step(Step::Read);
         state.begin_pass(Phase::Stripe);
         let mut sent = Ok(());
-        for m in 0..span.map.members() {
+        for m in 0..span.members() {
             if lost.contains(m) {
                 continue;
             }
-            let written = match span.map.role(m) {
-                Role::Data(i) => span.written_in(i, a, b),
-                Role::P | Role::Q => None,
-            };
-            let is_parity = span.map.parity_set().contains(m);
-            // The ranges of column `m` to read, as [from, to) offsets in the chunk.
-            let ranges: [Option<(u64, u64)>; 2] = match mode {
-                Mode::Full => [None, None],
-                // Every survivor: a rebuild needs them all.
-                Mode::Read | Mode::Degraded => [Some((a, b)), None],
-                Mode::ReadModifyWrite if is_parity || written.is_some() => [Some((a, b)), None],
-                Mode::ReadModifyWrite => [None, None],
-                Mode::ReconstructWrite if is_parity => [None, None],
-                Mode::ReconstructWrite => match written {
-                    None => [Some((a, b)), None],
-                    Some((f, t)) => [(a < f).then_some((a, f)), (t < b).then_some((t, b))],
-                },
-            };
-            for (from, to) in ranges.into_iter().flatten() {
-                sent = sent.and_then(|()| {
-                    self.send_column(p, rq, span, Op::Read, m, m, from - a, from, to - from)
-                });
+            let mut io = Coalesce::default();
+            for (t, map, ta, tb) in span.stripes_in(a, b) {
+                let written = match map.role(m) {
+                    Role::Data(i) => span.written_in(t, i, ta, tb),
+                    Role::P | Role::Q => None,
+                };
+                let is_parity = map.parity_set().contains(m);
+                // The rows of column `m` to read.
+                let ranges: [Option<(u64, u64)>; 2] = match mode {
+                    Mode::Full => [None, None],
+                    // Every survivor: a rebuild needs them all.
+                    Mode::Read | Mode::Degraded => [Some((ta, tb)), None],
+                    Mode::ReadModifyWrite if is_parity || written.is_some() => {
+                        [Some((ta, tb)), None]
+                    }
+                    Mode::ReadModifyWrite => [None, None],
+                    Mode::ReconstructWrite if is_parity => [None, None],
+                    Mode::ReconstructWrite => match written {
+                        None => [Some((ta, tb)), None],
+                        Some((f, e)) => [(ta < f).then_some((ta, f)), (e < tb).then_some((e, tb))],
+                    },
+                };
+                for (from, to) in ranges.into_iter().flatten() {
+                    if let Some((c, f, e)) = io.add(m, from, to) {
+                        sent =
+                            sent.and_then(|()| self.send_column(p, rq, span, Op::Read, m, c, f, e));
+                    }
+                }
+            }
+            if let Some((c, f, e)) = io.pending {
+                sent = sent.and_then(|()| self.send_column(p, rq, span, Op::Read, m, c, f, e));
             }
         }
         let _ = sent;
@@ -608,8 +770,8 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         }
     }
 
-    /// Sends one member I/O between column `column` of the buffer (at `column_offset`) and
-    /// member `member` at chunk offset `chunk_offset`.
+    /// Sends one member I/O between buffer column `column` and rows `[from, to)` of member
+    /// `member` (the column's offset 0 is the slice's first row).
     #[allow(clippy::too_many_arguments)]
     fn send_column<P: Platform>(
         &self,
@@ -619,21 +781,21 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         op: Op,
         member: u32,
         column: u32,
-        column_offset: u64,
-        chunk_offset: u64,
-        sectors: u64,
+        from: u64,
+        to: u64,
     ) -> Result<(), Status> {
         let state = p.state(rq);
+        let (a, _) = state.stripe().slice();
         let io = MemberIo {
             info: PieceInfo {
                 op,
                 member,
-                sectors,
+                sectors: to.saturating_sub(from),
             },
-            member_sector: span.member_base.saturating_add(chunk_offset),
+            member_sector: span.member_base.saturating_add(from),
             source: Source::Buffer {
                 column,
-                offset: column_offset,
+                offset: from.saturating_sub(a),
             },
         };
         state.add_piece();
@@ -651,25 +813,24 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         let stripe = state.stripe();
         let (a, b) = stripe.slice();
         let lost = stripe.lost();
+        let mode = stripe.mode();
         // Rebuild only when a lost data column holds something the request needs: a read
         // of it, or old data kept beside the new in a degraded write.
-        let needed = lost.iter().any(|m| match span.map.role(m) {
-            Role::Data(i) => match stripe.mode() {
-                Mode::Read => span.written_in(i, a, b).is_some(),
-                _ => span.written_in(i, a, b) != Some((a, b)),
-            },
-            Role::P | Role::Q => false,
-        });
+        let mut needed = false;
+        for (t, map, ta, tb) in span.stripes_in(a, b) {
+            for m in lost.iter() {
+                if let Role::Data(i) = map.role(m) {
+                    let written = span.written_in(t, i, ta, tb);
+                    needed |= match mode {
+                        Mode::Read => written.is_some(),
+                        _ => written != Some((ta, tb)),
+                    };
+                }
+            }
+        }
         if needed {
             stripe.set_step(Step::Recover);
-            let job = ParityJob {
-                op: ParityOp::Recover {
-                    how: span.map.recovery(lost),
-                },
-                map: span.map,
-                sectors: b - a,
-            };
-            p.compute_parity(rq, &job);
+            p.compute_parity(rq, &span.job(ParityOp::Recover { lost }, a, b));
         } else {
             self.after_recover(p, rq, span);
         }
@@ -706,30 +867,32 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         let stripe = state.stripe();
         let (a, b) = stripe.slice();
         let mode = stripe.mode();
-        let n = span.map.members();
+        let n = span.members();
         let mut changed = MemberSet::EMPTY;
-        for i in 0..span.map.data() {
-            let Some((from, to)) = span.written_in(i, a, b) else {
-                continue;
-            };
-            let m = span.map.data_member(i);
-            if mode == Mode::Read {
-                self.copy_request(p, rq, span, i, m, from, to, a, false);
-                continue;
-            }
-            changed = changed.with(m);
-            let column = if mode == Mode::ReadModifyWrite {
-                let new = n + m;
-                if (from, to) != (a, b) {
-                    // The new column must equal the old outside the written range, so the
-                    // update sees no change there.
-                    p.copy_column(rq, m, new, 0, b - a);
+        for (t, map, ta, tb) in span.stripes_in(a, b) {
+            for i in 0..map.data() {
+                let Some((from, to)) = span.written_in(t, i, ta, tb) else {
+                    continue;
+                };
+                let m = map.data_member(i);
+                if mode == Mode::Read {
+                    self.copy_request(p, rq, span, (t, i), m, from, to, false);
+                    continue;
                 }
-                new
-            } else {
-                m
-            };
-            self.copy_request(p, rq, span, i, column, from, to, a, true);
+                changed = changed.with(m);
+                let column = if mode == Mode::ReadModifyWrite {
+                    let new = n + m;
+                    if (from, to) != (ta, tb) {
+                        // The new column must equal the old outside the written range, so
+                        // the update sees no change there.
+                        p.copy_column(rq, m, new, ta - a, tb - ta);
+                    }
+                    new
+                } else {
+                    m
+                };
+                self.copy_request(p, rq, span, (t, i), column, from, to, true);
+            }
         }
         if mode == Mode::Read {
             self.next_slice(p, rq, span, Status::Ok);
@@ -741,38 +904,34 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         } else {
             ParityOp::Generate
         };
-        let job = ParityJob {
-            op,
-            map: span.map,
-            sectors: b - a,
-        };
-        p.compute_parity(rq, &job);
+        p.compute_parity(rq, &span.job(op, a, b));
     }
 
-    /// Copies the request's data for data index `index`, chunk offsets `[from, to)`, into
-    /// (`to_buffer`) or out of buffer column `column` (whose offset 0 is chunk offset `a`).
+    /// Copies the request's data for data index `index` of stripe `t`, rows `[from, to)`,
+    /// into (`to_buffer`) or out of buffer column `column`.
     #[allow(clippy::too_many_arguments)]
     fn copy_request<P: Platform>(
         &self,
         p: &P,
         rq: P::Request,
         span: &Span,
-        index: u32,
+        (t, index): (u64, u32),
         column: u32,
         from: u64,
         to: u64,
-        a: u64,
         to_buffer: bool,
     ) {
-        let first = span.array_sector(index, from);
-        let last = span.array_sector(index, to);
+        let (a, _) = p.state(rq).stripe().slice();
+        let first = span.array_sector(t, index, from);
+        let last = span.array_sector(t, index, to);
         for (segment, seg_start, seg_sectors) in p.segments(rq) {
             let seg_end = seg_start.saturating_add(seg_sectors);
             let (x, y) = (first.max(seg_start), last.min(seg_end));
             if x >= y {
                 continue;
             }
-            // `x` lies in the segment and in the range, so neither subtraction underflows.
+            // `x` lies in the segment and in the range, and `from` in the slice, so no
+            // subtraction underflows.
             let column_offset = x - first + (from - a);
             if to_buffer {
                 p.copy_to_buffer(rq, segment, x - seg_start, column, column_offset, y - x);
@@ -782,14 +941,16 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         }
     }
 
-    /// Writes the slice's new data and parity to the working members.
+    /// Writes the slice's new data and parity to the working members: per member, in row
+    /// order, consecutive ranges merged into one I/O (a full run of stripes is one write per
+    /// member).
     fn send_writes<P: Platform>(&self, p: &P, rq: P::Request, span: &Span) {
         let state = p.state(rq);
         let stripe = state.stripe();
         let (a, b) = stripe.slice();
         let mode = stripe.mode();
         let lost = stripe.lost();
-        let n = span.map.members();
+        let n = span.members();
         stripe.set_step(Step::Write);
         state.begin_pass(Phase::Stripe);
         let mut sent = Ok(());
@@ -797,21 +958,28 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             if lost.contains(m) || !self.usable(m, MemberSet::EMPTY) {
                 continue;
             }
-            let (column, range) = match span.map.role(m) {
-                Role::P | Role::Q => (m, Some((a, b))),
-                Role::Data(i) => {
-                    let column = if mode == Mode::ReadModifyWrite {
-                        n + m
-                    } else {
-                        m
-                    };
-                    (column, span.written_in(i, a, b))
+            let mut io = Coalesce::default();
+            for (t, map, ta, tb) in span.stripes_in(a, b) {
+                let (column, range) = match map.role(m) {
+                    Role::P | Role::Q => (m, Some((ta, tb))),
+                    Role::Data(i) => {
+                        let column = if mode == Mode::ReadModifyWrite {
+                            n + m
+                        } else {
+                            m
+                        };
+                        (column, span.written_in(t, i, ta, tb))
+                    }
+                };
+                if let Some((from, to)) = range {
+                    if let Some((c, f, e)) = io.add(column, from, to) {
+                        sent = sent
+                            .and_then(|()| self.send_column(p, rq, span, Op::Write, m, c, f, e));
+                    }
                 }
-            };
-            if let Some((from, to)) = range {
-                sent = sent.and_then(|()| {
-                    self.send_column(p, rq, span, Op::Write, m, column, from - a, from, to - from)
-                });
+            }
+            if let Some((c, f, e)) = io.pending {
+                sent = sent.and_then(|()| self.send_column(p, rq, span, Op::Write, m, c, f, e));
             }
         }
         let _ = sent;

@@ -236,8 +236,14 @@ fn parity_levels_size_and_limits() {
     assert_eq!(g.array_sectors(), 896 * 4);
     assert_eq!(g.data_members(), 4);
     assert_eq!(g.copies(), 1);
-    assert_eq!(g.boundary_sectors(), 512);
     assert_eq!(g.stripe_data_sectors(), 512);
+    // A run: as many whole stripes as 1 MiB of data holds, or one larger stripe.
+    assert_eq!(g.run_stripes(), 4);
+    assert_eq!(g.boundary_sectors(), 2048);
+    let g5 = Geometry::new(Level::Raid5(ParityLayout::LeftSymmetric), 6, 128, 1000).unwrap();
+    assert_eq!((g5.run_stripes(), g5.boundary_sectors()), (3, 1920));
+    let wide = Geometry::new(Level::Raid5(ParityLayout::LeftSymmetric), 6, 1024, 4096).unwrap();
+    assert_eq!((wide.run_stripes(), wide.boundary_sectors()), (1, 5120));
     assert_eq!(g.io_opt_bytes(), 4 * 128 * 512);
     assert!(Geometry::new(Level::Raid5(ParityLayout::LeftSymmetric), 2, 8, 1000).is_err());
     assert!(Geometry::new(Level::Raid6(ParityLayout::LeftSymmetric), 3, 8, 1000).is_err());

@@ -2,7 +2,7 @@
 //! queue, the worker's lists and the worker thread.
 
 use graid_engine::array::ArrayEngine;
-use graid_engine::layout::{Recovery, Role};
+use graid_engine::layout::{Recovery, Role, StripeMap};
 use graid_engine::members::{MemberSet, MemberState};
 use graid_engine::parity::{Columns, ParityJob, ParityOp};
 use graid_engine::platform::{
@@ -206,6 +206,8 @@ pub struct StripeHome {
     /// Harness mutations the stress tests must catch.
     pub mutation: Option<Mutation>,
     pub parity_jobs: AtomicU64,
+    /// Parity jobs over more than one stripe (adjacent stripes batched).
+    pub run_jobs: AtomicU64,
 }
 
 /// Deliberate bugs, to show the stress tests catch them.
@@ -409,9 +411,30 @@ impl Host {
     /// sector's 8-byte tag.
     fn parity(&self, rq: usize, job: &ParityJob) -> bool {
         let mut buffer = self.slot(rq).buffer.lock().unwrap();
-        let map = job.map;
+        if matches!(job.op, ParityOp::Update { .. }) && job.stripe_count() != 1 {
+            return false;
+        }
+        job.stripes().all(|(map, from, to)| {
+            self.parity_stripe(
+                &mut buffer,
+                job.op,
+                map,
+                from as usize,
+                (to - from) as usize,
+            )
+        })
+    }
+
+    /// One stripe of a parity job: `len` sectors from column offset `off`.
+    fn parity_stripe(
+        &self,
+        buffer: &mut Vec<Vec<u64>>,
+        op: ParityOp,
+        map: StripeMap,
+        off: usize,
+        len: usize,
+    ) -> bool {
         let n = map.members();
-        let len = job.sectors as usize;
         let mutation = self.stripe.mutation;
         let coefficient = |member: u32| -> u8 {
             let slot = map.syndrome_slot(member).unwrap_or(0) as usize;
@@ -423,8 +446,8 @@ impl Host {
         let column = |buffer: &Vec<Vec<u64>>, c: u32| -> Option<Vec<u64>> {
             buffer
                 .get(c as usize)
-                .filter(|v| v.len() >= len)
-                .map(|v| v[..len].to_vec())
+                .filter(|v| v.len() >= off + len)
+                .map(|v| v[off..off + len].to_vec())
         };
         let data_members: Vec<u32> = (0..n)
             .filter(|&m| matches!(map.role(m), Role::Data(_)))
@@ -444,18 +467,18 @@ impl Host {
         };
         let store = |buffer: &mut Vec<Vec<u64>>, c: u32, v: Vec<u64>| -> bool {
             match buffer.get_mut(c as usize) {
-                Some(col) if col.len() >= len => {
-                    col[..len].copy_from_slice(&v);
+                Some(col) if col.len() >= off + len => {
+                    col[off..off + len].copy_from_slice(&v);
                     true
                 }
                 _ => false,
             }
         };
-        match job.op {
+        match op {
             ParityOp::Generate => {
                 let mut cols = Vec::new();
                 for &m in &data_members {
-                    let Some(c) = column(&buffer, m) else {
+                    let Some(c) = column(buffer, m) else {
                         return false;
                     };
                     cols.push((m, c));
@@ -464,17 +487,16 @@ impl Host {
                 if mutation == Some(Mutation::SkipParityUpdate) {
                     return true;
                 }
-                let mut ok = store(&mut buffer, map.p(), p);
+                let mut ok = store(buffer, map.p(), p);
                 if let Some(qm) = map.q() {
-                    ok &= store(&mut buffer, qm, q);
+                    ok &= store(buffer, qm, q);
                 }
                 ok
             }
             ParityOp::Update { changed } => {
                 let mut delta = Vec::new();
                 for m in changed.iter() {
-                    let (Some(old), Some(new)) = (column(&buffer, m), column(&buffer, n + m))
-                    else {
+                    let (Some(old), Some(new)) = (column(buffer, m), column(buffer, n + m)) else {
                         return false;
                     };
                     delta.push((m, old.iter().zip(&new).map(|(a, b)| a ^ b).collect()));
@@ -483,34 +505,38 @@ impl Host {
                 if mutation == Some(Mutation::SkipParityUpdate) {
                     return true;
                 }
-                let Some(mut p) = column(&buffer, map.p()) else {
+                let Some(mut p) = column(buffer, map.p()) else {
                     return false;
                 };
                 p.iter_mut().zip(&dp).for_each(|(x, d)| *x ^= d);
-                let mut ok = store(&mut buffer, map.p(), p);
+                let mut ok = store(buffer, map.p(), p);
                 if let Some(qm) = map.q() {
-                    let Some(mut q) = column(&buffer, qm) else {
+                    let Some(mut q) = column(buffer, qm) else {
                         return false;
                     };
                     q.iter_mut().zip(&dq).for_each(|(x, d)| *x ^= d);
-                    ok &= store(&mut buffer, qm, q);
+                    ok &= store(buffer, qm, q);
                 }
                 ok
             }
-            ParityOp::Recover { how } => self.recover(&mut buffer, job, how, &data_members),
+            ParityOp::Recover { lost } => {
+                let how = map.recovery(lost);
+                if matches!(how, Recovery::RegenerateQ | Recovery::RegeneratePq) {
+                    return self.parity_stripe(buffer, ParityOp::Generate, map, off, len);
+                }
+                Self::recover(buffer, map, how, (off, len), &data_members)
+            }
         }
     }
 
     /// Rebuilds lost columns by solving P and Q for them (any 1 or 2 unknowns).
     fn recover(
-        &self,
         buffer: &mut [Vec<u64>],
-        job: &ParityJob,
+        map: StripeMap,
         how: Recovery,
+        (off, len): (usize, usize),
         data_members: &[u32],
     ) -> bool {
-        let map = job.map;
-        let len = job.sectors as usize;
         let lost_data: Vec<u32> = match how {
             Recovery::Intact | Recovery::RegenerateQ | Recovery::RegeneratePq => Vec::new(),
             Recovery::Xor { lost } if lost == map.p() => Vec::new(),
@@ -521,7 +547,12 @@ impl Host {
         };
         let use_q = matches!(how, Recovery::DataAndP { .. } | Recovery::TwoData { .. });
         let g = |m: u32| gf::pow2(map.syndrome_slot(m).unwrap_or(0) as usize);
-        let get = |buffer: &[Vec<u64>], c: u32| buffer.get(c as usize).map(|v| v[..len].to_vec());
+        let get = |buffer: &[Vec<u64>], c: u32| {
+            buffer
+                .get(c as usize)
+                .and_then(|v| v.get(off..off + len))
+                .map(<[u64]>::to_vec)
+        };
         // Partial syndromes of the surviving data.
         let mut p = if matches!(how, Recovery::DataAndP { .. }) {
             vec![0; len]
@@ -550,8 +581,8 @@ impl Host {
         }
         let put = |buffer: &mut [Vec<u64>], c: u32, v: Vec<u64>| {
             if let Some(col) = buffer.get_mut(c as usize) {
-                if col.len() >= len {
-                    col[..len].copy_from_slice(&v);
+                if col.len() >= off + len {
+                    col[off..off + len].copy_from_slice(&v);
                 }
             }
         };
@@ -599,8 +630,14 @@ impl Host {
                 .unwrap_or(0),
             _ => return,
         };
-        let expected = match (spec.op, geometry.stripe_map(geometry.stripe_of(spec.start))) {
-            (Some(Op::Write), Some(map)) => expected | map.parity_set().bits(),
+        // A RAID 5/6 write also reaches the parity of every stripe it touches.
+        let expected = match spec.op {
+            Some(Op::Write) if geometry.level().has_parity() && spec.sectors > 0 => {
+                let last = geometry.stripe_of(spec.start + spec.sectors - 1);
+                (geometry.stripe_of(spec.start)..=last)
+                    .filter_map(|s| geometry.stripe_map(s))
+                    .fold(expected, |e, map| e | map.parity_set().bits())
+            }
             _ => expected,
         };
         let written = self.slot(rq).written.load(Ordering::Relaxed);
@@ -653,14 +690,15 @@ impl Platform for Host {
 
     fn submit(&self, rq: usize, io: &MemberIo<usize>) -> Result<(), SubmitError> {
         if let Source::Buffer { .. } = io.source {
-            // A stripe I/O stays in the request's own stripe.
+            // A stripe I/O stays in the stripes the request touches.
             let g = self.engine.geometry();
             let spec = self.slot(rq).spec.lock().unwrap().clone();
             let chunk = u64::from(g.chunk_sectors());
             let first = DATA_OFFSET + g.stripe_of(spec.start) * chunk;
-            if io.member_sector < first || io.member_sector + io.info.sectors > first + chunk {
+            let end = DATA_OFFSET + (g.stripe_of(spec.start + spec.sectors.max(1) - 1) + 1) * chunk;
+            if io.member_sector < first || io.member_sector + io.info.sectors > end {
                 self.violations.report(format!(
-                    "request {rq} ({spec:?}, phase {:?}) sent I/O outside its stripe: {io:?}",
+                    "request {rq} ({spec:?}, phase {:?}) sent I/O outside its stripes: {io:?}",
                     self.slot(rq).state.phase()
                 ));
             }
@@ -891,6 +929,9 @@ impl Platform for Host {
 
     fn compute_parity(&self, rq: usize, job: &ParityJob) {
         self.stripe.parity_jobs.fetch_add(1, Ordering::Relaxed);
+        if job.stripe_count() > 1 {
+            self.stripe.run_jobs.fetch_add(1, Ordering::Relaxed);
+        }
         let ok = self.parity(rq, job);
         if !ok {
             self.violations.report(format!(

@@ -324,11 +324,11 @@ fn wait_end(host: &Host, rq: usize, seed: u64) -> Status {
     outcome.expect("ended")
 }
 
-/// Reads the whole array back through the engine, one stripe per request, and checks every
-/// sector the model knows (the reads of a degraded array rebuild from parity).
+/// Reads the whole array back through the engine, one run of stripes per request, and checks
+/// every sector the model knows (the reads of a degraded array rebuild from parity).
 pub fn read_back(host: &Host, model: &[Option<u64>], seed: u64) {
     let geometry = *host.engine.geometry();
-    let step = geometry.stripe_data_sectors();
+    let step = u64::from(geometry.boundary_sectors());
     let slot = host.slot(0);
     let mut start = 0;
     while start < geometry.array_sectors() {
@@ -392,7 +392,16 @@ pub fn submitter(
         ok_write_sectors: 0,
     };
     let lane = stretch / scenario.batch as u64;
-    let max_len = (lane).min(u64::from(scenario.chunk_sectors.max(8)) * 3);
+    // Three chunks, and on RAID 5/6 up to two stripes and a chunk, so requests also write
+    // whole stripes and batch adjacent ones.
+    let g = host.engine.geometry();
+    let chunk = u64::from(scenario.chunk_sectors.max(8));
+    let stripes = if g.level().has_parity() {
+        2 * g.stripe_data_sectors() + chunk
+    } else {
+        0
+    };
+    let max_len = lane.min((3 * chunk).max(stripes));
     for _ in 0..scenario.rounds {
         let slots: Vec<usize> = (0..scenario.batch)
             .map(|b| t * scenario.batch + b)
@@ -407,7 +416,7 @@ pub fn submitter(
             };
             let mut sectors = rng.random_range(1..=max_len);
             let start = base + b as u64 * lane + rng.random_range(0..=lane - sectors);
-            sectors = clip_to_stripe(host, start, sectors);
+            sectors = clip_to_run(host, start, sectors);
             let mut segments = Vec::new();
             let mut at = start;
             while at < start + sectors {
@@ -489,14 +498,15 @@ pub fn submitter(
     result
 }
 
-/// RAID 5/6 requests stay inside one stripe (the kernel's queue limits split them there).
-fn clip_to_stripe(host: &Host, start: u64, sectors: u64) -> u64 {
+/// RAID 5/6 requests stay inside one run of stripes (the kernel's queue limits split them
+/// there).
+fn clip_to_run(host: &Host, start: u64, sectors: u64) -> u64 {
     let g = host.engine.geometry();
     if !g.level().has_parity() {
         return sectors;
     }
-    let stripe = g.stripe_data_sectors();
-    sectors.min(stripe - start % stripe)
+    let run = u64::from(g.boundary_sectors());
+    sectors.min(run - start % run)
 }
 
 /// After a run: sends one request with every member I/O completing inline (and the worker
@@ -523,14 +533,24 @@ pub fn submit_inline_segments(
     *slot.data.lock().unwrap() = vec![3; sectors.min(1 << 20) as usize];
     *slot.outcome.lock().unwrap() = None;
     slot.ends.store(0, Ordering::Relaxed);
+    // The run's threads are gone: play the stripe threads and the worker here until the
+    // request ends.
+    let (stripe_tx, stripe_rx) = channel::<StripeTask>();
+    *host.stripe.queue.lock().unwrap() = Some(stripe_tx);
     submit(host, 0);
-    // The run's threads are gone: play the worker here until the request ends.
-    for _ in 0..10 {
+    for _ in 0..10_000 {
         if slot.outcome.lock().unwrap().is_some() {
             break;
         }
+        while let Ok(task) = stripe_rx.try_recv() {
+            match task {
+                StripeTask::Work(rq) => host.engine.stripe_work(host, rq),
+                StripeTask::ParityDone(rq) => host.engine.parity_done(host, rq, true),
+            }
+        }
         host.engine.work(host);
     }
+    host.stripe.queue.lock().unwrap().take();
     let outcome = *slot.outcome.lock().unwrap();
     outcome
 }
@@ -619,7 +639,7 @@ fn overlapping_request(
     };
     let sectors = rng.random_range(1..=region.min(16));
     let start = rng.random_range(0..=region - sectors);
-    let sectors = clip_to_stripe(host, start, sectors);
+    let sectors = clip_to_run(host, start, sectors);
     let data: Vec<u64> = if op == Op::Write {
         (0..sectors).map(|_| rng.random::<u64>() | 1).collect()
     } else {

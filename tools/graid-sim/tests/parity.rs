@@ -168,6 +168,51 @@ fn wide_slices_and_their_narrow_fallback_both_run() {
 }
 
 #[test]
+fn adjacent_stripes_are_batched() {
+    // Chunks of 8 sectors: requests span several stripes of a run, and rows written in every
+    // data column go out across stripes, one parity job for them all.
+    for seed in seeds(2) {
+        for scenario in [raid5(3, 8), raid6(6, 8)] {
+            let report = run(&scenario, seed);
+            healthy(&report, seed);
+            check_parity(&report.host, ParityLayout::LeftSymmetric, seed);
+            let run_jobs = report.host.stripe.run_jobs.load(Ordering::Relaxed);
+            assert!(
+                run_jobs > 0,
+                "seed {seed}: no parity job over several stripes"
+            );
+        }
+    }
+    // One whole run of a 6-member RAID 6 at 8-sector chunks: 64 stripes of 32 data sectors.
+    // Slices are at least 64 rows (8 stripes), so at most 8 parity jobs and 8 writes per
+    // member where a stripe at a time would take 64 and 64.
+    let seed = seeds(1).next().unwrap();
+    let report = run(&raid6(6, 8), seed);
+    let host = &report.host;
+    let run_sectors = u64::from(host.engine.geometry().boundary_sectors());
+    assert_eq!(run_sectors, 2048);
+    let ios = |host: &Host| -> Vec<u64> {
+        host.disks
+            .iter()
+            .map(|d| d.ios.load(Ordering::Relaxed))
+            .collect()
+    };
+    let (ios_before, jobs_before) = (ios(host), host.stripe.parity_jobs.load(Ordering::Relaxed));
+    let status = graid_sim::stress::submit_inline(host, Op::Write, run_sectors, run_sectors);
+    assert_eq!(status, Some(Status::Ok));
+    let jobs = host.stripe.parity_jobs.load(Ordering::Relaxed) - jobs_before;
+    assert!((1..=8).contains(&jobs), "{jobs} parity jobs for one run");
+    for (m, (after, before)) in ios(host).iter().zip(&ios_before).enumerate() {
+        assert!(
+            (1..=8).contains(&(after - before)),
+            "member {m}: {} writes for one run",
+            after - before
+        );
+    }
+    check_parity(host, ParityLayout::LeftSymmetric, seed);
+}
+
+#[test]
 fn requests_sharing_stripes_run_one_after_the_other() {
     // Lanes of 96 sectors in stripes of 192: neighbouring requests share a stripe.
     for seed in seeds(2) {
