@@ -10,7 +10,9 @@
 //! through every stop and start until a resync (a later feature) makes it clean. A start that
 //! fails after the first write leaves it "not clean" (safe: at worst a needless resync).
 
+use crate::engine::admin::FailError;
 use crate::engine::array::ArrayState;
+use crate::engine::members::Health;
 use crate::engine::geometry::{Geometry, Level};
 use crate::engine::superblock::{
     Area, ArrayName, Slot, Superblock, DEFAULT_DATA_OFFSET_SECTORS, MAX_SLOTS, RECOVERY_COMPLETE,
@@ -59,6 +61,9 @@ pub(crate) struct Array {
     /// The members' exclusive-open holder (freed last).
     _holder: Holder,
 }
+
+/// How long removing a member waits for the array's requests in flight to end.
+const REMOVE_DRAIN_MS: u32 = 30_000;
 
 /// Discards become one member I/O per chunk and copy, so bound how many chunks one request
 /// may span.
@@ -302,6 +307,50 @@ impl Array {
         self.disk.begin_close()
     }
 
+    /// FAIL: stops using the member whose device is `(major, minor)`, and records that in the
+    /// other members' superblocks before returning its role. `ENXIO`: no member of this array;
+    /// `EBUSY`: it holds the last copy of some data (nothing changed); `EIO`: no superblock
+    /// took the update. Failing a failed member changes nothing.
+    pub(crate) fn fail_member(&self, major: u32, minor: u32) -> Result<u32> {
+        let io = self.io();
+        let role = io.files.role_of(major, minor).ok_or(ENXIO)?;
+        io.engine.request_fail(io, role);
+        io.wait_worker();
+        match io.engine.fail_outcome(role) {
+            Ok(()) => Ok(role),
+            Err(FailError::LastCopy) => Err(EBUSY),
+            Err(FailError::NoMember) => Err(ENXIO),
+            Err(FailError::NotRecorded) => Err(EIO),
+        }
+    }
+
+    /// REMOVE: releases the failed member whose device is `(major, minor)`; its role is then
+    /// missing. `ENXIO`: no member of this array; `EBUSY`: the member is in use (or its
+    /// failure not yet recorded), or requests did not drain in time (nothing changed).
+    pub(crate) fn remove_member(&self, major: u32, minor: u32) -> Result<u32> {
+        let io = self.io();
+        let role = io.files.role_of(major, minor).ok_or(ENXIO)?;
+        let health = io.engine.members().get(role as usize).map(|m| m.health());
+        if health != Some(Health::Faulty) {
+            return Err(EBUSY);
+        }
+        // No request in flight (hence no member I/O or stripe step), and the worker idle:
+        // nothing else can be using the device.
+        let frozen = self.disk.freeze(REMOVE_DRAIN_MS)?;
+        frozen.ops().flush_worker();
+        let bdev = io.files.get(role).map(|f| f.bdev());
+        if let Some(bdev) = bdev {
+            self.disk.unlink_member(bdev);
+        }
+        // SAFETY: the queue is frozen and the worker idle (above); only member operations,
+        // which the control device runs one at a time per array, would wake it.
+        let file = unsafe { io.files.detach(role) };
+        drop(frozen);
+        // Closes the device, outside the freeze.
+        drop(file);
+        Ok(role)
+    }
+
     /// Fills in DETAIL.
     pub(crate) fn detail(&self, out: &mut uapi::GraidDetail) {
         let io = self.io();
@@ -326,14 +375,16 @@ impl Array {
         out.events = engine.events();
         out.uuid = sb.array_uuid;
         out.name = *sb.array_name.as_padded();
-        let members = engine.members().iter().zip(io.files.iter());
-        for ((role, (member, file)), slot) in (0u32..).zip(members).zip(out.members.iter_mut()) {
-            let (major, minor) = file.dev();
+        for ((role, member), slot) in (0u32..).zip(engine.members()).zip(out.members.iter_mut()) {
+            let dev = io.files.dev(role);
+            let (major, minor) = dev.unwrap_or((0, 0));
             let s = member.stats();
             *slot = uapi::GraidMemberDetail {
                 dev: uapi::GraidMember { major, minor },
                 role,
-                state: if member.is_faulty() {
+                state: if dev.is_none() {
+                    uapi::GRAID_MEMBER_MISSING
+                } else if member.is_faulty() {
                     uapi::GRAID_MEMBER_FAULTY
                 } else {
                     uapi::GRAID_MEMBER_ACTIVE

@@ -17,7 +17,8 @@ use crate::kernel_ext::{
 };
 use crate::superblock_io::read_superblock;
 use crate::uapi::{
-    self, GraidAssemble, GraidCreate, GraidDetail, GraidList, GraidStop, GraidVersion,
+    self, GraidAssemble, GraidCreate, GraidDetail, GraidList, GraidMemberOp, GraidStop,
+    GraidVersion,
 };
 use core::mem::size_of;
 use kernel::{
@@ -49,6 +50,10 @@ unsafe impl AsBytes for GraidList {}
 unsafe impl AsBytes for GraidDetail {}
 // SAFETY: see above.
 unsafe impl FromBytes for GraidDetail {}
+// SAFETY: see above.
+unsafe impl AsBytes for GraidMemberOp {}
+// SAFETY: see above.
+unsafe impl FromBytes for GraidMemberOp {}
 
 /// One array index in use: a running array, or one being created, assembled or stopped
 /// (reserved: its index, name and UUID are taken, but it is not listed).
@@ -57,6 +62,26 @@ struct Entry {
     name: ArrayName,
     uuid: [u8; 16],
     array: Option<Pin<KBox<Array>>>,
+    /// A member operation is using the array (outside the list's lock): it is not stopped
+    /// meanwhile, and a second member operation waits its turn (`EBUSY`).
+    busy: bool,
+}
+
+/// A running array lent to one member operation, outside the list's lock (see
+/// [`Entry::busy`]); given back when dropped.
+struct Lent<'a> {
+    control: &'a Control,
+    index: u32,
+    array: &'a Array,
+}
+
+impl Drop for Lent<'_> {
+    fn drop(&mut self) {
+        let mut arrays = self.control.arrays.lock();
+        if let Some(entry) = arrays.iter_mut().find(|e| e.index == self.index) {
+            entry.busy = false;
+        }
+    }
 }
 
 /// The control device: owns every running array.
@@ -89,10 +114,35 @@ impl Control {
                 name,
                 uuid,
                 array: None,
+                busy: false,
             },
             GFP_KERNEL,
         )?;
         Ok(index)
+    }
+
+    /// Lends running array `index` to a member operation: `ENODEV` if there is none, `EBUSY`
+    /// while another member operation has it.
+    fn lend(&self, index: u32) -> Result<Lent<'_>> {
+        let mut arrays = self.arrays.lock();
+        let entry = arrays
+            .iter_mut()
+            .find(|e| e.index == index && e.array.is_some())
+            .ok_or(ENODEV)?;
+        if entry.busy {
+            return Err(EBUSY);
+        }
+        let array: *const Array = &**entry.array.as_ref().ok_or(ENODEV)?;
+        entry.busy = true;
+        // SAFETY: the array is pinned in its box, which stays in the entry while it is busy:
+        // STOP refuses a busy entry, and only STOP takes a published array out; `Lent`'s drop
+        // clears `busy`, so the reference does not outlive the loan.
+        let array = unsafe { &*array };
+        Ok(Lent {
+            control: self,
+            index,
+            array,
+        })
     }
 
     /// Publishes the array started for reserved `index`, or gives the index back on failure.
@@ -135,6 +185,7 @@ impl MiscOps for Control {
             uapi::GRAID_IOC_STOP => self.stop(user(size_of::<GraidStop>())),
             uapi::GRAID_IOC_LIST => self.list(user(size_of::<GraidList>())),
             uapi::GRAID_IOC_DETAIL => self.detail(user(size_of::<GraidDetail>())),
+            uapi::GRAID_IOC_MEMBER => self.member(user(size_of::<GraidMemberOp>())),
             _ => Err(ENOTTY),
         }
     }
@@ -323,6 +374,9 @@ impl Control {
                 .iter_mut()
                 .find(|e| e.index == req.index && e.array.is_some())
                 .ok_or(ENODEV)?;
+            if entry.busy {
+                return Err(EBUSY);
+            }
             // Even with FORCE: tearing down an open disk could lose writes in flight. From here
             // on nobody can open it.
             entry.array.as_ref().ok_or(ENODEV)?.begin_stop()?;
@@ -335,6 +389,29 @@ impl Control {
         if let Some(pos) = arrays.iter().position(|e| e.index == req.index) {
             let _ = arrays.remove(pos);
         }
+        Ok(0)
+    }
+
+    /// MEMBER: fails or removes one member. The answer (the member's role) is copied back on
+    /// success only.
+    #[inline(never)]
+    fn member(&self, user: UserSlice) -> Result<isize> {
+        let (mut reader, mut writer) = user.reader_writer();
+        let mut req: GraidMemberOp = reader.read()?;
+        if req.flags != 0
+            || !matches!(req.op, uapi::GRAID_MEMBER_OP_FAIL | uapi::GRAID_MEMBER_OP_REMOVE)
+        {
+            return Err(EINVAL);
+        }
+        let lent = self.lend(req.index)?;
+        let (major, minor) = (req.dev.major, req.dev.minor);
+        req.role = if req.op == uapi::GRAID_MEMBER_OP_FAIL {
+            lent.array.fail_member(major, minor)?
+        } else {
+            lent.array.remove_member(major, minor)?
+        };
+        drop(lent);
+        writer.write(&req)?;
         Ok(0)
     }
 

@@ -23,6 +23,7 @@ use crate::kernel_ext::{
     plug,
     work::{noio_scope, RequestWork, WorkHandler, WorkQueue, Worker},
 };
+use crate::member_devices::MemberDevices;
 use crate::stripe_io::{self, Reserve, StripeBuffer};
 use crate::superblock_io::SuperblockWriter;
 use core::ptr;
@@ -130,7 +131,7 @@ pub(crate) struct ArrayIo {
     worker: Worker<ArrayIo>,
     pub(crate) engine: ArrayEngine<KVec<MemberState>>,
     /// Member devices, in role order.
-    pub(crate) files: KVec<BlockDeviceFile>,
+    pub(crate) files: MemberDevices,
     #[pin]
     clones: CloneSet<PieceCtx>,
     #[pin]
@@ -157,7 +158,7 @@ impl ArrayIo {
             worker <- unsafe { Worker::new(this.as_ptr(), c"graid") },
             engine <- engine_in_place(superblock, geometry, &members, in_sync),
             superblocks <- SuperblockWriter::new(members.len()),
-            files: members_files(members)?,
+            files: MemberDevices::new(members.into_iter().map(|m| m.file))?,
             clones <- CloneSet::new(64),
             deferred: RqStack::default(),
             parked: RqStack::default(),
@@ -174,6 +175,11 @@ impl ArrayIo {
 
     /// Waits until the worker and the stripe steps are idle (called once no request is left:
     /// what still runs then are the last steps' tails).
+    /// Waits until the worker ran everything it was kicked for (an administrator's request).
+    pub(crate) fn wait_worker(&self) {
+        self.worker.flush();
+    }
+
     pub(crate) fn flush_worker(&self) {
         self.stripe_queue.flush();
         self.worker.flush();
@@ -291,14 +297,6 @@ fn new_engine(
         .map_err(|EngineError::MemberCount { .. }| EINVAL)
 }
 
-fn members_files(members: KVec<Member>) -> Result<KVec<BlockDeviceFile>> {
-    let mut files = KVec::with_capacity(members.len(), GFP_KERNEL)?;
-    for member in members.into_iter() {
-        files.push(member.file, GFP_KERNEL)?;
-    }
-    Ok(files)
-}
-
 fn to_blk_status(status: Status) -> bindings::blk_status_t {
     match status {
         Status::Ok => blk_mq::status_ok(),
@@ -332,7 +330,7 @@ impl Platform for ArrayIo {
     }
 
     fn submit(&self, rq: RqRef, io: &MemberIo<*mut bindings::bio>) -> Result<(), SubmitError> {
-        let member = self.files.get(io.info.member as usize).ok_or(SubmitError)?;
+        let member = self.files.get(io.info.member).ok_or(SubmitError)?;
         let ctx = PieceCtx {
             rq,
             io: self,
@@ -569,6 +567,9 @@ impl Platform for ArrayIo {
                 name,
                 member
             ),
+            MemberEvent::FailedOnRequest => {
+                pr_warn!("graid: {}: member {} failed on request\n", name, member)
+            }
         }
     }
 }

@@ -12,6 +12,7 @@ mod array;
 mod control;
 mod errno;
 mod io;
+mod member_devices;
 mod stripe_io;
 mod superblock_io;
 

@@ -5,6 +5,7 @@
 //! array starts (it runs where I/O waits on it: no allocation may wait for reclaim).
 
 use crate::engine::members::MemberSet;
+use crate::member_devices::MemberDevices;
 use crate::engine::superblock::{self, Superblock, SUPERBLOCK_SECTOR, SUPERBLOCK_SIZE};
 use crate::kernel_ext::{
     bdev::BlockDeviceFile,
@@ -40,7 +41,7 @@ impl SuperblockWriter {
     /// Returns the members whose write failed (or could not be made).
     pub(crate) fn write(
         &self,
-        files: &[BlockDeviceFile],
+        files: &MemberDevices,
         targets: MemberSet,
         copy: impl Fn(u32) -> Superblock,
     ) -> MemberSet {
@@ -59,7 +60,7 @@ impl SuperblockWriter {
             }
         }
         let writes = targets.minus(failed).iter().filter_map(|member| {
-            let file = files.get(member as usize)?;
+            let file = files.get(member)?;
             let page = self.pages.get(member as usize)?;
             Some(PageWrite {
                 index: member,
@@ -72,7 +73,7 @@ impl SuperblockWriter {
         // A target with no file or page was not written either.
         let missing = targets
             .iter()
-            .filter(|&m| files.get(m as usize).is_none() || self.pages.get(m as usize).is_none())
+            .filter(|&m| files.get(m).is_none() || self.pages.get(m as usize).is_none())
             .fold(MemberSet::EMPTY, MemberSet::with);
         failed.union(failed_io).union(missing)
     }

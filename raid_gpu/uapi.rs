@@ -8,7 +8,7 @@
 //! on every architecture graid supports.
 
 /// Bumped on every incompatible change to anything in this file.
-pub const GRAID_ABI_VERSION: u32 = 2;
+pub const GRAID_ABI_VERSION: u32 = 3;
 
 /// Name of the control misc device, as it appears under `/dev`.
 pub const GRAID_CONTROL_NAME: &str = "graid-control";
@@ -273,6 +273,30 @@ pub struct GraidDetail {
     pub members: [GraidMemberDetail; GRAID_MAX_MEMBERS],
 }
 
+/// [`GraidMemberOp::op`]: stop using an active member, as if it had failed (mdadm's `--fail`).
+/// Refused (`EBUSY`) when it holds the last copy of some data; the failure is recorded in the
+/// other members' superblocks before the ioctl returns.
+pub const GRAID_MEMBER_OP_FAIL: u32 = 1;
+/// [`GraidMemberOp::op`]: release a failed member's device from the array (mdadm's
+/// `--remove`); its role is then missing. Refused (`EBUSY`) for a member in use.
+pub const GRAID_MEMBER_OP_REMOVE: u32 = 2;
+
+/// Argument of [`GRAID_IOC_MEMBER`]: one operation on one member of a running array.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GraidMemberOp {
+    /// Index N of `/dev/graidN`.
+    pub index: u32,
+    /// One of `GRAID_MEMBER_OP_*`.
+    pub op: u32,
+    /// The member's device: one the array holds (`ENXIO` otherwise).
+    pub dev: GraidMember,
+    /// Must be 0; reserved for options.
+    pub flags: u32,
+    /// Out: the member's role in the array.
+    pub role: u32,
+}
+
 /// Creates an array and writes a fresh superblock to each member.
 pub const GRAID_IOC_CREATE: u32 = iowr::<GraidCreate>(0x01);
 /// Assembles an array from members that carry its superblock.
@@ -284,3 +308,5 @@ pub const GRAID_IOC_STOP: u32 = iow::<GraidStop>(0x03);
 pub const GRAID_IOC_LIST: u32 = ior::<GraidList>(0x04);
 /// Describes one running array.
 pub const GRAID_IOC_DETAIL: u32 = iowr::<GraidDetail>(0x05);
+/// Changes one member of a running array (see `GRAID_MEMBER_OP_*`).
+pub const GRAID_IOC_MEMBER: u32 = iowr::<GraidMemberOp>(0x06);

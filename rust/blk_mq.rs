@@ -18,7 +18,7 @@ use core::{
     marker::PhantomData,
     mem::{size_of, ManuallyDrop},
     ptr,
-    sync::atomic::{AtomicBool, AtomicI32, Ordering},
+    sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, Ordering},
 };
 use kernel::{
     bindings,
@@ -261,7 +261,7 @@ pub(crate) struct Disk<T: DiskOps> {
     /// gendisk's `private_data`.
     closing: AtomicBool,
     removed: AtomicBool,
-    holders: [*mut bindings::block_device; MAX_HOLDERS],
+    holders: [AtomicPtr<bindings::block_device>; MAX_HOLDERS],
 }
 
 // SAFETY: the gendisk is a kernel object usable from any thread; the fields that change after
@@ -296,7 +296,7 @@ impl<T: DiskOps> Disk<T> {
             tagset <- TagSet::new(&Self::MQ_OPS, size_of::<T::RequestData>()),
             closing: AtomicBool::new(false),
             removed: AtomicBool::new(false),
-            holders: [ptr::null_mut(); MAX_HOLDERS],
+            holders: [const { AtomicPtr::new(ptr::null_mut()) }; MAX_HOLDERS],
             // SAFETY: `ops`, `tagset` and `closing` are initialised and pinned at this point.
             disk: unsafe {
                 prepare(&(*this.as_ptr()).ops)?;
@@ -363,10 +363,10 @@ impl<T: DiskOps> Disk<T> {
                 return Err(Error::from_errno(ret));
             }
             // lsblk and /sys/block/*/holders show the stack; a failure costs only that.
-            let holders = &mut (*this).holders;
-            for (&(bdev, _), slot) in config.members.iter().zip(holders.iter_mut()) {
+            let holders = &(*this).holders;
+            for (&(bdev, _), slot) in config.members.iter().zip(holders.iter()) {
                 if bindings::bd_link_disk_holder(bdev, disk) == 0 {
-                    *slot = bdev;
+                    slot.store(bdev, Ordering::Release);
                 }
             }
             Ok(disk)
@@ -480,6 +480,45 @@ impl<T: DiskOps> Disk<T> {
         }
     }
 
+    /// Unlinks member device `bdev` from the disk's slaves (before the member is released
+    /// while the disk stays). Not concurrent with [`Self::remove`] (the caller serialises).
+    pub(crate) fn unlink_member(&self, bdev: *mut bindings::block_device) {
+        if self.removed.load(Ordering::Acquire) {
+            return;
+        }
+        for slot in self.holders.iter() {
+            if !bdev.is_null()
+                && slot
+                    .compare_exchange(bdev, ptr::null_mut(), Ordering::AcqRel, Ordering::Acquire)
+                    .is_ok()
+            {
+                // SAFETY: the disk is live and not deleted; `bdev` was linked in `new` and
+                // is open (the caller releases it after this).
+                unsafe { bindings::bd_unlink_disk_holder(bdev, self.disk) };
+            }
+        }
+    }
+
+    /// Freezes the disk's queue: waits until no request is in flight and holds new ones back
+    /// until the returned guard is dropped. `EBUSY` if requests are still in flight after
+    /// `timeout_ms` (a member that stopped answering); nothing is held back then.
+    pub(crate) fn freeze(&self, timeout_ms: u32) -> Result<FrozenQueue<'_, T>> {
+        // SAFETY: the disk is live (type invariant); its queue lives as long.
+        let queue = unsafe { (*self.disk).queue };
+        // SAFETY: a live queue; every start is undone by the unfreeze below or in the guard.
+        let frozen = unsafe {
+            bindings::blk_freeze_queue_start(queue);
+            let jiffies = kernel::time::msecs_to_jiffies(timeout_ms);
+            bindings::blk_mq_freeze_queue_wait_timeout(queue, jiffies) > 0
+        };
+        if !frozen {
+            // SAFETY: started above.
+            unsafe { bindings::blk_mq_unfreeze_queue_nomemrestore(queue) };
+            return Err(EBUSY);
+        }
+        Ok(FrozenQueue { disk: self, queue })
+    }
+
     /// Removes the disk: unlinks the members, deletes the gendisk (waiting for every request
     /// in flight to end). Once; later calls do nothing.
     pub(crate) fn remove(&self) {
@@ -490,8 +529,11 @@ impl<T: DiskOps> Disk<T> {
         // SAFETY: the disk is live and not yet deleted; each holder was linked in `add_disk`
         // (slave links go before the disk's kobjects do).
         unsafe {
-            for &bdev in self.holders.iter().filter(|b| !b.is_null()) {
-                bindings::bd_unlink_disk_holder(bdev, self.disk);
+            for slot in self.holders.iter() {
+                let bdev = slot.swap(ptr::null_mut(), Ordering::AcqRel);
+                if !bdev.is_null() {
+                    bindings::bd_unlink_disk_holder(bdev, self.disk);
+                }
             }
             bindings::del_gendisk(self.disk);
         }
@@ -645,5 +687,25 @@ fn write_disk_name(buf: &mut [kernel::ffi::c_char], index: u32) {
     }
     if let Some(nul) = buf.get_mut(written.min(buf.len().saturating_sub(1))) {
         *nul = 0;
+    }
+}
+
+/// A frozen queue (see [`Disk::freeze`]), thawed when dropped.
+pub(crate) struct FrozenQueue<'a, T: DiskOps> {
+    disk: &'a Disk<T>,
+    queue: *mut bindings::request_queue,
+}
+
+impl<T: DiskOps> FrozenQueue<'_, T> {
+    /// The frozen disk's driver.
+    pub(crate) fn ops(&self) -> &T {
+        self.disk.ops()
+    }
+}
+
+impl<T: DiskOps> Drop for FrozenQueue<'_, T> {
+    fn drop(&mut self) {
+        // SAFETY: frozen by `Disk::freeze`, whose disk (and queue) outlives the guard.
+        unsafe { bindings::blk_mq_unfreeze_queue_nomemrestore(self.queue) };
     }
 }

@@ -71,6 +71,10 @@ pub struct ArrayEngine<M> {
     pub(super) repairs: AtomicU32,
     /// RAID 5/6 stripe locks.
     pub(super) stripe_locks: StripeLocks,
+    /// Members the administrator asked to fail, for the worker (`admin.rs`), and those it
+    /// refused to (they hold the last copy of some data).
+    pub(super) fail_requests: AtomicU32,
+    pub(super) fail_refused: AtomicU32,
 }
 
 impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
@@ -101,6 +105,8 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             frozen: AtomicBool::new(false),
             repairs: AtomicU32::new(0),
             stripe_locks: StripeLocks::new(),
+            fail_requests: AtomicU32::new(0),
+            fail_refused: AtomicU32::new(0),
         })
     }
 

@@ -13,6 +13,7 @@
 #[macro_use]
 mod code_enum;
 
+pub mod admin;
 pub mod array;
 pub mod assembly;
 pub mod crc32c;

@@ -148,6 +148,8 @@ pub enum MemberEvent {
     SuperblockWriteFailed,
     /// A read error on it was repaired by rewriting the data from another copy.
     ReadErrorRepaired,
+    /// The administrator failed it (`graidctl fail`).
+    FailedOnRequest,
 }
 
 /// The services a home gives the engine.

@@ -30,6 +30,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
     pub fn work<P: Platform>(&self, p: &P) {
         loop {
             let mut thawed = false;
+            self.handle_fail_requests(p);
             p.take_all(WorkList::Deferred, |rq| thawed |= self.handle(p, rq));
             if self.failing.load(Ordering::SeqCst) > 0 {
                 // On error the array is broken, and the parked writes end with an error below.

@@ -40,6 +40,7 @@ mod tests {
         );
         assert_eq!(size_of::<GraidAssemble>(), 8 + members + 8);
         assert_eq!(size_of::<GraidStop>(), 8);
+        assert_eq!(size_of::<GraidMemberOp>(), 4 + 4 + 8 + 4 + 4);
         assert_eq!(size_of::<GraidList>(), 8 + 4 * GRAID_MAX_ARRAYS);
         assert_eq!(size_of::<GraidMemberDetail>(), 8 + 4 + 4 + 6 * 8);
         assert_eq!(
@@ -62,6 +63,7 @@ mod tests {
             GRAID_IOC_STOP,
             GRAID_IOC_LIST,
             GRAID_IOC_DETAIL,
+            GRAID_IOC_MEMBER,
         ];
         for (i, a) in all.iter().enumerate() {
             assert_eq!((a >> 8) & 0xff, GRAID_IOCTL_TYPE);

@@ -89,6 +89,36 @@ pub fn run(path: &str) -> ExitCode {
         &[libc::ENOTTY],
     );
     r.check("zero command", raw_ioctl(&fd, 0, 0), &[libc::ENOTTY]);
+
+    // MEMBER: a bad pointer, then malformed requests, checked before any array is looked up.
+    r.check(
+        "member with NULL",
+        raw_ioctl(&fd, graid_abi::GRAID_IOC_MEMBER, 0),
+        &[libc::EFAULT],
+    );
+    let mut op = graid_abi::GraidMemberOp {
+        index: 63,
+        op: 99,
+        ..Default::default()
+    };
+    r.check(
+        "member with an unknown operation",
+        raw_ioctl(&fd, graid_abi::GRAID_IOC_MEMBER, &mut op as *mut _ as usize),
+        &[libc::EINVAL],
+    );
+    op.op = graid_abi::GRAID_MEMBER_OP_FAIL;
+    op.flags = 1;
+    r.check(
+        "member with unknown flags",
+        raw_ioctl(&fd, graid_abi::GRAID_IOC_MEMBER, &mut op as *mut _ as usize),
+        &[libc::EINVAL],
+    );
+    op.flags = 0;
+    r.check(
+        "member of an array that is not running",
+        raw_ioctl(&fd, graid_abi::GRAID_IOC_MEMBER, &mut op as *mut _ as usize),
+        &[libc::ENODEV],
+    );
     r.check(
         "open as an unprivileged user",
         open_as_nobody(path),

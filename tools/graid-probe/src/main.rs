@@ -7,11 +7,13 @@
 //! graid-probe create SMALL MEMBER...      CREATE/STOP/DETAIL validation on real devices
 //! graid-probe fail-sweep [--every K:F] assemble|create
 //!                                          the call with each (or every K-th) of its allocations failing
+//! graid-probe member INDEX fail|remove DEV MEMBER as sent, printing the module's answer
 //! ```
 
 mod create;
 mod fault;
 mod ioctls;
+mod member;
 mod sys;
 
 use std::process::ExitCode;
@@ -24,10 +26,11 @@ fn main() -> ExitCode {
         Some("ioctls") => ioctls::run(args.get(1).map_or(CONTROL, String::as_str)),
         Some("create") if args.len() >= 4 => create::run(CONTROL, &args[1], &args[2..]),
         Some("fail-sweep") => fault::run(CONTROL, &args[1..]),
+        Some("member") => member::run(CONTROL, &args[1..]),
         _ => {
             eprintln!(
                 "usage: graid-probe ioctls [CONTROL] | graid-probe create SMALL MEMBER MEMBER... | \
-                 graid-probe fail-sweep assemble|create ..."
+                 graid-probe fail-sweep assemble|create ... | graid-probe member INDEX fail|remove DEV"
             );
             ExitCode::from(2)
         }

@@ -205,6 +205,67 @@ fn raid10_survives_failures_in_different_pairs_and_keeps_the_last_copy_of_a_pair
 }
 
 #[test]
+fn members_fail_on_request_unless_they_hold_the_last_copy() {
+    use graid_engine::admin::FailError;
+    for seed in seeds(2) {
+        // RAID 10, pairs (0,1) and (2,3); RAID 6 of five; RAID 0 has nothing to spare.
+        let cases: [(Level, u32, u32, &[u32], u32); 3] = [
+            (Level::Raid10, 4, 16, &[0, 3], 1),
+            (
+                Level::Raid6(graid_engine::geometry::ParityLayout::LeftSymmetric),
+                5,
+                16,
+                &[1, 4],
+                2,
+            ),
+            (Level::Raid0, 2, 16, &[], 0),
+        ];
+        for (level, members, chunk, spare, last) in cases {
+            let report = run(&Scenario::new(level, members, chunk), seed);
+            let host = &*report.host;
+            let engine = &host.engine;
+            for &m in spare {
+                engine.request_fail(host, m);
+                engine.work(host);
+                assert_eq!(engine.fail_outcome(m), Ok(()), "seed {seed}: {level:?} {m}");
+                assert_eq!(engine.members()[m as usize].health(), Health::Faulty);
+                assert!(
+                    host.recorded_faulty(m),
+                    "seed {seed}: {m} not in the superblocks"
+                );
+                assert!(host.members_with(MemberEvent::FailedOnRequest).contains(&m));
+            }
+            // Asked again: nothing changes, and it is still reported failed.
+            if let Some(&m) = spare.first() {
+                engine.request_fail(host, m);
+                engine.work(host);
+                assert_eq!(engine.fail_outcome(m), Ok(()));
+            }
+            // Refused: the array keeps serving reads and writes (a refusal breaks nothing).
+            let events = engine.events();
+            engine.request_fail(host, last);
+            engine.work(host);
+            assert_eq!(
+                engine.fail_outcome(last),
+                Err(FailError::LastCopy),
+                "seed {seed}"
+            );
+            assert_eq!(engine.members()[last as usize].health(), Health::Active);
+            assert_eq!(
+                engine.events(),
+                events,
+                "seed {seed}: a refusal wrote superblocks"
+            );
+            assert_ne!(engine.state(), ArrayState::Broken);
+            assert_eq!(submit_inline(host, Op::Write, 0, 64), Some(Status::Ok));
+            assert_eq!(submit_inline(host, Op::Read, 0, 64), Some(Status::Ok));
+            assert_eq!(engine.fail_outcome(members + 1), Err(FailError::NoMember));
+            check_superblocks(&report, seed);
+        }
+    }
+}
+
+#[test]
 fn raid0_reports_member_errors_and_keeps_its_members() {
     for seed in seeds(3) {
         let scenario = Scenario::new(Level::Raid0, 3, 16).with_fault(

@@ -7,9 +7,9 @@
 use crate::error::CtlError;
 use crate::version;
 use graid_abi::{
-    GraidAssemble, GraidCreate, GraidDetail, GraidList, GraidStop, GraidVersion,
+    GraidAssemble, GraidCreate, GraidDetail, GraidList, GraidMemberOp, GraidStop, GraidVersion,
     GRAID_CONTROL_NAME, GRAID_IOC_ASSEMBLE, GRAID_IOC_CREATE, GRAID_IOC_DETAIL, GRAID_IOC_LIST,
-    GRAID_IOC_STOP, GRAID_IOC_VERSION, GRAID_MAX_ARRAYS,
+    GRAID_IOC_MEMBER, GRAID_IOC_STOP, GRAID_IOC_VERSION, GRAID_MAX_ARRAYS,
 };
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -24,6 +24,7 @@ pub trait ControlDevice {
     fn stop(&self, arg: &GraidStop) -> io::Result<()>;
     fn list(&self) -> io::Result<GraidList>;
     fn detail(&self, index: u32) -> io::Result<GraidDetail>;
+    fn member(&self, arg: &mut GraidMemberOp) -> io::Result<()>;
 }
 
 /// An all-zero `GraidList` (the kernel fills it).
@@ -130,6 +131,7 @@ impl AbiArg for GraidAssemble {}
 impl AbiArg for GraidStop {}
 impl AbiArg for GraidList {}
 impl AbiArg for GraidDetail {}
+impl AbiArg for GraidMemberOp {}
 
 impl ControlDevice for Control {
     fn version(&self) -> io::Result<GraidVersion> {
@@ -162,6 +164,10 @@ impl ControlDevice for Control {
         self.call(GRAID_IOC_DETAIL, &mut detail)?;
         Ok(detail)
     }
+
+    fn member(&self, arg: &mut GraidMemberOp) -> io::Result<()> {
+        self.call(GRAID_IOC_MEMBER, arg)
+    }
 }
 
 #[cfg(test)]
@@ -187,6 +193,7 @@ mod tests {
             bad_member: u32::MAX,
         };
         enotty(null.assemble(&mut assemble));
+        enotty(null.member(&mut GraidMemberOp::default()));
         let mut list_sized = empty_list();
         enotty(null.call(GRAID_IOC_LIST, &mut list_sized));
     }
@@ -218,6 +225,7 @@ pub mod fake {
         pub created: RefCell<Vec<GraidCreate>>,
         pub assembled: RefCell<Vec<GraidAssemble>>,
         pub stopped: RefCell<Vec<GraidStop>>,
+        pub member_ops: RefCell<Vec<GraidMemberOp>>,
     }
 
     /// A running array for the fake.
@@ -343,6 +351,30 @@ pub mod fake {
                 .find(|a| a.index == index)
                 .copied()
                 .ok_or_else(|| io::Error::from_raw_os_error(libc::ENODEV))
+        }
+
+        /// Fails or removes the member as the module would (without its refusals, which
+        /// tests script through `fail`).
+        fn member(&self, arg: &mut GraidMemberOp) -> io::Result<()> {
+            self.member_ops.borrow_mut().push(*arg);
+            self.check("member")?;
+            let mut arrays = self.arrays.borrow_mut();
+            let array = arrays
+                .iter_mut()
+                .find(|a| a.index == arg.index)
+                .ok_or_else(|| io::Error::from_raw_os_error(libc::ENODEV))?;
+            let member = array.members[..array.nr_members as usize]
+                .iter_mut()
+                .find(|m| m.dev == arg.dev && m.state != graid_abi::GRAID_MEMBER_MISSING)
+                .ok_or_else(|| io::Error::from_raw_os_error(libc::ENXIO))?;
+            arg.role = member.role;
+            if arg.op == graid_abi::GRAID_MEMBER_OP_FAIL {
+                member.state = graid_abi::GRAID_MEMBER_FAULTY;
+            } else {
+                member.state = graid_abi::GRAID_MEMBER_MISSING;
+                member.dev = Default::default();
+            }
+            Ok(())
         }
     }
 }

@@ -21,6 +21,12 @@ pub enum Op<'a> {
     List,
     /// Describing `array`.
     Detail { array: &'a str },
+    /// Failing (`remove: false`) or removing `member` of `array`.
+    Member {
+        array: &'a str,
+        member: &'a str,
+        remove: bool,
+    },
 }
 
 impl Op<'_> {
@@ -31,6 +37,7 @@ impl Op<'_> {
             Op::Stop { .. } => "STOP",
             Op::List => "LIST",
             Op::Detail { .. } => "DETAIL",
+            Op::Member { .. } => "MEMBER",
         }
     }
 
@@ -42,6 +49,16 @@ impl Op<'_> {
             Op::Stop { array, .. } => format!("cannot stop {array}"),
             Op::List => "cannot list arrays".to_owned(),
             Op::Detail { array } => format!("cannot describe {array}"),
+            Op::Member {
+                array,
+                member,
+                remove: false,
+            } => format!("cannot fail {member} in {array}"),
+            Op::Member {
+                array,
+                member,
+                remove: true,
+            } => format!("cannot remove {member} from {array}"),
         }
     }
 }
@@ -92,6 +109,17 @@ fn reason(op: &Op<'_>, errno: i32) -> String {
             _ => "invalid argument".to_owned(),
         },
         libc::EBUSY => match op {
+            Op::Member { remove: false, .. } => {
+                "it holds the last copy of some data: failing it would lose data (nothing \
+                 changed)"
+                    .to_owned()
+            }
+            Op::Member { remove: true, .. } => {
+                "it is in use: only a failed member can be removed (graidctl fail it first), \
+                 or the array's I/O did not drain in time, or another member operation is \
+                 running (nothing changed)"
+                    .to_owned()
+            }
             Op::Stop {
                 force: false,
                 open_count,
@@ -118,8 +146,11 @@ fn reason(op: &Op<'_>, errno: i32) -> String {
             }
             _ => "already exists".to_owned(),
         },
+        libc::ENXIO if matches!(op, Op::Member { .. }) => {
+            "not a member of this array (any more)".to_owned()
+        }
         libc::ENODEV | libc::ENXIO => match op {
-            Op::Stop { .. } | Op::Detail { .. } => "no such array".to_owned(),
+            Op::Stop { .. } | Op::Detail { .. } | Op::Member { .. } => "no such array".to_owned(),
             _ if named_member => "no such device".to_owned(),
             // The module names no member: every device opened, but a role has none.
             Op::Assemble { .. } if errno == libc::ENODEV => {
@@ -162,6 +193,11 @@ fn reason(op: &Op<'_>, errno: i32) -> String {
             "a member cannot zero its data area with its own zeroing command (write zeroes); \
              use --assume-clean only if the members hold identical data, or neither flag and \
              resync later"
+                .to_owned()
+        }
+        libc::EIO if matches!(op, Op::Member { .. }) => {
+            "the failure could not be recorded in any member's superblock (the array is \
+             broken: reads go on, writes fail)"
                 .to_owned()
         }
         libc::EIO => "I/O error on a member".to_owned(),
@@ -257,6 +293,32 @@ mod tests {
         assert!(m.starts_with("cannot stop /dev/graid0 (data): "), "{m}");
         assert!(m.contains("open 2 time(s)") && m.contains("--force"), "{m}");
         assert!(msg(op, libc::ENODEV).0.contains("no such array"));
+    }
+
+    #[test]
+    fn member_refusals_say_why() {
+        let fail = Op::Member {
+            array: "/dev/graid0 (data)",
+            member: "/dev/vdb (254:16)",
+            remove: false,
+        };
+        assert_eq!(
+            msg(fail, libc::EBUSY).0,
+            "cannot fail /dev/vdb (254:16) in /dev/graid0 (data): it holds the last copy of \
+             some data: failing it would lose data (nothing changed) (EBUSY)"
+        );
+        let remove = Op::Member {
+            array: "/dev/graid0 (data)",
+            member: "/dev/vdb (254:16)",
+            remove: true,
+        };
+        let (m, _) = msg(remove, libc::EBUSY);
+        assert!(m.starts_with("cannot remove /dev/vdb (254:16) from /dev/graid0 (data): "));
+        assert!(m.contains("graidctl fail it first"), "{m}");
+        assert!(msg(remove, libc::ENXIO).0.contains("not a member"));
+        assert!(msg(remove, libc::ENODEV).0.contains("no such array"));
+        assert!(msg(fail, libc::EIO).0.contains("broken"));
+        assert!(msg(fail, libc::ENOTTY).0.contains("MEMBER ioctl"));
     }
 
     #[test]

@@ -7,6 +7,7 @@ mod create;
 mod errno;
 mod error;
 mod examine;
+mod manage;
 mod member;
 mod output;
 mod sbio;
@@ -77,6 +78,11 @@ enum Command {
         #[arg(long)]
         export: bool,
     },
+    /// Stop using members of a running array, as if they had failed (refused where one holds
+    /// the last copy of some data); recorded in the other members' superblocks.
+    Fail(manage::MemberArgs),
+    /// Release failed members from a running array (their roles are then missing).
+    Remove(manage::MemberArgs),
     /// Print the graid superblock of a member device (works without the module).
     Examine {
         /// Member block device (or image file).
@@ -113,6 +119,8 @@ fn run(cli: Cli) -> Result<String, CtlError> {
             stop::run(&Control::open_checked()?, &sys, &array, force, json)
         }
         Command::List => show::list(&Control::open_checked()?, &sys, json),
+        Command::Fail(args) => manage::main(&args, manage::Action::Fail, &sys, json),
+        Command::Remove(args) => manage::main(&args, manage::Action::Remove, &sys, json),
         Command::Detail { export: true, .. } if json => Err(CtlError::Usage(
             "--export and --json are different output formats; pick one".to_owned(),
         )),

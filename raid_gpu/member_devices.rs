@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The member devices of a running array, by role. A role's device can be released while the
+//! array runs (`graidctl remove`): the I/O path reads a slot without a lock, so a device is
+//! released only while nothing can use it (the array's queue frozen and its worker idle: see
+//! [`MemberDevices::detach`]).
+
+use crate::kernel_ext::bdev::BlockDeviceFile;
+use core::ptr;
+use core::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use kernel::prelude::*;
+
+/// One role's device.
+struct DeviceSlot {
+    /// A `KBox` given up with `into_raw`; null once released.
+    file: AtomicPtr<BlockDeviceFile>,
+    /// `major << 32 | minor` of the device, 0 once released: what DETAIL reports, readable
+    /// without touching the device.
+    dev: AtomicU64,
+}
+
+/// The devices of an array's members, in role order.
+pub(crate) struct MemberDevices {
+    slots: KVec<DeviceSlot>,
+}
+
+impl MemberDevices {
+    pub(crate) fn new(files: impl IntoIterator<Item = BlockDeviceFile>) -> Result<Self> {
+        let mut slots = KVec::new();
+        for file in files {
+            let (major, minor) = file.dev();
+            let file = KBox::new(file, GFP_KERNEL)?;
+            slots.push(
+                DeviceSlot {
+                    file: AtomicPtr::new(KBox::into_raw(file)),
+                    dev: AtomicU64::new(u64::from(major) << 32 | u64::from(minor)),
+                },
+                GFP_KERNEL,
+            )?;
+        }
+        Ok(Self { slots })
+    }
+
+    /// Role `role`'s device, if it has one.
+    pub(crate) fn get(&self, role: u32) -> Option<&BlockDeviceFile> {
+        let file = self.slots.get(role as usize)?.file.load(Ordering::Acquire);
+        // SAFETY: a non-null pointer came from `KBox::into_raw` and is freed only by `detach`
+        // (whose caller guarantees no reference from here is alive then) or in `drop`.
+        unsafe { file.as_ref() }
+    }
+
+    /// Role `role`'s device number, `None` if it has no device.
+    pub(crate) fn dev(&self, role: u32) -> Option<(u32, u32)> {
+        let dev = self.slots.get(role as usize)?.dev.load(Ordering::Acquire);
+        // The halves of a u64: lossless.
+        (dev != 0).then_some(((dev >> 32) as u32, dev as u32))
+    }
+
+    /// The role whose device is `(major, minor)`.
+    pub(crate) fn role_of(&self, major: u32, minor: u32) -> Option<u32> {
+        (0..self.slots.len() as u32).find(|&role| self.dev(role) == Some((major, minor)))
+    }
+
+    /// Takes role `role`'s device out of the array and returns it (closed when dropped).
+    ///
+    /// # Safety
+    ///
+    /// No reference returned by [`Self::get`] may be alive, and none may be taken until this
+    /// returns: the array's queue is frozen (no request, hence no member I/O or stripe step, is
+    /// in flight) and its worker idle with nothing to wake it.
+    pub(crate) unsafe fn detach(&self, role: u32) -> Option<KBox<BlockDeviceFile>> {
+        let slot = self.slots.get(role as usize)?;
+        slot.dev.store(0, Ordering::Release);
+        let file = slot.file.swap(ptr::null_mut(), Ordering::AcqRel);
+        // SAFETY: from `KBox::into_raw`, and the swap made this the only owner; nobody uses
+        // it (the caller's contract).
+        (!file.is_null()).then(|| unsafe { KBox::from_raw(file) })
+    }
+}
+
+impl Drop for MemberDevices {
+    fn drop(&mut self) {
+        for slot in self.slots.iter() {
+            let file = slot.file.swap(ptr::null_mut(), Ordering::AcqRel);
+            if !file.is_null() {
+                // SAFETY: from `KBox::into_raw`; the array is going away, nobody uses it.
+                drop(unsafe { KBox::from_raw(file) });
+            }
+        }
+    }
+}

@@ -1,0 +1,306 @@
+//! `graidctl fail ARRAY MEMBER...` and `graidctl remove ARRAY MEMBER...`: GRAID_IOC_MEMBER.
+//!
+//! Every MEMBER is checked against the array's DETAIL before anything is sent: a device that is
+//! not a member, or (for `remove`) a member still in use, is refused with nothing changed. The
+//! module checks again (another tool may have changed the array meanwhile) and refuses what
+//! would lose data.
+
+use crate::array_ref::{self, resolve, ArrayRef};
+use crate::control::{Control, ControlDevice};
+use crate::errno::{ioctl_error, Op};
+use crate::error::CtlError;
+use crate::member::{Rdev, System};
+use crate::output::{json, ArrayView};
+use graid_abi::{
+    GraidMember, GraidMemberOp, GRAID_MEMBER_ACTIVE, GRAID_MEMBER_MISSING, GRAID_MEMBER_OP_FAIL,
+    GRAID_MEMBER_OP_REMOVE,
+};
+use serde::Serialize;
+
+/// What to do to the members.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    Fail,
+    Remove,
+}
+
+impl Action {
+    fn op(self) -> u32 {
+        match self {
+            Self::Fail => GRAID_MEMBER_OP_FAIL,
+            Self::Remove => GRAID_MEMBER_OP_REMOVE,
+        }
+    }
+
+    fn done(self) -> &'static str {
+        match self {
+            Self::Fail => "failed",
+            Self::Remove => "removed",
+        }
+    }
+
+    fn preposition(self) -> &'static str {
+        match self {
+            Self::Fail => "in",
+            Self::Remove => "from",
+        }
+    }
+}
+
+/// The arguments of `fail` and `remove`.
+#[derive(clap::Args, Debug)]
+pub struct MemberArgs {
+    /// The array (see ARRAY below).
+    array: String,
+    /// Member devices.
+    #[arg(required = true)]
+    members: Vec<String>,
+}
+
+/// `graidctl fail|remove ARRAY MEMBER...` on the real control device.
+pub fn main(
+    args: &MemberArgs,
+    action: Action,
+    sys: &dyn System,
+    json_out: bool,
+) -> Result<String, CtlError> {
+    let array = array_ref::parse(&args.array)?;
+    let ctl = Control::open_checked()?;
+    run(&ctl, sys, &array, &args.members, action, json_out)
+}
+
+/// One member changed, for `--json`.
+#[derive(Debug, Serialize)]
+struct Changed {
+    member: String,
+    major: u32,
+    minor: u32,
+    role: u32,
+}
+
+#[derive(Debug, Serialize)]
+struct Report {
+    action: &'static str,
+    changed: Vec<Changed>,
+    /// The array afterwards.
+    array: ArrayView,
+}
+
+pub fn run(
+    ctl: &dyn ControlDevice,
+    sys: &dyn System,
+    array: &ArrayRef,
+    members: &[String],
+    action: Action,
+    json_out: bool,
+) -> Result<String, CtlError> {
+    let detail = resolve(ctl, sys, array)?;
+    let label = ArrayView::new(&detail, sys).label();
+    let count = (detail.nr_members as usize).min(detail.members.len());
+    let present = &detail.members[..count];
+    let mut targets = Vec::new();
+    for path in members {
+        let rdev = sys.block_rdev(path)?;
+        let member = present
+            .iter()
+            .find(|m| {
+                m.state != GRAID_MEMBER_MISSING
+                    && Rdev {
+                        major: m.dev.major,
+                        minor: m.dev.minor,
+                    } == rdev
+            })
+            .ok_or_else(|| {
+                CtlError::Failed(format!("{path} ({rdev}) is not a member of {label}"))
+            })?;
+        if action == Action::Remove && member.state == GRAID_MEMBER_ACTIVE {
+            return Err(CtlError::Failed(format!(
+                "cannot remove {path} ({rdev}) from {label}: it is active; only a failed \
+                 member can be removed (graidctl fail it first); nothing changed"
+            )));
+        }
+        targets.push((path.as_str(), rdev));
+    }
+    let mut changed = Vec::new();
+    for (path, rdev) in targets {
+        let mut req = GraidMemberOp {
+            index: detail.index,
+            op: action.op(),
+            dev: GraidMember {
+                major: rdev.major,
+                minor: rdev.minor,
+            },
+            flags: 0,
+            role: 0,
+        };
+        let description = format!("{path} ({rdev})");
+        ctl.member(&mut req).map_err(|e| {
+            let err = ioctl_error(
+                Op::Member {
+                    array: &label,
+                    member: &description,
+                    remove: action == Action::Remove,
+                },
+                &e,
+            );
+            with_done(err, &changed, action)
+        })?;
+        changed.push(Changed {
+            member: path.to_owned(),
+            major: rdev.major,
+            minor: rdev.minor,
+            role: req.role,
+        });
+    }
+    if json_out {
+        let after = ctl.detail(detail.index).unwrap_or(detail);
+        return Ok(json(&Report {
+            action: action.done(),
+            changed,
+            array: ArrayView::new(&after, sys),
+        }));
+    }
+    Ok(changed
+        .iter()
+        .map(|c| {
+            format!(
+                "graidctl: {} {} (role {}) {} {label}\n",
+                action.done(),
+                c.member,
+                c.role,
+                action.preposition()
+            )
+        })
+        .collect())
+}
+
+/// `err`, saying which members were already changed when a later one failed.
+fn with_done(err: CtlError, changed: &[Changed], action: Action) -> CtlError {
+    if changed.is_empty() {
+        return err;
+    }
+    let done: Vec<&str> = changed.iter().map(|c| c.member.as_str()).collect();
+    let note = format!(" ({} before this: {})", action.done(), done.join(", "));
+    match err {
+        CtlError::Failed(m) => CtlError::Failed(m + &note),
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::array_ref::parse;
+    use crate::control::fake::{array, FakeControl};
+    use crate::member::fake::FakeSystem;
+    use graid_abi::GRAID_MEMBER_FAULTY;
+
+    fn setup() -> (FakeControl, FakeSystem) {
+        let sys = FakeSystem::with_disks(&["vda", "vdb", "vdc", "vdd", "vde"]);
+        let ctl = FakeControl::with(vec![array(
+            0,
+            "data",
+            10,
+            &[
+                (259, 0, GRAID_MEMBER_ACTIVE),
+                (259, 1, GRAID_MEMBER_ACTIVE),
+                (259, 2, GRAID_MEMBER_ACTIVE),
+                (259, 3, GRAID_MEMBER_ACTIVE),
+            ],
+        )]);
+        (ctl, sys)
+    }
+
+    fn go(
+        ctl: &FakeControl,
+        sys: &FakeSystem,
+        members: &[&str],
+        action: Action,
+    ) -> Result<String, CtlError> {
+        let members: Vec<String> = members.iter().map(|m| (*m).to_owned()).collect();
+        run(ctl, sys, &parse("data").unwrap(), &members, action, false)
+    }
+
+    #[test]
+    fn fail_then_remove_a_member() {
+        let (ctl, sys) = setup();
+        let out = go(&ctl, &sys, &["/dev/vdb"], Action::Fail).unwrap();
+        assert_eq!(
+            out,
+            "graidctl: failed /dev/vdb (role 1) in /dev/graid0 (data)\n"
+        );
+        assert_eq!(ctl.arrays.borrow()[0].members[1].state, GRAID_MEMBER_FAULTY);
+        let out = go(&ctl, &sys, &["/dev/vdb"], Action::Remove).unwrap();
+        assert_eq!(
+            out,
+            "graidctl: removed /dev/vdb (role 1) from /dev/graid0 (data)\n"
+        );
+        let ops = ctl.member_ops.borrow();
+        assert_eq!(ops.len(), 2);
+        assert_eq!(
+            (ops[0].op, ops[1].op),
+            (GRAID_MEMBER_OP_FAIL, GRAID_MEMBER_OP_REMOVE)
+        );
+        assert_eq!(
+            ops[1].dev,
+            GraidMember {
+                major: 259,
+                minor: 1
+            }
+        );
+        assert_eq!(
+            ctl.arrays.borrow()[0].members[1].state,
+            GRAID_MEMBER_MISSING
+        );
+    }
+
+    #[test]
+    fn refusals_send_nothing() {
+        let (ctl, sys) = setup();
+        // Not a member.
+        let err = go(&ctl, &sys, &["/dev/vdb", "/dev/vde"], Action::Fail).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "/dev/vde (259:4) is not a member of /dev/graid0 (data)"
+        );
+        // An active member cannot be removed.
+        let err = go(&ctl, &sys, &["/dev/vdc"], Action::Remove).unwrap_err();
+        assert!(err.to_string().contains("it is active"), "{err}");
+        // No such device at all.
+        assert!(go(&ctl, &sys, &["/dev/nope"], Action::Fail).is_err());
+        assert!(ctl.member_ops.borrow().is_empty());
+    }
+
+    #[test]
+    fn module_refusal_names_the_member_and_what_was_done() {
+        let (ctl, sys) = setup();
+        ctl.fail.borrow_mut().push(("member", libc::EBUSY));
+        let err = go(&ctl, &sys, &["/dev/vda"], Action::Fail).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "cannot fail /dev/vda (259:0) in /dev/graid0 (data): it holds the last copy of \
+             some data: failing it would lose data (nothing changed) (EBUSY)"
+        );
+        assert_eq!(ctl.arrays.borrow()[0].members[0].state, GRAID_MEMBER_ACTIVE);
+    }
+
+    #[test]
+    fn json_reports_the_changed_members_and_the_array_after() {
+        let (ctl, sys) = setup();
+        let members = vec!["/dev/vda".to_owned(), "/dev/vdc".to_owned()];
+        let out = run(
+            &ctl,
+            &sys,
+            &parse("/dev/graid0").unwrap(),
+            &members,
+            Action::Fail,
+            true,
+        )
+        .unwrap();
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["action"], "failed");
+        assert_eq!(v["changed"][1]["member"], "/dev/vdc");
+        assert_eq!(v["changed"][1]["role"], 2);
+        assert_eq!(v["array"]["members"][2]["state"], "faulty");
+    }
+}
