@@ -191,15 +191,20 @@ impl Array {
             }
         }
         let in_sync = params.level == Level::Raid0 || params.sync != InitialSync::Unknown;
-        Self::start(index, superblock, geometry, members, holder, in_sync)
+        let mut present = KVec::with_capacity(members.len(), GFP_KERNEL)?;
+        for member in members.into_iter() {
+            present.push(Some(member), GFP_KERNEL)?;
+        }
+        Self::start(index, superblock, geometry, present, holder, in_sync)
     }
 
     /// Starts an array from members carrying its superblocks, in role order (checked by the
-    /// caller), `freshest` the newest of them.
+    /// caller), `freshest` the newest of them; `None` for a role without a member (a degraded
+    /// start the caller allowed: the data is all there without them).
     #[inline(never)]
     pub(crate) fn assemble(
         index: u32,
-        members: KVec<Member>,
+        members: KVec<Option<Member>>,
         freshest: Superblock,
         holder: Holder,
     ) -> Result<Pin<KBox<Array>>> {
@@ -220,12 +225,12 @@ impl Array {
         index: u32,
         superblock: Superblock,
         geometry: Geometry,
-        members: KVec<Member>,
+        members: KVec<Option<Member>>,
         holder: Holder,
         in_sync: bool,
     ) -> Result<Pin<KBox<Array>>> {
         let mut stack = KVec::with_capacity(members.len(), GFP_KERNEL)?;
-        for m in members.iter() {
+        for m in members.iter().flatten() {
             stack.push((m.file.bdev(), superblock.data_offset), GFP_KERNEL)?;
         }
         let config = DiskConfig {

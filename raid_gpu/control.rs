@@ -10,7 +10,8 @@
 use crate::array::{check_members, random_uuid, Array, CreateParams, Holder, InitialSync};
 use crate::engine::assembly::{member_status, pick_freshest, MemberStatus};
 use crate::engine::geometry::{Geometry, Level};
-use crate::engine::superblock::ArrayName;
+use crate::engine::members::MemberSet;
+use crate::engine::superblock::{ArrayName, Superblock};
 use crate::io::Member;
 use crate::kernel_ext::{
     bdev::BlockDeviceFile, capability::require_sys_admin, misc::MiscOps, random::real_seconds,
@@ -191,6 +192,28 @@ impl MiscOps for Control {
     }
 }
 
+/// Whether an array may start without the roles in `missing` (mdadm's rules): only when asked
+/// (`ENODEV` otherwise, naming them), only with every sector still readable (`ENODEV`), and a
+/// RAID 5/6 only if it was stopped cleanly (`EUCLEAN`: after a crash its parity may not match
+/// its data, and a missing chunk rebuilt from it would be wrong; md refuses the same).
+fn check_degraded_start(best: &Superblock, missing: MemberSet, run: bool) -> Result {
+    let name = best.array_name.as_str();
+    let geometry = best.geometry().map_err(|_| crate::errno::euclean())?;
+    if !run {
+        return Err(ENODEV);
+    }
+    if !geometry.has_all_data(missing) {
+        pr_err!("graid: {}: too many members missing to start: data would be lost\n", name);
+        return Err(ENODEV);
+    }
+    if best.level.has_parity() && !best.clean {
+        pr_err!("graid: {}: not stopped cleanly and degraded: its parity may not match its data; not started\n", name);
+        return Err(crate::errno::euclean());
+    }
+    pr_warn!("graid: {}: starting degraded, roles missing: {:#x}\n", name, missing.bits());
+    Ok(())
+}
+
 #[inline(never)]
 fn version(user: UserSlice) -> Result<isize> {
     let mut answer = GraidVersion {
@@ -276,6 +299,7 @@ impl Control {
         let (mut reader, mut writer) = user.reader_writer();
         let mut req: GraidAssemble = reader.read()?;
         req.bad_member = u32::MAX;
+        req.missing = 0;
         let result = self.assemble_members(&mut req);
         if let Ok(index) = result {
             req.index = index;
@@ -286,7 +310,7 @@ impl Control {
 
     #[inline(never)]
     fn assemble_members(&self, req: &mut GraidAssemble) -> Result<u32> {
-        if req.flags != 0 {
+        if req.flags & !uapi::GRAID_ASSEMBLE_RUN != 0 || req.reserved != 0 {
             return Err(EINVAL);
         }
         let nr = req.nr_members as usize;
@@ -353,13 +377,16 @@ impl Control {
             *slot = Some(Member::new(file, sb.member_uuid));
         }
         req.bad_member = u32::MAX;
-        let mut members = KVec::with_capacity(by_role.len(), GFP_KERNEL)?;
-        for member in by_role.into_iter() {
-            // A role nobody fills: degraded assembly is not supported yet.
-            members.push(member.ok_or(ENODEV)?, GFP_KERNEL)?;
+        let missing = (0u32..)
+            .zip(by_role.iter())
+            .filter(|(_, m)| m.is_none())
+            .fold(MemberSet::EMPTY, |set, (role, _)| set.with(role));
+        req.missing = missing.bits();
+        if !missing.is_empty() {
+            check_degraded_start(&best, missing, req.flags & uapi::GRAID_ASSEMBLE_RUN != 0)?;
         }
         let index = self.reserve(best.array_name, best.array_uuid)?;
-        self.publish(index, Array::assemble(index, members, best, holder))
+        self.publish(index, Array::assemble(index, by_role, best, holder))
     }
 
     #[inline(never)]

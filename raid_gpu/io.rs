@@ -150,7 +150,7 @@ impl ArrayIo {
     pub(crate) fn new(
         superblock: Superblock,
         geometry: Geometry,
-        members: KVec<Member>,
+        members: KVec<Option<Member>>,
         in_sync: bool,
     ) -> impl PinInit<Self, Error> {
         try_pin_init!(&this in Self {
@@ -158,7 +158,7 @@ impl ArrayIo {
             worker <- unsafe { Worker::new(this.as_ptr(), c"graid") },
             engine <- engine_in_place(superblock, geometry, &members, in_sync),
             superblocks <- SuperblockWriter::new(members.len()),
-            files: MemberDevices::new(members.into_iter().map(|m| m.file))?,
+            files: MemberDevices::new(members.into_iter().map(|m| m.map(|m| m.file)))?,
             clones <- CloneSet::new(64),
             deferred: RqStack::default(),
             parked: RqStack::default(),
@@ -261,7 +261,7 @@ unsafe extern "C" fn stripe_work_fn(work: *mut bindings::work_struct) {
 fn engine_in_place<'a>(
     superblock: Superblock,
     geometry: Geometry,
-    members: &'a [Member],
+    members: &'a [Option<Member>],
     in_sync: bool,
 ) -> impl Init<ArrayEngine<KVec<MemberState>>, Error> + 'a {
     #[inline(never)]
@@ -269,7 +269,7 @@ fn engine_in_place<'a>(
         slot: *mut ArrayEngine<KVec<MemberState>>,
         superblock: Superblock,
         geometry: Geometry,
-        members: &[Member],
+        members: &[Option<Member>],
         in_sync: bool,
     ) -> Result {
         let engine = new_engine(superblock, geometry, members, in_sync)?;
@@ -286,12 +286,16 @@ fn engine_in_place<'a>(
 fn new_engine(
     superblock: Superblock,
     geometry: Geometry,
-    members: &[Member],
+    members: &[Option<Member>],
     in_sync: bool,
 ) -> Result<ArrayEngine<KVec<MemberState>>> {
     let mut states = KVec::with_capacity(members.len(), GFP_KERNEL)?;
     for member in members {
-        states.push(MemberState::new(member.uuid), GFP_KERNEL)?;
+        let state = match member {
+            Some(member) => MemberState::new(member.uuid),
+            None => MemberState::missing([0; UUID_LEN]),
+        };
+        states.push(state, GFP_KERNEL)?;
     }
     ArrayEngine::new(superblock, geometry, states, in_sync)
         .map_err(|EngineError::MemberCount { .. }| EINVAL)

@@ -25,18 +25,25 @@ pub(crate) struct MemberDevices {
 }
 
 impl MemberDevices {
-    pub(crate) fn new(files: impl IntoIterator<Item = BlockDeviceFile>) -> Result<Self> {
+    /// The devices by role; `None` for a role without one (a degraded assembly).
+    pub(crate) fn new(files: impl IntoIterator<Item = Option<BlockDeviceFile>>) -> Result<Self> {
         let mut slots = KVec::new();
         for file in files {
-            let (major, minor) = file.dev();
-            let file = KBox::new(file, GFP_KERNEL)?;
-            slots.push(
-                DeviceSlot {
-                    file: AtomicPtr::new(KBox::into_raw(file)),
-                    dev: AtomicU64::new(u64::from(major) << 32 | u64::from(minor)),
+            let slot = match file {
+                Some(file) => {
+                    let (major, minor) = file.dev();
+                    let file = KBox::new(file, GFP_KERNEL)?;
+                    DeviceSlot {
+                        file: AtomicPtr::new(KBox::into_raw(file)),
+                        dev: AtomicU64::new(u64::from(major) << 32 | u64::from(minor)),
+                    }
+                }
+                None => DeviceSlot {
+                    file: AtomicPtr::new(ptr::null_mut()),
+                    dev: AtomicU64::new(0),
                 },
-                GFP_KERNEL,
-            )?;
+            };
+            slots.push(slot, GFP_KERNEL)?;
         }
         Ok(Self { slots })
     }

@@ -154,13 +154,17 @@ pub struct GraidCreate {
     pub layout: u32,
 }
 
+/// [`GraidAssemble::flags`]: start the array even with roles missing, as long as every sector
+/// still has a copy or parity (mdadm's `--run`).
+pub const GRAID_ASSEMBLE_RUN: u32 = 1;
+
 /// Argument of [`GRAID_IOC_ASSEMBLE`].
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GraidAssemble {
     /// Number of valid entries in `members`.
     pub nr_members: u32,
-    /// Must be 0; reserved for options.
+    /// `GRAID_ASSEMBLE_*` flags.
     pub flags: u32,
     /// The array's members, in any order.
     pub members: [GraidMember; GRAID_MAX_MEMBERS],
@@ -169,6 +173,11 @@ pub struct GraidAssemble {
     /// Out: index into `members` of the member that was refused, when assembly fails on one;
     /// `u32::MAX` otherwise.
     pub bad_member: u32,
+    /// Out: the roles no given member fills (bit N: role N), when assembly refuses for them
+    /// and when a degraded start runs without them; 0 otherwise.
+    pub missing: u32,
+    /// Reserved, 0.
+    pub reserved: u32,
 }
 
 /// [`GraidStop::flags`]: stop even if the array is open (refused unless no I/O can be lost).

@@ -514,18 +514,10 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
     /// True while every part of the data has a copy on a working member other than `without`.
     pub(super) fn has_all_data(&self, without: Option<u32>) -> bool {
         let avoid = without.map(MemberSet::of).unwrap_or_default();
-        if self.geometry.level().has_parity() {
-            // Every stripe has one chunk on each member: any `parity` of them may be lost.
-            let lost = (0..self.geometry.members())
-                .filter(|&m| !self.usable(m, avoid))
-                .count();
-            return lost <= self.geometry.level().parity_members() as usize;
-        }
-        // One sector of each of the first `members` chunks covers every member combination of
-        // the layout (a row for RAID 0/1, every adjacent pair for near-2 RAID 10).
-        let chunk = u64::from(self.geometry.chunk_sectors().max(1));
-        (0..u64::from(self.geometry.members()))
-            .all(|i| self.readable(i.saturating_mul(chunk), 1, avoid))
+        let lost = (0..self.geometry.members())
+            .filter(|&m| !self.usable(m, avoid))
+            .fold(MemberSet::EMPTY, MemberSet::with);
+        self.geometry.has_all_data(lost)
     }
 }
 

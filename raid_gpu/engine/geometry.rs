@@ -42,6 +42,7 @@
 //! Member sizes are rounded down to whole chunks for every striped level, and a RAID 10 array
 //! holds `rows * n / 2` chunks (rounded down, as md does: an odd last slot stays unused).
 
+use super::members::MemberSet;
 use core::fmt;
 use core::iter::FusedIterator;
 use core::num::NonZeroU64;
@@ -475,6 +476,27 @@ impl Geometry {
     /// Member I/O for reading `sectors` sectors at array sector `start` from copy `copy`
     /// (`0..copies()`): one piece per chunk touched, in array order. Degraded readers remap a
     /// piece whose member is missing by calling this again for the piece with another copy.
+    /// True if every sector still has a copy (or enough parity) with the members in `lost`
+    /// gone: an array may run without them.
+    pub fn has_all_data(&self, lost: MemberSet) -> bool {
+        let lost = lost.intersect(MemberSet::first(self.members()));
+        if self.level.has_parity() {
+            // Every stripe has one chunk on each member: any `parity` of them may be lost.
+            return lost.len() <= self.level.parity_members();
+        }
+        // One sector of each of the first `members` chunks covers every member combination of
+        // the layout (a row for RAID 0/1, every adjacent pair for near-2 RAID 10).
+        let chunk = u64::from(self.chunk_sectors().max(1));
+        (0..u64::from(self.members())).all(|i| {
+            (0..self.copies()).any(|copy| {
+                self.map_read(i.saturating_mul(chunk), 1, copy)
+                    .ok()
+                    .and_then(|mut pieces| pieces.next())
+                    .is_some_and(|piece| !lost.contains(piece.member))
+            })
+        })
+    }
+
     pub fn map_read(&self, start: u64, sectors: u64, copy: u32) -> Result<Pieces, MapError> {
         let copies = self.copies();
         if copy >= copies {

@@ -98,6 +98,15 @@ impl MemberState {
         }
     }
 
+    /// A member whose device was not there when the array started (degraded assembly): out
+    /// of use, as a recorded failure.
+    pub const fn missing(uuid: [u8; UUID_LEN]) -> Self {
+        Self {
+            health: AtomicU8::new(Health::Faulty.code()),
+            ..Self::new(uuid)
+        }
+    }
+
     pub fn uuid(&self) -> &[u8; UUID_LEN] {
         &self.uuid
     }

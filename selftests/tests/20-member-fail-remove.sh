@@ -5,7 +5,10 @@
 # - it is removed while fio runs: its role shows missing, the device is released (no longer a
 #   slave of the array);
 # - refusals change nothing: failing the last copy (the module's EBUSY), removing an active
-#   member (graidctl, and the module when asked directly), a device that is not a member.
+#   member (graidctl, and the module when asked directly), a device that is not a member;
+# - assembly without the removed member is refused naming its role, starts degraded with
+#   --run and reads back; the removed member is refused if it comes back; a RAID 5 that was
+#   never in sync does not start degraded (its parity may be wrong).
 . /graid/lib.sh
 need_members 4
 set -- $members
@@ -77,7 +80,36 @@ for level in 1 6; do
 	expect_match '"state": "degraded"' "$(graidctl --json detail fr)" "array state after the refusal"
 	fio_verify "$dev" 16M 8M randwrite 4k-64k
 	expect_rc 0 graidctl stop fr
+
+	echo "--- RAID $level: assembly without the removed member: refused, then degraded with --run"
+	case $level in
+	1) present=$d0 ;;
+	6) present="$d0 $d3" ;; # $d1 removed, $d2 failed
+	esac
+	expect_rc 1 graidctl assemble $present
+	expect_match 'role.* 1.* no member.*--run' "$OUT" "refusal naming the missing role"
+	expect_rc 1 graidctl assemble $present $d1
+	expect_match "$d1.*(stale|faulty)" "$OUT" "the removed member coming back"
+	expect_rc 0 graidctl assemble --run $present
+	expect_match 'degraded' "$OUT" "degraded start"
+	dev=$(array_dev "$OUT")
+	[ "$(role_state 1)" = missing ] || fail "role 1 is not missing after a degraded start"
+	fio_readback "$dev" 16M 8M randwrite 4k-64k "data lost across a degraded assembly"
+	fio_verify "$dev" 0 8M randwrite 4k-64k
+	expect_rc 0 graidctl stop fr
 done
+
+echo "--- RAID 5 never synchronised (not clean): a degraded start is refused, a full one works"
+wipe_superblocks $d0 $d1 $d2 $d3
+expect_rc 0 graidctl create fr --level 5 $d0 $d1 $d2
+dev=$(array_dev "$OUT")
+fio_verify "$dev" 0 8M randwrite 4k-64k
+expect_rc 0 graidctl stop fr
+expect_rc 1 graidctl assemble --run $d0 $d2
+expect_match 'not stopped cleanly.*EUCLEAN' "$OUT" "refusal of a dirty degraded RAID 5"
+expect_rc 0 graidctl assemble $d0 $d1 $d2
+fio_readback "$(array_dev "$OUT")" 0 8M randwrite 4k-64k "data lost after the refused start"
+expect_rc 0 graidctl stop fr
 wipe_superblocks $d0 $d1 $d2 $d3
 unload_module
 kmemleak_check

@@ -38,7 +38,7 @@ mod tests {
             size_of::<GraidCreate>(),
             4 * 4 + GRAID_NAME_LEN + 16 + 8 + members + 8
         );
-        assert_eq!(size_of::<GraidAssemble>(), 8 + members + 8);
+        assert_eq!(size_of::<GraidAssemble>(), 8 + members + 16);
         assert_eq!(size_of::<GraidStop>(), 8);
         assert_eq!(size_of::<GraidMemberOp>(), 4 + 4 + 8 + 4 + 4);
         assert_eq!(size_of::<GraidList>(), 8 + 4 * GRAID_MAX_ARRAYS);

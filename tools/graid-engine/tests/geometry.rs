@@ -396,3 +396,33 @@ proptest! {
         prop_assert_eq!(g.map_write(start, len).is_ok(), inside);
     }
 }
+
+#[test]
+fn which_members_an_array_can_run_without() {
+    use graid_engine::geometry::ParityLayout;
+    use graid_engine::members::MemberSet;
+    let set = |m: &[u32]| m.iter().fold(MemberSet::EMPTY, |s, &m| s.with(m));
+    let g = |level, members, chunk| Geometry::new(level, members, chunk, 1 << 16).unwrap();
+    let raid0 = g(Level::Raid0, 3, 16);
+    assert!(raid0.has_all_data(MemberSet::EMPTY));
+    assert!(!raid0.has_all_data(set(&[2])));
+    let raid1 = g(Level::Raid1, 3, 0);
+    assert!(raid1.has_all_data(set(&[0, 2])));
+    assert!(!raid1.has_all_data(set(&[0, 1, 2])));
+    // Near-2 on four members: pairs (0,1) and (2,3); on five every adjacent pair shares data.
+    let raid10 = g(Level::Raid10, 4, 16);
+    assert!(raid10.has_all_data(set(&[0, 3])));
+    assert!(!raid10.has_all_data(set(&[2, 3])));
+    let odd = g(Level::Raid10, 5, 16);
+    assert!(odd.has_all_data(set(&[0, 2])));
+    assert!(!odd.has_all_data(set(&[3, 4])));
+    assert!(!odd.has_all_data(set(&[4, 0])));
+    let raid5 = g(Level::Raid5(ParityLayout::LeftSymmetric), 4, 16);
+    assert!(raid5.has_all_data(set(&[3])));
+    assert!(!raid5.has_all_data(set(&[0, 3])));
+    let raid6 = g(Level::Raid6(ParityLayout::LeftSymmetric), 5, 16);
+    assert!(raid6.has_all_data(set(&[1, 4])));
+    assert!(!raid6.has_all_data(set(&[0, 1, 4])));
+    // Members beyond the array do not count.
+    assert!(raid6.has_all_data(set(&[7, 9, 30])));
+}

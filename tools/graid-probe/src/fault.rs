@@ -89,6 +89,8 @@ fn sweep(control: &str, args: &[String]) -> Result<Result<String, String>, Strin
             members: [GraidMember::default(); GRAID_MAX_MEMBERS],
             index: u32::MAX,
             bad_member: 0,
+            missing: 0,
+            reserved: 0,
         };
         assemble.members[..members.len()].copy_from_slice(&members);
         let mut create = if what == "create" {

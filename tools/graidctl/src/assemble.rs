@@ -10,7 +10,7 @@ use crate::member::{describe, resolve_members, Rdev, System};
 use crate::output::{array_device, json, ArrayView};
 use crate::uuid;
 use clap::Args;
-use graid_abi::{GraidAssemble, GraidMember, GRAID_MAX_MEMBERS};
+use graid_abi::{GraidAssemble, GraidMember, GRAID_ASSEMBLE_RUN, GRAID_MAX_MEMBERS};
 use graid_engine::assembly::{member_status, pick_freshest, MemberStatus};
 use graid_engine::superblock::{decode, Superblock};
 use serde::Serialize;
@@ -24,6 +24,10 @@ pub struct AssembleArgs {
     /// The array's member block devices, in any order.
     #[arg(value_name = "MEMBER", required_unless_present = "scan")]
     pub members: Vec<String>,
+    /// Start the array even if some members are missing, as long as no data is lost (degraded;
+    /// mdadm's --run). Without it an array with missing members is refused and they are named.
+    #[arg(short = 'R', long)]
+    pub run: bool,
 }
 
 /// Checks the members given on the command line without the module (none with `--scan`).
@@ -49,9 +53,9 @@ pub fn submit(
     json_out: bool,
 ) -> Result<String, CtlError> {
     if args.scan {
-        return scan(ctl, sys, json_out);
+        return scan(ctl, sys, args.run, json_out);
     }
-    let view = assemble(ctl, sys, rdevs, &args.members)?;
+    let view = assemble(ctl, sys, rdevs, &args.members, args.run)?;
     Ok(if json_out {
         json(&view)
     } else {
@@ -85,19 +89,23 @@ fn assembled_line(view: &ArrayView) -> String {
     )
 }
 
-/// Sends ASSEMBLE for `rdevs` (shown as `paths`) and describes the running array.
+/// Sends ASSEMBLE for `rdevs` (shown as `paths`; `run`: start degraded if need be) and
+/// describes the running array.
 fn assemble(
     ctl: &dyn ControlDevice,
     sys: &dyn System,
     rdevs: &[Rdev],
     paths: &[String],
+    run: bool,
 ) -> Result<ArrayView, CtlError> {
     let mut req = GraidAssemble {
         nr_members: rdevs.len() as u32,
-        flags: 0,
+        flags: if run { GRAID_ASSEMBLE_RUN } else { 0 },
         members: [GraidMember::default(); GRAID_MAX_MEMBERS],
         index: 0,
         bad_member: u32::MAX,
+        missing: 0,
+        reserved: 0,
     };
     for (slot, rdev) in req.members.iter_mut().zip(rdevs) {
         *slot = GraidMember {
@@ -106,6 +114,9 @@ fn assemble(
         };
     }
     if let Err(e) = ctl.assemble(&mut req) {
+        if req.missing != 0 && req.bad_member == u32::MAX {
+            return Err(missing_error(req.missing, run, &e));
+        }
         let bad = usize::try_from(req.bad_member).ok();
         let member = bad
             .and_then(|i| Some((paths.get(i)?, rdevs.get(i)?)))
@@ -125,6 +136,38 @@ fn assemble(
         ))
     })?;
     Ok(ArrayView::new(&detail, sys))
+}
+
+/// Why an array with roles `missing` (a bit per role) was not started.
+fn missing_error(missing: u32, run: bool, e: &std::io::Error) -> CtlError {
+    let roles: Vec<String> = (0..32)
+        .filter(|r| missing & (1 << r) != 0)
+        .map(|r| r.to_string())
+        .collect();
+    let roles = format!(
+        "role{} {} ha{} no member",
+        if roles.len() > 1 { "s" } else { "" },
+        roles.join(", "),
+        if roles.len() > 1 { "ve" } else { "s" }
+    );
+    let errno = e.raw_os_error();
+    let why = match errno {
+        Some(libc::EUCLEAN) => format!(
+            "{roles}, and the array was not stopped cleanly: its parity may not match its data, \
+             so what it rebuilds for the missing members could be wrong (md refuses this too); \
+             nothing was started"
+        ),
+        _ if run => {
+            format!("{roles}: too many are missing to start without losing data (even with --run)")
+        }
+        _ => format!(
+            "{roles} (not given, or not found); --run starts the array degraded without them"
+        ),
+    };
+    let name = errno
+        .and_then(crate::errno::errno_name)
+        .map_or(String::new(), |n| format!(" ({n})"));
+    CtlError::Failed(format!("cannot assemble: {why}{name}"))
 }
 
 /// A device with a graid superblock, found by `--scan`.
@@ -183,7 +226,12 @@ fn status_text(status: &MemberStatus, found: &[Found]) -> String {
     }
 }
 
-fn scan(ctl: &dyn ControlDevice, sys: &dyn System, json_out: bool) -> Result<String, CtlError> {
+fn scan(
+    ctl: &dyn ControlDevice,
+    sys: &dyn System,
+    run: bool,
+    json_out: bool,
+) -> Result<String, CtlError> {
     let found: Vec<Found> = sys
         .block_devices()
         .into_iter()
@@ -245,7 +293,7 @@ fn scan(ctl: &dyn ControlDevice, sys: &dyn System, json_out: bool) -> Result<Str
         }
         rdevs.truncate(GRAID_MAX_MEMBERS);
         result.members.truncate(GRAID_MAX_MEMBERS);
-        match assemble(ctl, sys, &rdevs, &result.members) {
+        match assemble(ctl, sys, &rdevs, &result.members, run) {
             Ok(view) => {
                 result.status = "assembled";
                 result.array = Some(view);
@@ -308,6 +356,7 @@ mod tests {
         AssembleArgs {
             scan: false,
             members: members.iter().map(|m| format!("/dev/{m}")).collect(),
+            run: false,
         }
     }
 
@@ -351,6 +400,38 @@ mod tests {
     }
 
     #[test]
+    fn missing_roles_are_named_and_run_is_sent() {
+        let mut ctl = FakeControl::with(vec![]);
+        ctl.missing = 0b1010;
+        ctl.fail.borrow_mut().push(("assemble", libc::ENODEV));
+        let sys = FakeSystem::with_disks(&["a", "b"]);
+        let err = run(&ctl, &sys, &args(&["a", "b"]), false).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "cannot assemble: roles 1, 3 have no member (not given, or not found); --run \
+             starts the array degraded without them (ENODEV)"
+        );
+        let mut with_run = args(&["a", "b"]);
+        with_run.run = true;
+        let err = run(&ctl, &sys, &with_run, false).unwrap_err();
+        assert!(err.to_string().contains("too many are missing"), "{err}");
+        assert_eq!(ctl.assembled.borrow()[1].flags, GRAID_ASSEMBLE_RUN);
+        ctl.missing = 0b100;
+        ctl.fail.borrow_mut()[0].1 = libc::EUCLEAN;
+        let err = run(&ctl, &sys, &with_run, false).unwrap_err();
+        assert!(
+            err.to_string().starts_with(
+                "cannot assemble: role 2 has no member, and the array was not stopped cleanly"
+            ),
+            "{err}"
+        );
+        // Started degraded: the fake reports success.
+        ctl.fail.borrow_mut().clear();
+        let out = run(&ctl, &sys, &with_run, false).unwrap();
+        assert!(out.contains("assembled as /dev/graid0"), "{out}");
+    }
+
+    #[test]
     fn too_many_members_is_a_usage_error() {
         let names: Vec<String> = (0..33).map(|i| format!("d{i}")).collect();
         let refs: Vec<&str> = names.iter().map(String::as_str).collect();
@@ -377,7 +458,7 @@ mod tests {
     fn scan_groups_by_uuid_and_leaves_out_stale_members() {
         let ctl = FakeControl::with(vec![]);
         let sys = scan_system();
-        let out = scan(&ctl, &sys, false).unwrap();
+        let out = scan(&ctl, &sys, false, false).unwrap();
         assert_eq!(
             out,
             "graidctl: array x (01010101-0101-0101-0101-010101010101): leaving out \
@@ -398,7 +479,7 @@ mod tests {
         running.uuid = [1; 16];
         let ctl = FakeControl::with(vec![running]);
         ctl.fail.borrow_mut().push(("assemble", libc::EUCLEAN));
-        let err = scan(&ctl, &scan_system(), true).unwrap_err();
+        let err = scan(&ctl, &scan_system(), false, true).unwrap_err();
         assert_eq!(err.exit_code(), EXIT_FAILURE);
         assert_eq!(err.to_string(), "1 of 2 arrays could not be assembled");
         let CtlError::Partial { stdout, .. } = err else {
@@ -423,9 +504,12 @@ mod tests {
         let ctl = FakeControl::with(vec![]);
         let sys = FakeSystem::with_disks(&["a"]);
         assert_eq!(
-            scan(&ctl, &sys, false).unwrap(),
+            scan(&ctl, &sys, false, false).unwrap(),
             "graidctl: no graid superblocks found\n"
         );
-        assert_eq!(scan(&ctl, &sys, true).unwrap(), "{\n  \"arrays\": []\n}\n");
+        assert_eq!(
+            scan(&ctl, &sys, false, true).unwrap(),
+            "{\n  \"arrays\": []\n}\n"
+        );
     }
 }

@@ -191,6 +191,8 @@ mod tests {
             members: [Default::default(); graid_abi::GRAID_MAX_MEMBERS],
             index: 0,
             bad_member: u32::MAX,
+            missing: 0,
+            reserved: 0,
         };
         enotty(null.assemble(&mut assemble));
         enotty(null.member(&mut GraidMemberOp::default()));
@@ -220,8 +222,9 @@ pub mod fake {
         pub arrays: RefCell<Vec<GraidDetail>>,
         /// errno each ioctl fails with, by name ("create", "assemble", ...).
         pub fail: RefCell<Vec<(&'static str, i32)>>,
-        /// `bad_member` an ASSEMBLE failure reports.
+        /// `bad_member` and `missing` an ASSEMBLE failure reports.
         pub bad_member: u32,
+        pub missing: u32,
         pub created: RefCell<Vec<GraidCreate>>,
         pub assembled: RefCell<Vec<GraidAssemble>>,
         pub stopped: RefCell<Vec<GraidStop>>,
@@ -308,6 +311,7 @@ pub mod fake {
             self.assembled.borrow_mut().push(*arg);
             if let Err(e) = self.check("assemble") {
                 arg.bad_member = self.bad_member;
+                arg.missing = self.missing;
                 return Err(e);
             }
             arg.index = self.next_index();

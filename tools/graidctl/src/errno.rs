@@ -154,8 +154,8 @@ fn reason(op: &Op<'_>, errno: i32) -> String {
             _ if named_member => "no such device".to_owned(),
             // The module names no member: every device opened, but a role has none.
             Op::Assemble { .. } if errno == libc::ENODEV => {
-                "the array is incomplete: a member (role) is missing, and degraded assembly is \
-                 not supported yet"
+                "the array is incomplete: a member (role) is missing (graidctl assemble --run \
+                 starts it degraded)"
                     .to_owned()
             }
             _ if is_member_op => "a member device does not exist".to_owned(),
