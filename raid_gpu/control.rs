@@ -99,16 +99,20 @@ impl Control {
         })
     }
 
-    /// Reserves the lowest free index for an array called `name` with `uuid`: `EEXIST` if the
-    /// name or UUID is taken, `ENFILE` if every index is.
-    fn reserve(&self, name: ArrayName, uuid: [u8; 16]) -> Result<u32> {
+    /// Reserves index `want`, or the lowest free index, for an array called `name` with
+    /// `uuid`: `EEXIST` if the name or UUID is taken, `EBUSY` if `want` is, `ENFILE` if every
+    /// index is.
+    fn reserve(&self, name: ArrayName, uuid: [u8; 16], want: Option<u32>) -> Result<u32> {
         let mut arrays = self.arrays.lock();
         if arrays.iter().any(|e| e.uuid == uuid || e.name.as_str() == name.as_str()) {
             return Err(EEXIST);
         }
-        let index = (0..uapi::GRAID_MAX_ARRAYS as u32)
-            .find(|i| !arrays.iter().any(|e| e.index == *i))
-            .ok_or(ENFILE)?;
+        let free = |i: &u32| !arrays.iter().any(|e| e.index == *i);
+        let index = match want {
+            Some(index) if free(&index) => index,
+            Some(_) => return Err(EBUSY),
+            None => (0..uapi::GRAID_MAX_ARRAYS as u32).find(free).ok_or(ENFILE)?,
+        };
         arrays.push(
             Entry {
                 index,
@@ -287,7 +291,7 @@ impl Control {
         let (mut reader, mut writer) = user.reader_writer();
         let mut req: GraidCreate = reader.read()?;
         let params = parse_create(&req)?;
-        let index = self.reserve(params.name, params.uuid)?;
+        let index = self.reserve(params.name, params.uuid, None)?;
         req.index = self.publish(index, Array::create(index, params))?;
         writer.write(&req)?;
         Ok(0)
@@ -310,7 +314,12 @@ impl Control {
 
     #[inline(never)]
     fn assemble_members(&self, req: &mut GraidAssemble) -> Result<u32> {
-        if req.flags & !uapi::GRAID_ASSEMBLE_RUN != 0 || req.reserved != 0 {
+        let known = uapi::GRAID_ASSEMBLE_RUN | uapi::GRAID_ASSEMBLE_INDEX;
+        if req.flags & !known != 0 || req.reserved != 0 {
+            return Err(EINVAL);
+        }
+        let want = (req.flags & uapi::GRAID_ASSEMBLE_INDEX != 0).then_some(req.index);
+        if want.is_some_and(|i| i >= uapi::GRAID_MAX_ARRAYS as u32) {
             return Err(EINVAL);
         }
         let nr = req.nr_members as usize;
@@ -385,7 +394,7 @@ impl Control {
         if !missing.is_empty() {
             check_degraded_start(&best, missing, req.flags & uapi::GRAID_ASSEMBLE_RUN != 0)?;
         }
-        let index = self.reserve(best.array_name, best.array_uuid)?;
+        let index = self.reserve(best.array_name, best.array_uuid, want)?;
         self.publish(index, Array::assemble(index, by_role, best, holder))
     }
 

@@ -29,6 +29,7 @@ impl MemberDevices {
     pub(crate) fn new(files: impl IntoIterator<Item = Option<BlockDeviceFile>>) -> Result<Self> {
         let mut slots = KVec::new();
         for file in files {
+            // Once in a slot, a device is closed with it, on every error path below too.
             let slot = match file {
                 Some(file) => {
                     let (major, minor) = file.dev();
@@ -85,14 +86,14 @@ impl MemberDevices {
     }
 }
 
-impl Drop for MemberDevices {
+impl Drop for DeviceSlot {
     fn drop(&mut self) {
-        for slot in self.slots.iter() {
-            let file = slot.file.swap(ptr::null_mut(), Ordering::AcqRel);
-            if !file.is_null() {
-                // SAFETY: from `KBox::into_raw`; the array is going away, nobody uses it.
-                drop(unsafe { KBox::from_raw(file) });
-            }
+        let file = self.file.swap(ptr::null_mut(), Ordering::AcqRel);
+        if !file.is_null() {
+            // SAFETY: from `KBox::into_raw`, and the swap made this the only owner; a slot is
+            // dropped when the array goes away, or when building the table failed, and nobody
+            // uses its device then.
+            drop(unsafe { KBox::from_raw(file) });
         }
     }
 }

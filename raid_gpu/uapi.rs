@@ -157,6 +157,9 @@ pub struct GraidCreate {
 /// [`GraidAssemble::flags`]: start the array even with roles missing, as long as every sector
 /// still has a copy or parity (mdadm's `--run`).
 pub const GRAID_ASSEMBLE_RUN: u32 = 1;
+/// [`GraidAssemble::flags`]: `index` is an input: start the array as `/dev/graid<index>`
+/// (`EBUSY` if that index is in use), as `mdadm --assemble /dev/mdN` does.
+pub const GRAID_ASSEMBLE_INDEX: u32 = 2;
 
 /// Argument of [`GRAID_IOC_ASSEMBLE`].
 #[repr(C)]
@@ -168,7 +171,8 @@ pub struct GraidAssemble {
     pub flags: u32,
     /// The array's members, in any order.
     pub members: [GraidMember; GRAID_MAX_MEMBERS],
-    /// Out: the array's index N, as in `/dev/graidN`.
+    /// Out: the array's index N, as in `/dev/graidN` (in, with [`GRAID_ASSEMBLE_INDEX`]: the
+    /// index wanted).
     pub index: u32,
     /// Out: index into `members` of the member that was refused, when assembly fails on one;
     /// `u32::MAX` otherwise.

@@ -1,7 +1,8 @@
 # graid demo (make demo), run inside the test VM: create a RAID 1 and a RAID 0 on emulated NVMe
 # drives, write and verify data, show them, repair a mirror's read errors, survive a dead
-# mirror member, stop and reassemble; then a RAID 6 that loses a member in the middle of a
-# verified write and keeps serving from parity.
+# mirror member, remove it, stop and reassemble (the mirror degraded); then a RAID 6 that loses
+# a member in the middle of a verified write, and a second one failed by hand, and keeps
+# serving from parity.
 # Later issues grow it into the full fail / rebuild / verify story.
 . /graid/lib.sh
 step() { printf '\n=== %s\n' "$*"; }
@@ -56,13 +57,24 @@ echo "16 MiB more written and verified with one member dead"
 run graidctl detail mirror
 run graidctl examine "$1"
 
-step "Stop everything and assemble the stripe again from its superblocks"
-run graidctl stop mirror
+step "Remove the dead member from the mirror (its device is released)"
+run graidctl remove mirror /dev/mapper/m1
 dmsetup --noudevsync remove m1
+
+step "Stop everything and assemble again from the superblocks: the mirror only with --run"
+run graidctl stop mirror
 run graidctl stop stripe
-run graidctl assemble "$3" "$4"
+run graidctl assemble stripe "$3" "$4"
+echo "# graidctl assemble mirror $1"
+graidctl assemble mirror "$1" && exit 1
+run graidctl assemble mirror --run "$1"
+mirror=$(graidctl detail mirror | grep -o '/dev/graid[0-9]*' | head -n 1)
+fio_readback "$mirror" 0 32M randwrite 4k-256k "DATA LOST"
+fio_readback "$mirror" 32M 16M randwrite 4k-256k "DATA LOST"
+echo "the degraded mirror reads back all 48 MiB written"
 run graidctl list
-echo "(the mirror's failed member is recorded as faulty: degraded assembly and rebuild come next)"
+echo "(adding a new member and rebuilding onto it come next)"
+run graidctl stop mirror
 run graidctl stop stripe
 wipe_superblocks "$@"
 
@@ -82,6 +94,11 @@ wait $writer || { echo "DATA LOST"; exit 1; }
 echo "all 24 MiB written and verified while a member died"
 run graidctl detail parity
 
+step "Fail a second member by hand: RAID 6 keeps serving with two members gone"
+run graidctl fail parity "$3"
+echo "# graidctl fail parity $1   (would leave data without parity: refused)"
+graidctl fail parity "$1" && exit 1
+
 step "Keep going degraded: read everything back (rebuilt from parity) and write 8 MiB more"
 echo 3 >/proc/sys/vm/drop_caches
 fio_readback "$raid6" 0 24M randwrite 4k-256k "DATA LOST" && echo "24 MiB read back correctly"
@@ -92,5 +109,6 @@ dmsetup --noudevsync remove m4
 wipe_superblocks "$@"
 unload_module
 echo
-echo "demo finished: create, write, verify, read errors repaired, member failure, stop, assemble;"
-echo "RAID 6 losing a member in the middle of a verified write, read back from parity"
+echo "demo finished: create, write, verify, read errors repaired, member failure and removal,"
+echo "stop, assemble (degraded with --run); RAID 6 losing a member in the middle of a verified"
+echo "write and a second by hand, read back from parity"

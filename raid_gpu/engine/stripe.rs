@@ -34,6 +34,9 @@
 //!    the parity is computed from the copy).
 //! 5. **End**: the next slice, or unlock, wake the waiters, and end the request through
 //!    `ArrayEngine::complete` (parked while a member failure it skipped is not yet durable).
+//!    A step whose member I/O all completed before its sender let go (an interrupt on the
+//!    sender's CPU) goes on in a fresh work item, never inline: a long request would otherwise
+//!    run every later slice one level deeper into one kernel stack.
 //!
 //! A member I/O error on any step goes to the worker, which fails the member (or refuses when
 //! that would lose data: then the request fails) while the stripe stays locked, so no other
@@ -722,6 +725,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         state.stripe().set_step(Step::Read);
         state.begin_pass(Phase::Stripe);
         let mut sent = Ok(());
+        let mut ios = 0u32;
         for m in 0..span.members() {
             if lost.contains(m) {
                 continue;
@@ -750,19 +754,23 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
                 };
                 for (from, to) in ranges.into_iter().flatten() {
                     if let Some((c, f, e)) = io.add(m, from, to) {
+                        ios += 1;
                         sent =
                             sent.and_then(|()| self.send_column(p, rq, span, Op::Read, m, c, f, e));
                     }
                 }
             }
             if let Some((c, f, e)) = io.pending {
+                ios += 1;
                 sent = sent.and_then(|()| self.send_column(p, rq, span, Op::Read, m, c, f, e));
             }
         }
         let _ = sent;
         if let Some(result) = state.put(Status::Ok) {
-            // Nothing was sent, or it all completed already: go on here.
-            if result.errors.is_empty() && result.status == Status::Ok {
+            // Nothing was sent: go on here. Reads that all completed already (their interrupt
+            // came on this CPU before the put) go on in a fresh work item: going on here would
+            // take every later slice one level deeper into this stack.
+            if ios == 0 && result.errors.is_empty() && result.status == Status::Ok {
                 self.after_read(p, rq, span);
             } else {
                 p.queue_stripe_work(rq);
@@ -983,12 +991,10 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             }
         }
         let _ = sent;
-        if let Some(result) = state.put(Status::Ok) {
-            if result.errors.is_empty() && result.status == Status::Ok {
-                self.next_slice(p, rq, span, Status::Ok);
-            } else {
-                p.queue_stripe_work(rq);
-            }
+        if state.put(Status::Ok).is_some() {
+            // Every write completed already: the next slice starts in a fresh work item, not
+            // one level deeper into this stack (see `send_reads`).
+            p.queue_stripe_work(rq);
         }
     }
 

@@ -26,8 +26,8 @@ for level in 0 1 10; do
 	[ "$(cat /sys/block/${dev#/dev/}/queue/write_cache)" = "write back" ] ||
 		fail "$dev does not advertise a write-back cache (flushes would not reach us)"
 
-	fio_verify "$dev" 0 48M randwrite 4k-1m
-	fio_verify "$dev" 48M 32M write 64k-1m
+	fio_verify "$dev" 0 32M randwrite 4k-1m
+	fio_verify "$dev" 32M 16M write 64k-1m
 	fio --name=flush --filename="$dev" --rw=write --bs=4k --size=1M --fsync=1 --direct=1 \
 		--minimal >/dev/null 2>&1 || fail "fio with fsync failed"
 

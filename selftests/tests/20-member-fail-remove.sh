@@ -23,13 +23,13 @@ role_state() { # ROLE: the state of that role in `graidctl --json detail fr`
 under_fio() {
 	what=$1
 	shift
-	fio --name=write $(fio_args "$dev" 0 16M randwrite 4k-128k) >/tmp/fio.out 2>&1 &
+	fio --name=write $(fio_args "$dev" 0 8M randwrite 4k-128k) >/tmp/fio.out 2>&1 &
 	writer=$!
 	usleep 200000
 	kill -0 $writer 2>/dev/null || fail "fio ended before $what: nothing tested"
 	expect_rc 0 "$@"
 	finishes $writer 300 "fio" || { cat /tmp/fio.out; fail "fio verify failed across $what"; }
-	fio_readback "$dev" 0 16M randwrite 4k-128k "data lost across $what"
+	fio_readback "$dev" 0 8M randwrite 4k-128k "data lost across $what"
 }
 
 for level in 1 6; do
@@ -90,7 +90,16 @@ for level in 1 6; do
 	expect_match 'role.* 1.* no member.*--run' "$OUT" "refusal naming the missing role"
 	expect_rc 1 graidctl assemble $present $d1
 	expect_match "$d1.*(stale|faulty)" "$OUT" "the removed member coming back"
-	expect_rc 0 graidctl assemble --run $present
+	expect_rc 1 graidctl assemble other --run $present
+	expect_match "belongs to array 'fr'" "$OUT" "assembly under another array's name"
+	# The array first, as mdadm users type it: by name, or as a chosen /dev/graidN.
+	case $level in
+	1) expect_rc 0 graidctl assemble fr --run $present ;;
+	6)
+		expect_rc 0 graidctl assemble /dev/graid7 --run $present
+		expect_match 'as /dev/graid7 ' "$OUT" "the chosen device"
+		;;
+	esac
 	expect_match 'degraded' "$OUT" "degraded start"
 	dev=$(array_dev "$OUT")
 	[ "$(role_state 1)" = missing ] || fail "role 1 is not missing after a degraded start"

@@ -90,6 +90,48 @@ pub fn run(path: &str) -> ExitCode {
     );
     r.check("zero command", raw_ioctl(&fd, 0, 0), &[libc::ENOTTY]);
 
+    // ASSEMBLE: flags and the wanted index are checked before any device is opened.
+    let mut assemble = graid_abi::GraidAssemble {
+        nr_members: 1,
+        flags: 4,
+        members: [Default::default(); graid_abi::GRAID_MAX_MEMBERS],
+        index: 0,
+        bad_member: 0,
+        missing: 0,
+        reserved: 0,
+    };
+    r.check(
+        "assemble with an unknown flag",
+        raw_ioctl(
+            &fd,
+            graid_abi::GRAID_IOC_ASSEMBLE,
+            &mut assemble as *mut _ as usize,
+        ),
+        &[libc::EINVAL],
+    );
+    assemble.flags = graid_abi::GRAID_ASSEMBLE_INDEX;
+    assemble.index = graid_abi::GRAID_MAX_ARRAYS as u32;
+    r.check(
+        "assemble as an index beyond the last array",
+        raw_ioctl(
+            &fd,
+            graid_abi::GRAID_IOC_ASSEMBLE,
+            &mut assemble as *mut _ as usize,
+        ),
+        &[libc::EINVAL],
+    );
+    assemble.flags = 0;
+    assemble.reserved = 1;
+    r.check(
+        "assemble with the reserved field set",
+        raw_ioctl(
+            &fd,
+            graid_abi::GRAID_IOC_ASSEMBLE,
+            &mut assemble as *mut _ as usize,
+        ),
+        &[libc::EINVAL],
+    );
+
     // MEMBER: a bad pointer, then malformed requests, checked before any array is looked up.
     r.check(
         "member with NULL",

@@ -949,9 +949,27 @@ impl Platform for Host {
                 .as_ref()
                 .is_some_and(|q| q.send(StripeTask::ParityDone(rq)).is_ok());
         if !queued {
+            // The engine must not go on to a request's next slice from inside this call (a
+            // kernel stack would overflow over a long request's slices). One slice nests two
+            // jobs at most (recover, then generate); deeper is that recursion.
+            let depth = PARITY_DEPTH.with(|d| {
+                d.set(d.get() + 1);
+                d.get()
+            });
+            if depth > 2 {
+                self.violations.report(format!(
+                    "request {rq}: parity job started {depth} deep inside parity completions"
+                ));
+            }
             self.engine.parity_done(self, rq, ok);
+            PARITY_DEPTH.with(|d| d.set(d.get() - 1));
         }
     }
+}
+
+thread_local! {
+    /// Parity completions this thread is inside (see `compute_parity`).
+    static PARITY_DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
 
 /// GF(2^8) multiplication of each byte of a sector tag by `g`.

@@ -2,7 +2,7 @@
 //! given or, with `--scan`, every array whose members are found among the system's block
 //! devices.
 
-use crate::array_ref::running_arrays;
+use crate::array_ref::{self, running_arrays, ArrayRef};
 use crate::control::ControlDevice;
 use crate::errno::{ioctl_error, Op};
 use crate::error::CtlError;
@@ -10,9 +10,12 @@ use crate::member::{describe, resolve_members, Rdev, System};
 use crate::output::{array_device, json, ArrayView};
 use crate::uuid;
 use clap::Args;
-use graid_abi::{GraidAssemble, GraidMember, GRAID_ASSEMBLE_RUN, GRAID_MAX_MEMBERS};
+use graid_abi::{
+    GraidAssemble, GraidMember, GRAID_ASSEMBLE_INDEX, GRAID_ASSEMBLE_RUN, GRAID_MAX_ARRAYS,
+    GRAID_MAX_MEMBERS,
+};
 use graid_engine::assembly::{member_status, pick_freshest, MemberStatus};
-use graid_engine::superblock::{decode, Superblock};
+use graid_engine::superblock::{decode, ArrayName, Superblock};
 use serde::Serialize;
 
 #[derive(Args, Debug)]
@@ -21,7 +24,9 @@ pub struct AssembleArgs {
     /// assemble each array that is not running yet.
     #[arg(short, long, conflicts_with = "members")]
     pub scan: bool,
-    /// The array's member block devices, in any order.
+    /// The array's member block devices, in any order; first, optionally, the array as
+    /// mdadm users type it (NAME or /dev/graid/NAME: the members must belong to that array;
+    /// /dev/graidN: start it as that device).
     #[arg(value_name = "MEMBER", required_unless_present = "scan")]
     pub members: Vec<String>,
     /// Start the array even if some members are missing, as long as no data is lost (degraded;
@@ -30,18 +35,102 @@ pub struct AssembleArgs {
     pub run: bool,
 }
 
-/// Checks the members given on the command line without the module (none with `--scan`).
-pub fn prepare(sys: &dyn System, args: &AssembleArgs) -> Result<Vec<Rdev>, CtlError> {
-    if args.scan {
-        return Ok(Vec::new());
+/// The array the members are to form, when given before them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// Its name: every member must carry it.
+    Name(String),
+    /// Start it as `/dev/graidN`.
+    Index(u32),
+}
+
+/// What [`prepare`] checked: the member devices, their paths, and the target array.
+#[derive(Debug, Default)]
+pub struct Prepared {
+    rdevs: Vec<Rdev>,
+    paths: Vec<String>,
+    target: Option<Target>,
+}
+
+/// Splits off a leading ARRAY: an argument that is no block device but names an array
+/// (`NAME`, `/dev/graid/NAME`, `/dev/graidN`, `graidN`), followed by at least one member.
+fn split_target<'a>(
+    sys: &dyn System,
+    args: &'a [String],
+) -> Result<(Option<Target>, &'a [String]), CtlError> {
+    let Some((first, rest)) = args.split_first() else {
+        return Ok((None, args));
+    };
+    if rest.is_empty() || sys.block_rdev(first).is_ok() {
+        return Ok((None, args));
     }
-    if args.members.len() > GRAID_MAX_MEMBERS {
+    let target = match array_ref::parse(first)? {
+        ArrayRef::Device(index) | ArrayRef::Bare { index, .. } => Target::Index(index),
+        ArrayRef::Name(name) => {
+            ArrayName::new(&name).map_err(|e| {
+                CtlError::Usage(format!(
+                    "'{first}' is neither a member device nor an array name: {e}"
+                ))
+            })?;
+            Target::Name(name)
+        }
+        // A path that is no block device: reported as a member.
+        ArrayRef::Path(_) => return Ok((None, args)),
+    };
+    Ok((Some(target), rest))
+}
+
+/// Checks the members given on the command line without the module (none with `--scan`).
+pub fn prepare(sys: &dyn System, args: &AssembleArgs) -> Result<Prepared, CtlError> {
+    if args.scan {
+        return Ok(Prepared::default());
+    }
+    let (target, members) = split_target(sys, &args.members)?;
+    if members.len() > GRAID_MAX_MEMBERS {
         return Err(CtlError::Usage(format!(
             "an array has at most {GRAID_MAX_MEMBERS} members, {} given",
-            args.members.len()
+            members.len()
         )));
     }
-    resolve_members(sys, &args.members)
+    if let Some(Target::Index(index)) = target {
+        if index as usize >= GRAID_MAX_ARRAYS {
+            return Err(CtlError::Usage(format!(
+                "/dev/graid{index}: array devices go up to /dev/graid{}",
+                GRAID_MAX_ARRAYS - 1
+            )));
+        }
+    }
+    if let Some(Target::Name(name)) = &target {
+        check_names(sys, members, name)?;
+    }
+    Ok(Prepared {
+        rdevs: resolve_members(sys, members)?,
+        paths: members.to_vec(),
+        target,
+    })
+}
+
+/// Refuses members whose superblock names another array than `name` (a member without a
+/// readable superblock is left to the module, which says what is wrong with it).
+fn check_names(sys: &dyn System, members: &[String], name: &str) -> Result<(), CtlError> {
+    for path in members {
+        let Some(sb) = sys
+            .read_superblock(path)
+            .ok()
+            .and_then(|block| decode(&block[..]).ok())
+        else {
+            continue;
+        };
+        let theirs = sb.array_name.as_str();
+        if theirs != name {
+            return Err(CtlError::Failed(format!(
+                "cannot assemble '{name}': member {path} belongs to array '{theirs}' ({}); \
+                 nothing was assembled",
+                uuid::format(&sb.array_uuid)
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Assembles the members [`prepare`] checked, or scans.
@@ -49,13 +138,21 @@ pub fn submit(
     ctl: &dyn ControlDevice,
     sys: &dyn System,
     args: &AssembleArgs,
-    rdevs: &[Rdev],
+    prepared: &Prepared,
     json_out: bool,
 ) -> Result<String, CtlError> {
     if args.scan {
         return scan(ctl, sys, args.run, json_out);
     }
-    let view = assemble(ctl, sys, rdevs, &args.members, args.run)?;
+    let index = match prepared.target {
+        Some(Target::Index(index)) => Some(index),
+        _ => None,
+    };
+    let how = How {
+        run: args.run,
+        index,
+    };
+    let view = assemble(ctl, sys, &prepared.rdevs, &prepared.paths, how)?;
     Ok(if json_out {
         json(&view)
     } else {
@@ -89,20 +186,31 @@ fn assembled_line(view: &ArrayView) -> String {
     )
 }
 
-/// Sends ASSEMBLE for `rdevs` (shown as `paths`; `run`: start degraded if need be) and
-/// describes the running array.
+/// How to start an array: degraded if need be, as a given `/dev/graidN`.
+#[derive(Clone, Copy, Debug, Default)]
+struct How {
+    run: bool,
+    index: Option<u32>,
+}
+
+/// Sends ASSEMBLE for `rdevs` (shown as `paths`) and describes the running array.
 fn assemble(
     ctl: &dyn ControlDevice,
     sys: &dyn System,
     rdevs: &[Rdev],
     paths: &[String],
-    run: bool,
+    how: How,
 ) -> Result<ArrayView, CtlError> {
+    let run = how.run;
+    let mut flags = if run { GRAID_ASSEMBLE_RUN } else { 0 };
+    if how.index.is_some() {
+        flags |= GRAID_ASSEMBLE_INDEX;
+    }
     let mut req = GraidAssemble {
         nr_members: rdevs.len() as u32,
-        flags: if run { GRAID_ASSEMBLE_RUN } else { 0 },
+        flags,
         members: [GraidMember::default(); GRAID_MAX_MEMBERS],
-        index: 0,
+        index: how.index.unwrap_or(0),
         bad_member: u32::MAX,
         missing: 0,
         reserved: 0,
@@ -116,6 +224,13 @@ fn assemble(
     if let Err(e) = ctl.assemble(&mut req) {
         if req.missing != 0 && req.bad_member == u32::MAX {
             return Err(missing_error(req.missing, run, &e));
+        }
+        if let (Some(index), Some(libc::EBUSY), u32::MAX) =
+            (how.index, e.raw_os_error(), req.bad_member)
+        {
+            return Err(CtlError::Failed(format!(
+                "cannot assemble as /dev/graid{index}: another array is /dev/graid{index} (EBUSY)"
+            )));
         }
         let bad = usize::try_from(req.bad_member).ok();
         let member = bad
@@ -293,7 +408,8 @@ fn scan(
         }
         rdevs.truncate(GRAID_MAX_MEMBERS);
         result.members.truncate(GRAID_MAX_MEMBERS);
-        match assemble(ctl, sys, &rdevs, &result.members, run) {
+        let how = How { run, index: None };
+        match assemble(ctl, sys, &rdevs, &result.members, how) {
             Ok(view) => {
                 result.status = "assembled";
                 result.array = Some(view);
@@ -351,6 +467,12 @@ mod tests {
     use crate::error::{EXIT_FAILURE, EXIT_USAGE};
     use crate::member::fake::FakeSystem;
     use crate::sbio::testutil::{block, sample};
+
+    fn args_with(array: &str, members: &[&str]) -> AssembleArgs {
+        let mut a = args(members);
+        a.members.insert(0, array.to_owned());
+        a
+    }
 
     fn args(members: &[&str]) -> AssembleArgs {
         AssembleArgs {
@@ -429,6 +551,48 @@ mod tests {
         ctl.fail.borrow_mut().clear();
         let out = run(&ctl, &sys, &with_run, false).unwrap();
         assert!(out.contains("assembled as /dev/graid0"), "{out}");
+    }
+
+    #[test]
+    fn array_given_first_is_checked_against_the_members() {
+        let ctl = FakeControl::with(vec![]);
+        let mut sys = FakeSystem::with_disks(&["a", "b"]);
+        sys.devices[0].2 = Some(block(&sample("x", [1; 16], 0, 9)));
+        sys.devices[1].2 = Some(block(&sample("x", [1; 16], 1, 9)));
+        // By name: the members must carry it.
+        run(&ctl, &sys, &args_with("x", &["a", "b"]), false).unwrap();
+        assert_eq!(ctl.assembled.borrow()[0].nr_members, 2);
+        assert_eq!(ctl.assembled.borrow()[0].flags, 0);
+        let err = run(
+            &ctl,
+            &sys,
+            &args_with("/dev/graid/data", &["a", "b"]),
+            false,
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "cannot assemble 'data': member /dev/a belongs to array 'x' \
+             (01010101-0101-0101-0101-010101010101); nothing was assembled"
+        );
+        assert_eq!(
+            ctl.assembled.borrow().len(),
+            1,
+            "nothing sent for a wrong name"
+        );
+        // By device: started as that index.
+        run(&ctl, &sys, &args_with("/dev/graid5", &["b", "a"]), false).unwrap();
+        let sent = ctl.assembled.borrow()[1];
+        assert_eq!(
+            (sent.flags, sent.index, sent.nr_members),
+            (GRAID_ASSEMBLE_INDEX, 5, 2)
+        );
+        let err = run(&ctl, &sys, &args_with("/dev/graid64", &["a"]), false).unwrap_err();
+        assert_eq!(err.exit_code(), EXIT_USAGE);
+        // A lone argument, or a first one that is a device, is a member.
+        run(&ctl, &sys, &args(&["a", "b"]), false).unwrap();
+        assert_eq!(ctl.assembled.borrow()[2].flags, 0);
+        assert!(run(&ctl, &sys, &args_with("x", &[]), false).is_err());
     }
 
     #[test]

@@ -111,8 +111,8 @@ fn run(cli: Cli) -> Result<String, CtlError> {
             create::submit(&Control::open_checked()?, &sys, &args, req, json)
         }
         Command::Assemble(args) => {
-            let rdevs = assemble::prepare(&sys, &args)?;
-            assemble::submit(&Control::open_checked()?, &sys, &args, &rdevs, json)
+            let prepared = assemble::prepare(&sys, &args)?;
+            assemble::submit(&Control::open_checked()?, &sys, &args, &prepared, json)
         }
         Command::Stop { array, force } => {
             let array = array_ref::parse(&array)?;
