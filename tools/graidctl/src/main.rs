@@ -59,6 +59,10 @@ enum Command {
     /// Create an array and write a new superblock to each member.
     Create(create::CreateArgs),
     /// Start an existing array from its members.
+    #[command(
+        override_usage = "graidctl assemble [--run] [ARRAY] MEMBER...\n       \
+                                graidctl assemble --scan [--run]"
+    )]
     Assemble(assemble::AssembleArgs),
     /// Stop an array: its block device goes away and its members are released.
     Stop {
