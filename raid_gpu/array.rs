@@ -23,7 +23,9 @@ use crate::kernel_ext::{
     blk_mq::{Disk, DiskConfig},
     random::random_bytes,
 };
+use crate::kernel_ext::work::noio_scope;
 use crate::uapi;
+use crate::uevent::{self, MemberChange};
 use kernel::{ffi::c_void, prelude::*};
 
 /// Smallest usable data area per member: one 1 MiB chunk.
@@ -270,35 +272,11 @@ impl Array {
         )
     }
 
-    /// Announces the array's name, UUID and level to udev (`tools/udev/`).
-    pub(crate) fn announce(&self) {
-        let sb = &self.io().engine.superblock();
-        let mut name = KVec::new();
-        let mut uuid = KVec::new();
-        let mut level = KVec::new();
-        let built = (|| -> Result {
-            name.extend_from_slice(b"GRAID_NAME=", GFP_KERNEL)?;
-            name.extend_from_slice(sb.array_name.as_str().as_bytes(), GFP_KERNEL)?;
-            uuid.extend_from_slice(b"GRAID_UUID=", GFP_KERNEL)?;
-            for (i, byte) in sb.array_uuid.iter().enumerate() {
-                if matches!(i, 4 | 6 | 8 | 10) {
-                    uuid.push(b'-', GFP_KERNEL)?;
-                }
-                for nibble in [byte >> 4, byte & 0xf] {
-                    let digit = b"0123456789abcdef".get(usize::from(nibble)).copied();
-                    uuid.push(digit.unwrap_or(b'0'), GFP_KERNEL)?;
-                }
-            }
-            level.extend_from_slice(b"GRAID_LEVEL=raid", GFP_KERNEL)?;
-            let code = sb.level.code();
-            if code >= 10 {
-                level.push(b'0' + (code / 10) as u8, GFP_KERNEL)?;
-            }
-            level.push(b'0' + (code % 10) as u8, GFP_KERNEL)?;
-            Ok(())
-        })();
-        let sent = built.and_then(|()| self.disk.change_uevent(&[&name, &uuid, &level]));
-        if let Err(e) = sent {
+    /// Announces the array's name, UUID and level to udev (`tools/udev/`), and with `change`
+    /// what happened to which member.
+    pub(crate) fn announce(&self, change: Option<(MemberChange, u32)>) {
+        let sb = self.io().engine.superblock();
+        if let Err(e) = noio_scope(|| uevent::announce(&self.disk, sb, change)) {
             pr_warn!("graid: graid{}: udev announcement failed: {:?}\n", self.index, e);
         }
     }
@@ -322,7 +300,10 @@ impl Array {
         io.engine.request_fail(io, role);
         io.wait_worker();
         match io.engine.fail_outcome(role) {
-            Ok(()) => Ok(role),
+            Ok(()) => {
+                self.announce(Some((MemberChange::Failed, role)));
+                Ok(role)
+            }
             Err(FailError::LastCopy) => Err(EBUSY),
             Err(FailError::NoMember) => Err(ENXIO),
             Err(FailError::NotRecorded) => Err(EIO),
@@ -353,6 +334,7 @@ impl Array {
         drop(frozen);
         // Closes the device, outside the freeze.
         drop(file);
+        self.announce(Some((MemberChange::Removed, role)));
         Ok(role)
     }
 

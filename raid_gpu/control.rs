@@ -156,7 +156,7 @@ impl Control {
         let pos = arrays.iter().position(|e| e.index == index);
         match (started, pos) {
             (Ok(array), Some(pos)) => {
-                array.announce();
+                array.announce(None);
                 if let Some(entry) = arrays.get_mut(pos) {
                     entry.array = Some(array);
                 }

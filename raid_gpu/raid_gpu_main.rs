@@ -15,6 +15,7 @@ mod io;
 mod member_devices;
 mod stripe_io;
 mod superblock_io;
+mod uevent;
 
 // Pure RAID logic shared with the host tools (tools/graid-engine), where it is tested.
 #[allow(dead_code, unreachable_pub)]

@@ -3,7 +3,7 @@
 # - a failed member is out of use at once and recorded in the others' superblocks; fio goes on
 #   and verifies;
 # - it is removed while fio runs: its role shows missing, the device is released (no longer a
-#   slave of the array);
+#   slave of the array); both are announced with a uevent (GRAID_EVENT, GRAID_MEMBER);
 # - refusals change nothing: failing the last copy (the module's EBUSY), removing an active
 #   member (graidctl, and the module when asked directly), a device that is not a member;
 # - assembly without the removed member is refused naming its role, starts degraded with
@@ -42,6 +42,9 @@ for level in 1 6; do
 	expect_rc 0 graidctl create fr --level $level --write-zeroes $m
 	dev=$(array_dev "$OUT")
 	index=${dev#/dev/graid}
+	udevadm monitor --kernel --property --subsystem-match=block >/tmp/uevents 2>&1 &
+	monitor=$!
+	usleep 500000
 	under_fio "failing $d1" graidctl fail fr $d1
 	expect_match "failed $d1 \(role 1\) in $dev \(fr\)" "$OUT" "fail's report"
 	[ "$(role_state 1)" = faulty ] || fail "role 1 is not faulty: $(graidctl detail fr)"
@@ -59,6 +62,11 @@ for level in 1 6; do
 
 	under_fio "removing $d1" graidctl remove fr $d1
 	expect_match "removed $d1 \(role 1\) from $dev \(fr\)" "$OUT" "remove's report"
+	usleep 500000
+	kill $monitor
+	events=$(tr '\n' ' ' </tmp/uevents)
+	expect_match "GRAID_NAME=fr .*GRAID_EVENT=member-failed GRAID_MEMBER=1 " "$events" "fail's uevent"
+	expect_match "GRAID_EVENT=member-removed GRAID_MEMBER=1 " "$events" "remove's uevent"
 	[ "$(role_state 1)" = missing ] || fail "role 1 is not missing: $(graidctl detail fr)"
 	[ -e /sys/block/${dev#/dev/}/slaves/${d1#/dev/} ] && fail "$d1 is still a slave of $dev"
 	expect_rc 1 graidctl fail fr $d1
