@@ -37,7 +37,16 @@ load_module() {
 }
 
 unload_module() {
-	if module_loaded; then rmmod raid_gpu || fail "rmmod raid_gpu failed"; fi
+	module_loaded || return 0
+	# udev's rules run graidctl for an array's events (holding the control device, so the
+	# module) a moment after the array changed or went away: let them finish, then retry.
+	udevadm settle 2>/dev/null
+	n=0
+	until rmmod raid_gpu 2>/dev/null; do
+		n=$((n + 1))
+		[ $n -lt 50 ] || { rmmod raid_gpu; fail "rmmod raid_gpu failed"; }
+		usleep 100000
+	done
 }
 
 # NVMe namespaces of the emulated drives (serial graid-nvme*), one block device path per line.
