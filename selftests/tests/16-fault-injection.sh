@@ -81,7 +81,7 @@ for every in 1 2; do
 	dev=$(echo "$OUT" | grep -o '/dev/graid[0-9]*' | head -n 1)
 	pids=
 	for r in 0 1 2; do
-		fio_verify "$dev" $((r * 8))M 8M randwrite 4k-256k &
+		fio_verify "$dev" $((r * 4))M 4M randwrite 4k-256k &
 		pids="$pids $!"
 	done
 	for pid in $pids; do
