@@ -726,6 +726,10 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         state.begin_pass(Phase::Stripe);
         let mut sent = Ok(());
         let mut ios = 0u32;
+        let mut send = |m: u32, (c, f, e): (u32, u64, u64)| {
+            ios += 1;
+            sent = sent.and_then(|()| self.send_column(p, rq, span, Op::Read, m, c, f, e));
+        };
         for m in 0..span.members() {
             if lost.contains(m) {
                 continue;
@@ -753,16 +757,13 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
                     },
                 };
                 for (from, to) in ranges.into_iter().flatten() {
-                    if let Some((c, f, e)) = io.add(m, from, to) {
-                        ios += 1;
-                        sent =
-                            sent.and_then(|()| self.send_column(p, rq, span, Op::Read, m, c, f, e));
+                    if let Some(range) = io.add(m, from, to) {
+                        send(m, range);
                     }
                 }
             }
-            if let Some((c, f, e)) = io.pending {
-                ios += 1;
-                sent = sent.and_then(|()| self.send_column(p, rq, span, Op::Read, m, c, f, e));
+            if let Some(range) = io.pending {
+                send(m, range);
             }
         }
         let _ = sent;
@@ -962,6 +963,9 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         stripe.set_step(Step::Write);
         state.begin_pass(Phase::Stripe);
         let mut sent = Ok(());
+        let mut send = |m: u32, (c, f, e): (u32, u64, u64)| {
+            sent = sent.and_then(|()| self.send_column(p, rq, span, Op::Write, m, c, f, e));
+        };
         for m in 0..n {
             if lost.contains(m) || !self.usable(m, MemberSet::EMPTY) {
                 continue;
@@ -980,14 +984,13 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
                     }
                 };
                 if let Some((from, to)) = range {
-                    if let Some((c, f, e)) = io.add(column, from, to) {
-                        sent = sent
-                            .and_then(|()| self.send_column(p, rq, span, Op::Write, m, c, f, e));
+                    if let Some(range) = io.add(column, from, to) {
+                        send(m, range);
                     }
                 }
             }
-            if let Some((c, f, e)) = io.pending {
-                sent = sent.and_then(|()| self.send_column(p, rq, span, Op::Write, m, c, f, e));
+            if let Some(range) = io.pending {
+                send(m, range);
             }
         }
         let _ = sent;
