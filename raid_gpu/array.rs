@@ -10,7 +10,7 @@
 //! through every stop and start until a resync (a later feature) makes it clean. A start that
 //! fails after the first write leaves it "not clean" (safe: at worst a needless resync).
 
-use crate::engine::admin::FailError;
+use crate::engine::admin::{AddError, FailError};
 use crate::engine::array::ArrayState;
 use crate::engine::members::Health;
 use crate::engine::geometry::{Geometry, Level};
@@ -24,6 +24,7 @@ use crate::kernel_ext::{
     random::random_bytes,
 };
 use crate::kernel_ext::work::noio_scope;
+use crate::superblock_io::read_superblock;
 use crate::uapi;
 use crate::uevent::{self, MemberChange};
 use kernel::{ffi::c_void, prelude::*};
@@ -140,9 +141,9 @@ impl Array {
     pub(crate) fn create(index: u32, params: CreateParams) -> Result<Pin<KBox<Array>>> {
         let holder = Holder::new()?;
         let mut members = KVec::with_capacity(params.members.len(), GFP_KERNEL)?;
-        for &(major, minor) in params.members.iter() {
+        for (slot, &(major, minor)) in (0u32..).zip(params.members.iter()) {
             let file = BlockDeviceFile::open_exclusive(major, minor, holder.cookie())?;
-            members.push(Member::new(file, random_uuid()), GFP_KERNEL)?;
+            members.push(Member::new(file, random_uuid(), slot), GFP_KERNEL)?;
         }
         let mut files = KVec::with_capacity(members.len(), GFP_KERNEL)?;
         for member in members.iter() {
@@ -258,7 +259,7 @@ impl Array {
                 EIO
             })
         };
-        KBox::pin_init(
+        let array = KBox::pin_init(
             try_pin_init!(Array {
                 index,
                 disk <- Disk::new(
@@ -269,7 +270,11 @@ impl Array {
                 _holder: holder,
             }),
             GFP_KERNEL,
-        )
+        )?;
+        // An interrupted rebuild goes on from its checkpoint.
+        let io = array.io();
+        io.engine.resume_rebuild(io);
+        Ok(array)
     }
 
     /// Announces the array's name, UUID and level to udev (`tools/udev/`), and with `change`
@@ -310,6 +315,51 @@ impl Array {
         }
     }
 
+    /// ADD: puts the device `(major, minor)` in the place of a removed member, writes its
+    /// superblock and starts its rebuild; returns its role. `EOPNOTSUPP`: RAID 0; `EBUSY`: no member is removed (spares are not supported yet); `EEXIST`: already
+    /// a member; `ENOSPC`: too small; `EXDEV`: it carries another array's superblock; `EIO`:
+    /// no superblock took the update. Nothing changes on a refusal.
+    pub(crate) fn add_member(&self, major: u32, minor: u32) -> Result<u32> {
+        let io = self.io();
+        let engine = &io.engine;
+        if io.files.role_of(major, minor).is_some() {
+            return Err(EEXIST);
+        }
+        let role = match engine.add_target() {
+            Ok(role) => role,
+            Err(AddError::Unsupported) => return Err(crate::errno::eopnotsupp()),
+            Err(_) => return Err(EBUSY),
+        };
+        // A failed member still holding its device is removed first.
+        if io.files.get(role).is_some() {
+            return Err(EBUSY);
+        }
+        let slot = engine.free_slot().ok_or(ENOSPC)?;
+        let file = BlockDeviceFile::open_exclusive(major, minor, self._holder.cookie())?;
+        let sb = engine.superblock();
+        let needed = sb.data_offset.checked_add(sb.data_size).ok_or(EINVAL)?;
+        if file.nr_sectors() < needed {
+            return Err(ENOSPC);
+        }
+        if read_superblock(&file).is_ok_and(|other| other.array_uuid != sb.array_uuid) {
+            return Err(EXDEV);
+        }
+        let uuid = random_uuid();
+        let bdev = file.bdev();
+        io.files.attach(role, file)?;
+        self.disk.link_member(bdev);
+        engine.request_add(io, role, uuid, slot);
+        io.wait_worker();
+        match engine.add_outcome(role, &uuid) {
+            Ok(()) => {
+                self.announce(Some((MemberChange::Added, role)));
+                Ok(role)
+            }
+            Err(AddError::NotRecorded) => Err(EIO),
+            Err(_) => Err(EBUSY),
+        }
+    }
+
     /// REMOVE: releases the failed member whose device is `(major, minor)`; its role is then
     /// missing. `ENXIO`: no member of this array; `EBUSY`: the member is in use (or its
     /// failure not yet recorded), or requests did not drain in time (nothing changed).
@@ -322,8 +372,16 @@ impl Array {
         }
         // No request in flight (hence no member I/O or stripe step), and the worker idle:
         // nothing else can be using the device.
-        let frozen = self.disk.freeze(REMOVE_DRAIN_MS)?;
-        frozen.ops().flush_worker();
+        // The rebuild held, so that the worker stays idle.
+        io.engine.hold_rebuild();
+        let frozen = match self.disk.freeze(REMOVE_DRAIN_MS) {
+            Ok(frozen) => frozen,
+            Err(e) => {
+                io.engine.release_rebuild(io);
+                return Err(e);
+            }
+        };
+        frozen.ops().quiesce_worker();
         let bdev = io.files.get(role).map(|f| f.bdev());
         if let Some(bdev) = bdev {
             self.disk.unlink_member(bdev);
@@ -332,6 +390,7 @@ impl Array {
         // which the control device runs one at a time per array, would wake it.
         let file = unsafe { io.files.detach(role) };
         drop(frozen);
+        io.engine.release_rebuild(io);
         // Closes the device, outside the freeze.
         drop(file);
         self.announce(Some((MemberChange::Removed, role)));
@@ -357,6 +416,11 @@ impl Array {
         } else {
             uapi::GRAID_DETAIL_RESYNC_PENDING
         };
+        if engine.rebuild_stalled() {
+            out.flags |= uapi::GRAID_DETAIL_REBUILD_STALLED;
+        }
+        out.member_data_sectors = engine.geometry().member_data_sectors();
+        out.rebuilt_sectors = engine.rebuilt_sectors();
         out.open_count = self.disk.open_count();
         out.size_sectors = engine.geometry().array_sectors();
         out.events = engine.events();
@@ -373,9 +437,12 @@ impl Array {
                     uapi::GRAID_MEMBER_MISSING
                 } else if member.is_faulty() {
                     uapi::GRAID_MEMBER_FAULTY
+                } else if member.is_recovering() {
+                    uapi::GRAID_MEMBER_REBUILDING
                 } else {
                     uapi::GRAID_MEMBER_ACTIVE
                 },
+                recovery_offset: member.recovery_offset(),
                 reads: s.reads,
                 writes: s.writes,
                 read_bytes: s.read_bytes,
@@ -394,7 +461,9 @@ impl PinnedDrop for Array {
         // superblock update has the members to itself.
         self.disk.remove();
         let io = self.io();
-        io.flush_worker();
+        // The rebuild's last checkpoint is the superblock update below.
+        io.engine.hold_rebuild();
+        io.quiesce_worker();
         let clean = io.engine.in_sync();
         if io.engine.write_superblocks(io, clean).is_err() {
             pr_err!(

@@ -11,7 +11,7 @@ use crate::array::{check_members, random_uuid, Array, CreateParams, Holder, Init
 use crate::engine::assembly::{member_status, pick_freshest, MemberStatus};
 use crate::engine::geometry::{Geometry, Level};
 use crate::engine::members::MemberSet;
-use crate::engine::superblock::{ArrayName, Superblock};
+use crate::engine::superblock::{ArrayName, Superblock, RECOVERY_COMPLETE};
 use crate::io::Member;
 use crate::kernel_ext::{
     bdev::BlockDeviceFile, capability::require_sys_admin, misc::MiscOps, random::real_seconds,
@@ -218,6 +218,31 @@ fn check_degraded_start(best: &Superblock, missing: MemberSet, run: bool) -> Res
     Ok(())
 }
 
+/// A member being rebuilt holds no data yet: some other copy must (`ENODEV` if not).
+#[inline(never)]
+fn check_rebuild_sources(best: &Superblock, by_role: &[Option<Member>], missing: MemberSet) -> Result {
+    let rebuilding = (0u32..)
+        .zip(by_role.iter())
+        .filter(|(_, m)| m.as_ref().is_some_and(|m| m.recovery_offset != RECOVERY_COMPLETE))
+        .fold(MemberSet::EMPTY, |set, (role, _)| set.with(role));
+    let geometry = best.geometry().map_err(|_| crate::errno::euclean())?;
+    if !geometry.has_all_data(missing.union(rebuilding)) {
+        pr_err!(
+            "graid: {}: the members being rebuilt have no in-sync copy to rebuild from\n",
+            best.array_name.as_str()
+        );
+        return Err(ENODEV);
+    }
+    if !rebuilding.is_empty() && best.level.has_parity() && !best.clean {
+        pr_err!(
+            "graid: {}: not stopped cleanly with a member being rebuilt: its parity may not match its data; not started\n",
+            best.array_name.as_str()
+        );
+        return Err(crate::errno::euclean());
+    }
+    Ok(())
+}
+
 #[inline(never)]
 fn version(user: UserSlice) -> Result<isize> {
     let mut answer = GraidVersion {
@@ -356,8 +381,10 @@ impl Control {
         }
         for (i, (file, sb)) in files.iter_mut().zip(sbs.iter()).enumerate() {
             req.bad_member = i as u32;
-            let role = match member_status(&sbs, freshest, i).ok_or(EINVAL)? {
-                MemberStatus::Active { role } => role,
+            let (role, recovery_offset) = match member_status(&sbs, freshest, i).ok_or(EINVAL)? {
+                MemberStatus::Active { role } => (role, RECOVERY_COMPLETE),
+                // An interrupted rebuild goes on.
+                MemberStatus::Recovering { role, recovery_offset } => (role, recovery_offset),
                 MemberStatus::Foreign => return Err(EXDEV),
                 MemberStatus::Stale { .. } | MemberStatus::Faulty | MemberStatus::Removed => {
                     return Err(crate::errno::estale())
@@ -383,7 +410,10 @@ impl Control {
                 );
                 return Err(ENOSPC);
             }
-            *slot = Some(Member::new(file, sb.member_uuid));
+            *slot = Some(Member {
+                recovery_offset,
+                ..Member::new(file, sb.member_uuid, sb.this_slot)
+            });
         }
         req.bad_member = u32::MAX;
         let missing = (0u32..)
@@ -394,6 +424,7 @@ impl Control {
         if !missing.is_empty() {
             check_degraded_start(&best, missing, req.flags & uapi::GRAID_ASSEMBLE_RUN != 0)?;
         }
+        check_rebuild_sources(&best, &by_role, missing)?;
         let index = self.reserve(best.array_name, best.array_uuid, want)?;
         self.publish(index, Array::assemble(index, by_role, best, holder))
     }
@@ -434,17 +465,20 @@ impl Control {
     fn member(&self, user: UserSlice) -> Result<isize> {
         let (mut reader, mut writer) = user.reader_writer();
         let mut req: GraidMemberOp = reader.read()?;
-        if req.flags != 0
-            || !matches!(req.op, uapi::GRAID_MEMBER_OP_FAIL | uapi::GRAID_MEMBER_OP_REMOVE)
-        {
+        let known = matches!(
+            req.op,
+            uapi::GRAID_MEMBER_OP_FAIL | uapi::GRAID_MEMBER_OP_REMOVE | uapi::GRAID_MEMBER_OP_ADD
+        );
+        if req.flags != 0 || !known {
             return Err(EINVAL);
         }
-        let lent = self.lend(req.index)?;
         let (major, minor) = (req.dev.major, req.dev.minor);
-        req.role = if req.op == uapi::GRAID_MEMBER_OP_FAIL {
-            lent.array.fail_member(major, minor)?
-        } else {
-            lent.array.remove_member(major, minor)?
+        let lent = self.lend(req.index)?;
+        req.role = match req.op {
+            uapi::GRAID_MEMBER_OP_FAIL => lent.array.fail_member(major, minor)?,
+            uapi::GRAID_MEMBER_OP_REMOVE => lent.array.remove_member(major, minor)?,
+            uapi::GRAID_MEMBER_OP_ADD => lent.array.add_member(major, minor)?,
+            _ => return Err(EINVAL),
         };
         drop(lent);
         writer.write(&req)?;

@@ -27,3 +27,8 @@ pub(crate) fn estale() -> Error {
 pub(crate) fn emediumtype() -> Error {
     code(bindings::EMEDIUMTYPE)
 }
+
+/// The operation is not available for this array's level (yet).
+pub(crate) fn eopnotsupp() -> Error {
+    code(bindings::EOPNOTSUPP)
+}

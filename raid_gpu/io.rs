@@ -11,14 +11,16 @@ use crate::engine::geometry::Geometry;
 use crate::engine::members::{MemberSet, MemberState};
 use crate::engine::parity::{Columns, ParityJob};
 use crate::engine::platform::{
-    MemberEvent, MemberIo, Op, PieceInfo, Platform, Source, Status, SubmitError, WorkList,
+    MemberEvent, MemberIo, Op, PieceInfo, Platform, RebuildIoError, Source, Status, SubmitError,
+    WorkList,
 };
 use crate::engine::request::RequestState;
+use crate::engine::rebuild::REBUILD_COLUMN_SECTORS;
 use crate::engine::stripe::SLICE_SECTORS;
-use crate::engine::superblock::{Superblock, UUID_LEN};
+use crate::engine::superblock::{Superblock, RECOVERY_COMPLETE, UUID_LEN};
 use crate::kernel_ext::{
     bdev::BlockDeviceFile,
-    bio::{self, CloneOp, CloneSet},
+    bio::{self, transfer_virt, CloneOp, CloneSet},
     blk_mq::{self, Disk, DiskOps, Request},
     plug,
     work::{noio_scope, RequestWork, WorkHandler, WorkQueue, Worker},
@@ -28,18 +30,28 @@ use crate::stripe_io::{self, Reserve, StripeBuffer};
 use crate::superblock_io::SuperblockWriter;
 use core::ptr;
 use core::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
-use kernel::{bindings, prelude::*};
+use kernel::{bindings, new_mutex, prelude::*, sync::Mutex};
 
 /// A member device of an array being set up, in role order.
 pub(crate) struct Member {
     pub(crate) file: BlockDeviceFile,
     /// This member's UUID, kept in its superblock.
     pub(crate) uuid: [u8; UUID_LEN],
+    /// Its device's slot-table entry.
+    pub(crate) slot: u32,
+    /// Sectors of its data area in sync (`RECOVERY_COMPLETE`: all): a rebuild resumes here.
+    pub(crate) recovery_offset: u64,
 }
 
 impl Member {
-    pub(crate) fn new(file: BlockDeviceFile, uuid: [u8; UUID_LEN]) -> Self {
-        Self { file, uuid }
+    /// An in-sync member in slot-table entry `slot`.
+    pub(crate) fn new(file: BlockDeviceFile, uuid: [u8; UUID_LEN], slot: u32) -> Self {
+        Self {
+            file,
+            uuid,
+            slot,
+            recovery_offset: RECOVERY_COMPLETE,
+        }
     }
 }
 
@@ -95,6 +107,59 @@ impl RqStack {
         }
     }
 
+    /// Takes the request pushed longest ago off the list, leaving the others in their order.
+    fn take_oldest(&self) -> Option<RqRef> {
+        // Taking the whole list (a swap) and putting the rest back never races with another
+        // taker over one node, as popping single nodes off a lock-free stack would (ABA).
+        let newest = self.head.swap(ptr::null_mut(), Ordering::AcqRel);
+        if newest.is_null() {
+            return None;
+        }
+        // Walk to the oldest; `last_kept` ends as the one just newer than it.
+        let (mut oldest, mut last_kept) = (newest, ptr::null_mut());
+        loop {
+            let next = pdu(RqRef(oldest)).next.load(Ordering::Relaxed);
+            if next.is_null() {
+                break;
+            }
+            (last_kept, oldest) = (oldest, next);
+        }
+        if !last_kept.is_null() {
+            pdu(RqRef(last_kept)).next.store(ptr::null_mut(), Ordering::Relaxed);
+            self.put_back(newest);
+        }
+        Some(RqRef(oldest))
+    }
+
+    /// Puts the chain from `first` (newest first, null-terminated) back under whatever was
+    /// pushed since it was taken, so that the list keeps its order.
+    fn put_back(&self, mut first: *mut bindings::request) {
+        loop {
+            match self.head.compare_exchange(
+                ptr::null_mut(),
+                first,
+                Ordering::Release,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return,
+                Err(_) => {
+                    // Newer requests arrived: take them and hang the chain below them.
+                    let newer = self.head.swap(ptr::null_mut(), Ordering::AcqRel);
+                    let mut tail = newer;
+                    while !tail.is_null() {
+                        let next = pdu(RqRef(tail)).next.load(Ordering::Relaxed);
+                        if next.is_null() {
+                            pdu(RqRef(tail)).next.store(first, Ordering::Relaxed);
+                            first = newer;
+                            break;
+                        }
+                        tail = next;
+                    }
+                }
+            }
+        }
+    }
+
     /// Empties the list and hands each request to `f`, oldest first.
     fn take_all(&self, mut f: impl FnMut(RqRef)) {
         let mut newest_first = self.head.swap(ptr::null_mut(), Ordering::AcqRel);
@@ -143,6 +208,9 @@ pub(crate) struct ArrayIo {
     stripe_waits: KVec<RqStack>,
     buffer_wait: RqStack,
     reserve: Reserve,
+    /// The buffer the worker's rebuild goes through (`None` for RAID 0).
+    #[pin]
+    rebuild_buffer: Mutex<Option<KBox<StripeBuffer>>>,
 }
 
 impl ArrayIo {
@@ -170,6 +238,7 @@ impl ArrayIo {
             } else {
                 Reserve::none()
             },
+            rebuild_buffer <- new_mutex!(rebuild_buffer(&geometry)?),
         })
     }
 
@@ -182,6 +251,14 @@ impl ArrayIo {
 
     pub(crate) fn flush_worker(&self) {
         self.stripe_queue.flush();
+        self.worker.flush();
+    }
+
+    /// Waits until the worker is idle for good, with the rebuild held
+    /// ([`ArrayEngine::hold_rebuild`]): a rebuild step running now queues the worker once
+    /// more as it ends, and that run, finding the hold, queues nothing.
+    pub(crate) fn quiesce_worker(&self) {
+        self.flush_worker();
         self.worker.flush();
     }
 
@@ -220,6 +297,18 @@ fn injected_alloc_failure() -> bool {
 /// Sectors of the longest column window one stripe step handles, in bytes.
 fn stripe_io_slice_bytes() -> usize {
     SLICE_SECTORS as usize * 512
+}
+
+/// The rebuild's buffer, allocated with the array (a rebuild must not stall for memory): a
+/// column per member for RAID 5/6, one for mirrors.
+fn rebuild_buffer(geometry: &Geometry) -> Result<Option<KBox<StripeBuffer>>> {
+    let columns = match geometry.level() {
+        level if level.has_parity() => Columns::members(MemberSet::first(geometry.members())),
+        level if level.is_mirrored() => Columns::EMPTY.with(0),
+        _ => return Ok(None),
+    };
+    let bytes = REBUILD_COLUMN_SECTORS as usize * 512;
+    Ok(Some(StripeBuffer::new(columns, bytes, GFP_KERNEL)?))
 }
 
 /// One wait list per stripe lock slot (none for RAID 0/1/10).
@@ -290,10 +379,13 @@ fn new_engine(
     in_sync: bool,
 ) -> Result<ArrayEngine<KVec<MemberState>>> {
     let mut states = KVec::with_capacity(members.len(), GFP_KERNEL)?;
-    for member in members {
+    for (role, member) in (0u32..).zip(members) {
         let state = match member {
-            Some(member) => MemberState::new(member.uuid),
-            None => MemberState::missing([0; UUID_LEN]),
+            Some(member) => {
+                MemberState::recovering(member.uuid, member.slot, member.recovery_offset)
+            }
+            // Role order is slot order for the devices created with the array.
+            None => MemberState::missing([0; UUID_LEN], superblock.slot_of_role(role).unwrap_or(role)),
         };
         states.push(state, GFP_KERNEL)?;
     }
@@ -436,6 +528,15 @@ impl Platform for ArrayIo {
         }
     }
 
+    fn take_oldest(&self, list: WorkList) -> Option<RqRef> {
+        match list {
+            WorkList::Deferred => self.deferred.take_oldest(),
+            WorkList::Parked => self.parked.take_oldest(),
+            WorkList::StripeWait(slot) => self.stripe_waits.get(slot as usize)?.take_oldest(),
+            WorkList::BufferWait => self.buffer_wait.take_oldest(),
+        }
+    }
+
     fn kick_worker(&self) {
         self.worker.kick();
     }
@@ -457,6 +558,33 @@ impl Platform for ArrayIo {
 
     fn cpu(&self) -> u32 {
         crate::kernel_ext::cpu::current_cpu()
+    }
+
+    fn rebuild_io(
+        &self,
+        op: Op,
+        member: u32,
+        sector: u64,
+        column: u32,
+        sectors: u64,
+    ) -> Result<(), RebuildIoError> {
+        let file = self.files.get(member).ok_or(RebuildIoError)?;
+        let bytes = usize::try_from(sectors)
+            .ok()
+            .and_then(|s| s.checked_mul(512))
+            .ok_or(RebuildIoError)?;
+        let mut guard = self.rebuild_buffer.lock();
+        let buffer = Option::as_deref_mut(&mut *guard).ok_or(RebuildIoError)?;
+        let data = buffer.at(column, 0, bytes).ok_or(RebuildIoError)?;
+        // SAFETY: `data` is `bytes` bytes of the rebuild buffer's column (kmalloc memory), held
+        // (the lock) until the synchronous transfer ends; the member is open.
+        unsafe { transfer_virt(file.bdev(), sector, data, bytes, op == Op::Write) }
+            .map_err(|_| RebuildIoError)
+    }
+
+    fn rebuild_compute(&self, job: &ParityJob) -> bool {
+        let mut guard = self.rebuild_buffer.lock();
+        Option::as_deref_mut(&mut *guard).is_some_and(|buffer| stripe_io::compute(buffer, job))
     }
 
     fn queue_stripe_work(&self, rq: RqRef) {
@@ -574,6 +702,15 @@ impl Platform for ArrayIo {
             MemberEvent::FailedOnRequest => {
                 pr_warn!("graid: {}: member {} failed on request\n", name, member)
             }
+            MemberEvent::Added => {
+                pr_info!("graid: {}: device added as member {}, rebuilding\n", name, member)
+            }
+            MemberEvent::Rebuilt => pr_info!("graid: {}: member {} rebuilt, in sync\n", name, member),
+            MemberEvent::RebuildStalled => pr_err!(
+                "graid: {}: rebuild of member {} stopped: some data has no readable copy\n",
+                name,
+                member
+            ),
         }
     }
 }

@@ -69,6 +69,23 @@ impl MemberDevices {
         (0..self.slots.len() as u32).find(|&role| self.dev(role) == Some((major, minor)))
     }
 
+    /// Gives role `role`, which has no device, the device `file`. `EBUSY` if it has one.
+    pub(crate) fn attach(&self, role: u32, file: BlockDeviceFile) -> Result {
+        let slot = self.slots.get(role as usize).ok_or(EINVAL)?;
+        let (major, minor) = file.dev();
+        let file = KBox::into_raw(KBox::new(file, GFP_KERNEL)?);
+        if let Err(_taken) =
+            slot.file
+                .compare_exchange(ptr::null_mut(), file, Ordering::AcqRel, Ordering::Acquire)
+        {
+            // SAFETY: from `KBox::into_raw` above and never shared: closed again.
+            drop(unsafe { KBox::from_raw(file) });
+            return Err(EBUSY);
+        }
+        slot.dev.store(u64::from(major) << 32 | u64::from(minor), Ordering::Release);
+        Ok(())
+    }
+
     /// Takes role `role`'s device out of the array and returns it (closed when dropped).
     ///
     /// # Safety

@@ -8,7 +8,7 @@
 //! on every architecture graid supports.
 
 /// Bumped on every incompatible change to anything in this file.
-pub const GRAID_ABI_VERSION: u32 = 3;
+pub const GRAID_ABI_VERSION: u32 = 4;
 
 /// Name of the control misc device, as it appears under `/dev`.
 pub const GRAID_CONTROL_NAME: &str = "graid-control";
@@ -229,6 +229,12 @@ pub const GRAID_MEMBER_ACTIVE: u32 = 0;
 pub const GRAID_MEMBER_FAULTY: u32 = 1;
 /// The member is missing (the array was assembled without it).
 pub const GRAID_MEMBER_MISSING: u32 = 2;
+/// The member is being rebuilt: written to, read from only once in sync
+/// ([`GraidMemberDetail::recovery_offset`] says how far).
+pub const GRAID_MEMBER_REBUILDING: u32 = 3;
+
+/// [`GraidDetail::flags`]: the rebuild stopped: some data has no readable copy.
+pub const GRAID_DETAIL_REBUILD_STALLED: u32 = 2;
 
 /// One member in [`GraidDetail`].
 #[repr(C)]
@@ -252,6 +258,8 @@ pub struct GraidMemberDetail {
     pub errors: u64,
     /// Read errors on this member repaired by rewriting the data from another copy.
     pub corrected: u64,
+    /// Sectors of its data area in sync; `u64::MAX` when all are.
+    pub recovery_offset: u64,
 }
 
 /// Argument of [`GRAID_IOC_DETAIL`].
@@ -278,6 +286,10 @@ pub struct GraidDetail {
     pub size_sectors: u64,
     /// Out: superblock event counter.
     pub events: u64,
+    /// Out: size of each member's data area in sectors (what a rebuild copies).
+    pub member_data_sectors: u64,
+    /// Out: sectors rebuilt since the array started (a rate over two reads).
+    pub rebuilt_sectors: u64,
     /// Out: array UUID.
     pub uuid: [u8; 16],
     /// Out: array name, NUL-terminated.
@@ -293,6 +305,12 @@ pub const GRAID_MEMBER_OP_FAIL: u32 = 1;
 /// [`GraidMemberOp::op`]: release a failed member's device from the array (mdadm's
 /// `--remove`); its role is then missing. Refused (`EBUSY`) for a member in use.
 pub const GRAID_MEMBER_OP_REMOVE: u32 = 2;
+/// [`GraidMemberOp::op`]: add a device in the place of a removed member (mdadm's `--add`):
+/// it gets a new superblock and is rebuilt in the background; `role` says which member it
+/// became. `EOPNOTSUPP` on RAID 0 (nothing to rebuild from); `EBUSY` when no member is removed
+/// (spares are not supported yet); `ENOSPC` when it is too small; `EXDEV` when it carries a
+/// superblock of another array.
+pub const GRAID_MEMBER_OP_ADD: u32 = 3;
 
 /// Argument of [`GRAID_IOC_MEMBER`]: one operation on one member of a running array.
 #[repr(C)]
@@ -302,7 +320,7 @@ pub struct GraidMemberOp {
     pub index: u32,
     /// One of `GRAID_MEMBER_OP_*`.
     pub op: u32,
-    /// The member's device: one the array holds (`ENXIO` otherwise).
+    /// The member's device: one the array holds (`ENXIO` otherwise), or for ADD the new one.
     pub dev: GraidMember,
     /// Must be 0; reserved for options.
     pub flags: u32,

@@ -4,10 +4,11 @@
 //! level (the rules in `tools/udev/` name the array from them), and, when a member changes,
 //! which member and what happened, so monitoring can react (`Documentation/udev.rst`).
 
-use crate::engine::superblock::Superblock;
+use crate::engine::superblock::{Superblock, UuidText};
 use crate::io::ArrayIo;
 use crate::kernel_ext::blk_mq::Disk;
 use kernel::prelude::*;
+use kernel::str::CString;
 
 /// A member change, as `GRAID_EVENT=` says it.
 #[derive(Clone, Copy)]
@@ -16,39 +17,22 @@ pub(crate) enum MemberChange {
     Failed,
     /// Its device was released from the array (`graidctl remove`).
     Removed,
+    /// A device took its place (`graidctl add`); its rebuild started.
+    Added,
 }
 
 impl MemberChange {
-    fn name(self) -> &'static [u8] {
+    fn name(self) -> &'static str {
         match self {
-            Self::Failed => b"member-failed",
-            Self::Removed => b"member-removed",
+            Self::Failed => "member-failed",
+            Self::Removed => "member-removed",
+            Self::Added => "member-added",
         }
     }
 }
 
-/// `KEY=` followed by `value`.
-fn var(key: &[u8], value: &[u8]) -> Result<KVec<u8>> {
-    let mut v = KVec::with_capacity(key.len() + value.len(), GFP_KERNEL)?;
-    v.extend_from_slice(key, GFP_KERNEL)?;
-    v.extend_from_slice(value, GFP_KERNEL)?;
-    Ok(v)
-}
-
-/// The decimal digits of `n`.
-fn decimal(mut n: u32) -> Result<KVec<u8>> {
-    let mut digits = KVec::new();
-    loop {
-        // Below 10: lossless.
-        digits.push(b'0' + (n % 10) as u8, GFP_KERNEL)?;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    digits.reverse();
-    Ok(digits)
-}
+// `format_args!`, not the kernel's `fmt!`: the engine's types implement `core::fmt::Display`
+// (the engine also builds on the host).
 
 /// Sends the array's change uevent: `GRAID_NAME`, `GRAID_UUID`, `GRAID_LEVEL`, and with
 /// `change` also `GRAID_EVENT` and `GRAID_MEMBER` (the role). Allocates (`GFP_KERNEL`): the
@@ -58,25 +42,16 @@ pub(crate) fn announce(
     sb: &Superblock,
     change: Option<(MemberChange, u32)>,
 ) -> Result {
-    let mut uuid = KVec::new();
-    for (i, byte) in sb.array_uuid.iter().enumerate() {
-        if matches!(i, 4 | 6 | 8 | 10) {
-            uuid.push(b'-', GFP_KERNEL)?;
-        }
-        for nibble in [byte >> 4, byte & 0xf] {
-            let digit = b"0123456789abcdef".get(usize::from(nibble)).copied();
-            uuid.push(digit.unwrap_or(b'0'), GFP_KERNEL)?;
-        }
-    }
-    let name = var(b"GRAID_NAME=", sb.array_name.as_str().as_bytes())?;
-    let uuid = var(b"GRAID_UUID=", &uuid)?;
-    let level = var(b"GRAID_LEVEL=raid", &decimal(sb.level.code())?)?;
+    let name = CString::try_from_fmt(format_args!("GRAID_NAME={}", sb.array_name.as_str()))?;
+    let uuid = CString::try_from_fmt(format_args!("GRAID_UUID={}", UuidText(&sb.array_uuid)))?;
+    let level = CString::try_from_fmt(format_args!("GRAID_LEVEL={}", sb.level))?;
+    let (name, uuid, level) = (name.to_bytes(), uuid.to_bytes(), level.to_bytes());
     match change {
-        None => disk.change_uevent(&[&name, &uuid, &level]),
+        None => disk.change_uevent(&[name, uuid, level]),
         Some((what, role)) => {
-            let event = var(b"GRAID_EVENT=", what.name())?;
-            let member = var(b"GRAID_MEMBER=", &decimal(role)?)?;
-            disk.change_uevent(&[&name, &uuid, &level, &event, &member])
+            let event = CString::try_from_fmt(format_args!("GRAID_EVENT={}", what.name()))?;
+            let member = CString::try_from_fmt(format_args!("GRAID_MEMBER={role}"))?;
+            disk.change_uevent(&[name, uuid, level, event.to_bytes(), member.to_bytes()])
         }
     }
 }

@@ -40,6 +40,49 @@ pub(crate) fn read_page(bdev: *mut bindings::block_device, sector: u64, page: &P
     to_result(ret)
 }
 
+/// Reads (or with `write`, writes) `bytes` bytes at `data` from (to) `sector` of `bdev` in one
+/// bio and waits. A plain write: durability is the caller's (a later flush). Allocates with
+/// `GFP_NOIO` from the shared bio pool, which always makes progress. Process context.
+///
+/// # Safety
+///
+/// `bdev` is an open block device; `data` is physically contiguous (kmalloc) memory of at
+/// least `bytes` bytes, a multiple of the sector size, that nothing else touches until this
+/// returns.
+pub(crate) unsafe fn transfer_virt(
+    bdev: *mut bindings::block_device,
+    sector: u64,
+    data: *mut u8,
+    bytes: usize,
+    write: bool,
+) -> Result {
+    let len = u32::try_from(bytes).map_err(|_| EINVAL)?;
+    // SAFETY: constants.
+    let (opf, gfp) = unsafe {
+        let op = if write {
+            shim::graid_req_op_write()
+        } else {
+            shim::graid_req_op_read()
+        };
+        (op, shim::graid_gfp_noio())
+    };
+    // SAFETY: `bdev` is an open block device (caller's contract).
+    let bio = unsafe { shim::graid_bio_alloc(bdev, 1, opf, gfp) };
+    if bio.is_null() {
+        return Err(ENOMEM);
+    }
+    // SAFETY: `bio` was just allocated with room for one vec and is owned here; `data` is
+    // contiguous and outlives the synchronous submission (caller's contract).
+    let ret = unsafe {
+        (*bio).bi_iter.bi_sector = sector;
+        bindings::bio_add_virt_nofail(bio, data.cast(), len);
+        let ret = bindings::submit_bio_wait(bio);
+        bindings::bio_put(bio);
+        ret
+    };
+    to_result(ret)
+}
+
 /// One page to write with [`write_pages_durably`]: `index` names it in the result.
 pub(crate) struct PageWrite<'a> {
     pub(crate) index: u32,

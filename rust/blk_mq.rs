@@ -482,6 +482,21 @@ impl<T: DiskOps> Disk<T> {
 
     /// Unlinks member device `bdev` from the disk's slaves (before the member is released
     /// while the disk stays). Not concurrent with [`Self::remove`] (the caller serialises).
+    /// Shows `bdev`, a member added to the running array, as one of the disk's holders
+    /// (`/sys/block/*/holders`, lsblk); a failure costs only that.
+    pub(crate) fn link_member(&self, bdev: *mut bindings::block_device) {
+        if self.removed.load(Ordering::Acquire) || bdev.is_null() {
+            return;
+        }
+        let Some(slot) = self.holders.iter().find(|s| s.load(Ordering::Acquire).is_null()) else {
+            return;
+        };
+        // SAFETY: the disk is live and not deleted; `bdev` is open (the caller's member).
+        if unsafe { bindings::bd_link_disk_holder(bdev, self.disk) } == 0 {
+            slot.store(bdev, Ordering::Release);
+        }
+    }
+
     pub(crate) fn unlink_member(&self, bdev: *mut bindings::block_device) {
         if self.removed.load(Ordering::Acquire) {
             return;

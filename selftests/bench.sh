@@ -335,6 +335,81 @@ if [ -s $results ] && grep -q aggregate $results; then
 	}' $results
 fi
 
+# rebuild_once LEVEL KIND LOAD: fails and removes the level's second member, adds it back and
+# times its rebuild, idle or (LOAD=read) under a 4k random read load (QD32) on the array; the
+# load's IOPS over the rebuild's first RUNTIME_S seconds. Appends
+# "rebuildLEVEL KIND LOAD SECONDS IOPS".
+rebuild_once() {
+	up_$2 $1
+	victim=$(echo $(level_members $1) | cut -d' ' -f2)
+	if [ $2 = graid ]; then
+		graidctl fail "bench$1" $victim >/dev/null && graidctl remove "bench$1" $victim >/dev/null ||
+			fail "graidctl fail/remove failed"
+	else
+		mdadm /dev/md0 --fail $victim --remove $victim >/dev/null 2>&1 || fail "mdadm --fail/--remove failed"
+		mdadm --zero-superblock $victim >/dev/null 2>&1
+	fi
+	iops=-
+	if [ $3 = read ]; then
+		fio --name=load --filename=$dev --rw=randread --bs=4k --direct=1 --ioengine=libaio \
+			--iodepth=32 --time_based --runtime=$runtime --norandommap --randrepeat=0 \
+			--minimal >/tmp/load.out 2>&1 &
+		load=$!
+		usleep 500000
+	fi
+	t0=$(date +%s.%N)
+	if [ $2 = graid ]; then
+		graidctl add "bench$1" $victim >/dev/null && graidctl wait "bench$1" >/dev/null 2>&1 ||
+			fail "graidctl add/wait failed"
+	else
+		mdadm /dev/md0 --add $victim >/dev/null 2>&1 || fail "mdadm --add failed"
+		usleep 200000
+		mdadm --wait /dev/md0 >/dev/null 2>&1
+	fi
+	t1=$(date +%s.%N)
+	if [ $3 = read ]; then
+		wait $load
+		iops=$(awk -F';' '$1 == 3 { printf "%.0f", $8 }' /tmp/load.out)
+	fi
+	secs=$(echo "$t0 $t1" | awk '{ printf "%.1f", $2 - $1 }')
+	echo "rebuild$1 $2 $3 $secs $iops" >>$results
+	printf 'rebuild RAID %-3s %-6s %-5s %7s s  load %s IOPS\n' "$1" "$2" "$3" "$secs" "$iops"
+	down_$2 $1
+}
+
+if echo rebuild | grep -Eq "^($only)"; then
+	# md's resync speed cap (200 MB/s by default) lifted, so both go as fast as they can
+	# idle; md's floor (speed_limit_min, 1 MB/s) is what it keeps to under load.
+	echo 10000000 >/proc/sys/dev/raid/speed_limit_max
+	echo "--- rebuild of one member: idle, and under 4k random reads (QD32); md speed_limit_min $(cat /proc/sys/dev/raid/speed_limit_min) KB/s"
+	for token in $levels; do
+		level=${token%@*}
+		chunk=$default_chunk
+		case $token in *@*) chunk=${token#*@} ;; esac
+		[ $level = 0 ] && continue
+		for load in idle read; do
+			r=1
+			while [ $r -le "$rounds" ]; do
+				for kind in graid md; do rebuild_once $level $kind $load; done
+				r=$((r + 1))
+			done
+		done
+	done
+	chunk=$default_chunk
+	echo
+	echo "rebuild of one $((size_mb)) MiB member (seconds, mean of $rounds; load: 4k randread QD32 IOPS over the first ${runtime} s)"
+	awk '$1 ~ /^rebuild/ { k = $1 " " $3; t[k " " $2] += $4; n[k " " $2]++; if ($5 != "-") io[k " " $2] += $5; keys[k] = 1 }
+	END {
+		printf "%-14s %-5s %9s %9s %9s %11s %11s\n", "level", "load", "graid s", "md s", "md/graid", "graid IOPS", "md IOPS"
+		for (k in keys) {
+			split(k, f, " ")
+			g = t[k " graid"] / n[k " graid"]; m = t[k " md"] / n[k " md"]
+			printf "%-14s %-5s %9.1f %9.1f %9.2f %11.0f %11.0f\n", f[1], f[2], g, m, (g > 0 ? m / g : 0),
+				io[k " graid"] / n[k " graid"], io[k " md"] / n[k " md"]
+		}
+	}' $results | sort
+fi
+
 dm remove bench-last || fail "dmsetup remove"
 unload_module
 echo

@@ -1,9 +1,9 @@
 # graid demo (make demo), run inside the test VM: create a RAID 1 and a RAID 0 on emulated NVMe
 # drives, write and verify data, show them, repair a mirror's read errors, survive a dead
-# mirror member, remove it, stop and reassemble (the mirror degraded); then a RAID 6 that loses
-# a member in the middle of a verified write, and a second one failed by hand, and keeps
-# serving from parity.
-# Later issues grow it into the full fail / rebuild / verify story.
+# mirror member, remove it, stop and reassemble (the mirror degraded), add a member back and
+# rebuild it under writes, then read everything from the rebuilt member alone; then a RAID 6
+# that loses a member in the middle of a verified write, and a second one failed by hand, and
+# keeps serving from parity.
 . /graid/lib.sh
 step() { printf '\n=== %s\n' "$*"; }
 run() { echo "# $*"; "$@" || exit 1; }
@@ -73,7 +73,24 @@ fio_readback "$mirror" 0 32M randwrite 4k-256k "DATA LOST"
 fio_readback "$mirror" 32M 16M randwrite 4k-256k "DATA LOST"
 echo "the degraded mirror reads back all 48 MiB written"
 run graidctl list
-echo "(adding a new member and rebuilding onto it come next)"
+step "Add $2 back in the removed member's place and rebuild it while fio writes"
+fio --name=write $(fio_args "$mirror" 48M 16M randwrite 4k-256k) >/tmp/fio.out 2>&1 &
+writer=$!
+run graidctl add mirror "$2"
+# Into a file (not a terminal): graidctl wait prints a line per 10 % instead of a bar.
+echo "# graidctl wait mirror"
+graidctl wait mirror >/tmp/wait.out 2>&1 || { cat /tmp/wait.out; exit 1; }
+cat /tmp/wait.out
+wait $writer || { cat /tmp/fio.out; echo "DATA LOST"; exit 1; }
+echo "16 MiB written and verified during the rebuild"
+run graidctl detail mirror
+step "Fail $1: the rebuilt member alone holds the data now; read all 64 MiB back from it"
+run graidctl fail mirror "$1"
+echo 3 >/proc/sys/vm/drop_caches
+fio_readback "$mirror" 0 32M randwrite 4k-256k "DATA LOST"
+fio_readback "$mirror" 32M 16M randwrite 4k-256k "DATA LOST"
+fio_readback "$mirror" 48M 16M randwrite 4k-256k "DATA LOST"
+echo "all 64 MiB read back correctly from the rebuilt member"
 run graidctl stop mirror
 run graidctl stop stripe
 wipe_superblocks "$@"
@@ -110,5 +127,6 @@ wipe_superblocks "$@"
 unload_module
 echo
 echo "demo finished: create, write, verify, read errors repaired, member failure and removal,"
-echo "stop, assemble (degraded with --run); RAID 6 losing a member in the middle of a verified"
-echo "write and a second by hand, read back from parity"
+echo "stop, assemble (degraded with --run), add and rebuild under writes, read back from the"
+echo "rebuilt member; RAID 6 losing a member in the middle of a verified write and a second by"
+echo "hand, read back from parity"

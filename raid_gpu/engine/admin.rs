@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! What an administrator asks of a running array's members (`graidctl fail`), carried out by
+//! What an administrator asks of a running array's members (`graidctl fail`, `add`), carried out by
 //! the worker: a member's health changes only there (see `array.rs`), so a request from an
 //! ioctl is posted here, the worker is kicked, and the caller waits for the worker to finish
 //! (the platform's flush) before it reads the outcome.
@@ -8,8 +8,9 @@
 use super::array::ArrayEngine;
 use super::members::{Health, MemberState};
 use super::platform::{MemberEvent, Platform};
+use super::superblock::{Slot, MAX_SLOTS, UUID_LEN};
 use core::ops::Deref;
-use core::sync::atomic::Ordering;
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 /// Why a member could not be failed on request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -22,7 +23,131 @@ pub enum FailError {
     NotRecorded,
 }
 
+/// Why a device could not be added.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AddError {
+    /// No such member.
+    NoMember,
+    /// RAID 0: nothing to rebuild a member from.
+    Unsupported,
+    /// The member is not faulty: its role is taken.
+    RoleTaken,
+    /// The slot table has no free entry for the device.
+    NoSlot,
+    /// The new member could not be recorded in any superblock (the array is broken).
+    NotRecorded,
+}
+
+/// `valid | member << 8 | slot << 16` of a posted add.
+const ADD_POSTED: u32 = 1;
+
+/// A device to add, posted for the worker: the member (role) it takes, its UUID and slot.
+#[derive(Debug)]
+pub struct AddRequest {
+    what: AtomicU32,
+    uuid: [AtomicU64; 2],
+}
+
+impl AddRequest {
+    pub const fn new() -> Self {
+        Self {
+            what: AtomicU32::new(0),
+            uuid: [AtomicU64::new(0), AtomicU64::new(0)],
+        }
+    }
+}
+
+impl Default for AddRequest {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
+    /// The member a device added now would take: the first faulty one (its device must have
+    /// been removed: the caller checks). `Err` says why none can.
+    pub fn add_target(&self) -> Result<u32, AddError> {
+        if !self.redundant() {
+            return Err(AddError::Unsupported);
+        }
+        (0u32..)
+            .zip(self.members())
+            .find(|(_, m)| m.health() == Health::Faulty)
+            .map(|(i, _)| i)
+            .ok_or(AddError::RoleTaken)
+    }
+
+    /// A slot-table entry for a new device: unused at start, by no member, not retired.
+    pub fn free_slot(&self) -> Option<u32> {
+        let retired = self.retired_slots.load(Ordering::SeqCst);
+        (0..MAX_SLOTS as u32).find(|&i| {
+            self.superblock.slots.get(i as usize) == Some(&Slot::Empty)
+                && retired & (1u64 << i) == 0
+                && !self.members().iter().any(|m| m.slot() == i)
+        })
+    }
+
+    /// Posts the addition of a device (`uuid`, in slot-table entry `slot`) as member `member`
+    /// and kicks the worker; the caller then waits for the worker and reads
+    /// [`Self::add_outcome`]. The device must already be reachable for member I/O. One at a
+    /// time (the caller serialises them).
+    pub fn request_add<P: Platform>(&self, p: &P, member: u32, uuid: [u8; UUID_LEN], slot: u32) {
+        let r = &self.add_request;
+        for (half, bytes) in r.uuid.iter().zip(uuid.chunks_exact(8)) {
+            let mut le = [0u8; 8];
+            le.copy_from_slice(bytes);
+            half.store(u64::from_le_bytes(le), Ordering::Relaxed);
+        }
+        let what = ADD_POSTED | (member & 0xff) << 8 | (slot & 0xff) << 16;
+        r.what.store(what, Ordering::SeqCst);
+        p.kick_worker();
+    }
+
+    /// The outcome of [`Self::request_add`] once the worker ran: `Ok` when the member is in
+    /// use with the new device, recorded in the superblocks, and being rebuilt.
+    pub fn add_outcome(&self, member: u32, uuid: &[u8; UUID_LEN]) -> Result<(), AddError> {
+        let state = self
+            .members()
+            .get(member as usize)
+            .ok_or(AddError::NoMember)?;
+        if state.uuid() != *uuid || !state.is_active() {
+            return Err(AddError::RoleTaken);
+        }
+        if self.broken.load(Ordering::SeqCst) {
+            return Err(AddError::NotRecorded);
+        }
+        Ok(())
+    }
+
+    /// The worker's part of an add: the member takes the new device, its old slot is retired,
+    /// the superblocks record it, and the rebuild starts.
+    pub(super) fn handle_add_request<P: Platform>(&self, p: &P) {
+        let what = self.add_request.what.swap(0, Ordering::SeqCst);
+        if what & ADD_POSTED == 0 {
+            return;
+        }
+        let (member, slot) = ((what >> 8) & 0xff, (what >> 16) & 0xff);
+        let mut uuid = [0u8; UUID_LEN];
+        for (bytes, half) in uuid.chunks_exact_mut(8).zip(&self.add_request.uuid) {
+            bytes.copy_from_slice(&half.load(Ordering::Relaxed).to_le_bytes());
+        }
+        let Some(state) = self.members().get(member as usize) else {
+            return;
+        };
+        let old_slot = state.slot();
+        if !state.begin_recovery(uuid, slot) {
+            return;
+        }
+        if old_slot != slot {
+            let bit = 1u64.checked_shl(old_slot).unwrap_or(0);
+            self.retired_slots.fetch_or(bit, Ordering::SeqCst);
+        }
+        self.restart_rebuild();
+        p.member_event(member, MemberEvent::Added);
+        // On error the array is broken, which `add_outcome` reports.
+        let _ = self.write_superblocks(p, false);
+    }
+
     /// Posts a request to fail member `member` and kicks the worker. The caller then waits for
     /// the worker and reads [`Self::fail_outcome`]. Any context; one request per member at a
     /// time (the caller serialises them).

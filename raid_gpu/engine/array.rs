@@ -18,9 +18,11 @@
 //!   (a member it skipped) is recorded in the superblocks: while a failure is pending, finished
 //!   writes are parked and the worker ends them after the update (md's `MD_SB_CHANGE_PENDING`).
 
+use super::admin::AddRequest;
 use super::geometry::{Geometry, Piece};
 use super::members::{MemberSet, MemberState};
 use super::platform::{MemberIo, Op, PieceInfo, Platform, Source, Status, WorkList};
+use super::rebuild::RebuildState;
 use super::request::{PassResult, Phase, RequestState};
 use super::stripe::StripeLocks;
 use super::superblock::Superblock;
@@ -75,6 +77,14 @@ pub struct ArrayEngine<M> {
     /// refused to (they hold the last copy of some data).
     pub(super) fail_requests: AtomicU32,
     pub(super) fail_refused: AtomicU32,
+    /// A device the administrator added, for the worker (`admin.rs`).
+    pub(super) add_request: AddRequest,
+    /// Slot-table entries of devices that left the array (a device added in a member's place
+    /// takes a new entry; the old one stays, faulty, so the old device is refused if it comes
+    /// back), as bits.
+    pub(super) retired_slots: AtomicU64,
+    /// The rebuild (`rebuild.rs`).
+    pub(super) rebuild: RebuildState,
 }
 
 impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
@@ -107,6 +117,9 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             stripe_locks: StripeLocks::new(),
             fail_requests: AtomicU32::new(0),
             fail_refused: AtomicU32::new(0),
+            add_request: AddRequest::new(),
+            retired_slots: AtomicU64::new(0),
+            rebuild: RebuildState::new(),
         })
     }
 
@@ -139,7 +152,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             ArrayState::Failed
         } else if self.broken.load(Ordering::SeqCst) {
             ArrayState::Broken
-        } else if self.members().iter().any(MemberState::is_faulty) {
+        } else if self.members().iter().any(|m| !m.is_in_sync()) {
             ArrayState::Degraded
         } else {
             ArrayState::Optimal
@@ -196,15 +209,28 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
                     p.end_request(rq, Status::NotSupported);
                     return;
                 }
+                // A write waits while the rebuild's window covers it (see `rebuild.rs`);
+                // the Phase::Stripe it takes counts it in flight, as the rebuild sees it.
+                Op::Write if self.rebuild.blocks(state.start(), state.sectors()) => {
+                    state.set_idle(Phase::Waiting);
+                    p.push(WorkList::Deferred, rq);
+                    p.kick_worker();
+                    return;
+                }
                 _ => {
                     self.submit_stripe(p, rq);
+                    // Closed meanwhile: the rebuild sees the request in the stripe engine
+                    // and waits for it (SeqCst on both sides).
                     return;
                 }
             }
         }
         // SeqCst after `begin_pass`: a worker that froze writes either sees this request's
         // pending reference and waits for it, or this load sees the freeze.
-        if phase == Phase::Normal && state.op().is_write() && self.frozen.load(Ordering::SeqCst) {
+        let held = |s: &RequestState| {
+            self.frozen.load(Ordering::SeqCst) || self.rebuild.blocks(s.start(), s.sectors())
+        };
+        if phase == Phase::Normal && state.op().is_write() && held(state) {
             state.set_idle(Phase::Waiting);
             p.push(WorkList::Deferred, rq);
             p.kick_worker();
@@ -391,7 +417,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             .map_write(state.start(), state.sectors())
             .map_err(|_| Status::IoError)?;
         for piece in pieces {
-            if self.usable(piece.member, MemberSet::EMPTY) {
+            if self.writable(piece.member) {
                 self.send_piece(p, rq, state, op, &piece)?;
             } else if self.healthy_copy(piece, MemberSet::EMPTY).is_none() {
                 // No copy of this piece left: fail rather than lose the data silently.
@@ -482,17 +508,24 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         (x % copies) as u32
     }
 
-    /// The member works and the request may read from it.
+    /// The member works, is in sync, and the request may read from it.
     pub(super) fn usable(&self, index: u32, avoid: MemberSet) -> bool {
         !avoid.contains(index)
             && self
                 .members()
                 .get(index as usize)
-                .is_some_and(MemberState::is_active)
+                .is_some_and(MemberState::is_in_sync)
+    }
+
+    /// Writes go to the member: it works (in sync, or being rebuilt).
+    pub(super) fn writable(&self, index: u32) -> bool {
+        self.members()
+            .get(index as usize)
+            .is_some_and(MemberState::is_active)
     }
 
     /// The same data as `piece` on a copy whose member is usable.
-    fn healthy_copy(&self, piece: Piece, avoid: MemberSet) -> Option<Piece> {
+    pub(super) fn healthy_copy(&self, piece: Piece, avoid: MemberSet) -> Option<Piece> {
         (0..self.geometry.copies())
             .filter_map(|c| {
                 self.geometry

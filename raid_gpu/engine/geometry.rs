@@ -158,6 +158,11 @@ impl Level {
     }
 
     /// RAID 5 or 6: writes go through the stripe engine.
+    /// RAID 1 and RAID 10: the data is kept in copies.
+    pub const fn is_mirrored(self) -> bool {
+        matches!(self, Self::Raid1 | Self::Raid10)
+    }
+
     pub const fn has_parity(self) -> bool {
         self.parity_members() > 0
     }
@@ -533,6 +538,46 @@ impl Geometry {
                 array_sectors: self.array_sectors,
             }),
         }
+    }
+
+    /// The data that member `member` holds at `member_sector` of its data area on a mirrored
+    /// level (RAID 1, 10), as the piece of it there: at most `limit` sectors, within one
+    /// chunk. `None` past the array's data (space a RAID 10 of an odd member count leaves at
+    /// the end), for other levels and out-of-range arguments. The inverse of `map_write`.
+    pub fn mirror_piece(&self, member: u32, member_sector: u64, limit: u64) -> Option<Piece> {
+        if member >= self.members() || member_sector >= self.member_data_sectors() || limit == 0 {
+            return None;
+        }
+        let (array_sector, copy) = match self.level {
+            Level::Raid1 => (member_sector, member),
+            Level::Raid10 => {
+                let row = self.chunks_in(member_sector);
+                let slot = row
+                    .checked_mul(u64::from(self.members()))?
+                    .checked_add(u64::from(member))?;
+                let copies = u64::from(RAID10_NEAR_COPIES);
+                // Below RAID10_NEAR_COPIES: lossless.
+                let copy = (slot % copies) as u32;
+                let chunk = slot / copies;
+                (
+                    self.sectors_in(chunk) | (member_sector & self.chunk_mask()),
+                    copy,
+                )
+            }
+            _ => return None,
+        };
+        let remaining = self
+            .array_sectors
+            .checked_sub(array_sector)
+            .filter(|&r| r > 0)?;
+        let sectors = self.piece_len(array_sector, remaining.min(limit));
+        Some(Piece {
+            member,
+            member_sector,
+            sectors,
+            array_sector,
+            copy,
+        })
     }
 
     /// Member and member sector of copy `copy` of array sector `sector`. Callers pass

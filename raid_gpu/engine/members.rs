@@ -4,8 +4,8 @@
 //! a set of members by index.
 
 use super::platform::{Op, PieceInfo, Status};
-use super::superblock::UUID_LEN;
-use core::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use super::superblock::{RECOVERY_COMPLETE, UUID_LEN};
+use core::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 
 /// Where a member stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,8 +67,14 @@ impl StatShard {
 /// One member of a running array.
 #[derive(Debug)]
 pub struct MemberState {
-    /// This member's UUID, kept in its superblock.
-    uuid: [u8; UUID_LEN],
+    /// This member's UUID, kept in its superblock, as two little-endian halves: a device added
+    /// in place of a removed one brings its own.
+    uuid: [AtomicU64; 2],
+    /// Its device's entry in the superblock's slot table.
+    slot: AtomicU32,
+    /// Sectors of its data area known in sync ([`RECOVERY_COMPLETE`]: all). Below that it is
+    /// written to but never read from (it is being rebuilt). Changed only by the worker.
+    recovery: AtomicU64,
     /// A [`Health`] code. Changed only by the array's worker (and before the array starts).
     health: AtomicU8,
     shards: [StatShard; STAT_SHARDS],
@@ -87,28 +93,95 @@ pub struct MemberStats {
     pub corrected: u64,
 }
 
+/// The two halves of a UUID, as [`MemberState`] keeps it.
+fn uuid_halves(uuid: [u8; UUID_LEN]) -> [u64; 2] {
+    let mut halves = [0u64; 2];
+    for (half, bytes) in halves.iter_mut().zip(uuid.chunks_exact(8)) {
+        let mut le = [0u8; 8];
+        le.copy_from_slice(bytes);
+        *half = u64::from_le_bytes(le);
+    }
+    halves
+}
+
 impl MemberState {
-    /// A working member with no I/O done yet.
-    pub const fn new(uuid: [u8; UUID_LEN]) -> Self {
+    /// A working, in-sync member in slot-table entry `slot`, with no I/O done yet.
+    pub fn new(uuid: [u8; UUID_LEN], slot: u32) -> Self {
+        let [lo, hi] = uuid_halves(uuid);
         Self {
-            uuid,
+            uuid: [AtomicU64::new(lo), AtomicU64::new(hi)],
+            slot: AtomicU32::new(slot),
+            recovery: AtomicU64::new(RECOVERY_COMPLETE),
             health: AtomicU8::new(Health::Active.code()),
             shards: [const { StatShard::new() }; STAT_SHARDS],
             corrected: AtomicU64::new(0),
         }
     }
 
-    /// A member whose device was not there when the array started (degraded assembly): out
-    /// of use, as a recorded failure.
-    pub const fn missing(uuid: [u8; UUID_LEN]) -> Self {
-        Self {
-            health: AtomicU8::new(Health::Faulty.code()),
-            ..Self::new(uuid)
-        }
+    /// A working member in sync only up to `recovery_offset` sectors of its data area: a
+    /// rebuild of it was interrupted, and goes on from there.
+    pub fn recovering(uuid: [u8; UUID_LEN], slot: u32, recovery_offset: u64) -> Self {
+        let state = Self::new(uuid, slot);
+        state.recovery.store(recovery_offset, Ordering::Relaxed);
+        state
     }
 
-    pub fn uuid(&self) -> &[u8; UUID_LEN] {
-        &self.uuid
+    /// A member whose device was not there when the array started (degraded assembly): out
+    /// of use, as a recorded failure.
+    pub fn missing(uuid: [u8; UUID_LEN], slot: u32) -> Self {
+        let state = Self::new(uuid, slot);
+        state.health.store(Health::Faulty.code(), Ordering::Relaxed);
+        state
+    }
+
+    pub fn uuid(&self) -> [u8; UUID_LEN] {
+        let mut uuid = [0u8; UUID_LEN];
+        for (bytes, half) in uuid.chunks_exact_mut(8).zip(&self.uuid) {
+            bytes.copy_from_slice(&half.load(Ordering::Relaxed).to_le_bytes());
+        }
+        uuid
+    }
+
+    /// Its device's slot-table entry.
+    pub fn slot(&self) -> u32 {
+        self.slot.load(Ordering::Relaxed)
+    }
+
+    /// Sectors of its data area in sync ([`RECOVERY_COMPLETE`]: all of them).
+    pub fn recovery_offset(&self) -> u64 {
+        // SeqCst: the rebuild moves it between writes that the I/O path orders against it.
+        self.recovery.load(Ordering::SeqCst)
+    }
+
+    /// In use, and all its data in sync: reads may come from it.
+    pub fn is_in_sync(&self) -> bool {
+        self.is_active() && self.recovery_offset() == RECOVERY_COMPLETE
+    }
+
+    /// In use but not yet in sync: being rebuilt.
+    pub fn is_recovering(&self) -> bool {
+        self.is_active() && self.recovery_offset() != RECOVERY_COMPLETE
+    }
+
+    /// The rebuild reached `offset` ([`RECOVERY_COMPLETE`]: done). The worker only.
+    pub(crate) fn set_recovery_offset(&self, offset: u64) {
+        self.recovery.store(offset, Ordering::SeqCst);
+    }
+
+    /// A new device takes this faulty member's place: `uuid` in slot-table entry `slot`, in
+    /// use (written to) and in sync up to nothing. True if done (the member was faulty). The
+    /// worker only, with the device already reachable for member I/O.
+    pub(crate) fn begin_recovery(&self, uuid: [u8; UUID_LEN], slot: u32) -> bool {
+        if self.health() != Health::Faulty {
+            return false;
+        }
+        let [lo, hi] = uuid_halves(uuid);
+        self.uuid[0].store(lo, Ordering::Relaxed);
+        self.uuid[1].store(hi, Ordering::Relaxed);
+        self.slot.store(slot, Ordering::Relaxed);
+        self.recovery.store(0, Ordering::SeqCst);
+        self.health.store(Health::Active.code(), Ordering::SeqCst);
+        true
     }
 
     pub fn health(&self) -> Health {

@@ -11,7 +11,7 @@
 use super::array::ArrayEngine;
 use super::members::{Health, MemberSet, MemberState};
 use super::platform::{MemberEvent, MetadataError, Platform};
-use super::superblock::Slot;
+use super::superblock::{Slot, Superblock};
 use core::ops::Deref;
 use core::sync::atomic::Ordering;
 
@@ -51,9 +51,20 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             let mut failing = MemberSet::EMPTY;
             let mut targets = MemberSet::EMPTY;
             let mut sb = self.superblock;
-            for ((index, member), slot) in (0u32..).zip(self.members()).zip(sb.slots.iter_mut()) {
+            let retired = self.retired_slots.load(Ordering::SeqCst);
+            for (i, slot) in sb.slots.iter_mut().enumerate() {
+                if retired & 1u64.checked_shl(i as u32).unwrap_or(0) != 0 {
+                    *slot = Slot::Faulty;
+                }
+            }
+            for (index, member) in (0u32..).zip(self.members()) {
+                let Some(slot) = sb.slots.get_mut(member.slot() as usize) else {
+                    continue;
+                };
                 if member.is_active() {
                     targets = targets.with(index);
+                    // Below 32: lossless.
+                    *slot = Slot::Active { role: index as u8 };
                 } else {
                     *slot = Slot::Faulty;
                     if member.health() == Health::Failing {
@@ -67,10 +78,14 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             }
             sb.events = self.events.load(Ordering::Acquire).saturating_add(1);
             sb.clean = clean;
-            let failed = p.write_superblocks(targets, |index| {
-                let uuid = self.members().get(index as usize).map(|m| *m.uuid());
-                sb.for_member(index, uuid.unwrap_or_default())
-            });
+            let failed =
+                p.write_superblocks(targets, |index| match self.members().get(index as usize) {
+                    Some(m) => Superblock {
+                        recovery_offset: m.recovery_offset(),
+                        ..sb.for_member(m.slot(), m.uuid())
+                    },
+                    None => sb,
+                });
             self.events.store(sb.events, Ordering::Release);
             if targets.minus(failed).is_empty() {
                 self.broken.store(true, Ordering::SeqCst);

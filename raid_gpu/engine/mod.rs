@@ -23,6 +23,7 @@ pub mod members;
 pub mod metadata;
 pub mod parity;
 pub mod platform;
+pub mod rebuild;
 pub mod request;
 pub mod stripe;
 pub mod superblock;

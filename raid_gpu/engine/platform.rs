@@ -136,6 +136,10 @@ pub enum WorkList {
     BufferWait,
 }
 
+/// A rebuild read or write failed (or was refused: a bad argument).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RebuildIoError;
+
 /// What happened to a member, for the log.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MemberEvent {
@@ -150,6 +154,12 @@ pub enum MemberEvent {
     ReadErrorRepaired,
     /// The administrator failed it (`graidctl fail`).
     FailedOnRequest,
+    /// A device was added in its place; the rebuild starts.
+    Added,
+    /// Its rebuild finished: it is in sync.
+    Rebuilt,
+    /// Its rebuild stopped: some data it needs has no readable copy.
+    RebuildStalled,
 }
 
 /// The services a home gives the engine.
@@ -182,6 +192,9 @@ pub trait Platform {
     /// meanwhile, `f`'s own included, stay on the list for the next call.
     fn take_all(&self, list: WorkList, f: impl FnMut(Self::Request));
 
+    /// Takes the request that has waited longest off `list`, if any (any context).
+    fn take_oldest(&self, list: WorkList) -> Option<Self::Request>;
+
     /// Makes the worker run [`ArrayEngine::work`](super::array::ArrayEngine::work) soon, in
     /// process context, never twice at once (any context).
     fn kick_worker(&self);
@@ -204,6 +217,26 @@ pub trait Platform {
 
     /// Something happened to member `member` (for the log). Any context.
     fn member_event(&self, member: u32, event: MemberEvent);
+
+    // ---- The rebuild (`rebuild.rs`): the worker only, synchronous ----
+
+    /// Reads (`Op::Read`) or writes (`Op::Write`) `sectors` sectors at `sector` (from the
+    /// member's start) of member `member` into or from column `column` of the array's rebuild
+    /// buffer, from its start, and waits. The buffer has a column per member, each
+    /// [`REBUILD_COLUMN_SECTORS`](super::rebuild::REBUILD_COLUMN_SECTORS) long (mirrors use
+    /// column 0 only). `Err` on an I/O error (or a bad argument: nothing done).
+    fn rebuild_io(
+        &self,
+        op: Op,
+        member: u32,
+        sector: u64,
+        column: u32,
+        sectors: u64,
+    ) -> Result<(), RebuildIoError>;
+
+    /// Computes `job` on the rebuild buffer (as [`Self::compute_parity`] does on a request's)
+    /// and waits. False if it could not.
+    fn rebuild_compute(&self, job: &ParityJob) -> bool;
 
     // ---- RAID 5/6: the stripe engine (`stripe.rs`) ----
 

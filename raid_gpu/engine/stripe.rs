@@ -628,7 +628,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             if !got {
                 p.push(WorkList::BufferWait, rq);
                 if self.stripe_locks.freed.load(Ordering::SeqCst) != freed {
-                    p.take_all(WorkList::BufferWait, |w| p.queue_stripe_work(w));
+                    self.wake_buffer_waiter(p);
                 }
                 return;
             }
@@ -958,7 +958,6 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         let stripe = state.stripe();
         let (a, b) = stripe.slice();
         let mode = stripe.mode();
-        let lost = stripe.lost();
         let n = span.members();
         stripe.set_step(Step::Write);
         state.begin_pass(Phase::Stripe);
@@ -967,7 +966,10 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             sent = sent.and_then(|()| self.send_column(p, rq, span, Op::Write, m, c, f, e));
         };
         for m in 0..n {
-            if lost.contains(m) || !self.usable(m, MemberSet::EMPTY) {
+            // Every member in use now, also one lost to this slice's reads: one being rebuilt
+            // (or added, or rebuilt since the plan) takes its column, which the slice holds
+            // whole (recovered, computed, or the new data of the rows written).
+            if !self.writable(m) {
                 continue;
             }
             let mut io = Coalesce::default();
@@ -1021,13 +1023,26 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         if p.state(rq).stripe().buffer.swap(false, Ordering::Relaxed) {
             p.free_buffer(rq);
             self.stripe_locks.freed.fetch_add(1, Ordering::SeqCst);
-            p.take_all(WorkList::BufferWait, |w| p.queue_stripe_work(w));
+            self.wake_buffer_waiter(p);
+        }
+    }
+
+    /// Wakes the request that has waited longest for buffer memory. One per freed buffer: the
+    /// woken request either gets a buffer (and frees it later, waking the next) or ends
+    /// (which wakes the next too); waking all of them made every free a stampede of retries.
+    fn wake_buffer_waiter<P: Platform>(&self, p: &P) {
+        if let Some(w) = p.take_oldest(WorkList::BufferWait) {
+            p.queue_stripe_work(w);
         }
     }
 
     /// Ends the request: frees its buffer and lock, wakes the waiters, and completes it.
     fn stripe_end<P: Platform>(&self, p: &P, rq: P::Request, status: Status) {
         let state = p.state(rq);
+        if !state.stripe().buffer.load(Ordering::Relaxed) {
+            // It may have been woken to take a buffer it no longer needs: pass the turn on.
+            self.wake_buffer_waiter(p);
+        }
         self.drop_buffer(p, rq);
         let stripe = state.stripe();
         if stripe.locked.swap(false, Ordering::Relaxed) {

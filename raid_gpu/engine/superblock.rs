@@ -277,6 +277,21 @@ impl fmt::Display for AreaKind {
     }
 }
 
+/// A UUID shown in the canonical 8-4-4-4-12 form (lowercase, bytes in order).
+pub struct UuidText<'a>(pub &'a [u8; UUID_LEN]);
+
+impl fmt::Display for UuidText<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, byte) in self.0.iter().enumerate() {
+            if matches!(i, 4 | 6 | 8 | 10) {
+                f.write_str("-")?;
+            }
+            write!(f, "{byte:02x}")?;
+        }
+        Ok(())
+    }
+}
+
 /// One member's superblock, decoded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Superblock {
@@ -479,6 +494,14 @@ impl Superblock {
             .ok()
             .and_then(|i| self.slots.get(i))
             .copied()
+    }
+
+    /// The slot-table entry of the device holding `role`, if the table has one.
+    pub fn slot_of_role(&self, role: u32) -> Option<u32> {
+        (0u32..)
+            .zip(self.slots.iter())
+            .find(|(_, s)| matches!(s, Slot::Active { role: r } if u32::from(*r) == role))
+            .map(|(i, _)| i)
     }
 
     /// This device's role, if it is an active member.

@@ -42,6 +42,8 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
                 break;
             }
         }
+        self.handle_add_request(p);
+        self.rebuild_step(p);
     }
 
     /// Acts on one deferred request. True if it ended the last repair (writes may go again).

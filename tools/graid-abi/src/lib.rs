@@ -42,10 +42,12 @@ mod tests {
         assert_eq!(size_of::<GraidStop>(), 8);
         assert_eq!(size_of::<GraidMemberOp>(), 4 + 4 + 8 + 4 + 4);
         assert_eq!(size_of::<GraidList>(), 8 + 4 * GRAID_MAX_ARRAYS);
-        assert_eq!(size_of::<GraidMemberDetail>(), 8 + 4 + 4 + 6 * 8);
+        assert_eq!(size_of::<GraidMemberDetail>(), 8 + 4 + 4 + 7 * 8);
         assert_eq!(
             size_of::<GraidDetail>(),
             8 * 4
+                + 8
+                + 8
                 + 8
                 + 8
                 + 16

@@ -386,6 +386,42 @@ proptest! {
     }
 
     #[test]
+    fn mirror_pieces_invert_the_write_map(
+        ((level, members, chunk, member_sectors), start, len) in shape_and_range()
+    ) {
+        let g = geometry(level, members, chunk, member_sectors);
+        if level.is_mirrored() {
+            for p in write(&g, start, len) {
+                let back = g.mirror_piece(p.member, p.member_sector, p.sectors);
+                prop_assert_eq!(back, Some(p));
+            }
+            // Every member sector is either the array's data or past it: walking a member's
+            // whole data area covers each of its sectors once, in order.
+            for member in 0..members.min(3) {
+                let mut at = 0;
+                while at < g.member_data_sectors() {
+                    match g.mirror_piece(member, at, u64::MAX) {
+                        Some(p) => {
+                            prop_assert_eq!((p.member, p.member_sector), (member, at));
+                            prop_assert!(p.sectors > 0);
+                            let located = read(&g, p.array_sector, p.sectors, p.copy);
+                            prop_assert_eq!(located, vec![p]);
+                            at += p.sectors;
+                        }
+                        None => {
+                            // Only the tail of an odd RAID 10 holds no data.
+                            prop_assert_eq!(level, Level::Raid10);
+                            at += 1;
+                        }
+                    }
+                }
+            }
+        } else {
+            prop_assert_eq!(g.mirror_piece(0, 0, 1), None);
+        }
+    }
+
+    #[test]
     fn out_of_range_is_refused(
         (level, members, chunk, member_sectors) in shape_strategy(),
         start in any::<u64>(),

@@ -4,13 +4,16 @@
 
 use crate::create::member_of;
 use crate::sys::{errno_name, open_control, raw_ioctl};
-use graid_abi::{GraidMemberOp, GRAID_IOC_MEMBER, GRAID_MEMBER_OP_FAIL, GRAID_MEMBER_OP_REMOVE};
+use graid_abi::{
+    GraidMemberOp, GRAID_IOC_MEMBER, GRAID_MEMBER_OP_ADD, GRAID_MEMBER_OP_FAIL,
+    GRAID_MEMBER_OP_REMOVE,
+};
 use std::process::ExitCode;
 
-/// `graid-probe member INDEX fail|remove DEVICE`.
+/// `graid-probe member INDEX fail|remove|add DEVICE`.
 pub fn run(control: &str, args: &[String]) -> ExitCode {
     let [index, op, device] = args else {
-        eprintln!("usage: graid-probe member INDEX fail|remove DEVICE");
+        eprintln!("usage: graid-probe member INDEX fail|remove|add DEVICE");
         return ExitCode::from(2);
     };
     let (Ok(index), Some(op)) = (
@@ -18,10 +21,11 @@ pub fn run(control: &str, args: &[String]) -> ExitCode {
         match op.as_str() {
             "fail" => Some(GRAID_MEMBER_OP_FAIL),
             "remove" => Some(GRAID_MEMBER_OP_REMOVE),
+            "add" => Some(GRAID_MEMBER_OP_ADD),
             _ => None,
         },
     ) else {
-        eprintln!("usage: graid-probe member INDEX fail|remove DEVICE");
+        eprintln!("usage: graid-probe member INDEX fail|remove|add DEVICE");
         return ExitCode::from(2);
     };
     let dev = match member_of(device) {

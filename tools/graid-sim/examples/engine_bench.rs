@@ -8,7 +8,9 @@ use graid_engine::array::ArrayEngine;
 use graid_engine::geometry::{Geometry, Level};
 use graid_engine::members::{MemberSet, MemberState};
 use graid_engine::parity::{Columns, ParityJob};
-use graid_engine::platform::{MemberEvent, MemberIo, Op, Platform, Status, SubmitError, WorkList};
+use graid_engine::platform::{
+    MemberEvent, MemberIo, Op, Platform, RebuildIoError, Status, SubmitError, WorkList,
+};
 use graid_engine::request::RequestState;
 use graid_engine::superblock::Superblock;
 use graid_sim::stress::superblock;
@@ -58,6 +60,25 @@ impl Platform for Null {
     }
 
     fn take_all(&self, _list: WorkList, _f: impl FnMut(())) {}
+
+    fn take_oldest(&self, _list: WorkList) -> Option<()> {
+        None
+    }
+
+    fn rebuild_io(
+        &self,
+        _op: Op,
+        _m: u32,
+        _sector: u64,
+        _c: u32,
+        _sectors: u64,
+    ) -> Result<(), RebuildIoError> {
+        Ok(())
+    }
+
+    fn rebuild_compute(&self, _job: &ParityJob) -> bool {
+        true
+    }
 
     fn kick_worker(&self) {}
 
@@ -110,7 +131,7 @@ fn main() {
     for (level, members, chunk) in shapes {
         let geometry = Geometry::new(level, members, chunk, 1 << 30).expect("geometry");
         let states = (0..members)
-            .map(|m| MemberState::new([m as u8; 16]))
+            .map(|m| MemberState::new([m as u8; 16], m))
             .collect();
         let engine = ArrayEngine::new(superblock(&geometry, level, chunk), geometry, states, true)
             .expect("engine");

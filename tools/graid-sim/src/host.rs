@@ -6,8 +6,9 @@ use graid_engine::layout::{Recovery, Role, StripeMap};
 use graid_engine::members::{MemberSet, MemberState};
 use graid_engine::parity::{Columns, ParityJob, ParityOp};
 use graid_engine::platform::{
-    MemberEvent, MemberIo, Op, Platform, Source, Status, SubmitError, WorkList,
+    MemberEvent, MemberIo, Op, Platform, RebuildIoError, Source, Status, SubmitError, WorkList,
 };
+use graid_engine::rebuild::REBUILD_COLUMN_SECTORS;
 use graid_engine::request::{Phase, RequestState};
 use graid_engine::stripe::SLICE_SECTORS;
 use graid_engine::superblock::{Slot, Superblock};
@@ -182,6 +183,10 @@ pub struct Host {
     pub rng: Mutex<StdRng>,
     /// Requests that went through the worker.
     pub deferrals: AtomicU64,
+    /// Rebuild writes done.
+    pub rebuild_copies: AtomicU64,
+    /// The rebuild's buffer: a column per member, tags per sector.
+    pub rebuild_buffer: Mutex<Vec<Vec<u64>>>,
     pub events: Mutex<Vec<(u32, MemberEvent)>>,
     pub violations: Violations,
     pub stripe: StripeHome,
@@ -411,17 +416,16 @@ impl Host {
     /// sector's 8-byte tag.
     fn parity(&self, rq: usize, job: &ParityJob) -> bool {
         let mut buffer = self.slot(rq).buffer.lock().unwrap();
+        self.parity_on(&mut buffer, job)
+    }
+
+    /// Computes `job` on `buffer` (a request's stripe buffer, or the rebuild's).
+    fn parity_on(&self, buffer: &mut Vec<Vec<u64>>, job: &ParityJob) -> bool {
         if matches!(job.op, ParityOp::Update { .. }) && job.stripe_count() != 1 {
             return false;
         }
         job.stripes().all(|(map, from, to)| {
-            self.parity_stripe(
-                &mut buffer,
-                job.op,
-                map,
-                from as usize,
-                (to - from) as usize,
-            )
+            self.parity_stripe(buffer, job.op, map, from as usize, (to - from) as usize)
         })
     }
 
@@ -785,6 +789,17 @@ impl Platform for Host {
         }
     }
 
+    fn take_oldest(&self, list: WorkList) -> Option<usize> {
+        match list {
+            WorkList::Deferred => pop_front(&mut self.deferred.lock().unwrap()),
+            WorkList::Parked => pop_front(&mut self.parked.lock().unwrap()),
+            WorkList::StripeWait(slot) => {
+                pop_front(self.stripe.waits.lock().unwrap().get_mut(&slot)?)
+            }
+            WorkList::BufferWait => pop_front(&mut self.stripe.buffer_wait.lock().unwrap()),
+        }
+    }
+
     fn kick_worker(&self) {
         *self.kick.pending.lock().unwrap() = true;
         self.kick.wake.notify_one();
@@ -821,6 +836,79 @@ impl Platform for Host {
 
     fn member_event(&self, member: u32, event: MemberEvent) {
         self.events.lock().unwrap().push((member, event));
+    }
+
+    fn rebuild_io(
+        &self,
+        op: Op,
+        member: u32,
+        sector: u64,
+        column: u32,
+        sectors: u64,
+    ) -> Result<(), RebuildIoError> {
+        let Some(disk) = self.disks.get(member as usize) else {
+            self.violations
+                .report(format!("rebuild I/O on unknown member {member}"));
+            return Err(RebuildIoError);
+        };
+        let in_data = sector >= DATA_OFFSET && sector + sectors <= DATA_OFFSET + self.data_sectors;
+        if !in_data || sectors == 0 || sectors > REBUILD_COLUMN_SECTORS {
+            self.violations.report(format!(
+                "rebuild {op:?} of {sectors} sectors at {sector} of member {member} outside \
+                 its data area or the buffer"
+            ));
+            return Err(RebuildIoError);
+        }
+        let (from, to) = (sector as usize, (sector + sectors) as usize);
+        let fails = disk.next_io_fails(&mut self.rng.lock().unwrap());
+        let mut buffer = self.rebuild_buffer.lock().unwrap();
+        if buffer.len() <= column as usize {
+            buffer.resize(column as usize + 1, Vec::new());
+        }
+        let col = &mut buffer[column as usize];
+        col.resize(REBUILD_COLUMN_SECTORS as usize, 0);
+        match op {
+            Op::Read if fails || disk.any_bad(sector, sectors) => {
+                col[..sectors as usize].fill(GARBAGE);
+                Err(RebuildIoError)
+            }
+            Op::Read => {
+                col[..sectors as usize].copy_from_slice(&disk.sectors.lock().unwrap()[from..to]);
+                // A device takes time: room for a write racing the rebuild to land between
+                // its read and its write (the window must hold it off).
+                drop(buffer);
+                std::thread::sleep(Duration::from_micros(100));
+                Ok(())
+            }
+            Op::Write if fails => Err(RebuildIoError),
+            Op::Write => {
+                disk.sectors.lock().unwrap()[from..to].copy_from_slice(&col[..sectors as usize]);
+                self.rebuild_copies.fetch_add(1, Ordering::Relaxed);
+                Ok(())
+            }
+            _ => {
+                self.violations.report(format!("rebuild {op:?}"));
+                Err(RebuildIoError)
+            }
+        }
+    }
+
+    fn rebuild_compute(&self, job: &ParityJob) -> bool {
+        let mut buffer = self.rebuild_buffer.lock().unwrap();
+        // A column per member, as the kernel allocates it (the lost ones were never read).
+        let members = self.disks.len();
+        if buffer.len() < members {
+            buffer.resize(members, Vec::new());
+        }
+        for col in buffer.iter_mut() {
+            col.resize(REBUILD_COLUMN_SECTORS as usize, GARBAGE);
+        }
+        let ok = self.parity_on(&mut buffer, job);
+        if !ok {
+            self.violations
+                .report(format!("rebuild parity job on missing columns: {job:?}"));
+        }
+        ok
     }
 
     fn queue_stripe_work(&self, rq: usize) {
@@ -986,4 +1074,9 @@ pub fn submit(host: &Host, rq: usize) {
     slot.written.store(0, Ordering::Relaxed);
     slot.in_flight.store(true, Ordering::Release);
     host.engine.submit(host, rq, op, spec.start, spec.sectors);
+}
+
+/// The oldest entry of a wait list (pushed at the end).
+fn pop_front(list: &mut Vec<usize>) -> Option<usize> {
+    (!list.is_empty()).then(|| list.remove(0))
 }

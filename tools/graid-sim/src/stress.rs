@@ -43,6 +43,9 @@ pub struct Scenario {
     pub mutation: Option<Mutation>,
     /// Submitters of `run_overlapping` that write (the others read).
     pub overlap_writers: usize,
+    /// This member is failed and its disk scribbled over before the run, and a device is
+    /// added in its place while the submitters run: the run rebuilds it under load.
+    pub rebuild: Option<u32>,
 }
 
 impl Scenario {
@@ -64,6 +67,7 @@ impl Scenario {
             async_parity_percent: 50,
             mutation: None,
             overlap_writers: 1,
+            rebuild: None,
         }
     }
 
@@ -122,7 +126,7 @@ pub fn new_host(scenario: &Scenario, seed: u64) -> (Arc<Host>, Receiver<QueuedIo
     )
     .expect("valid geometry");
     let members = (0..scenario.members)
-        .map(|m| MemberState::new([m as u8 + 1; 16]))
+        .map(|m| MemberState::new([m as u8 + 1; 16], m))
         .collect();
     let engine = ArrayEngine::new(
         superblock(&geometry, scenario.level, scenario.chunk_sectors),
@@ -154,6 +158,8 @@ pub fn new_host(scenario: &Scenario, seed: u64) -> (Arc<Host>, Receiver<QueuedIo
         overlap_writers: scenario.overlap_writers,
         rng: Mutex::new(StdRng::seed_from_u64(seed ^ 0x5eed)),
         deferrals: AtomicU64::new(0),
+        rebuild_copies: AtomicU64::new(0),
+        rebuild_buffer: Mutex::new(Vec::new()),
         events: Mutex::new(Vec::new()),
         violations: Violations::default(),
         stripe: StripeHome {
@@ -257,6 +263,9 @@ pub struct Report {
 pub fn run(scenario: &Scenario, seed: u64) -> Report {
     let (host, io_rx) = new_host(scenario, seed);
     let geometry = *host.engine.geometry();
+    if let Some(target) = scenario.rebuild {
+        lose_member(&host, target, seed);
+    }
     let threads = Threads::start(&host, io_rx, seed);
 
     // Each submitter owns one stretch of the array, so the model stays exact.
@@ -279,6 +288,13 @@ pub fn run(scenario: &Scenario, seed: u64) -> Report {
             })
         })
         .collect();
+    if let Some(target) = scenario.rebuild {
+        // Some I/O first, so the rebuild starts under load.
+        thread::sleep(std::time::Duration::from_millis(5));
+        let slot = host.engine.free_slot().expect("a free slot");
+        host.engine
+            .request_add(&*host, target, NEW_DEVICE_UUID, slot);
+    }
     let mut model = vec![None; array_sectors as usize];
     let mut errors = Vec::new();
     let (mut ok_read_sectors, mut ok_write_sectors) = (0, 0);
@@ -294,7 +310,11 @@ pub fn run(scenario: &Scenario, seed: u64) -> Report {
         ok_read_sectors += result.ok_read_sectors;
         ok_write_sectors += result.ok_write_sectors;
     }
+    if scenario.rebuild.is_some() {
+        wait_rebuilt(&host, seed);
+    }
     if scenario.level.has_parity() {
+        // After a rebuild, through the rebuilt member too.
         read_back(&host, &model, seed);
     }
     threads.stop(&host);
@@ -306,6 +326,68 @@ pub fn run(scenario: &Scenario, seed: u64) -> Report {
         model,
         ok_read_sectors,
         ok_write_sectors,
+    }
+}
+
+/// The UUID of the device a rebuild run adds.
+pub const NEW_DEVICE_UUID: [u8; 16] = [0x5e; 16];
+
+/// Fails member `target` (recorded in the superblocks) and fills its disk with tags nobody
+/// writes, so that a sector the rebuild misses shows. Before the platform's threads start.
+fn lose_member(host: &Host, target: u32, seed: u64) {
+    let engine = &host.engine;
+    engine.request_fail(host, target);
+    engine.work(host);
+    assert_eq!(engine.fail_outcome(target), Ok(()), "seed {seed}");
+    let mut disk = host.disks[target as usize].sectors.lock().unwrap();
+    for (i, tag) in disk.iter_mut().enumerate() {
+        *tag = GARBAGE ^ i as u64;
+    }
+}
+
+/// Waits until no member is being rebuilt (the worker thread runs the rebuild).
+pub fn wait_rebuilt(host: &Host, seed: u64) {
+    let start = std::time::Instant::now();
+    while host.engine.rebuild_target().is_some() && !host.engine.rebuild_stalled() {
+        assert!(
+            start.elapsed() < HANG,
+            "seed {seed}: the rebuild never ended"
+        );
+        thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
+/// Every array sector's copies on in-sync members hold the same tag, one the model allows
+/// (every sector, written or not: a sector the rebuild missed holds scribble).
+pub fn check_mirrors_match(report: &Report, seed: u64) {
+    let engine = &report.host.engine;
+    let geometry = engine.geometry();
+    for sector in 0..geometry.array_sectors() {
+        let mut seen: Option<(u32, u64)> = None;
+        for piece in geometry.map_write(sector, 1).unwrap() {
+            if !engine.members()[piece.member as usize].is_in_sync() {
+                continue;
+            }
+            let tag = report.host.disks[piece.member as usize]
+                .sectors
+                .lock()
+                .unwrap()[(DATA_OFFSET + piece.member_sector) as usize];
+            if let Some(want) = report.model[sector as usize] {
+                assert_eq!(
+                    tag, want,
+                    "seed {seed}: array sector {sector} on member {} differs from the model",
+                    piece.member
+                );
+            }
+            match seen {
+                Some((other, t)) if t != tag => panic!(
+                    "seed {seed}: array sector {sector}: member {other} holds {t:#x}, member {} \
+                     {tag:#x}",
+                    piece.member
+                ),
+                _ => seen = Some((piece.member, tag)),
+            }
+        }
     }
 }
 
@@ -765,7 +847,7 @@ pub fn check_superblocks(report: &Report, seed: u64) {
             );
             last = sb.events;
             assert_eq!(sb.this_slot as usize, index);
-            assert_eq!(&sb.member_uuid, member.uuid());
+            assert_eq!(sb.member_uuid, member.uuid());
             assert!(sb.validate().is_ok(), "seed {seed}: {:?}", sb.validate());
             assert_ne!(
                 sb.slots[index],

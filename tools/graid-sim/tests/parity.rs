@@ -8,7 +8,7 @@ use graid_engine::geometry::{Level, ParityLayout};
 use graid_engine::platform::{MemberEvent, Op, Status};
 use graid_parity::gf;
 use graid_sim::host::{mul64, Faults, Host, Mutation, DATA_OFFSET};
-use graid_sim::stress::{run, run_overlapping, seeds, Report, Scenario};
+use graid_sim::stress::{run, run_overlapping, seeds, Report, Scenario, NEW_DEVICE_UUID};
 use std::sync::atomic::Ordering;
 
 fn raid5(members: u32, chunk: u32) -> Scenario {
@@ -347,4 +347,51 @@ fn discards_are_refused_on_parity_levels() {
     let report = run(&raid5(3, 8), seeds(1).next().unwrap());
     let status = graid_sim::stress::submit_inline(&report.host, Op::Discard, 0, 8);
     assert_eq!(status, Some(Status::NotSupported));
+}
+
+#[test]
+fn a_member_added_under_load_is_rebuilt_from_parity() {
+    for seed in seeds(3) {
+        // Data, P or Q rebuilt as the stripes rotate; RAID 6 also with a second member gone.
+        let cases = [
+            (raid5(4, 16), ParityLayout::LeftSymmetric, 1, None),
+            (
+                Scenario::new(Level::Raid6(ParityLayout::LeftAsymmetric), 5, 8),
+                ParityLayout::LeftAsymmetric,
+                3,
+                None,
+            ),
+            (raid6(6, 16), ParityLayout::LeftSymmetric, 2, Some(4)),
+        ];
+        for (base, layout, target, also_gone) in cases {
+            let mut scenario = Scenario {
+                rebuild: Some(target),
+                data_sectors: 16384,
+                ..base
+            };
+            if let Some(gone) = also_gone {
+                scenario = scenario.with_fault(gone as usize, dies_after(0));
+            }
+            let report = run(&scenario, seed);
+            let host = &report.host;
+            let engine = &host.engine;
+            let member = &engine.members()[target as usize];
+            assert!(
+                member.is_in_sync(),
+                "seed {seed}: member {target} not rebuilt"
+            );
+            assert_eq!(member.uuid(), NEW_DEVICE_UUID);
+            assert!(
+                report.errors.is_empty(),
+                "seed {seed}: {:?}",
+                report.errors[0]
+            );
+            assert!(host.members_with(MemberEvent::Rebuilt).contains(&target));
+            if also_gone.is_none() {
+                assert_eq!(engine.state(), ArrayState::Optimal, "seed {seed}");
+                // The rebuilt member's data and parity are md's, stripe by stripe.
+                check_parity(host, layout, seed);
+            }
+        }
+    }
 }

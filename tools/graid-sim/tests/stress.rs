@@ -9,8 +9,8 @@ use graid_engine::platform::{MemberEvent, Op, Status};
 use graid_engine::superblock::Slot;
 use graid_sim::host::Faults;
 use graid_sim::stress::{
-    check_copies, check_superblocks, run, run_overlapping, seeds, submit_inline,
-    submit_inline_segments, total_member_bytes, Scenario,
+    check_copies, check_mirrors_match, check_superblocks, run, run_overlapping, seeds,
+    submit_inline, submit_inline_segments, total_member_bytes, Scenario, NEW_DEVICE_UUID,
 };
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
@@ -705,5 +705,81 @@ fn read_repair_never_races_a_write() {
                 "seed {seed}: {level:?}"
             );
         }
+    }
+}
+
+#[test]
+fn a_member_added_under_load_is_rebuilt_exactly() {
+    for seed in seeds(3) {
+        // RAID 1 of two and three; RAID 10 of four and five (odd: copies cross rows); the
+        // rebuilt member in different places.
+        let cases = [
+            (Level::Raid1, 2, 0, 1),
+            (Level::Raid1, 3, 0, 0),
+            (Level::Raid10, 4, 16, 2),
+            (Level::Raid10, 5, 8, 4),
+        ];
+        for (level, members, chunk, target) in cases {
+            // Big enough for many rebuild windows while the submitters run.
+            let scenario = Scenario {
+                rebuild: Some(target),
+                data_sectors: 32768,
+                ..Scenario::new(level, members, chunk)
+            };
+            let report = run(&scenario, seed);
+            let host = &*report.host;
+            let engine = &host.engine;
+            let member = &engine.members()[target as usize];
+            assert!(
+                member.is_in_sync(),
+                "seed {seed}: {level:?} member {target} not rebuilt"
+            );
+            assert_eq!(member.uuid(), NEW_DEVICE_UUID);
+            assert_eq!(engine.state(), ArrayState::Optimal, "seed {seed}");
+            assert!(report.errors.is_empty(), "seed {seed}: {:?}", report.errors);
+            assert!(host.members_with(MemberEvent::Added).contains(&target));
+            assert!(host.members_with(MemberEvent::Rebuilt).contains(&target));
+            assert!(host.rebuild_copies.load(Ordering::Relaxed) > 0);
+            check_mirrors_match(&report, seed);
+            // The superblocks end saying so: the new device in a new slot, in sync; its
+            // old slot faulty, so the old device is refused if it comes back.
+            let sb = host.disks[target as usize].newest_superblock().unwrap();
+            assert_eq!(sb.member_uuid, NEW_DEVICE_UUID);
+            assert_ne!(sb.this_slot, target, "seed {seed}: the old slot reused");
+            assert_eq!(
+                sb.slots[sb.this_slot as usize],
+                Slot::Active { role: target as u8 }
+            );
+            assert_eq!(sb.slots[target as usize], Slot::Faulty);
+            assert_eq!(
+                sb.recovery_offset,
+                graid_engine::superblock::RECOVERY_COMPLETE
+            );
+        }
+    }
+}
+
+#[test]
+fn a_rebuild_target_that_dies_fails_alone() {
+    for seed in seeds(3) {
+        let scenario = Scenario {
+            rebuild: Some(1),
+            ..Scenario::new(Level::Raid10, 4, 16)
+        }
+        .with_fault(
+            1,
+            Faults {
+                die_after: Some(40),
+                ..Faults::default()
+            },
+        );
+        let report = run(&scenario, seed);
+        let engine = &report.host.engine;
+        assert_eq!(engine.members()[1].health(), Health::Faulty, "seed {seed}");
+        assert_eq!(engine.state(), ArrayState::Degraded);
+        // Requests never saw it: it held nothing anyone read.
+        assert!(report.errors.is_empty(), "seed {seed}: {:?}", report.errors);
+        assert!(report.host.recorded_faulty(1));
+        check_copies(&report, seed);
     }
 }

@@ -49,6 +49,8 @@ pub fn detail_request(index: u32) -> GraidDetail {
         reserved: 0,
         size_sectors: 0,
         events: 0,
+        member_data_sectors: 0,
+        rebuilt_sectors: 0,
         uuid: [0; 16],
         name: [0; graid_abi::GRAID_NAME_LEN],
         members: [Default::default(); graid_abi::GRAID_MAX_MEMBERS],
@@ -252,6 +254,7 @@ pub mod fake {
                 write_bytes: 40960,
                 errors: 0,
                 corrected: 0,
+                recovery_offset: u64::MAX,
             };
         }
         d
@@ -367,6 +370,18 @@ pub mod fake {
                 .iter_mut()
                 .find(|a| a.index == arg.index)
                 .ok_or_else(|| io::Error::from_raw_os_error(libc::ENODEV))?;
+            if arg.op == graid_abi::GRAID_MEMBER_OP_ADD {
+                // Takes the first missing role, as the module does.
+                let member = array.members[..array.nr_members as usize]
+                    .iter_mut()
+                    .find(|m| m.state == graid_abi::GRAID_MEMBER_MISSING)
+                    .ok_or_else(|| io::Error::from_raw_os_error(libc::EBUSY))?;
+                arg.role = member.role;
+                member.dev = arg.dev;
+                member.state = graid_abi::GRAID_MEMBER_REBUILDING;
+                member.recovery_offset = 0;
+                return Ok(());
+            }
             let member = array.members[..array.nr_members as usize]
                 .iter_mut()
                 .find(|m| m.dev == arg.dev && m.state != graid_abi::GRAID_MEMBER_MISSING)

@@ -2,6 +2,7 @@
 //! operation that failed (documented in Documentation/graidctl.rst).
 
 use crate::error::CtlError;
+use crate::manage::Action;
 use std::io;
 
 /// The ioctl that failed, with what graidctl knows about its target.
@@ -21,11 +22,11 @@ pub enum Op<'a> {
     List,
     /// Describing `array`.
     Detail { array: &'a str },
-    /// Failing (`remove: false`) or removing `member` of `array`.
+    /// Failing, removing or adding `member` of `array`.
     Member {
         array: &'a str,
         member: &'a str,
-        remove: bool,
+        action: Action,
     },
 }
 
@@ -52,13 +53,12 @@ impl Op<'_> {
             Op::Member {
                 array,
                 member,
-                remove: false,
-            } => format!("cannot fail {member} in {array}"),
-            Op::Member {
-                array,
-                member,
-                remove: true,
-            } => format!("cannot remove {member} from {array}"),
+                action,
+            } => format!(
+                "cannot {} {member} {} {array}",
+                action.verb(),
+                action.preposition()
+            ),
         }
     }
 }
@@ -109,17 +109,26 @@ fn reason(op: &Op<'_>, errno: i32) -> String {
             _ => "invalid argument".to_owned(),
         },
         libc::EBUSY => match op {
-            Op::Member { remove: false, .. } => {
-                "it holds the last copy of some data: failing it would lose data (nothing \
-                 changed)"
-                    .to_owned()
-            }
-            Op::Member { remove: true, .. } => {
-                "it is in use: only a failed member can be removed (graidctl fail it first), \
+            Op::Member {
+                action: Action::Fail,
+                ..
+            } => "it holds the last copy of some data: failing it would lose data (nothing \
+                  changed)"
+                .to_owned(),
+            Op::Member {
+                action: Action::Add,
+                ..
+            } => "the array has no removed member for it to replace (graidctl fail and remove \
+                  one first; spares are not supported yet), or another member operation is \
+                  running (nothing changed)"
+                .to_owned(),
+            Op::Member {
+                action: Action::Remove,
+                ..
+            } => "it is in use: only a failed member can be removed (graidctl fail it first), \
                  or the array's I/O did not drain in time, or another member operation is \
                  running (nothing changed)"
-                    .to_owned()
-            }
+                .to_owned(),
             Op::Stop {
                 force: false,
                 open_count,
@@ -139,6 +148,9 @@ fn reason(op: &Op<'_>, errno: i32) -> String {
                 .to_owned(),
             _ => "device or resource busy".to_owned(),
         },
+        libc::EEXIST if matches!(op, Op::Member { .. }) => {
+            "already a member of this array".to_owned()
+        }
         libc::EEXIST => match op {
             Op::Create { name } => format!("an array named '{name}' (or with this UUID) exists"),
             Op::Assemble { .. } => {
@@ -161,6 +173,10 @@ fn reason(op: &Op<'_>, errno: i32) -> String {
             _ if is_member_op => "a member device does not exist".to_owned(),
             _ => "no such device".to_owned(),
         },
+        libc::ENOSPC if matches!(op, Op::Member { .. }) => {
+            "too small for the array's data area (or the superblock's device table is full)"
+                .to_owned()
+        }
         libc::ENOSPC | libc::E2BIG => match op {
             Op::Create { .. } => {
                 "a member is too small (each needs 2 MiB for metadata plus room for data)"
@@ -179,6 +195,11 @@ fn reason(op: &Op<'_>, errno: i32) -> String {
         libc::EUCLEAN => "a member has a bad or corrupt graid superblock".to_owned(),
         libc::ENODATA if named_member => "no graid superblock".to_owned(),
         libc::ENODATA => "a member has no graid superblock".to_owned(),
+        libc::EXDEV if matches!(op, Op::Member { .. }) => {
+            "it carries the superblock of another array (graidctl zero-superblock erases it, \
+             if its data is not needed)"
+                .to_owned()
+        }
         libc::EXDEV if named_member => {
             "belongs to another array (its array UUID differs)".to_owned()
         }
@@ -189,6 +210,9 @@ fn reason(op: &Op<'_>, errno: i32) -> String {
         libc::EMEDIUMTYPE => {
             "a member is a zoned device (graid needs conventional block devices)".to_owned()
         }
+        libc::EOPNOTSUPP if matches!(op, Op::Member { .. }) => {
+            "RAID 0 keeps no copy or parity to rebuild a member from".to_owned()
+        }
         libc::EOPNOTSUPP if matches!(op, Op::Create { .. }) => {
             "a member cannot zero its data area with its own zeroing command (write zeroes); \
              use --assume-clean only if the members hold identical data, or neither flag and \
@@ -196,7 +220,7 @@ fn reason(op: &Op<'_>, errno: i32) -> String {
                 .to_owned()
         }
         libc::EIO if matches!(op, Op::Member { .. }) => {
-            "the failure could not be recorded in any member's superblock (the array is \
+            "the change could not be recorded in any member's superblock (the array is \
              broken: reads go on, writes fail)"
                 .to_owned()
         }
@@ -300,7 +324,7 @@ mod tests {
         let fail = Op::Member {
             array: "/dev/graid0 (data)",
             member: "/dev/vdb (254:16)",
-            remove: false,
+            action: Action::Fail,
         };
         assert_eq!(
             msg(fail, libc::EBUSY).0,
@@ -310,7 +334,7 @@ mod tests {
         let remove = Op::Member {
             array: "/dev/graid0 (data)",
             member: "/dev/vdb (254:16)",
-            remove: true,
+            action: Action::Remove,
         };
         let (m, _) = msg(remove, libc::EBUSY);
         assert!(m.starts_with("cannot remove /dev/vdb (254:16) from /dev/graid0 (data): "));

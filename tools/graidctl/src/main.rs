@@ -16,6 +16,7 @@ mod size;
 mod stop;
 mod uuid;
 mod version;
+mod wait;
 
 use clap::{Parser, Subcommand};
 use control::Control;
@@ -87,6 +88,15 @@ enum Command {
     Fail(manage::MemberArgs),
     /// Release failed members from a running array (their roles are then missing).
     Remove(manage::MemberArgs),
+    /// Add devices in the place of removed members of a running array: each gets a new
+    /// superblock and is rebuilt in the background (RAID 1, 10, 5, 6).
+    Add(manage::MemberArgs),
+    /// Wait until a running array's rebuild ends, showing its progress (a bar on a terminal,
+    /// a line per 10 % otherwise); fails if the rebuild cannot complete.
+    Wait {
+        /// The array (see ARRAY below).
+        array: String,
+    },
     /// Print the graid superblock of a member device (works without the module).
     Examine {
         /// Member block device (or image file).
@@ -125,6 +135,20 @@ fn run(cli: Cli) -> Result<String, CtlError> {
         Command::List => show::list(&Control::open_checked()?, &sys, json),
         Command::Fail(args) => manage::main(&args, manage::Action::Fail, &sys, json),
         Command::Remove(args) => manage::main(&args, manage::Action::Remove, &sys, json),
+        Command::Add(args) => manage::main(&args, manage::Action::Add, &sys, json),
+        Command::Wait { array } => {
+            let array = array_ref::parse(&array)?;
+            let progress = wait::Progress::for_output(json);
+            let mut pause = || std::thread::sleep(wait::POLL);
+            wait::run(
+                &Control::open_checked()?,
+                &sys,
+                &array,
+                &progress,
+                json,
+                &mut pause,
+            )
+        }
         Command::Detail { export: true, .. } if json => Err(CtlError::Usage(
             "--export and --json are different output formats; pick one".to_owned(),
         )),

@@ -1,9 +1,9 @@
-//! `graidctl fail ARRAY MEMBER...` and `graidctl remove ARRAY MEMBER...`: GRAID_IOC_MEMBER.
+//! `graidctl fail|remove|add ARRAY MEMBER...`: GRAID_IOC_MEMBER.
 //!
 //! Every MEMBER is checked against the array's DETAIL before anything is sent: a device that is
-//! not a member, or (for `remove`) a member still in use, is refused with nothing changed. The
-//! module checks again (another tool may have changed the array meanwhile) and refuses what
-//! would lose data.
+//! not a member (for `add`: one that is), or (for `remove`) a member still in use, is refused
+//! with nothing changed. The module checks again (another tool may have changed the array
+//! meanwhile) and refuses what would lose data.
 
 use crate::array_ref::{self, resolve, ArrayRef};
 use crate::control::{Control, ControlDevice};
@@ -12,8 +12,8 @@ use crate::error::CtlError;
 use crate::member::{Rdev, System};
 use crate::output::{json, ArrayView};
 use graid_abi::{
-    GraidMember, GraidMemberOp, GRAID_MEMBER_ACTIVE, GRAID_MEMBER_MISSING, GRAID_MEMBER_OP_FAIL,
-    GRAID_MEMBER_OP_REMOVE,
+    GraidMember, GraidMemberOp, GRAID_MEMBER_ACTIVE, GRAID_MEMBER_MISSING, GRAID_MEMBER_OP_ADD,
+    GRAID_MEMBER_OP_FAIL, GRAID_MEMBER_OP_REMOVE,
 };
 use serde::Serialize;
 
@@ -22,6 +22,7 @@ use serde::Serialize;
 pub enum Action {
     Fail,
     Remove,
+    Add,
 }
 
 impl Action {
@@ -29,6 +30,15 @@ impl Action {
         match self {
             Self::Fail => GRAID_MEMBER_OP_FAIL,
             Self::Remove => GRAID_MEMBER_OP_REMOVE,
+            Self::Add => GRAID_MEMBER_OP_ADD,
+        }
+    }
+
+    pub fn verb(self) -> &'static str {
+        match self {
+            Self::Fail => "fail",
+            Self::Remove => "remove",
+            Self::Add => "add",
         }
     }
 
@@ -36,13 +46,15 @@ impl Action {
         match self {
             Self::Fail => "failed",
             Self::Remove => "removed",
+            Self::Add => "added",
         }
     }
 
-    fn preposition(self) -> &'static str {
+    pub fn preposition(self) -> &'static str {
         match self {
             Self::Fail => "in",
             Self::Remove => "from",
+            Self::Add => "to",
         }
     }
 }
@@ -101,6 +113,23 @@ pub fn run(
     let mut targets = Vec::new();
     for path in members {
         let rdev = sys.block_rdev(path)?;
+        let is_member = |m: &&graid_abi::GraidMemberDetail| {
+            m.state != GRAID_MEMBER_MISSING
+                && Rdev {
+                    major: m.dev.major,
+                    minor: m.dev.minor,
+                } == rdev
+        };
+        if action == Action::Add {
+            if present.iter().any(|m| is_member(&m)) {
+                return Err(CtlError::Failed(format!(
+                    "cannot add {path} ({rdev}) to {label}: it is a member already; nothing \
+                     changed"
+                )));
+            }
+            targets.push((path.as_str(), rdev));
+            continue;
+        }
         let member = present
             .iter()
             .find(|m| {
@@ -139,7 +168,7 @@ pub fn run(
                 Op::Member {
                     array: &label,
                     member: &description,
-                    remove: action == Action::Remove,
+                    action,
                 },
                 &e,
             );
@@ -160,11 +189,16 @@ pub fn run(
             array: ArrayView::new(&after, sys),
         }));
     }
+    let rebuilding = if action == Action::Add {
+        ", rebuilding (graidctl detail shows progress)"
+    } else {
+        ""
+    };
     Ok(changed
         .iter()
         .map(|c| {
             format!(
-                "graidctl: {} {} (role {}) {} {label}\n",
+                "graidctl: {} {} (role {}) {} {label}{rebuilding}\n",
                 action.done(),
                 c.member,
                 c.role,
@@ -251,6 +285,39 @@ mod tests {
         assert_eq!(
             ctl.arrays.borrow()[0].members[1].state,
             GRAID_MEMBER_MISSING
+        );
+    }
+
+    #[test]
+    fn add_takes_the_removed_role_and_refuses_a_member() {
+        let (ctl, sys) = setup();
+        go(&ctl, &sys, &["/dev/vdb"], Action::Fail).unwrap();
+        go(&ctl, &sys, &["/dev/vdb"], Action::Remove).unwrap();
+        let err = go(&ctl, &sys, &["/dev/vdc"], Action::Add).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("is a member already; nothing changed"),
+            "{err}"
+        );
+        assert_eq!(ctl.member_ops.borrow().len(), 2);
+        let out = go(&ctl, &sys, &["/dev/vde"], Action::Add).unwrap();
+        assert_eq!(
+            out,
+            "graidctl: added /dev/vde (role 1) to /dev/graid0 (data), rebuilding \
+             (graidctl detail shows progress)\n"
+        );
+        assert_eq!(ctl.member_ops.borrow()[2].op, GRAID_MEMBER_OP_ADD);
+        assert_eq!(
+            ctl.arrays.borrow()[0].members[1].state,
+            graid_abi::GRAID_MEMBER_REBUILDING
+        );
+        // The module's refusal comes back explained.
+        ctl.fail.borrow_mut().push(("member", libc::EOPNOTSUPP));
+        let err = go(&ctl, &sys, &["/dev/vdb"], Action::Add).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("cannot add /dev/vdb (259:1) to /dev/graid0 (data): RAID 0 keeps"),
+            "{err}"
         );
     }
 

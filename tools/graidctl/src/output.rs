@@ -6,8 +6,9 @@ use crate::size::{format_sectors, SECTOR_BYTES};
 use crate::uuid;
 use graid_abi::{
     GraidDetail, GraidMemberDetail, GRAID_ARRAY_BROKEN, GRAID_ARRAY_DEGRADED, GRAID_ARRAY_FAILED,
-    GRAID_ARRAY_OPTIMAL, GRAID_DETAIL_RESYNC_PENDING, GRAID_MAX_MEMBERS, GRAID_MEMBER_ACTIVE,
-    GRAID_MEMBER_FAULTY, GRAID_MEMBER_MISSING,
+    GRAID_ARRAY_OPTIMAL, GRAID_DETAIL_REBUILD_STALLED, GRAID_DETAIL_RESYNC_PENDING,
+    GRAID_MAX_MEMBERS, GRAID_MEMBER_ACTIVE, GRAID_MEMBER_FAULTY, GRAID_MEMBER_MISSING,
+    GRAID_MEMBER_REBUILDING,
 };
 use serde::Serialize;
 
@@ -41,6 +42,7 @@ fn member_state_name(state: u32) -> String {
         GRAID_MEMBER_ACTIVE => "active".to_owned(),
         GRAID_MEMBER_FAULTY => "faulty".to_owned(),
         GRAID_MEMBER_MISSING => "missing".to_owned(),
+        GRAID_MEMBER_REBUILDING => "rebuilding".to_owned(),
         other => format!("unknown ({other})"),
     }
 }
@@ -68,7 +70,7 @@ pub fn export_text(d: &GraidDetail) -> String {
 }
 
 /// One running array, as `detail`, `list` and `--json` show it.
-#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct ArrayView {
     pub device: String,
     pub index: u32,
@@ -85,7 +87,23 @@ pub struct ArrayView {
     pub resync_pending: bool,
     pub events: u64,
     pub open_count: u32,
+    /// The rebuild under way, if any.
+    pub rebuild: Option<RebuildView>,
+    /// Sectors rebuilt since the array started (a rate over two looks).
+    pub rebuilt_sectors: u64,
     pub members: Vec<MemberView>,
+}
+
+/// A member's rebuild, as `detail` shows it.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct RebuildView {
+    pub role: u32,
+    /// Sectors of its data area in sync, of `total_sectors`.
+    pub done_sectors: u64,
+    pub total_sectors: u64,
+    pub percent: f64,
+    /// It stopped: some data has no readable copy.
+    pub stalled: bool,
 }
 
 /// One member of a running array.
@@ -155,6 +173,21 @@ impl ArrayView {
             resync_pending: d.flags & GRAID_DETAIL_RESYNC_PENDING != 0,
             events: d.events,
             open_count: d.open_count,
+            rebuilt_sectors: d.rebuilt_sectors,
+            rebuild: d.members[..count]
+                .iter()
+                .find(|m| m.state == GRAID_MEMBER_REBUILDING)
+                .map(|m| {
+                    let total = d.member_data_sectors.max(1);
+                    let done = m.recovery_offset.min(total);
+                    RebuildView {
+                        role: m.role,
+                        done_sectors: done,
+                        total_sectors: d.member_data_sectors,
+                        percent: (done as f64 * 1000.0 / total as f64).floor() / 10.0,
+                        stalled: d.flags & GRAID_DETAIL_REBUILD_STALLED != 0,
+                    }
+                }),
             members: d.members[..count]
                 .iter()
                 .map(|m| MemberView::new(m, sys))
@@ -195,6 +228,25 @@ impl ArrayView {
         }
     }
 
+    /// The rebuild for people: `42.5% of role 1 (…)`, or empty (the line is then left out).
+    pub fn rebuild_text(&self) -> String {
+        match &self.rebuild {
+            Some(r) => format!(
+                "{:.1}% of role {} ({} of {}){}",
+                r.percent,
+                r.role,
+                format_sectors(r.done_sectors),
+                format_sectors(r.total_sectors),
+                if r.stalled {
+                    ", stopped: some data has no readable copy"
+                } else {
+                    ""
+                }
+            ),
+            None => String::new(),
+        }
+    }
+
     /// The `detail` report.
     pub fn detail_text(&self) -> String {
         let count = |state: &str| self.members.iter().filter(|m| m.state == state).count();
@@ -213,14 +265,16 @@ impl ArrayView {
             ),
             ("State", self.state.clone()),
             ("Sync", self.sync_text().to_owned()),
+            ("Rebuild", self.rebuild_text()),
             ("Events", self.events.to_string()),
             ("Open Count", self.open_count.to_string()),
             (
                 "Members",
                 format!(
-                    "{} ({} active, {} faulty, {} missing)",
+                    "{} ({} active, {} rebuilding, {} faulty, {} missing)",
                     self.members.len(),
                     count("active"),
+                    count("rebuilding"),
                     count("faulty"),
                     count("missing")
                 ),
@@ -228,6 +282,9 @@ impl ArrayView {
         ];
         let mut out = format!("{}:\n", self.device);
         for (key, value) in fields {
+            if value.is_empty() {
+                continue;
+            }
             let line = format!("{key:>14} : {value}");
             out.push_str(line.trim_end());
             out.push('\n');

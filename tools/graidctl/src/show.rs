@@ -150,7 +150,7 @@ DEVICE       NAME     LEVEL       SIZE  STATE     MEMBERS
           Sync : resync pending (reads use one copy)
         Events : 7
     Open Count : 0
-       Members : 3 (1 active, 1 faulty, 1 missing)
+       Members : 3 (1 active, 0 rebuilding, 1 faulty, 1 missing)
 
 ROLE  DEVICE        STATE    READS  WRITES     READ  WRITTEN  ERRORS  CORRECTED
    0  /dev/nvme2n1  active       0      10      0 B   40 KiB       0          2
@@ -179,6 +179,8 @@ ROLE  DEVICE        STATE    READS  WRITES     READ  WRITTEN  ERRORS  CORRECTED
                 "members",
                 "name",
                 "open_count",
+                "rebuild",
+                "rebuilt_sectors",
                 "resync_pending",
                 "size_bytes",
                 "size_sectors",

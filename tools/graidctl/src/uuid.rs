@@ -1,15 +1,11 @@
 //! Array and member UUIDs: 16 raw bytes, shown in the canonical 8-4-4-4-12 form.
 
-/// Formats 16 bytes as `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx` (lowercase, bytes in order).
+use graid_engine::superblock::UuidText;
+
+/// Formats 16 bytes as `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx` (lowercase, bytes in order), as
+/// the module's uevents show them.
 pub fn format(uuid: &[u8; 16]) -> String {
-    let mut out = String::with_capacity(36);
-    for (i, byte) in uuid.iter().enumerate() {
-        if matches!(i, 4 | 6 | 8 | 10) {
-            out.push('-');
-        }
-        out.push_str(&format!("{byte:02x}"));
-    }
-    out
+    UuidText(uuid).to_string()
 }
 
 /// Parses a UUID written as 32 hex digits, optionally grouped by `-` (canonical form) or `:`

@@ -1,0 +1,379 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The rebuild of a member (RAID 1, 10, 5, 6): the worker writes the member's data, copied
+//! from the other copies or recomputed from the other members and parity, one window at a
+//! time, while the array serves I/O.
+//!
+//! # Why it is correct under writes
+//!
+//! - Writes go to the member being rebuilt everywhere, below and above its recovery offset
+//!   (`ArrayEngine::writable`; the stripe engine writes its column too); reads never come from
+//!   it until it is in sync (`usable`), and it never counts as a copy or as parity's input.
+//! - A window's copy must not interleave with a write to the same data (the copy could read
+//!   the old data and write it over the new). So the worker first closes the window's array
+//!   range to new writes (they wait in the worker's list, as during a repair), then waits for
+//!   the writes in flight there, then copies, then opens it again. Writes elsewhere go on.
+//! - The recovery offset is checkpointed in the superblocks every [`CHECKPOINT_SECTORS`] and
+//!   at the end; a superblock write is `PREFLUSH`, so the copied data is durable before the
+//!   offset that claims it. A stop or crash resumes from the last checkpoint.
+
+use super::array::ArrayEngine;
+use super::members::{MemberSet, MemberState};
+use super::parity::{ParityJob, ParityOp};
+use super::platform::{MemberEvent, Op, Platform};
+use super::request::{Phase, RequestState};
+use super::superblock::RECOVERY_COMPLETE;
+use core::ops::Deref;
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+
+/// Sectors of each column of the rebuild buffer (128 KiB).
+pub const REBUILD_COLUMN_SECTORS: u64 = 256;
+
+/// Member sectors one mirror rebuild step copies (1 MiB), through column 0 a column at a
+/// time: small enough that writes to the window wait briefly, large enough to stream. A parity
+/// rebuild step covers one buffer column of every member.
+pub const MIRROR_WINDOW_SECTORS: u64 = 2048;
+
+/// Member sectors between recovery-offset checkpoints (64 MiB).
+pub const CHECKPOINT_SECTORS: u64 = 64 * 2048;
+
+/// Pauses the worker waits for the writes in a window to drain before it gives the step up
+/// (and handles its own list, which such a write may be waiting on) and tries again.
+const DRAIN_PAUSES: u32 = 200;
+
+/// No window: `lo` above any sector, `hi` below.
+const NO_LO: u64 = u64::MAX;
+
+/// Why a window could not be rebuilt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum StepError {
+    /// Some data has no readable copy (or source).
+    Unreadable,
+    /// Writing the member being rebuilt failed.
+    TargetWrite,
+}
+
+/// The rebuild's shared state: the array range closed to writes, and progress.
+#[derive(Debug)]
+pub struct RebuildState {
+    /// Array sectors `[lo, hi)` no new write may enter (`lo > hi`: none).
+    window_lo: AtomicU64,
+    window_hi: AtomicU64,
+    /// Member sectors copied since the last checkpoint.
+    since_checkpoint: AtomicU64,
+    /// Member sectors copied since the array started (for the rate).
+    copied: AtomicU64,
+    /// The rebuild cannot go on: some data has no readable copy.
+    stalled: AtomicBool,
+    /// Holds on the rebuild (see [`ArrayEngine::hold_rebuild`]): no step runs while any.
+    holds: AtomicU32,
+}
+
+impl RebuildState {
+    pub const fn new() -> Self {
+        Self {
+            window_lo: AtomicU64::new(NO_LO),
+            window_hi: AtomicU64::new(0),
+            since_checkpoint: AtomicU64::new(0),
+            copied: AtomicU64::new(0),
+            stalled: AtomicBool::new(false),
+            holds: AtomicU32::new(0),
+        }
+    }
+
+    /// A write to `sectors` sectors at array sector `start` must wait for the window.
+    /// SeqCst, after the request counted itself as writing: either the worker sees the write
+    /// in flight and waits for it, or this sees the window.
+    pub(super) fn blocks(&self, start: u64, sectors: u64) -> bool {
+        let lo = self.window_lo.load(Ordering::SeqCst);
+        let hi = self.window_hi.load(Ordering::SeqCst);
+        lo < hi && start < hi && lo < start.saturating_add(sectors)
+    }
+
+    fn close(&self, lo: u64, hi: u64) {
+        // `hi` first: a reader between the stores sees no window, and is in flight already.
+        self.window_hi.store(hi, Ordering::SeqCst);
+        self.window_lo.store(lo, Ordering::SeqCst);
+    }
+
+    fn open(&self) {
+        self.window_lo.store(NO_LO, Ordering::SeqCst);
+        self.window_hi.store(0, Ordering::SeqCst);
+    }
+}
+
+impl Default for RebuildState {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// A write of `r` that may still reach the members: a pass out, or (RAID 5/6) anywhere in
+/// the stripe engine, where it holds data between passes.
+fn writing(r: &RequestState) -> bool {
+    r.op().is_write() && (r.pending() > 0 || r.phase() == Phase::Stripe)
+}
+
+impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
+    /// Stops rebuild steps from starting until [`Self::release_rebuild`]: for a caller that
+    /// needs the worker idle (it flushes the worker after this), and for good when the array
+    /// stops. Any context.
+    pub fn hold_rebuild(&self) {
+        self.rebuild.holds.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Ends a [`Self::hold_rebuild`] and lets the rebuild go on.
+    pub fn release_rebuild<P: Platform>(&self, p: &P) {
+        let _ = self
+            .rebuild
+            .holds
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+        p.kick_worker();
+    }
+
+    /// A new device was added: a rebuild stalled before may go on with it.
+    pub(super) fn restart_rebuild(&self) {
+        self.rebuild.stalled.store(false, Ordering::Relaxed);
+    }
+
+    /// Kicks the worker if a member waits for its rebuild (an array started with one).
+    pub fn resume_rebuild<P: Platform>(&self, p: &P) {
+        if self.rebuild_target().is_some() {
+            p.kick_worker();
+        }
+    }
+
+    /// Member sectors rebuilt since the array started.
+    pub fn rebuilt_sectors(&self) -> u64 {
+        self.rebuild.copied.load(Ordering::Relaxed)
+    }
+
+    /// The rebuild stopped on data with no readable copy.
+    pub fn rebuild_stalled(&self) -> bool {
+        self.rebuild.stalled.load(Ordering::Relaxed)
+    }
+
+    /// The member being rebuilt (the first one not in sync), if any.
+    pub fn rebuild_target(&self) -> Option<u32> {
+        (0u32..)
+            .zip(self.members())
+            .find(|(_, m)| m.is_recovering())
+            .map(|(i, _)| i)
+    }
+
+    /// Member sectors one step rebuilds.
+    fn window_sectors(&self) -> u64 {
+        if self.geometry.level().has_parity() {
+            REBUILD_COLUMN_SECTORS
+        } else {
+            MIRROR_WINDOW_SECTORS
+        }
+    }
+
+    /// One step of the rebuild, if one is due: rebuilds the next window of the member being
+    /// rebuilt and moves its recovery offset. Kicks the worker again while there is more to
+    /// do. The worker only (it waits for I/O).
+    pub(super) fn rebuild_step<P: Platform>(&self, p: &P) {
+        let held = self.rebuild.holds.load(Ordering::SeqCst) > 0;
+        if held || self.rebuild_stalled() || !self.redundant() {
+            return;
+        }
+        let Some(target) = self.rebuild_target() else {
+            return;
+        };
+        let Some(state) = self.members().get(target as usize) else {
+            return;
+        };
+        let offset = state.recovery_offset();
+        let member_end = self.geometry.member_data_sectors();
+        if offset >= member_end {
+            self.finish_rebuild(p, target, state);
+            return;
+        }
+        let end = offset.saturating_add(self.window_sectors()).min(member_end);
+        let Some((lo, hi)) = self.window_hull(target, offset, end) else {
+            // Nothing of the array's data there (the tail of an odd RAID 10).
+            state.set_recovery_offset(end);
+            p.kick_worker();
+            return;
+        };
+        self.rebuild.close(lo, hi);
+        let overlaps = |r: &RequestState| {
+            writing(r) && r.start() < hi && lo < r.start().saturating_add(r.sectors())
+        };
+        let mut pauses = 0;
+        while p.any_request(overlaps) {
+            if pauses == DRAIN_PAUSES {
+                // A write there may wait for this worker (its errors are the worker's to
+                // handle): let the worker run its list, and try again.
+                self.rebuild.open();
+                p.kick_worker();
+                return;
+            }
+            p.pause();
+            pauses += 1;
+        }
+        let rebuilt = if self.geometry.level().has_parity() {
+            self.rebuild_stripes(p, target, offset, end)
+        } else {
+            self.copy_mirror(p, target, offset, end)
+        };
+        self.rebuild.open();
+        match rebuilt {
+            Ok(()) => {
+                state.set_recovery_offset(end);
+                let done = end - offset;
+                self.rebuild.copied.fetch_add(done, Ordering::Relaxed);
+                let since = self
+                    .rebuild
+                    .since_checkpoint
+                    .fetch_add(done, Ordering::Relaxed)
+                    + done;
+                if end >= member_end {
+                    self.finish_rebuild(p, target, state);
+                } else if since >= CHECKPOINT_SECTORS {
+                    self.rebuild.since_checkpoint.store(0, Ordering::Relaxed);
+                    // On error the array is broken; the failure path reports it.
+                    let _ = self.write_superblocks(p, false);
+                }
+            }
+            Err(StepError::TargetWrite) => {
+                // The new member fails, nothing else: it held no data anyone reads.
+                self.try_fail(p, target, MemberEvent::Failed);
+                let _ = self.write_superblocks(p, false);
+            }
+            Err(StepError::Unreadable) => {
+                self.rebuild.stalled.store(true, Ordering::Relaxed);
+                p.member_event(target, MemberEvent::RebuildStalled);
+            }
+        }
+        // Writes that waited for the window go now; the next step follows.
+        p.kick_worker();
+    }
+
+    /// The array range `[lo, hi)` whose data member `target` holds (or protects, as parity)
+    /// in its sectors `offset..end`.
+    fn window_hull(&self, target: u32, offset: u64, end: u64) -> Option<(u64, u64)> {
+        let g = &self.geometry;
+        if g.level().has_parity() {
+            let chunk = u64::from(g.chunk_sectors()).max(1);
+            let (first, last) = (offset / chunk, end.div_ceil(chunk));
+            let data = g.stripe_data_sectors();
+            let hi = last.saturating_mul(data).min(g.array_sectors());
+            return Some((first.saturating_mul(data), hi));
+        }
+        let mut hull: Option<(u64, u64)> = None;
+        let mut at = offset;
+        while at < end {
+            let Some(piece) = g.mirror_piece(target, at, end - at) else {
+                break;
+            };
+            let piece_end = piece.array_sector.saturating_add(piece.sectors);
+            hull = Some(match hull {
+                Some((lo, hi)) => (lo.min(piece.array_sector), hi.max(piece_end)),
+                None => (piece.array_sector, piece_end),
+            });
+            at = at.saturating_add(piece.sectors);
+        }
+        hull
+    }
+
+    /// Copies the data of mirror member `target`'s sectors `offset..end` from the other
+    /// copies, through buffer column 0.
+    fn copy_mirror<P: Platform>(
+        &self,
+        p: &P,
+        target: u32,
+        offset: u64,
+        end: u64,
+    ) -> Result<(), StepError> {
+        let base = self.superblock.data_offset;
+        let mut at = offset;
+        while at < end {
+            let limit = (end - at).min(REBUILD_COLUMN_SECTORS);
+            let Some(piece) = self.geometry.mirror_piece(target, at, limit) else {
+                return Ok(());
+            };
+            let mut avoid = MemberSet::of(target);
+            loop {
+                let source = self
+                    .healthy_copy(piece, avoid)
+                    .ok_or(StepError::Unreadable)?;
+                let from = base.saturating_add(source.member_sector);
+                if p.rebuild_io(Op::Read, source.member, from, 0, piece.sectors)
+                    .is_ok()
+                {
+                    break;
+                }
+                // Another copy may read; the source's own error is not acted on here.
+                avoid = avoid.with(source.member);
+            }
+            let to = base.saturating_add(piece.member_sector);
+            p.rebuild_io(Op::Write, target, to, 0, piece.sectors)
+                .map_err(|_| StepError::TargetWrite)?;
+            at = at.saturating_add(piece.sectors);
+        }
+        Ok(())
+    }
+
+    /// Recomputes RAID 5/6 member `target`'s sectors `offset..end` (at most a buffer column)
+    /// from the other members: each into its own column, the lost data recovered and the
+    /// parity generated stripe by stripe, then the target's column written.
+    fn rebuild_stripes<P: Platform>(
+        &self,
+        p: &P,
+        target: u32,
+        offset: u64,
+        end: u64,
+    ) -> Result<(), StepError> {
+        let g = &self.geometry;
+        let sectors = end - offset;
+        let at = self.superblock.data_offset.saturating_add(offset);
+        let mut lost = MemberSet::of(target);
+        for m in 0..g.members() {
+            if m == target || !self.usable(m, MemberSet::EMPTY) {
+                lost = lost.with(m);
+                continue;
+            }
+            if p.rebuild_io(Op::Read, m, at, m, sectors).is_err() {
+                // Rebuilt around, if the parity allows; the member's error is not acted on
+                // here.
+                lost = lost.with(m);
+            }
+        }
+        let chunk = u64::from(g.chunk_sectors()).max(1);
+        let stripe = offset / chunk;
+        let map = g.stripe_map(stripe).ok_or(StepError::Unreadable)?;
+        let job = ParityJob {
+            op: ParityOp::Recover { lost },
+            map,
+            head: offset - stripe * chunk,
+            chunk,
+            sectors,
+        };
+        let recoverable = job
+            .stripes()
+            .all(|(m, _, _)| m.recovery(lost) != super::layout::Recovery::Lost);
+        // Recovery rebuilds the lost data; P and Q are then generated from the whole data
+        // (the backends' recovery need not regenerate a lost P or Q beside lost data).
+        let generate = ParityJob {
+            op: ParityOp::Generate,
+            ..job
+        };
+        if !recoverable || !p.rebuild_compute(&job) || !p.rebuild_compute(&generate) {
+            return Err(StepError::Unreadable);
+        }
+        p.rebuild_io(Op::Write, target, at, target, sectors)
+            .map_err(|_| StepError::TargetWrite)
+    }
+
+    /// The member is in sync: reads may use it; recorded in the superblocks.
+    fn finish_rebuild<P: Platform>(&self, p: &P, target: u32, state: &MemberState) {
+        state.set_recovery_offset(RECOVERY_COMPLETE);
+        self.rebuild.since_checkpoint.store(0, Ordering::Relaxed);
+        let _ = self.write_superblocks(p, false);
+        p.member_event(target, MemberEvent::Rebuilt);
+        // A second member may wait for its rebuild.
+        p.kick_worker();
+    }
+}
