@@ -13,6 +13,7 @@
 use crate::engine::admin::{AddError, FailError};
 use crate::engine::array::ArrayState;
 use crate::engine::members::Health;
+use crate::engine::scrub::{ScrubError, ScrubMode};
 use crate::engine::geometry::{Geometry, Level};
 use crate::engine::superblock::{
     Area, ArrayName, Slot, Superblock, DEFAULT_DATA_OFFSET_SECTORS, MAX_SLOTS, RECOVERY_COMPLETE,
@@ -397,6 +398,38 @@ impl Array {
         Ok(role)
     }
 
+    /// SPEED: sets the rebuild's speed limits if asked (`EINVAL` for a floor of 0 or above
+    /// the cap), and reports them.
+    pub(crate) fn speed(&self, req: &mut uapi::GraidSpeed) -> Result {
+        let engine = &self.io().engine;
+        if req.flags & uapi::GRAID_SPEED_SET != 0
+            && !engine.set_rebuild_speed(req.min_kibs, req.max_kibs)
+        {
+            return Err(EINVAL);
+        }
+        (req.min_kibs, req.max_kibs) = engine.rebuild_speed();
+        Ok(())
+    }
+
+    /// SCRUB: starts a check or repair from the start (a running one starts over), or stops
+    /// one. `EOPNOTSUPP`: RAID 0; `EBUSY`: the array is not optimal (rebuild it first).
+    pub(crate) fn scrub(&self, action: u32) -> Result {
+        let io = self.io();
+        let mode = match action {
+            uapi::GRAID_SCRUB_IDLE => {
+                io.engine.stop_scrub();
+                return Ok(());
+            }
+            uapi::GRAID_SCRUB_CHECK => ScrubMode::Check,
+            uapi::GRAID_SCRUB_REPAIR => ScrubMode::Repair,
+            _ => return Err(EINVAL),
+        };
+        io.engine.start_scrub(io, mode).map_err(|e| match e {
+            ScrubError::NotRedundant => crate::errno::eopnotsupp(),
+            ScrubError::NotOptimal => EBUSY,
+        })
+    }
+
     /// Fills in DETAIL.
     pub(crate) fn detail(&self, out: &mut uapi::GraidDetail) {
         let io = self.io();
@@ -421,6 +454,15 @@ impl Array {
         }
         out.member_data_sectors = engine.geometry().member_data_sectors();
         out.rebuilt_sectors = engine.rebuilt_sectors();
+        (out.speed_min_kibs, out.speed_max_kibs) = engine.rebuild_speed();
+        let scrub = engine.scrub_progress();
+        out.scrub_action = match scrub.mode {
+            None => uapi::GRAID_SCRUB_IDLE,
+            Some(ScrubMode::Check) => uapi::GRAID_SCRUB_CHECK,
+            Some(ScrubMode::Repair) => uapi::GRAID_SCRUB_REPAIR,
+        };
+        (out.scrub_done, out.scrub_total) = (scrub.done, scrub.total);
+        out.mismatch_sectors = scrub.mismatches;
         out.open_count = self.disk.open_count();
         out.size_sectors = engine.geometry().array_sectors();
         out.events = engine.events();

@@ -18,7 +18,7 @@ use crate::kernel_ext::{
 };
 use crate::superblock_io::read_superblock;
 use crate::uapi::{
-    self, GraidAssemble, GraidCreate, GraidDetail, GraidList, GraidMemberOp, GraidStop,
+    self, GraidAssemble, GraidCreate, GraidDetail, GraidList, GraidMemberOp, GraidScrub, GraidSpeed, GraidStop,
     GraidVersion,
 };
 use core::mem::size_of;
@@ -55,6 +55,12 @@ unsafe impl FromBytes for GraidDetail {}
 unsafe impl AsBytes for GraidMemberOp {}
 // SAFETY: see above.
 unsafe impl FromBytes for GraidMemberOp {}
+// SAFETY: see above.
+unsafe impl FromBytes for GraidScrub {}
+// SAFETY: see above.
+unsafe impl AsBytes for GraidSpeed {}
+// SAFETY: see above.
+unsafe impl FromBytes for GraidSpeed {}
 
 /// One array index in use: a running array, or one being created, assembled or stopped
 /// (reserved: its index, name and UUID are taken, but it is not listed).
@@ -191,6 +197,8 @@ impl MiscOps for Control {
             uapi::GRAID_IOC_LIST => self.list(user(size_of::<GraidList>())),
             uapi::GRAID_IOC_DETAIL => self.detail(user(size_of::<GraidDetail>())),
             uapi::GRAID_IOC_MEMBER => self.member(user(size_of::<GraidMemberOp>())),
+            uapi::GRAID_IOC_SPEED => self.speed(user(size_of::<GraidSpeed>())),
+            uapi::GRAID_IOC_SCRUB => self.scrub(user(size_of::<GraidScrub>())),
             _ => Err(ENOTTY),
         }
     }
@@ -480,6 +488,31 @@ impl Control {
             uapi::GRAID_MEMBER_OP_ADD => lent.array.add_member(major, minor)?,
             _ => return Err(EINVAL),
         };
+        drop(lent);
+        writer.write(&req)?;
+        Ok(0)
+    }
+
+    #[inline(never)]
+    fn scrub(&self, user: UserSlice) -> Result<isize> {
+        let req: GraidScrub = user.reader().read()?;
+        if req.action > uapi::GRAID_SCRUB_REPAIR {
+            return Err(EINVAL);
+        }
+        let lent = self.lend(req.index)?;
+        lent.array.scrub(req.action)?;
+        Ok(0)
+    }
+
+    #[inline(never)]
+    fn speed(&self, user: UserSlice) -> Result<isize> {
+        let (mut reader, mut writer) = user.reader_writer();
+        let mut req: GraidSpeed = reader.read()?;
+        if req.flags & !uapi::GRAID_SPEED_SET != 0 {
+            return Err(EINVAL);
+        }
+        let lent = self.lend(req.index)?;
+        lent.array.speed(&mut req)?;
         drop(lent);
         writer.write(&req)?;
         Ok(0)

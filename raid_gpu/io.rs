@@ -30,7 +30,12 @@ use crate::stripe_io::{self, Reserve, StripeBuffer};
 use crate::superblock_io::SuperblockWriter;
 use core::ptr;
 use core::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
-use kernel::{bindings, new_mutex, prelude::*, sync::Mutex};
+use kernel::{
+    bindings, new_mutex,
+    prelude::*,
+    sync::Mutex,
+    time::{Instant, Monotonic},
+};
 
 /// A member device of an array being set up, in role order.
 pub(crate) struct Member {
@@ -211,6 +216,8 @@ pub(crate) struct ArrayIo {
     /// The buffer the worker's rebuild goes through (`None` for RAID 0).
     #[pin]
     rebuild_buffer: Mutex<Option<KBox<StripeBuffer>>>,
+    /// The origin of [`Platform::now_ns`].
+    epoch: Instant<Monotonic>,
 }
 
 impl ArrayIo {
@@ -239,6 +246,7 @@ impl ArrayIo {
                 Reserve::none()
             },
             rebuild_buffer <- new_mutex!(rebuild_buffer(&geometry)?),
+            epoch: Instant::now(),
         })
     }
 
@@ -299,14 +307,19 @@ fn stripe_io_slice_bytes() -> usize {
     SLICE_SECTORS as usize * 512
 }
 
-/// The rebuild's buffer, allocated with the array (a rebuild must not stall for memory): a
-/// column per member for RAID 5/6, one for mirrors.
+/// `sectors` in bytes, if that fits a `usize`.
+fn sectors_to_bytes(sectors: u64) -> Option<usize> {
+    usize::try_from(sectors).ok()?.checked_mul(512)
+}
+
+/// The buffer of the rebuild and the scrub, allocated with the array (neither must stall for
+/// memory).
 fn rebuild_buffer(geometry: &Geometry) -> Result<Option<KBox<StripeBuffer>>> {
-    let columns = match geometry.level() {
-        level if level.has_parity() => Columns::members(MemberSet::first(geometry.members())),
-        level if level.is_mirrored() => Columns::EMPTY.with(0),
-        _ => return Ok(None),
-    };
+    if !geometry.level().has_parity() && !geometry.level().is_mirrored() {
+        return Ok(None);
+    }
+    // A column per member (copies, or members' contents), and two for a scrub's P and Q.
+    let columns = (0..geometry.members() + 2).fold(Columns::EMPTY, Columns::with);
     let bytes = REBUILD_COLUMN_SECTORS as usize * 512;
     Ok(Some(StripeBuffer::new(columns, bytes, GFP_KERNEL)?))
 }
@@ -566,20 +579,64 @@ impl Platform for ArrayIo {
         member: u32,
         sector: u64,
         column: u32,
+        offset: u64,
         sectors: u64,
     ) -> Result<(), RebuildIoError> {
         let file = self.files.get(member).ok_or(RebuildIoError)?;
-        let bytes = usize::try_from(sectors)
-            .ok()
-            .and_then(|s| s.checked_mul(512))
-            .ok_or(RebuildIoError)?;
+        let (at, bytes) = (sectors_to_bytes(offset), sectors_to_bytes(sectors));
+        let (at, bytes) = at.zip(bytes).ok_or(RebuildIoError)?;
         let mut guard = self.rebuild_buffer.lock();
         let buffer = Option::as_deref_mut(&mut *guard).ok_or(RebuildIoError)?;
-        let data = buffer.at(column, 0, bytes).ok_or(RebuildIoError)?;
+        let data = buffer.at(column, at, bytes).ok_or(RebuildIoError)?;
         // SAFETY: `data` is `bytes` bytes of the rebuild buffer's column (kmalloc memory), held
         // (the lock) until the synchronous transfer ends; the member is open.
         unsafe { transfer_virt(file.bdev(), sector, data, bytes, op == Op::Write) }
             .map_err(|_| RebuildIoError)
+    }
+
+    fn rebuild_copy(&self, from: u32, to: u32, offset: u64, sectors: u64) {
+        let (Some(at), Some(len)) = (sectors_to_bytes(offset), sectors_to_bytes(sectors)) else {
+            return;
+        };
+        let mut guard = self.rebuild_buffer.lock();
+        if let Some(buffer) = Option::as_deref_mut(&mut *guard) {
+            if let (Some(src), Some(dst)) = (buffer.at(from, at, len), buffer.at(to, at, len)) {
+                if from != to {
+                    // SAFETY: two different columns (separate allocations), `len` bytes each.
+                    unsafe { ptr::copy_nonoverlapping(src, dst, len) };
+                }
+            }
+        }
+    }
+
+    fn rebuild_differ(&self, a: u32, b: u32, offset: u64, sectors: u64) -> u64 {
+        let (Some(at), Some(len)) = (sectors_to_bytes(offset), sectors_to_bytes(sectors)) else {
+            return 0;
+        };
+        let mut guard = self.rebuild_buffer.lock();
+        let Some(buffer) = Option::as_deref_mut(&mut *guard) else {
+            return 0;
+        };
+        let (Some(x), Some(y)) = (buffer.at(a, at, len), buffer.at(b, at, len)) else {
+            return 0;
+        };
+        // SAFETY: `at` returned `len` bytes of each column, read-only here under the lock.
+        let (x, y) = unsafe {
+            (
+                core::slice::from_raw_parts(x.cast_const(), len),
+                core::slice::from_raw_parts(y.cast_const(), len),
+            )
+        };
+        x.chunks(512).zip(y.chunks(512)).filter(|(s, t)| s != t).count() as u64
+    }
+
+    fn now_ns(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(0)
+    }
+
+    fn sleep_ms(&self, ms: u32) {
+        // The worker, the only caller, may sleep.
+        kernel::time::delay::fsleep(kernel::time::Delta::from_millis(i64::from(ms)));
     }
 
     fn rebuild_compute(&self, job: &ParityJob) -> bool {

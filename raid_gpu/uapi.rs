@@ -290,6 +290,20 @@ pub struct GraidDetail {
     pub member_data_sectors: u64,
     /// Out: sectors rebuilt since the array started (a rate over two reads).
     pub rebuilt_sectors: u64,
+    /// Out: the rebuild's speed floor and cap, KiB/s (see [`GraidSpeed`]).
+    pub speed_min_kibs: u32,
+    pub speed_max_kibs: u32,
+    /// Out: the scrub running, one of `GRAID_SCRUB_*` (`GRAID_SCRUB_IDLE`: none).
+    pub scrub_action: u32,
+    /// Reserved, 0.
+    pub reserved2: u32,
+    /// Out: sectors scrubbed of `scrub_total` (array sectors on RAID 1/10, member sectors on
+    /// RAID 5/6).
+    pub scrub_done: u64,
+    pub scrub_total: u64,
+    /// Out: 512-byte sectors of copies or parity that differed, found by the running or last
+    /// scrub (md's `mismatch_cnt`, counted in sectors).
+    pub mismatch_sectors: u64,
     /// Out: array UUID.
     pub uuid: [u8; 16],
     /// Out: array name, NUL-terminated.
@@ -328,6 +342,42 @@ pub struct GraidMemberOp {
     pub role: u32,
 }
 
+/// [`GraidScrub::action`] and [`GraidDetail::scrub_action`]: no scrub (asked: stop one).
+pub const GRAID_SCRUB_IDLE: u32 = 0;
+/// Compare every copy or every stripe's parity, count mismatches.
+pub const GRAID_SCRUB_CHECK: u32 = 1;
+/// The same, and rewrite what differs (the other copies from the first, parity from data).
+pub const GRAID_SCRUB_REPAIR: u32 = 2;
+
+/// Argument of [`GRAID_IOC_SCRUB`]: starts (over) or stops a running array's scrub.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GraidScrub {
+    /// Index N of `/dev/graidN`.
+    pub index: u32,
+    /// One of `GRAID_SCRUB_*`.
+    pub action: u32,
+}
+
+/// [`GraidSpeed::flags`]: set the limits (otherwise they are only read back).
+pub const GRAID_SPEED_SET: u32 = 1;
+
+/// Argument of [`GRAID_IOC_SPEED`]: a running array's rebuild speed limits, in KiB/s, as md's
+/// `sync_speed_min`/`sync_speed_max`: the floor is kept to while the array serves other I/O
+/// (that I/O keeps priority), the cap while it is otherwise idle.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GraidSpeed {
+    /// Index N of `/dev/graidN`.
+    pub index: u32,
+    /// `GRAID_SPEED_SET` or 0.
+    pub flags: u32,
+    /// In (with SET) and out: the floor, at least 1.
+    pub min_kibs: u32,
+    /// In (with SET) and out: the cap; 0 for none. Not below the floor.
+    pub max_kibs: u32,
+}
+
 /// Creates an array and writes a fresh superblock to each member.
 pub const GRAID_IOC_CREATE: u32 = iowr::<GraidCreate>(0x01);
 /// Assembles an array from members that carry its superblock.
@@ -341,3 +391,7 @@ pub const GRAID_IOC_LIST: u32 = ior::<GraidList>(0x04);
 pub const GRAID_IOC_DETAIL: u32 = iowr::<GraidDetail>(0x05);
 /// Changes one member of a running array (see `GRAID_MEMBER_OP_*`).
 pub const GRAID_IOC_MEMBER: u32 = iowr::<GraidMemberOp>(0x06);
+/// Reads or sets a running array's rebuild speed limits.
+pub const GRAID_IOC_SPEED: u32 = iowr::<GraidSpeed>(0x07);
+/// Starts or stops a running array's check or repair.
+pub const GRAID_IOC_SCRUB: u32 = iow::<GraidScrub>(0x08);

@@ -24,6 +24,7 @@ use super::members::{MemberSet, MemberState};
 use super::platform::{MemberIo, Op, PieceInfo, Platform, Source, Status, WorkList};
 use super::rebuild::RebuildState;
 use super::request::{PassResult, Phase, RequestState};
+use super::scrub::ScrubState;
 use super::stripe::StripeLocks;
 use super::superblock::Superblock;
 use core::ops::Deref;
@@ -85,6 +86,8 @@ pub struct ArrayEngine<M> {
     pub(super) retired_slots: AtomicU64,
     /// The rebuild (`rebuild.rs`).
     pub(super) rebuild: RebuildState,
+    /// Check and repair (`scrub.rs`).
+    pub(super) scrub: ScrubState,
 }
 
 impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
@@ -120,6 +123,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             add_request: AddRequest::new(),
             retired_slots: AtomicU64::new(0),
             rebuild: RebuildState::new(),
+            scrub: ScrubState::new(),
         })
     }
 

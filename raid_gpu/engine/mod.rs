@@ -25,6 +25,7 @@ pub mod parity;
 pub mod platform;
 pub mod rebuild;
 pub mod request;
+pub mod scrub;
 pub mod stripe;
 pub mod superblock;
 pub mod worker;

@@ -218,25 +218,39 @@ pub trait Platform {
     /// Something happened to member `member` (for the log). Any context.
     fn member_event(&self, member: u32, event: MemberEvent);
 
-    // ---- The rebuild (`rebuild.rs`): the worker only, synchronous ----
+    // ---- Rebuild and scrub (`rebuild.rs`, `scrub.rs`): the worker only, synchronous ----
 
     /// Reads (`Op::Read`) or writes (`Op::Write`) `sectors` sectors at `sector` (from the
     /// member's start) of member `member` into or from column `column` of the array's rebuild
-    /// buffer, from its start, and waits. The buffer has a column per member, each
-    /// [`REBUILD_COLUMN_SECTORS`](super::rebuild::REBUILD_COLUMN_SECTORS) long (mirrors use
-    /// column 0 only). `Err` on an I/O error (or a bad argument: nothing done).
+    /// buffer at `offset` sectors, and waits. The buffer has `members + 2` columns, each
+    /// [`REBUILD_COLUMN_SECTORS`](super::rebuild::REBUILD_COLUMN_SECTORS) long. `Err` on an I/O
+    /// error (or a bad argument: nothing done).
     fn rebuild_io(
         &self,
         op: Op,
         member: u32,
         sector: u64,
         column: u32,
+        offset: u64,
         sectors: u64,
     ) -> Result<(), RebuildIoError>;
+
+    /// Copies `sectors` sectors at `offset` from rebuild buffer column `from` to column `to`.
+    fn rebuild_copy(&self, from: u32, to: u32, offset: u64, sectors: u64);
+
+    /// How many of the `sectors` 512-byte sectors at `offset` differ between rebuild buffer
+    /// columns `a` and `b`.
+    fn rebuild_differ(&self, a: u32, b: u32, offset: u64, sectors: u64) -> u64;
 
     /// Computes `job` on the rebuild buffer (as [`Self::compute_parity`] does on a request's)
     /// and waits. False if it could not.
     fn rebuild_compute(&self, job: &ParityJob) -> bool;
+
+    /// Nanoseconds on a monotonic clock (any origin): the rebuild's pace.
+    fn now_ns(&self) -> u64;
+
+    /// Sleeps `ms` milliseconds: the rebuild keeps to its speed limit (the worker only).
+    fn sleep_ms(&self, ms: u32);
 
     // ---- RAID 5/6: the stripe engine (`stripe.rs`) ----
 

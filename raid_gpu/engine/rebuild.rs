@@ -41,6 +41,16 @@ pub const CHECKPOINT_SECTORS: u64 = 64 * 2048;
 /// (and handles its own list, which such a write may be waiting on) and tries again.
 const DRAIN_PAUSES: u32 = 200;
 
+/// The rebuild's speed floor by default, KiB/s: what it keeps to while the array serves
+/// other I/O (md's `speed_limit_min`, 1 MB/s there, is far too low for NVMe).
+pub const DEFAULT_MIN_KIBS: u32 = 100 * 1024;
+
+/// The rebuild's speed cap by default, KiB/s, while the array is otherwise idle; 0: none.
+pub const DEFAULT_MAX_KIBS: u32 = 0;
+
+/// The longest a step sleeps to keep to its speed (the worker has other duties).
+const MAX_SLEEP_MS: u64 = 1000;
+
 /// No window: `lo` above any sector, `hi` below.
 const NO_LO: u64 = u64::MAX;
 
@@ -67,6 +77,11 @@ pub struct RebuildState {
     stalled: AtomicBool,
     /// Holds on the rebuild (see [`ArrayEngine::hold_rebuild`]): no step runs while any.
     holds: AtomicU32,
+    /// Speed floor (under other I/O) and cap (idle; 0: none), KiB/s.
+    min_kibs: AtomicU32,
+    max_kibs: AtomicU32,
+    /// The members' completed I/O count at the last step: other I/O since shows as a change.
+    foreground: AtomicU64,
 }
 
 impl RebuildState {
@@ -78,6 +93,9 @@ impl RebuildState {
             copied: AtomicU64::new(0),
             stalled: AtomicBool::new(false),
             holds: AtomicU32::new(0),
+            min_kibs: AtomicU32::new(DEFAULT_MIN_KIBS),
+            max_kibs: AtomicU32::new(DEFAULT_MAX_KIBS),
+            foreground: AtomicU64::new(0),
         }
     }
 
@@ -115,11 +133,16 @@ fn writing(r: &RequestState) -> bool {
 }
 
 impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
-    /// Stops rebuild steps from starting until [`Self::release_rebuild`]: for a caller that
+    /// Stops rebuild (and scrub) steps from starting until [`Self::release_rebuild`]: for a caller that
     /// needs the worker idle (it flushes the worker after this), and for good when the array
     /// stops. Any context.
     pub fn hold_rebuild(&self) {
         self.rebuild.holds.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Rebuild and scrub steps are held (see [`Self::hold_rebuild`]).
+    pub(super) fn background_held(&self) -> bool {
+        self.rebuild.holds.load(Ordering::SeqCst) > 0
     }
 
     /// Ends a [`Self::hold_rebuild`] and lets the rebuild go on.
@@ -134,6 +157,26 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
     /// A new device was added: a rebuild stalled before may go on with it.
     pub(super) fn restart_rebuild(&self) {
         self.rebuild.stalled.store(false, Ordering::Relaxed);
+    }
+
+    /// Sets the rebuild's speed floor (kept to while the array serves other I/O; at least 1)
+    /// and cap (while it is otherwise idle; 0: none), in KiB/s. `false` (nothing changed) for
+    /// a floor of 0 or above the cap.
+    pub fn set_rebuild_speed(&self, min_kibs: u32, max_kibs: u32) -> bool {
+        if min_kibs == 0 || (max_kibs != 0 && min_kibs > max_kibs) {
+            return false;
+        }
+        self.rebuild.min_kibs.store(min_kibs, Ordering::Relaxed);
+        self.rebuild.max_kibs.store(max_kibs, Ordering::Relaxed);
+        true
+    }
+
+    /// The rebuild's speed floor and cap, KiB/s (see [`Self::set_rebuild_speed`]).
+    pub fn rebuild_speed(&self) -> (u32, u32) {
+        (
+            self.rebuild.min_kibs.load(Ordering::Relaxed),
+            self.rebuild.max_kibs.load(Ordering::Relaxed),
+        )
     }
 
     /// Kicks the worker if a member waits for its rebuild (an array started with one).
@@ -174,8 +217,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
     /// rebuilt and moves its recovery offset. Kicks the worker again while there is more to
     /// do. The worker only (it waits for I/O).
     pub(super) fn rebuild_step<P: Platform>(&self, p: &P) {
-        let held = self.rebuild.holds.load(Ordering::SeqCst) > 0;
-        if held || self.rebuild_stalled() || !self.redundant() {
+        if self.background_held() || self.rebuild_stalled() || !self.redundant() {
             return;
         }
         let Some(target) = self.rebuild_target() else {
@@ -197,28 +239,16 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             p.kick_worker();
             return;
         };
-        self.rebuild.close(lo, hi);
-        let overlaps = |r: &RequestState| {
-            writing(r) && r.start() < hi && lo < r.start().saturating_add(r.sectors())
-        };
-        let mut pauses = 0;
-        while p.any_request(overlaps) {
-            if pauses == DRAIN_PAUSES {
-                // A write there may wait for this worker (its errors are the worker's to
-                // handle): let the worker run its list, and try again.
-                self.rebuild.open();
-                p.kick_worker();
-                return;
+        let started = p.now_ns();
+        let Some(rebuilt) = self.in_window(p, lo, hi, || {
+            if self.geometry.level().has_parity() {
+                self.rebuild_stripes(p, target, offset, end)
+            } else {
+                self.copy_mirror(p, target, offset, end)
             }
-            p.pause();
-            pauses += 1;
-        }
-        let rebuilt = if self.geometry.level().has_parity() {
-            self.rebuild_stripes(p, target, offset, end)
-        } else {
-            self.copy_mirror(p, target, offset, end)
+        }) else {
+            return;
         };
-        self.rebuild.open();
         match rebuilt {
             Ok(()) => {
                 state.set_recovery_offset(end);
@@ -231,10 +261,13 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
                     + done;
                 if end >= member_end {
                     self.finish_rebuild(p, target, state);
-                } else if since >= CHECKPOINT_SECTORS {
-                    self.rebuild.since_checkpoint.store(0, Ordering::Relaxed);
-                    // On error the array is broken; the failure path reports it.
-                    let _ = self.write_superblocks(p, false);
+                } else {
+                    if since >= CHECKPOINT_SECTORS {
+                        self.rebuild.since_checkpoint.store(0, Ordering::Relaxed);
+                        // On error the array is broken; the failure path reports it.
+                        let _ = self.write_superblocks(p, false);
+                    }
+                    self.keep_pace(p, started, done);
                 }
             }
             Err(StepError::TargetWrite) => {
@@ -251,9 +284,65 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         p.kick_worker();
     }
 
+    /// Runs `f` with the array range `[lo, hi)` closed to writes and none in flight there;
+    /// `None` (with the worker kicked) if the writes there did not drain in time: one may be
+    /// waiting for the worker itself, which runs its list before trying again.
+    pub(super) fn in_window<P: Platform, R>(
+        &self,
+        p: &P,
+        lo: u64,
+        hi: u64,
+        f: impl FnOnce() -> R,
+    ) -> Option<R> {
+        self.rebuild.close(lo, hi);
+        let overlaps = |r: &RequestState| {
+            writing(r) && r.start() < hi && lo < r.start().saturating_add(r.sectors())
+        };
+        let mut pauses = 0;
+        while p.any_request(overlaps) {
+            if pauses == DRAIN_PAUSES {
+                self.rebuild.open();
+                p.kick_worker();
+                return None;
+            }
+            p.pause();
+            pauses += 1;
+        }
+        let result = f();
+        self.rebuild.open();
+        Some(result)
+    }
+
+    /// Sleeps as long as the speed limit asks after a step that rebuilt `sectors` member
+    /// sectors since `started`: the floor while the array served other I/O since the last
+    /// step (foreground I/O keeps priority; the rebuild still moves), the cap otherwise.
+    pub(super) fn keep_pace<P: Platform>(&self, p: &P, started: u64, sectors: u64) {
+        let foreground = self.members().iter().fold(0u64, |n, m| {
+            let s = m.stats();
+            n.wrapping_add(s.reads).wrapping_add(s.writes)
+        });
+        let busy = self.rebuild.foreground.swap(foreground, Ordering::Relaxed) != foreground;
+        let (min, max) = self.rebuild_speed();
+        let kibs = u64::from(if busy { min } else { max });
+        if kibs == 0 {
+            return;
+        }
+        // sectors / 2 KiB at `kibs` KiB/s, in nanoseconds.
+        let due = sectors.saturating_mul(500_000_000) / kibs;
+        let spent = p.now_ns().saturating_sub(started);
+        let ms = due
+            .saturating_sub(spent)
+            .div_ceil(1_000_000)
+            .min(MAX_SLEEP_MS);
+        if ms > 0 {
+            // Below MAX_SLEEP_MS: lossless.
+            p.sleep_ms(ms as u32);
+        }
+    }
+
     /// The array range `[lo, hi)` whose data member `target` holds (or protects, as parity)
     /// in its sectors `offset..end`.
-    fn window_hull(&self, target: u32, offset: u64, end: u64) -> Option<(u64, u64)> {
+    pub(super) fn window_hull(&self, target: u32, offset: u64, end: u64) -> Option<(u64, u64)> {
         let g = &self.geometry;
         if g.level().has_parity() {
             let chunk = u64::from(g.chunk_sectors()).max(1);
@@ -300,7 +389,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
                     .healthy_copy(piece, avoid)
                     .ok_or(StepError::Unreadable)?;
                 let from = base.saturating_add(source.member_sector);
-                if p.rebuild_io(Op::Read, source.member, from, 0, piece.sectors)
+                if p.rebuild_io(Op::Read, source.member, from, 0, 0, piece.sectors)
                     .is_ok()
                 {
                     break;
@@ -309,7 +398,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
                 avoid = avoid.with(source.member);
             }
             let to = base.saturating_add(piece.member_sector);
-            p.rebuild_io(Op::Write, target, to, 0, piece.sectors)
+            p.rebuild_io(Op::Write, target, to, 0, 0, piece.sectors)
                 .map_err(|_| StepError::TargetWrite)?;
             at = at.saturating_add(piece.sectors);
         }
@@ -335,7 +424,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
                 lost = lost.with(m);
                 continue;
             }
-            if p.rebuild_io(Op::Read, m, at, m, sectors).is_err() {
+            if p.rebuild_io(Op::Read, m, at, m, 0, sectors).is_err() {
                 // Rebuilt around, if the parity allows; the member's error is not acted on
                 // here.
                 lost = lost.with(m);
@@ -363,7 +452,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         if !recoverable || !p.rebuild_compute(&job) || !p.rebuild_compute(&generate) {
             return Err(StepError::Unreadable);
         }
-        p.rebuild_io(Op::Write, target, at, target, sectors)
+        p.rebuild_io(Op::Write, target, at, target, 0, sectors)
             .map_err(|_| StepError::TargetWrite)
     }
 

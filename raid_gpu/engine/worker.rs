@@ -44,6 +44,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         }
         self.handle_add_request(p);
         self.rebuild_step(p);
+        self.scrub_step(p);
     }
 
     /// Acts on one deferred request. True if it ended the last repair (writes may go again).

@@ -1,13 +1,21 @@
 # Leaves a RAID 10 and a RAID 6 with verified data running when the VM powers off, for
 # after-reboot/01-assemble-after-reboot.sh to find on the next boot. Runs last. Created in
-# sync: the power-off while they run is what must make them "not clean".
+# sync: the power-off while they run is what must make them "not clean". The RAID 10 is in the
+# middle of rebuilding its last member (capped at 8 MiB/s so it is far from done), which must
+# resume from its last checkpoint after the reboot.
 . /graid/lib.sh
 need_members 8
 set -- $members
 expect_rc 0 graidctl create survivor --level 10 --chunk 256K --assume-clean $1 $2 $3 $4
 dev=$(echo "$OUT" | grep -o '/dev/graid[0-9]*' | head -n 1)
 fio_verify "$dev" 0 40M randwrite 4k-512k
+expect_rc 0 graidctl fail survivor $4
+expect_rc 0 graidctl remove survivor $4
+expect_rc 0 graidctl set-speed survivor --min 8M --max 8M
+expect_rc 0 graidctl add survivor $4
 expect_rc 0 graidctl create survivor6 --level 6 --chunk 64K --write-zeroes $5 $6 $7 $8
 dev6=$(echo "$OUT" | grep -o '/dev/graid[0-9]*' | head -n 1)
 fio_verify "$dev6" 0 24M randwrite 4k-512k
-echo "left running: survivor on $1 $2 $3 $4, survivor6 on $5 $6 $7 $8"
+expect_match '"state":"rebuilding"' "$(graidctl --json detail survivor | tr -d '\n ')" \
+	"survivor's last member at power-off"
+echo "left running: survivor on $1 $2 $3 $4 ($4 rebuilding), survivor6 on $5 $6 $7 $8"

@@ -50,6 +50,11 @@ mod tests {
                 + 8
                 + 8
                 + 8
+                + 8
+                + 8
+                + 8
+                + 8
+                + 8
                 + 16
                 + GRAID_NAME_LEN
                 + GRAID_MAX_MEMBERS * size_of::<GraidMemberDetail>()

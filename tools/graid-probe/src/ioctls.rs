@@ -161,6 +161,56 @@ pub fn run(path: &str) -> ExitCode {
         raw_ioctl(&fd, graid_abi::GRAID_IOC_MEMBER, &mut op as *mut _ as usize),
         &[libc::ENODEV],
     );
+    // SPEED: unknown flags, then an array that is not running.
+    let mut speed = graid_abi::GraidSpeed {
+        index: 63,
+        flags: 2,
+        min_kibs: 1,
+        max_kibs: 0,
+    };
+    r.check(
+        "speed with unknown flags",
+        raw_ioctl(
+            &fd,
+            graid_abi::GRAID_IOC_SPEED,
+            &mut speed as *mut _ as usize,
+        ),
+        &[libc::EINVAL],
+    );
+    speed.flags = graid_abi::GRAID_SPEED_SET;
+    r.check(
+        "speed of an array that is not running",
+        raw_ioctl(
+            &fd,
+            graid_abi::GRAID_IOC_SPEED,
+            &mut speed as *mut _ as usize,
+        ),
+        &[libc::ENODEV],
+    );
+    // SCRUB: an unknown action, then an array that is not running.
+    let mut scrub = graid_abi::GraidScrub {
+        index: 63,
+        action: 9,
+    };
+    r.check(
+        "scrub with an unknown action",
+        raw_ioctl(
+            &fd,
+            graid_abi::GRAID_IOC_SCRUB,
+            &mut scrub as *mut _ as usize,
+        ),
+        &[libc::EINVAL],
+    );
+    scrub.action = graid_abi::GRAID_SCRUB_CHECK;
+    r.check(
+        "scrub of an array that is not running",
+        raw_ioctl(
+            &fd,
+            graid_abi::GRAID_IOC_SCRUB,
+            &mut scrub as *mut _ as usize,
+        ),
+        &[libc::ENODEV],
+    );
     r.check(
         "open as an unprivileged user",
         open_as_nobody(path),

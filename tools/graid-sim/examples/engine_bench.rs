@@ -71,14 +71,27 @@ impl Platform for Null {
         _m: u32,
         _sector: u64,
         _c: u32,
+        _offset: u64,
         _sectors: u64,
     ) -> Result<(), RebuildIoError> {
         Ok(())
     }
 
+    fn rebuild_copy(&self, _from: u32, _to: u32, _offset: u64, _sectors: u64) {}
+
+    fn rebuild_differ(&self, _a: u32, _b: u32, _offset: u64, _sectors: u64) -> u64 {
+        0
+    }
+
     fn rebuild_compute(&self, _job: &ParityJob) -> bool {
         true
     }
+
+    fn now_ns(&self) -> u64 {
+        0
+    }
+
+    fn sleep_ms(&self, _ms: u32) {}
 
     fn kick_worker(&self) {}
 

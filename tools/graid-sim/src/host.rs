@@ -185,6 +185,8 @@ pub struct Host {
     pub deferrals: AtomicU64,
     /// Rebuild writes done.
     pub rebuild_copies: AtomicU64,
+    /// Times the rebuild slept to keep to its speed limit.
+    pub rebuild_sleeps: AtomicU64,
     /// The rebuild's buffer: a column per member, tags per sector.
     pub rebuild_buffer: Mutex<Vec<Vec<u64>>>,
     pub events: Mutex<Vec<(u32, MemberEvent)>>,
@@ -614,6 +616,17 @@ impl Host {
         true
     }
 
+    /// The rebuild buffer, as the kernel allocates it: `members + 2` columns (those never
+    /// read hold garbage).
+    fn rebuild_buffer(&self) -> std::sync::MutexGuard<'_, Vec<Vec<u64>>> {
+        let mut buffer = self.rebuild_buffer.lock().unwrap();
+        let columns = self.disks.len() + 2;
+        if buffer.len() < columns {
+            buffer.resize(columns, vec![GARBAGE; REBUILD_COLUMN_SECTORS as usize]);
+        }
+        buffer
+    }
+
     pub fn recorded_faulty(&self, member: u32) -> bool {
         self.disks.iter().any(|d| {
             d.newest_superblock()
@@ -844,6 +857,7 @@ impl Platform for Host {
         member: u32,
         sector: u64,
         column: u32,
+        offset: u64,
         sectors: u64,
     ) -> Result<(), RebuildIoError> {
         let Some(disk) = self.disks.get(member as usize) else {
@@ -852,28 +866,26 @@ impl Platform for Host {
             return Err(RebuildIoError);
         };
         let in_data = sector >= DATA_OFFSET && sector + sectors <= DATA_OFFSET + self.data_sectors;
-        if !in_data || sectors == 0 || sectors > REBUILD_COLUMN_SECTORS {
+        let in_buffer =
+            column as usize <= self.disks.len() + 1 && offset + sectors <= REBUILD_COLUMN_SECTORS;
+        if !in_data || !in_buffer || sectors == 0 {
             self.violations.report(format!(
-                "rebuild {op:?} of {sectors} sectors at {sector} of member {member} outside \
-                 its data area or the buffer"
+                "rebuild {op:?} of {sectors} sectors at {sector} of member {member}, column \
+                 {column} +{offset}: outside its data area or the buffer"
             ));
             return Err(RebuildIoError);
         }
         let (from, to) = (sector as usize, (sector + sectors) as usize);
         let fails = disk.next_io_fails(&mut self.rng.lock().unwrap());
-        let mut buffer = self.rebuild_buffer.lock().unwrap();
-        if buffer.len() <= column as usize {
-            buffer.resize(column as usize + 1, Vec::new());
-        }
-        let col = &mut buffer[column as usize];
-        col.resize(REBUILD_COLUMN_SECTORS as usize, 0);
+        let mut buffer = self.rebuild_buffer();
+        let col = &mut buffer[column as usize][offset as usize..(offset + sectors) as usize];
         match op {
             Op::Read if fails || disk.any_bad(sector, sectors) => {
-                col[..sectors as usize].fill(GARBAGE);
+                col.fill(GARBAGE);
                 Err(RebuildIoError)
             }
             Op::Read => {
-                col[..sectors as usize].copy_from_slice(&disk.sectors.lock().unwrap()[from..to]);
+                col.copy_from_slice(&disk.sectors.lock().unwrap()[from..to]);
                 // A device takes time: room for a write racing the rebuild to land between
                 // its read and its write (the window must hold it off).
                 drop(buffer);
@@ -882,7 +894,7 @@ impl Platform for Host {
             }
             Op::Write if fails => Err(RebuildIoError),
             Op::Write => {
-                disk.sectors.lock().unwrap()[from..to].copy_from_slice(&col[..sectors as usize]);
+                disk.sectors.lock().unwrap()[from..to].copy_from_slice(col);
                 self.rebuild_copies.fetch_add(1, Ordering::Relaxed);
                 Ok(())
             }
@@ -893,16 +905,36 @@ impl Platform for Host {
         }
     }
 
+    fn rebuild_copy(&self, from: u32, to: u32, offset: u64, sectors: u64) {
+        let mut buffer = self.rebuild_buffer();
+        let range = offset as usize..(offset + sectors) as usize;
+        let data = buffer[from as usize][range.clone()].to_vec();
+        buffer[to as usize][range].copy_from_slice(&data);
+    }
+
+    fn rebuild_differ(&self, a: u32, b: u32, offset: u64, sectors: u64) -> u64 {
+        let buffer = self.rebuild_buffer();
+        let range = offset as usize..(offset + sectors) as usize;
+        buffer[a as usize][range.clone()]
+            .iter()
+            .zip(&buffer[b as usize][range])
+            .filter(|(x, y)| x != y)
+            .count() as u64
+    }
+
+    fn now_ns(&self) -> u64 {
+        static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+        let epoch = EPOCH.get_or_init(std::time::Instant::now);
+        u64::try_from(epoch.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    fn sleep_ms(&self, ms: u32) {
+        self.rebuild_sleeps.fetch_add(1, Ordering::Relaxed);
+        std::thread::sleep(Duration::from_millis(u64::from(ms)));
+    }
+
     fn rebuild_compute(&self, job: &ParityJob) -> bool {
-        let mut buffer = self.rebuild_buffer.lock().unwrap();
-        // A column per member, as the kernel allocates it (the lost ones were never read).
-        let members = self.disks.len();
-        if buffer.len() < members {
-            buffer.resize(members, Vec::new());
-        }
-        for col in buffer.iter_mut() {
-            col.resize(REBUILD_COLUMN_SECTORS as usize, GARBAGE);
-        }
+        let mut buffer = self.rebuild_buffer();
         let ok = self.parity_on(&mut buffer, job);
         if !ok {
             self.violations

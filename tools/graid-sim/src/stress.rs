@@ -9,6 +9,7 @@ use graid_engine::array::ArrayEngine;
 use graid_engine::geometry::{Geometry, Level};
 use graid_engine::members::MemberState;
 use graid_engine::platform::{Op, Status};
+use graid_engine::scrub::{ScrubMode, ScrubProgress};
 use graid_engine::superblock::{Area, ArrayName, Slot, Superblock, MAX_SLOTS, RECOVERY_COMPLETE};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
@@ -159,6 +160,7 @@ pub fn new_host(scenario: &Scenario, seed: u64) -> (Arc<Host>, Receiver<QueuedIo
         rng: Mutex::new(StdRng::seed_from_u64(seed ^ 0x5eed)),
         deferrals: AtomicU64::new(0),
         rebuild_copies: AtomicU64::new(0),
+        rebuild_sleeps: AtomicU64::new(0),
         rebuild_buffer: Mutex::new(Vec::new()),
         events: Mutex::new(Vec::new()),
         violations: Violations::default(),
@@ -334,7 +336,7 @@ pub const NEW_DEVICE_UUID: [u8; 16] = [0x5e; 16];
 
 /// Fails member `target` (recorded in the superblocks) and fills its disk with tags nobody
 /// writes, so that a sector the rebuild misses shows. Before the platform's threads start.
-fn lose_member(host: &Host, target: u32, seed: u64) {
+pub fn lose_member(host: &Host, target: u32, seed: u64) {
     let engine = &host.engine;
     engine.request_fail(host, target);
     engine.work(host);
@@ -343,6 +345,26 @@ fn lose_member(host: &Host, target: u32, seed: u64) {
     for (i, tag) in disk.iter_mut().enumerate() {
         *tag = GARBAGE ^ i as u64;
     }
+}
+
+/// Runs a whole scrub in `mode` on the calling thread (the platform's threads stopped) and
+/// returns where it ended.
+pub fn scrub_now(host: &Host, mode: ScrubMode, seed: u64) -> ScrubProgress {
+    let engine = &host.engine;
+    engine
+        .start_scrub(host, mode)
+        .unwrap_or_else(|e| panic!("seed {seed}: scrub refused: {e:?}"));
+    let start = std::time::Instant::now();
+    while engine.scrub_progress().mode.is_some() {
+        assert!(start.elapsed() < HANG, "seed {seed}: the scrub never ended");
+        engine.work(host);
+    }
+    let progress = engine.scrub_progress();
+    assert_eq!(
+        progress.done, progress.total,
+        "seed {seed}: the scrub stopped early"
+    );
+    progress
 }
 
 /// Waits until no member is being rebuilt (the worker thread runs the rebuild).

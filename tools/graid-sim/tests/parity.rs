@@ -8,7 +8,9 @@ use graid_engine::geometry::{Level, ParityLayout};
 use graid_engine::platform::{MemberEvent, Op, Status};
 use graid_parity::gf;
 use graid_sim::host::{mul64, Faults, Host, Mutation, DATA_OFFSET};
-use graid_sim::stress::{run, run_overlapping, seeds, Report, Scenario, NEW_DEVICE_UUID};
+use graid_sim::stress::{
+    run, run_overlapping, scrub_now, seeds, Report, Scenario, NEW_DEVICE_UUID,
+};
 use std::sync::atomic::Ordering;
 
 fn raid5(members: u32, chunk: u32) -> Scenario {
@@ -392,6 +394,43 @@ fn a_member_added_under_load_is_rebuilt_from_parity() {
                 // The rebuilt member's data and parity are md's, stripe by stripe.
                 check_parity(host, layout, seed);
             }
+        }
+    }
+}
+
+#[test]
+fn check_counts_wrong_parity_and_repair_regenerates_it() {
+    use graid_engine::scrub::ScrubMode;
+    for seed in seeds(2) {
+        for (scenario, layout) in [
+            (raid5(4, 16), ParityLayout::LeftSymmetric),
+            (raid6(5, 8), ParityLayout::LeftSymmetric),
+        ] {
+            let report = run(&scenario, seed);
+            let host = &*report.host;
+            let g = *host.engine.geometry();
+            assert_eq!(scrub_now(host, ScrubMode::Check, seed).mismatches, 0);
+            // Scribble over the P sector of 23 rows, and over one data sector (its row's P,
+            // and Q on RAID 6, then disagree with it).
+            let chunk = u64::from(g.chunk_sectors());
+            let n = g.members();
+            let raid6 = g.level().parity_members() == 2;
+            for row in (0..23u64).map(|i| i * 97 % g.member_data_sectors()) {
+                let (p, _, _) = md_stripe(layout, n, raid6, row / chunk);
+                host.disks[p as usize].sectors.lock().unwrap()[(DATA_OFFSET + row) as usize] ^= 1;
+            }
+            let data_row = 5 * chunk + 3;
+            let (_, _, order) = md_stripe(layout, n, raid6, data_row / chunk);
+            host.disks[order[0] as usize].sectors.lock().unwrap()
+                [(DATA_OFFSET + data_row) as usize] ^= 1;
+            let expected = 23 + if raid6 { 2 } else { 1 };
+            let check = scrub_now(host, ScrubMode::Check, seed);
+            assert_eq!(check.mismatches, expected, "seed {seed}: check");
+            let repair = scrub_now(host, ScrubMode::Repair, seed);
+            assert_eq!(repair.mismatches, expected, "seed {seed}: repair");
+            assert_eq!(scrub_now(host, ScrubMode::Check, seed).mismatches, 0);
+            // md's repair keeps the data and regenerates the parity from it.
+            check_parity(host, layout, seed);
         }
     }
 }

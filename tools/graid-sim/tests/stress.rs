@@ -9,8 +9,9 @@ use graid_engine::platform::{MemberEvent, Op, Status};
 use graid_engine::superblock::Slot;
 use graid_sim::host::Faults;
 use graid_sim::stress::{
-    check_copies, check_mirrors_match, check_superblocks, run, run_overlapping, seeds,
-    submit_inline, submit_inline_segments, total_member_bytes, Scenario, NEW_DEVICE_UUID,
+    check_copies, check_mirrors_match, check_superblocks, lose_member, new_host, run,
+    run_overlapping, scrub_now, seeds, submit_inline, submit_inline_segments, total_member_bytes,
+    wait_rebuilt, Scenario, Threads, NEW_DEVICE_UUID,
 };
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
@@ -781,5 +782,90 @@ fn a_rebuild_target_that_dies_fails_alone() {
         assert!(report.errors.is_empty(), "seed {seed}: {:?}", report.errors);
         assert!(report.host.recorded_faulty(1));
         check_copies(&report, seed);
+    }
+}
+
+#[test]
+fn an_idle_rebuild_keeps_to_its_speed_cap() {
+    // 4 MiB of member at a cap of 8 MiB/s: four 1 MiB windows, each but the last followed by
+    // the rest of its 125 ms (a lower bound: a slow machine only adds to it); with no cap the
+    // rebuild never sleeps.
+    for (max_kibs, at_least_ms) in [(8192, 370), (0, 0)] {
+        let scenario = Scenario {
+            data_sectors: 8192,
+            ..Scenario::new(Level::Raid1, 2, 0)
+        };
+        let seed = 1;
+        let (host, io_rx) = new_host(&scenario, seed);
+        lose_member(&host, 1, seed);
+        let engine = &host.engine;
+        assert!(engine.set_rebuild_speed(1, max_kibs));
+        assert!(!engine.set_rebuild_speed(0, 0), "a floor of 0 was taken");
+        assert!(
+            !engine.set_rebuild_speed(10, 5),
+            "a floor above the cap was taken"
+        );
+        assert_eq!(engine.rebuild_speed(), (1, max_kibs));
+        let threads = Threads::start(&host, io_rx, seed);
+        let start = std::time::Instant::now();
+        engine.request_add(&*host, 1, NEW_DEVICE_UUID, engine.free_slot().unwrap());
+        while !engine.members()[1].is_active() {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        wait_rebuilt(&host, seed);
+        let took = start.elapsed();
+        threads.stop(&host);
+        assert!(engine.members()[1].is_in_sync());
+        let sleeps = host.rebuild_sleeps.load(Ordering::Relaxed);
+        assert!(
+            took.as_millis() >= at_least_ms,
+            "capped at {max_kibs} KiB/s, took {took:?}"
+        );
+        assert_eq!(
+            sleeps > 0,
+            max_kibs != 0,
+            "{sleeps} sleeps at a cap of {max_kibs}"
+        );
+    }
+}
+
+#[test]
+fn check_counts_differing_copies_and_repair_rewrites_them() {
+    use graid_engine::scrub::ScrubMode;
+    use graid_sim::host::DATA_OFFSET;
+    for seed in seeds(2) {
+        for (level, members, chunk) in [(Level::Raid1, 3, 0), (Level::Raid10, 4, 16)] {
+            let report = run(&Scenario::new(level, members, chunk), seed);
+            let host = &*report.host;
+            let clean = scrub_now(host, ScrubMode::Check, seed);
+            assert_eq!(
+                clean.mismatches, 0,
+                "seed {seed}: {level:?} mismatches when clean"
+            );
+            // Scribble over 37 sectors of member 1 (array data everywhere in its area).
+            let mut rng = StdRng::seed_from_u64(seed);
+            let mut hit = std::collections::BTreeSet::new();
+            while hit.len() < 37 {
+                hit.insert(rng.random_range(0..host.data_sectors));
+            }
+            let before = {
+                let mut disk = host.disks[1].sectors.lock().unwrap();
+                for &s in &hit {
+                    disk[(DATA_OFFSET + s) as usize] ^= 0x5a5a;
+                }
+                disk.clone()
+            };
+            let check = scrub_now(host, ScrubMode::Check, seed);
+            assert_eq!(check.mismatches, 37, "seed {seed}: {level:?} check");
+            assert_eq!(
+                *host.disks[1].sectors.lock().unwrap(),
+                before,
+                "check wrote"
+            );
+            let repair = scrub_now(host, ScrubMode::Repair, seed);
+            assert_eq!(repair.mismatches, 37, "seed {seed}: {level:?} repair");
+            assert_eq!(scrub_now(host, ScrubMode::Check, seed).mismatches, 0);
+            check_copies(&report, seed);
+        }
     }
 }

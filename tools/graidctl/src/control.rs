@@ -7,9 +7,10 @@
 use crate::error::CtlError;
 use crate::version;
 use graid_abi::{
-    GraidAssemble, GraidCreate, GraidDetail, GraidList, GraidMemberOp, GraidStop, GraidVersion,
-    GRAID_CONTROL_NAME, GRAID_IOC_ASSEMBLE, GRAID_IOC_CREATE, GRAID_IOC_DETAIL, GRAID_IOC_LIST,
-    GRAID_IOC_MEMBER, GRAID_IOC_STOP, GRAID_IOC_VERSION, GRAID_MAX_ARRAYS,
+    GraidAssemble, GraidCreate, GraidDetail, GraidList, GraidMemberOp, GraidScrub, GraidSpeed,
+    GraidStop, GraidVersion, GRAID_CONTROL_NAME, GRAID_IOC_ASSEMBLE, GRAID_IOC_CREATE,
+    GRAID_IOC_DETAIL, GRAID_IOC_LIST, GRAID_IOC_MEMBER, GRAID_IOC_SCRUB, GRAID_IOC_SPEED,
+    GRAID_IOC_STOP, GRAID_IOC_VERSION, GRAID_MAX_ARRAYS,
 };
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -25,6 +26,8 @@ pub trait ControlDevice {
     fn list(&self) -> io::Result<GraidList>;
     fn detail(&self, index: u32) -> io::Result<GraidDetail>;
     fn member(&self, arg: &mut GraidMemberOp) -> io::Result<()>;
+    fn speed(&self, arg: &mut GraidSpeed) -> io::Result<()>;
+    fn scrub(&self, arg: &GraidScrub) -> io::Result<()>;
 }
 
 /// An all-zero `GraidList` (the kernel fills it).
@@ -51,6 +54,13 @@ pub fn detail_request(index: u32) -> GraidDetail {
         events: 0,
         member_data_sectors: 0,
         rebuilt_sectors: 0,
+        speed_min_kibs: 0,
+        speed_max_kibs: 0,
+        scrub_action: 0,
+        reserved2: 0,
+        scrub_done: 0,
+        scrub_total: 0,
+        mismatch_sectors: 0,
         uuid: [0; 16],
         name: [0; graid_abi::GRAID_NAME_LEN],
         members: [Default::default(); graid_abi::GRAID_MAX_MEMBERS],
@@ -134,6 +144,8 @@ impl AbiArg for GraidStop {}
 impl AbiArg for GraidList {}
 impl AbiArg for GraidDetail {}
 impl AbiArg for GraidMemberOp {}
+impl AbiArg for GraidSpeed {}
+impl AbiArg for GraidScrub {}
 
 impl ControlDevice for Control {
     fn version(&self) -> io::Result<GraidVersion> {
@@ -170,6 +182,14 @@ impl ControlDevice for Control {
     fn member(&self, arg: &mut GraidMemberOp) -> io::Result<()> {
         self.call(GRAID_IOC_MEMBER, arg)
     }
+
+    fn speed(&self, arg: &mut GraidSpeed) -> io::Result<()> {
+        self.call(GRAID_IOC_SPEED, arg)
+    }
+
+    fn scrub(&self, arg: &GraidScrub) -> io::Result<()> {
+        self.call(GRAID_IOC_SCRUB, &mut arg.clone())
+    }
 }
 
 #[cfg(test)]
@@ -198,6 +218,8 @@ mod tests {
         };
         enotty(null.assemble(&mut assemble));
         enotty(null.member(&mut GraidMemberOp::default()));
+        enotty(null.speed(&mut GraidSpeed::default()));
+        enotty(null.scrub(&GraidScrub::default()));
         let mut list_sized = empty_list();
         enotty(null.call(GRAID_IOC_LIST, &mut list_sized));
     }
@@ -231,6 +253,7 @@ pub mod fake {
         pub assembled: RefCell<Vec<GraidAssemble>>,
         pub stopped: RefCell<Vec<GraidStop>>,
         pub member_ops: RefCell<Vec<GraidMemberOp>>,
+        pub scrubs: RefCell<Vec<GraidScrub>>,
     }
 
     /// A running array for the fake.
@@ -358,6 +381,39 @@ pub mod fake {
                 .find(|a| a.index == index)
                 .copied()
                 .ok_or_else(|| io::Error::from_raw_os_error(libc::ENODEV))
+        }
+
+        /// Starts or stops a scrub (in the array's DETAIL) as the module would.
+        fn scrub(&self, arg: &GraidScrub) -> io::Result<()> {
+            self.scrubs.borrow_mut().push(*arg);
+            self.check("scrub")?;
+            let mut arrays = self.arrays.borrow_mut();
+            let array = arrays
+                .iter_mut()
+                .find(|a| a.index == arg.index)
+                .ok_or_else(|| io::Error::from_raw_os_error(libc::ENODEV))?;
+            array.scrub_action = arg.action;
+            array.scrub_done = 0;
+            array.scrub_total = array.size_sectors;
+            Ok(())
+        }
+
+        /// Sets or reads the speed limits (in the array's DETAIL) as the module would.
+        fn speed(&self, arg: &mut GraidSpeed) -> io::Result<()> {
+            self.check("speed")?;
+            let mut arrays = self.arrays.borrow_mut();
+            let array = arrays
+                .iter_mut()
+                .find(|a| a.index == arg.index)
+                .ok_or_else(|| io::Error::from_raw_os_error(libc::ENODEV))?;
+            if arg.flags & graid_abi::GRAID_SPEED_SET != 0 {
+                if arg.min_kibs == 0 || (arg.max_kibs != 0 && arg.min_kibs > arg.max_kibs) {
+                    return Err(io::Error::from_raw_os_error(libc::EINVAL));
+                }
+                (array.speed_min_kibs, array.speed_max_kibs) = (arg.min_kibs, arg.max_kibs);
+            }
+            (arg.min_kibs, arg.max_kibs) = (array.speed_min_kibs, array.speed_max_kibs);
+            Ok(())
         }
 
         /// Fails or removes the member as the module would (without its refusals, which

@@ -28,6 +28,10 @@ pub enum Op<'a> {
         member: &'a str,
         action: Action,
     },
+    /// Setting or reading the rebuild speed of `array`.
+    Speed { array: &'a str },
+    /// Starting or stopping `what` (check, repair) on `array`.
+    Scrub { array: &'a str, what: &'a str },
 }
 
 impl Op<'_> {
@@ -39,6 +43,8 @@ impl Op<'_> {
             Op::List => "LIST",
             Op::Detail { .. } => "DETAIL",
             Op::Member { .. } => "MEMBER",
+            Op::Speed { .. } => "SPEED",
+            Op::Scrub { .. } => "SCRUB",
         }
     }
 
@@ -50,6 +56,8 @@ impl Op<'_> {
             Op::Stop { array, .. } => format!("cannot stop {array}"),
             Op::List => "cannot list arrays".to_owned(),
             Op::Detail { array } => format!("cannot describe {array}"),
+            Op::Speed { array } => format!("cannot set the rebuild speed of {array}"),
+            Op::Scrub { array, what } => format!("cannot {what} {array}"),
             Op::Member {
                 array,
                 member,
@@ -108,6 +116,12 @@ fn reason(op: &Op<'_>, errno: i32) -> String {
             Op::Stop { .. } => "invalid argument: the module refused the index or flags".to_owned(),
             _ => "invalid argument".to_owned(),
         },
+        libc::EBUSY if matches!(op, Op::Scrub { .. }) => {
+            "the array is not optimal (degraded or rebuilding): a check or repair needs every \
+             member in sync (graidctl wait for the rebuild first), or another member operation \
+             is running"
+                .to_owned()
+        }
         libc::EBUSY => match op {
             Op::Member {
                 action: Action::Fail,
@@ -162,7 +176,11 @@ fn reason(op: &Op<'_>, errno: i32) -> String {
             "not a member of this array (any more)".to_owned()
         }
         libc::ENODEV | libc::ENXIO => match op {
-            Op::Stop { .. } | Op::Detail { .. } | Op::Member { .. } => "no such array".to_owned(),
+            Op::Stop { .. }
+            | Op::Detail { .. }
+            | Op::Member { .. }
+            | Op::Speed { .. }
+            | Op::Scrub { .. } => "no such array".to_owned(),
             _ if named_member => "no such device".to_owned(),
             // The module names no member: every device opened, but a role has none.
             Op::Assemble { .. } if errno == libc::ENODEV => {
@@ -210,8 +228,8 @@ fn reason(op: &Op<'_>, errno: i32) -> String {
         libc::EMEDIUMTYPE => {
             "a member is a zoned device (graid needs conventional block devices)".to_owned()
         }
-        libc::EOPNOTSUPP if matches!(op, Op::Member { .. }) => {
-            "RAID 0 keeps no copy or parity to rebuild a member from".to_owned()
+        libc::EOPNOTSUPP if matches!(op, Op::Member { .. } | Op::Scrub { .. }) => {
+            "RAID 0 keeps no copy or parity to rebuild or compare".to_owned()
         }
         libc::EOPNOTSUPP if matches!(op, Op::Create { .. }) => {
             "a member cannot zero its data area with its own zeroing command (write zeroes); \

@@ -11,8 +11,10 @@ mod manage;
 mod member;
 mod output;
 mod sbio;
+mod scrub;
 mod show;
 mod size;
+mod speed;
 mod stop;
 mod uuid;
 mod version;
@@ -91,6 +93,15 @@ enum Command {
     /// Add devices in the place of removed members of a running array: each gets a new
     /// superblock and is rebuilt in the background (RAID 1, 10, 5, 6).
     Add(manage::MemberArgs),
+    /// Show or set a running array's rebuild speed limits: at least --min per second while
+    /// the array serves other I/O (which keeps priority), at most --max while it is idle.
+    SetSpeed(speed::SpeedArgs),
+    /// Start a check of a running array in the background: compare every copy (RAID 1/10) or
+    /// every stripe's parity (RAID 5/6) and count mismatches (detail shows them).
+    Check(scrub::ScrubArgs),
+    /// Start a repair: a check that also rewrites what differs (the other copies from the
+    /// first, the parity from the data, as md does).
+    Repair(scrub::ScrubArgs),
     /// Wait until a running array's rebuild ends, showing its progress (a bar on a terminal,
     /// a line per 10 % otherwise); fails if the rebuild cannot complete.
     Wait {
@@ -136,6 +147,12 @@ fn run(cli: Cli) -> Result<String, CtlError> {
         Command::Fail(args) => manage::main(&args, manage::Action::Fail, &sys, json),
         Command::Remove(args) => manage::main(&args, manage::Action::Remove, &sys, json),
         Command::Add(args) => manage::main(&args, manage::Action::Add, &sys, json),
+        Command::SetSpeed(args) => {
+            let array = array_ref::parse(args.array())?;
+            speed::run(&Control::open_checked()?, &sys, &array, &args, json)
+        }
+        Command::Check(args) => scrub::main(&args, scrub::Scrub::Check, &sys, json),
+        Command::Repair(args) => scrub::main(&args, scrub::Scrub::Repair, &sys, json),
         Command::Wait { array } => {
             let array = array_ref::parse(&array)?;
             let progress = wait::Progress::for_output(json);

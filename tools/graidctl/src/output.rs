@@ -8,7 +8,7 @@ use graid_abi::{
     GraidDetail, GraidMemberDetail, GRAID_ARRAY_BROKEN, GRAID_ARRAY_DEGRADED, GRAID_ARRAY_FAILED,
     GRAID_ARRAY_OPTIMAL, GRAID_DETAIL_REBUILD_STALLED, GRAID_DETAIL_RESYNC_PENDING,
     GRAID_MAX_MEMBERS, GRAID_MEMBER_ACTIVE, GRAID_MEMBER_FAULTY, GRAID_MEMBER_MISSING,
-    GRAID_MEMBER_REBUILDING,
+    GRAID_MEMBER_REBUILDING, GRAID_SCRUB_CHECK, GRAID_SCRUB_REPAIR,
 };
 use serde::Serialize;
 
@@ -91,7 +91,22 @@ pub struct ArrayView {
     pub rebuild: Option<RebuildView>,
     /// Sectors rebuilt since the array started (a rate over two looks).
     pub rebuilt_sectors: u64,
+    /// The check or repair under way, if any.
+    pub scrub: Option<ScrubView>,
+    /// Mismatched 512-byte sectors found by the running or last check or repair.
+    pub mismatch_sectors: u64,
     pub members: Vec<MemberView>,
+}
+
+/// A check or repair, as `detail` shows it.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct ScrubView {
+    /// `check` or `repair`.
+    pub action: String,
+    /// Sectors scrubbed of `total_sectors` (the array's on RAID 1/10, a member's on 5/6).
+    pub done_sectors: u64,
+    pub total_sectors: u64,
+    pub percent: f64,
 }
 
 /// A member's rebuild, as `detail` shows it.
@@ -174,6 +189,24 @@ impl ArrayView {
             events: d.events,
             open_count: d.open_count,
             rebuilt_sectors: d.rebuilt_sectors,
+            scrub: match d.scrub_action {
+                GRAID_SCRUB_CHECK | GRAID_SCRUB_REPAIR => Some(ScrubView {
+                    action: if d.scrub_action == GRAID_SCRUB_CHECK {
+                        "check"
+                    } else {
+                        "repair"
+                    }
+                    .to_owned(),
+                    done_sectors: d.scrub_done,
+                    total_sectors: d.scrub_total,
+                    percent: (d.scrub_done.min(d.scrub_total) as f64 * 1000.0
+                        / d.scrub_total.max(1) as f64)
+                        .floor()
+                        / 10.0,
+                }),
+                _ => None,
+            },
+            mismatch_sectors: d.mismatch_sectors,
             rebuild: d.members[..count]
                 .iter()
                 .find(|m| m.state == GRAID_MEMBER_REBUILDING)
@@ -247,6 +280,17 @@ impl ArrayView {
         }
     }
 
+    /// The check or repair for people: `check 40.0% (3 mismatched sectors so far)`, or empty.
+    pub fn scrub_text(&self) -> String {
+        match &self.scrub {
+            Some(s) => format!(
+                "{} {:.1}% ({} mismatched sectors so far)",
+                s.action, s.percent, self.mismatch_sectors
+            ),
+            None => String::new(),
+        }
+    }
+
     /// The `detail` report.
     pub fn detail_text(&self) -> String {
         let count = |state: &str| self.members.iter().filter(|m| m.state == state).count();
@@ -266,6 +310,15 @@ impl ArrayView {
             ("State", self.state.clone()),
             ("Sync", self.sync_text().to_owned()),
             ("Rebuild", self.rebuild_text()),
+            ("Scrub", self.scrub_text()),
+            (
+                "Mismatches",
+                if self.mismatch_sectors > 0 {
+                    format!("{} sectors (last check or repair)", self.mismatch_sectors)
+                } else {
+                    String::new()
+                },
+            ),
             ("Events", self.events.to_string()),
             ("Open Count", self.open_count.to_string()),
             (

@@ -75,11 +75,15 @@ pub fn run(
 ) -> Result<String, CtlError> {
     let mut view = ArrayView::new(&resolve(ctl, sys, array)?, sys);
     let label = view.label();
+    if let (None, Some(scrub)) = (&view.rebuild, &view.scrub) {
+        let action = scrub.action.clone();
+        return wait_scrub(ctl, sys, array, &action, progress, json_out, pause);
+    }
     let Some(first) = view.rebuild.clone() else {
         return Ok(finished(
             &view,
             json_out,
-            format!("{label}: no rebuild running\n"),
+            format!("{label}: no rebuild, check or repair running\n"),
         ));
     };
     let role = first.role;
@@ -146,6 +150,49 @@ pub fn run(
         "graidctl: {label}: rebuild of role {role} finished\n"
     ));
     Ok(finished(&view, json_out, lines))
+}
+
+/// Waits for a check or repair (the rebuild's counterpart of `run`); prints the mismatches
+/// found at the end (at once if it already ended).
+pub fn wait_scrub(
+    ctl: &dyn ControlDevice,
+    sys: &dyn System,
+    array: &ArrayRef,
+    action: &str,
+    progress: &Progress,
+    json_out: bool,
+    pause: &mut dyn FnMut(),
+) -> Result<String, CtlError> {
+    let mut view = ArrayView::new(&resolve(ctl, sys, array)?, sys);
+    let label = view.label();
+    let mut last_tenth = 0;
+    while let Some(s) = view.scrub.clone() {
+        match progress {
+            Progress::Bar(bar) => {
+                bar.set_length(s.total_sectors * 512);
+                bar.set_position(s.done_sectors * 512);
+                bar.set_message(format!("{label}: {}", s.action));
+            }
+            Progress::Lines if s.percent as u64 / 10 > last_tenth => {
+                last_tenth = s.percent as u64 / 10;
+                println!(
+                    "graidctl: {label}: {} at {:.1}%, {} mismatched sectors so far",
+                    s.action, s.percent, view.mismatch_sectors
+                );
+            }
+            _ => {}
+        }
+        pause();
+        view = ArrayView::new(&resolve(ctl, sys, array)?, sys);
+    }
+    if let Progress::Bar(bar) = progress {
+        bar.finish_and_clear();
+    }
+    let text = format!(
+        "graidctl: {label}: {action} finished: {} mismatched sectors\n",
+        view.mismatch_sectors
+    );
+    Ok(finished(&view, json_out, text))
 }
 
 fn finished(view: &ArrayView, json_out: bool, text: String) -> String {
@@ -227,7 +274,10 @@ mod tests {
         let (ctl, sys) = rebuilding();
         ctl.arrays.borrow_mut()[0].members[1].state = GRAID_MEMBER_ACTIVE;
         let out = wait_quietly(&ctl, &sys, &mut || panic!("waited"));
-        assert_eq!(out.unwrap(), "/dev/graid0 (m): no rebuild running\n");
+        assert_eq!(
+            out.unwrap(),
+            "/dev/graid0 (m): no rebuild, check or repair running\n"
+        );
     }
 
     #[test]

@@ -1,0 +1,290 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Scrub: `check` reads every copy (RAID 1/10) or every stripe's data and parity (RAID 5/6)
+//! and counts where they disagree; `repair` also rewrites them: the other copies from the first
+//! that reads (md's raid1), the parity from the data (md's raid5/6: data is never changed).
+//!
+//! The worker runs it one window at a time, as the rebuild (`rebuild.rs`): the window's array
+//! range closed to writes and the writes in flight there drained first, so a copy or a parity
+//! never differs only because a write is half done; at the rebuild's speed limits. Only an
+//! optimal array is scrubbed (a rebuild first); a member failing stops it.
+//!
+//! The count (md's `mismatch_cnt`) is in 512-byte sectors: each sector of a copy, or of a P or
+//! Q, that differs from what it should hold counts once (md counts in 4 KiB units, as 8).
+
+use super::array::{ArrayEngine, ArrayState};
+use super::members::{MemberSet, MemberState};
+use super::parity::{ParityJob, ParityOp};
+use super::platform::{Op, Platform};
+use super::rebuild::REBUILD_COLUMN_SECTORS;
+use core::ops::Deref;
+use core::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+
+/// What a scrub does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScrubMode {
+    /// Counts mismatches only.
+    Check,
+    /// Counts them and rewrites them.
+    Repair,
+}
+
+/// Why a scrub could not start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScrubError {
+    /// RAID 0: nothing to compare.
+    NotRedundant,
+    /// The array is not optimal (degraded, rebuilding, broken): rebuild it first.
+    NotOptimal,
+}
+
+const IDLE: u8 = 0;
+const CHECK: u8 = 1;
+const REPAIR: u8 = 2;
+
+/// The scrub's shared state.
+#[derive(Debug)]
+pub struct ScrubState {
+    mode: AtomicU8,
+    /// Where the next window starts: array sectors (mirrors) or member sectors (RAID 5/6).
+    done: AtomicU64,
+    /// Mismatched sectors found by the running or last scrub.
+    mismatches: AtomicU64,
+    /// Reads that failed during the running or last scrub (those places were not compared).
+    read_errors: AtomicU64,
+    /// Bumped by each start: a step that began before a restart does not move the new one.
+    generation: AtomicU64,
+}
+
+impl ScrubState {
+    pub const fn new() -> Self {
+        Self {
+            mode: AtomicU8::new(IDLE),
+            done: AtomicU64::new(0),
+            mismatches: AtomicU64::new(0),
+            read_errors: AtomicU64::new(0),
+            generation: AtomicU64::new(0),
+        }
+    }
+}
+
+impl Default for ScrubState {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Where a scrub stands, for DETAIL.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScrubProgress {
+    /// The scrub running, if one is.
+    pub mode: Option<ScrubMode>,
+    /// Sectors scrubbed of `total` (array sectors for mirrors, member sectors for RAID 5/6).
+    pub done: u64,
+    pub total: u64,
+    /// Mismatched sectors found by the running or last scrub.
+    pub mismatches: u64,
+    /// Failed reads of the running or last scrub.
+    pub read_errors: u64,
+}
+
+impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
+    /// Starts a scrub from the start (a running one starts over in `mode`) and kicks the
+    /// worker.
+    pub fn start_scrub<P: Platform>(&self, p: &P, mode: ScrubMode) -> Result<(), ScrubError> {
+        if !self.redundant() {
+            return Err(ScrubError::NotRedundant);
+        }
+        if self.state() != ArrayState::Optimal {
+            return Err(ScrubError::NotOptimal);
+        }
+        let s = &self.scrub;
+        s.generation.fetch_add(1, Ordering::SeqCst);
+        s.done.store(0, Ordering::Relaxed);
+        s.mismatches.store(0, Ordering::Relaxed);
+        s.read_errors.store(0, Ordering::Relaxed);
+        let code = match mode {
+            ScrubMode::Check => CHECK,
+            ScrubMode::Repair => REPAIR,
+        };
+        s.mode.store(code, Ordering::SeqCst);
+        p.kick_worker();
+        Ok(())
+    }
+
+    /// Stops a running scrub where it is (its counts stay).
+    pub fn stop_scrub(&self) {
+        self.scrub.mode.store(IDLE, Ordering::SeqCst);
+    }
+
+    /// Sectors a scrub walks through: the array's (mirrors) or a member's (RAID 5/6).
+    fn scrub_total(&self) -> u64 {
+        if self.geometry.level().has_parity() {
+            self.geometry.member_data_sectors()
+        } else {
+            self.geometry.array_sectors()
+        }
+    }
+
+    pub fn scrub_progress(&self) -> ScrubProgress {
+        let s = &self.scrub;
+        ScrubProgress {
+            mode: match s.mode.load(Ordering::SeqCst) {
+                CHECK => Some(ScrubMode::Check),
+                REPAIR => Some(ScrubMode::Repair),
+                _ => None,
+            },
+            done: s.done.load(Ordering::Relaxed),
+            total: self.scrub_total(),
+            mismatches: s.mismatches.load(Ordering::Relaxed),
+            read_errors: s.read_errors.load(Ordering::Relaxed),
+        }
+    }
+
+    /// One window of the running scrub, if any: compares it, repairs it if asked, moves on;
+    /// kicks the worker again while there is more. Stops when the array is not optimal. The
+    /// worker only, after the rebuild (which goes first).
+    pub(super) fn scrub_step<P: Platform>(&self, p: &P) {
+        let Some(mode) = self.scrub_progress().mode else {
+            return;
+        };
+        if self.background_held() || self.rebuild_target().is_some() {
+            return;
+        }
+        if self.state() != ArrayState::Optimal {
+            self.stop_scrub();
+            return;
+        }
+        let s = &self.scrub;
+        let generation = s.generation.load(Ordering::SeqCst);
+        let (at, total) = (s.done.load(Ordering::Relaxed), self.scrub_total());
+        if at >= total {
+            self.stop_scrub();
+            return;
+        }
+        let end = at.saturating_add(REBUILD_COLUMN_SECTORS).min(total);
+        let repair = mode == ScrubMode::Repair;
+        let started = p.now_ns();
+        let done = if self.geometry.level().has_parity() {
+            let Some((lo, hi)) = self.window_hull(0, at, end) else {
+                return;
+            };
+            self.in_window(p, lo, hi, || self.scrub_stripes(p, at, end, repair))
+        } else {
+            self.in_window(p, at, end, || self.scrub_mirror(p, at, end, repair))
+        };
+        if done.is_none() {
+            return;
+        }
+        if s.generation.load(Ordering::SeqCst) != generation {
+            // Started over meanwhile (its counts were reset after this window counted).
+            p.kick_worker();
+            return;
+        }
+        s.done.store(end, Ordering::Relaxed);
+        if end >= total {
+            self.stop_scrub();
+        } else {
+            self.keep_pace(p, started, end - at);
+        }
+        p.kick_worker();
+    }
+
+    /// Compares the copies of array sectors `[a, b)` piece by piece (each copy into its own
+    /// buffer column, the first that reads being the reference), rewriting the others from it
+    /// with `repair`.
+    fn scrub_mirror<P: Platform>(&self, p: &P, a: u64, b: u64, repair: bool) {
+        let g = &self.geometry;
+        let base = self.superblock.data_offset;
+        let Ok(pieces) = g.map_read(a, b - a, 0) else {
+            return;
+        };
+        for piece in pieces {
+            let copies: [Option<(u32, u64)>; 32] = core::array::from_fn(|c| {
+                let c = u32::try_from(c).ok().filter(|&c| c < g.copies())?;
+                let copy = g
+                    .map_read(piece.array_sector, piece.sectors, c)
+                    .ok()?
+                    .next()?;
+                Some((copy.member, base.saturating_add(copy.member_sector)))
+            });
+            let mut reference = None;
+            let mut unread = MemberSet::EMPTY;
+            for (c, &(member, sector)) in (0u32..).zip(copies.iter().flatten()) {
+                if p.rebuild_io(Op::Read, member, sector, c, 0, piece.sectors)
+                    .is_err()
+                {
+                    self.scrub.read_errors.fetch_add(1, Ordering::Relaxed);
+                    unread = unread.with(c);
+                } else if reference.is_none() {
+                    reference = Some(c);
+                }
+            }
+            let Some(r) = reference else {
+                continue;
+            };
+            for (c, &(member, sector)) in (0u32..).zip(copies.iter().flatten()) {
+                if c == r || unread.contains(c) {
+                    continue;
+                }
+                let differ = p.rebuild_differ(r, c, 0, piece.sectors);
+                self.scrub.mismatches.fetch_add(differ, Ordering::Relaxed);
+                if repair && differ > 0 {
+                    // A failed rewrite is the next read's to find (and the failure rules').
+                    let _ = p.rebuild_io(Op::Write, member, sector, r, 0, piece.sectors);
+                }
+            }
+        }
+    }
+
+    /// Compares the parity of member rows `[a, b)` (whole stripe rows, at most a buffer
+    /// column) with the parity of their data: every member read into its column, each
+    /// stripe's P and Q kept in the two spare columns, the parity generated, the two compared;
+    /// with `repair` the generated parity is written where it differs.
+    fn scrub_stripes<P: Platform>(&self, p: &P, a: u64, b: u64, repair: bool) {
+        let g = &self.geometry;
+        let n = g.members();
+        let (sectors, at) = (b - a, self.superblock.data_offset.saturating_add(a));
+        for m in 0..n {
+            if p.rebuild_io(Op::Read, m, at, m, 0, sectors).is_err() {
+                // Not compared: a read error is the failure rules' business on the I/O path.
+                self.scrub.read_errors.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+        }
+        let chunk = u64::from(g.chunk_sectors()).max(1);
+        let stripe = a / chunk;
+        let Some(map) = g.stripe_map(stripe) else {
+            return;
+        };
+        let job = ParityJob {
+            op: ParityOp::Generate,
+            map,
+            head: a - stripe * chunk,
+            chunk,
+            sectors,
+        };
+        let (saved_p, saved_q) = (n, n + 1);
+        for (map, from, to) in job.stripes() {
+            p.rebuild_copy(map.p(), saved_p, from, to - from);
+            if let Some(q) = map.q() {
+                p.rebuild_copy(q, saved_q, from, to - from);
+            }
+        }
+        if !p.rebuild_compute(&job) {
+            return;
+        }
+        for (map, from, to) in job.stripes() {
+            let len = to - from;
+            let parity = [(map.p(), saved_p), (map.q().unwrap_or(n), saved_q)];
+            for (member, saved) in parity.into_iter().filter(|&(m, _)| m < n) {
+                let differ = p.rebuild_differ(member, saved, from, len);
+                self.scrub.mismatches.fetch_add(differ, Ordering::Relaxed);
+                if repair && differ > 0 {
+                    let sector = at.saturating_add(from);
+                    let _ = p.rebuild_io(Op::Write, member, sector, member, from, len);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,214 @@
+//! `graidctl check ARRAY` and `graidctl repair ARRAY` (GRAID_IOC_SCRUB): start a scrub of every
+//! copy (RAID 1/10) or every stripe's parity (RAID 5/6) in the background, counting mismatches
+//! (`check`) or also rewriting them (`repair`: the other copies from the first, the parity from
+//! the data, as md does); `--wait` follows it to the end, `--stop` stops it.
+
+use crate::array_ref::{resolve, ArrayRef};
+use crate::control::ControlDevice;
+use crate::errno::{ioctl_error, Op};
+use crate::error::CtlError;
+use crate::member::System;
+use crate::output::{json, ArrayView};
+use crate::wait;
+use graid_abi::{GraidScrub, GRAID_SCRUB_CHECK, GRAID_SCRUB_IDLE, GRAID_SCRUB_REPAIR};
+
+/// The arguments of `check` and `repair`.
+#[derive(clap::Args, Debug)]
+pub struct ScrubArgs {
+    /// The array (see ARRAY below).
+    array: String,
+    /// Wait until it ends, showing progress, and print the mismatches found.
+    #[arg(long, conflicts_with = "stop")]
+    wait: bool,
+    /// Stop the check or repair running instead (its counts stay in detail).
+    #[arg(long)]
+    stop: bool,
+}
+
+/// `graidctl check|repair ARRAY` on the real control device.
+pub fn main(
+    args: &ScrubArgs,
+    which: Scrub,
+    sys: &dyn System,
+    json_out: bool,
+) -> Result<String, CtlError> {
+    let array = crate::array_ref::parse(&args.array)?;
+    let mut pause = || std::thread::sleep(wait::POLL);
+    run(
+        &crate::control::Control::open_checked()?,
+        sys,
+        &array,
+        which,
+        args,
+        json_out,
+        &mut pause,
+    )
+}
+
+/// Which scrub.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scrub {
+    Check,
+    Repair,
+}
+
+impl Scrub {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Check => "check",
+            Self::Repair => "repair",
+        }
+    }
+}
+
+pub fn run(
+    ctl: &dyn ControlDevice,
+    sys: &dyn System,
+    array: &ArrayRef,
+    which: Scrub,
+    args: &ScrubArgs,
+    json_out: bool,
+    pause: &mut dyn FnMut(),
+) -> Result<String, CtlError> {
+    let detail = resolve(ctl, sys, array)?;
+    let label = ArrayView::new(&detail, sys).label();
+    let action = match (args.stop, which) {
+        (true, _) => GRAID_SCRUB_IDLE,
+        (false, Scrub::Check) => GRAID_SCRUB_CHECK,
+        (false, Scrub::Repair) => GRAID_SCRUB_REPAIR,
+    };
+    let req = GraidScrub {
+        index: detail.index,
+        action,
+    };
+    ctl.scrub(&req).map_err(|e| {
+        ioctl_error(
+            Op::Scrub {
+                array: &label,
+                what: which.name(),
+            },
+            &e,
+        )
+    })?;
+    if args.wait && !args.stop {
+        let progress = wait::Progress::for_output(json_out);
+        return wait::wait_scrub(ctl, sys, array, which.name(), &progress, json_out, pause);
+    }
+    if json_out {
+        let after = ctl.detail(detail.index).unwrap_or(detail);
+        return Ok(json(&ArrayView::new(&after, sys)));
+    }
+    Ok(if args.stop {
+        format!("graidctl: {label}: check or repair stopped\n")
+    } else {
+        format!(
+            "graidctl: {label}: {} started (graidctl wait follows it; graidctl detail shows \
+             mismatches)\n",
+            which.name()
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::array_ref::parse;
+    use crate::control::fake::{array, FakeControl};
+    use crate::member::fake::FakeSystem;
+    use graid_abi::GRAID_MEMBER_ACTIVE;
+
+    fn setup() -> (FakeControl, FakeSystem) {
+        let a = array(
+            0,
+            "m",
+            1,
+            &[(259, 0, GRAID_MEMBER_ACTIVE), (259, 1, GRAID_MEMBER_ACTIVE)],
+        );
+        (
+            FakeControl::with(vec![a]),
+            FakeSystem::with_disks(&["vda", "vdb"]),
+        )
+    }
+
+    fn args(wait: bool, stop: bool) -> ScrubArgs {
+        ScrubArgs {
+            array: "m".to_owned(),
+            wait,
+            stop,
+        }
+    }
+
+    #[test]
+    fn starts_waits_and_stops() {
+        let (ctl, sys) = setup();
+        let m = parse("m").unwrap();
+        let out = run(
+            &ctl,
+            &sys,
+            &m,
+            Scrub::Check,
+            &args(false, false),
+            false,
+            &mut || {},
+        )
+        .unwrap();
+        assert_eq!(
+            out,
+            "graidctl: /dev/graid0 (m): check started (graidctl wait follows it; graidctl \
+             detail shows mismatches)\n"
+        );
+        assert_eq!(ctl.scrubs.borrow()[0].action, GRAID_SCRUB_CHECK);
+        // A repair waited for: the fake finishes it with 8 mismatched sectors.
+        let mut pause = || {
+            let mut arrays = ctl.arrays.borrow_mut();
+            arrays[0].scrub_action = GRAID_SCRUB_IDLE;
+            arrays[0].mismatch_sectors = 8;
+        };
+        let out = run(
+            &ctl,
+            &sys,
+            &m,
+            Scrub::Repair,
+            &args(true, false),
+            false,
+            &mut pause,
+        )
+        .unwrap();
+        assert_eq!(
+            out,
+            "graidctl: /dev/graid0 (m): repair finished: 8 mismatched sectors\n"
+        );
+        run(
+            &ctl,
+            &sys,
+            &m,
+            Scrub::Check,
+            &args(false, true),
+            false,
+            &mut || {},
+        )
+        .unwrap();
+        assert_eq!(ctl.scrubs.borrow()[2].action, GRAID_SCRUB_IDLE);
+    }
+
+    #[test]
+    fn the_modules_refusal_is_explained() {
+        let (ctl, sys) = setup();
+        ctl.fail.borrow_mut().push(("scrub", libc::EBUSY));
+        let err = run(
+            &ctl,
+            &sys,
+            &parse("m").unwrap(),
+            Scrub::Check,
+            &args(false, false),
+            false,
+            &mut || {},
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("cannot check /dev/graid0 (m): the array is not optimal"),
+            "{err}"
+        );
+    }
+}
