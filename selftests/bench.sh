@@ -338,8 +338,8 @@ if [ -s $results ] && grep -q aggregate $results; then
 fi
 
 # rebuild_once LEVEL KIND LOAD: fails and removes the level's second member, adds it back and
-# times its rebuild, idle or (LOAD=read) under a 4k random read load (QD32) on the array; the
-# load's IOPS over the rebuild's first RUNTIME_S seconds. Appends
+# times its rebuild, idle or (LOAD=read) under a 4k random read load (QD32) on the array
+# throughout, and the load's IOPS over it. Appends
 # "rebuildLEVEL KIND LOAD SECONDS IOPS".
 rebuild_once() {
 	up_$2 $1
@@ -355,9 +355,9 @@ rebuild_once() {
 	iops=-
 	if [ $3 = read ]; then
 		fio --name=load --filename=$dev --rw=randread --bs=4k --direct=1 --ioengine=libaio \
-			--iodepth=32 --time_based --runtime=$runtime --norandommap --randrepeat=0 \
+			--iodepth=32 --time_based --runtime=3600 --norandommap --randrepeat=0 \
 			--minimal >/tmp/load.out 2>&1 &
-		load=$!
+		loader=$!
 		usleep 500000
 	fi
 	t0=$(date +%s.%N)
@@ -371,7 +371,9 @@ rebuild_once() {
 	fi
 	t1=$(date +%s.%N)
 	if [ $3 = read ]; then
-		wait $load
+		# fio ends on SIGINT and prints its numbers: the load's IOPS over the whole rebuild.
+		kill -INT $loader
+		wait $loader
 		iops=$(awk -F';' '$1 == 3 { printf "%.0f", $8 }' /tmp/load.out)
 	fi
 	secs=$(echo "$t0 $t1" | awk '{ printf "%.1f", $2 - $1 }')
@@ -401,7 +403,7 @@ if echo rebuild | grep -Eq "^($only)"; then
 	done
 	chunk=$default_chunk
 	echo
-	echo "rebuild of one $((size_mb)) MiB member (seconds, mean of $rounds; load: 4k randread QD32 IOPS over the first ${runtime} s)"
+	echo "rebuild of one $((size_mb)) MiB member (seconds, mean of $rounds; load: 4k randread QD32 IOPS during the rebuild)"
 	awk '$1 ~ /^rebuild/ { k = $1 " " $3; t[k " " $2] += $4; n[k " " $2]++; if ($5 != "-") io[k " " $2] += $5; keys[k] = 1 }
 	END {
 		printf "%-14s %-5s %9s %9s %9s %11s %11s\n", "level", "load", "graid s", "md s", "md/graid", "graid IOPS", "md IOPS"
