@@ -6,11 +6,11 @@
 //! (the platform's flush) before it reads the outcome.
 
 use super::array::ArrayEngine;
-use super::members::{Health, MemberState};
+use super::members::{AtomicUuid, Health, MemberState};
 use super::platform::{MemberEvent, Platform};
 use super::superblock::{Slot, MAX_SLOTS, UUID_LEN};
 use core::ops::Deref;
-use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicU32, Ordering};
 
 /// Why a member could not be failed on request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,14 +45,14 @@ const ADD_POSTED: u32 = 1;
 #[derive(Debug)]
 pub struct AddRequest {
     what: AtomicU32,
-    uuid: [AtomicU64; 2],
+    uuid: AtomicUuid,
 }
 
 impl AddRequest {
     pub const fn new() -> Self {
         Self {
             what: AtomicU32::new(0),
-            uuid: [AtomicU64::new(0), AtomicU64::new(0)],
+            uuid: AtomicUuid::zero(),
         }
     }
 }
@@ -93,11 +93,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
     /// time (the caller serialises them).
     pub fn request_add<P: Platform>(&self, p: &P, member: u32, uuid: [u8; UUID_LEN], slot: u32) {
         let r = &self.add_request;
-        for (half, bytes) in r.uuid.iter().zip(uuid.chunks_exact(8)) {
-            let mut le = [0u8; 8];
-            le.copy_from_slice(bytes);
-            half.store(u64::from_le_bytes(le), Ordering::Relaxed);
-        }
+        r.uuid.store(uuid);
         let what = ADD_POSTED | (member & 0xff) << 8 | (slot & 0xff) << 16;
         r.what.store(what, Ordering::SeqCst);
         p.kick_worker();
@@ -127,10 +123,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             return;
         }
         let (member, slot) = ((what >> 8) & 0xff, (what >> 16) & 0xff);
-        let mut uuid = [0u8; UUID_LEN];
-        for (bytes, half) in uuid.chunks_exact_mut(8).zip(&self.add_request.uuid) {
-            bytes.copy_from_slice(&half.load(Ordering::Relaxed).to_le_bytes());
-        }
+        let uuid = self.add_request.uuid.load();
         let Some(state) = self.members().get(member as usize) else {
             return;
         };

@@ -67,9 +67,9 @@ impl StatShard {
 /// One member of a running array.
 #[derive(Debug)]
 pub struct MemberState {
-    /// This member's UUID, kept in its superblock, as two little-endian halves: a device added
-    /// in place of a removed one brings its own.
-    uuid: [AtomicU64; 2],
+    /// This member's UUID, kept in its superblock: a device added in place of a removed one
+    /// brings its own.
+    uuid: AtomicUuid,
     /// Its device's entry in the superblock's slot table.
     slot: AtomicU32,
     /// Sectors of its data area known in sync ([`RECOVERY_COMPLETE`]: all). Below that it is
@@ -93,23 +93,44 @@ pub struct MemberStats {
     pub corrected: u64,
 }
 
-/// The two halves of a UUID, as [`MemberState`] keeps it.
-fn uuid_halves(uuid: [u8; UUID_LEN]) -> [u64; 2] {
-    let mut halves = [0u64; 2];
-    for (half, bytes) in halves.iter_mut().zip(uuid.chunks_exact(8)) {
-        let mut le = [0u8; 8];
-        le.copy_from_slice(bytes);
-        *half = u64::from_le_bytes(le);
+/// A UUID that the worker may replace while others read it (a member's, when a device takes
+/// its place): two little-endian halves.
+#[derive(Debug)]
+pub struct AtomicUuid([AtomicU64; 2]);
+
+impl AtomicUuid {
+    pub const fn zero() -> Self {
+        Self([AtomicU64::new(0), AtomicU64::new(0)])
     }
-    halves
+
+    pub fn new(uuid: [u8; UUID_LEN]) -> Self {
+        let this = Self::zero();
+        this.store(uuid);
+        this
+    }
+
+    pub fn load(&self) -> [u8; UUID_LEN] {
+        let mut uuid = [0u8; UUID_LEN];
+        for (bytes, half) in uuid.chunks_exact_mut(8).zip(&self.0) {
+            bytes.copy_from_slice(&half.load(Ordering::Relaxed).to_le_bytes());
+        }
+        uuid
+    }
+
+    pub fn store(&self, uuid: [u8; UUID_LEN]) {
+        for (half, bytes) in self.0.iter().zip(uuid.chunks_exact(8)) {
+            let mut le = [0u8; 8];
+            le.copy_from_slice(bytes);
+            half.store(u64::from_le_bytes(le), Ordering::Relaxed);
+        }
+    }
 }
 
 impl MemberState {
     /// A working, in-sync member in slot-table entry `slot`, with no I/O done yet.
     pub fn new(uuid: [u8; UUID_LEN], slot: u32) -> Self {
-        let [lo, hi] = uuid_halves(uuid);
         Self {
-            uuid: [AtomicU64::new(lo), AtomicU64::new(hi)],
+            uuid: AtomicUuid::new(uuid),
             slot: AtomicU32::new(slot),
             recovery: AtomicU64::new(RECOVERY_COMPLETE),
             health: AtomicU8::new(Health::Active.code()),
@@ -135,11 +156,7 @@ impl MemberState {
     }
 
     pub fn uuid(&self) -> [u8; UUID_LEN] {
-        let mut uuid = [0u8; UUID_LEN];
-        for (bytes, half) in uuid.chunks_exact_mut(8).zip(&self.uuid) {
-            bytes.copy_from_slice(&half.load(Ordering::Relaxed).to_le_bytes());
-        }
-        uuid
+        self.uuid.load()
     }
 
     /// Its device's slot-table entry.
@@ -175,9 +192,7 @@ impl MemberState {
         if self.health() != Health::Faulty {
             return false;
         }
-        let [lo, hi] = uuid_halves(uuid);
-        self.uuid[0].store(lo, Ordering::Relaxed);
-        self.uuid[1].store(hi, Ordering::Relaxed);
+        self.uuid.store(uuid);
         self.slot.store(slot, Ordering::Relaxed);
         self.recovery.store(0, Ordering::SeqCst);
         self.health.store(Health::Active.code(), Ordering::SeqCst);
