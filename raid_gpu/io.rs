@@ -279,6 +279,11 @@ impl ArrayIo {
         (!raw.is_null()).then(|| f(unsafe { &mut *raw }))
     }
 
+    /// Runs `f` on the rebuild buffer under its lock (the worker only); `None` for RAID 0.
+    fn with_rebuild_buffer<R>(&self, f: impl FnOnce(&mut StripeBuffer) -> R) -> Option<R> {
+        Option::as_deref_mut(&mut *self.rebuild_buffer.lock()).map(f)
+    }
+
     /// Takes and starts one request.
     fn start(&self, rq: Request<Self>) {
         let op = match rq.op() {
@@ -585,49 +590,41 @@ impl Platform for ArrayIo {
         let file = self.files.get(member).ok_or(RebuildIoError)?;
         let (at, bytes) = (sectors_to_bytes(offset), sectors_to_bytes(sectors));
         let (at, bytes) = at.zip(bytes).ok_or(RebuildIoError)?;
-        let mut guard = self.rebuild_buffer.lock();
-        let buffer = Option::as_deref_mut(&mut *guard).ok_or(RebuildIoError)?;
-        let data = buffer.at(column, at, bytes).ok_or(RebuildIoError)?;
-        // SAFETY: `data` is `bytes` bytes of the rebuild buffer's column (kmalloc memory), held
-        // (the lock) until the synchronous transfer ends; the member is open.
-        unsafe { transfer_virt(file.bdev(), sector, data, bytes, op == Op::Write) }
-            .map_err(|_| RebuildIoError)
+        self.with_rebuild_buffer(|buffer| {
+            let data = buffer.at(column, at, bytes).ok_or(RebuildIoError)?;
+            // SAFETY: `data` is `bytes` bytes of the rebuild buffer's column (kmalloc memory),
+            // held (the lock) until the synchronous transfer ends; the member is open.
+            unsafe { transfer_virt(file.bdev(), sector, data, bytes, op == Op::Write) }
+                .map_err(|_| RebuildIoError)
+        })
+        .unwrap_or(Err(RebuildIoError))
     }
 
     fn rebuild_copy(&self, from: u32, to: u32, offset: u64, sectors: u64) {
         let (Some(at), Some(len)) = (sectors_to_bytes(offset), sectors_to_bytes(sectors)) else {
             return;
         };
-        let mut guard = self.rebuild_buffer.lock();
-        if let Some(buffer) = Option::as_deref_mut(&mut *guard) {
-            if let (Some(src), Some(dst)) = (buffer.at(from, at, len), buffer.at(to, at, len)) {
-                if from != to {
-                    // SAFETY: two different columns (separate allocations), `len` bytes each.
-                    unsafe { ptr::copy_nonoverlapping(src, dst, len) };
-                }
-            }
-        }
+        self.with_rebuild_buffer(|buffer| buffer.copy_column(from, to, at, len));
     }
 
     fn rebuild_differ(&self, a: u32, b: u32, offset: u64, sectors: u64) -> u64 {
         let (Some(at), Some(len)) = (sectors_to_bytes(offset), sectors_to_bytes(sectors)) else {
             return 0;
         };
-        let mut guard = self.rebuild_buffer.lock();
-        let Some(buffer) = Option::as_deref_mut(&mut *guard) else {
-            return 0;
-        };
-        let (Some(x), Some(y)) = (buffer.at(a, at, len), buffer.at(b, at, len)) else {
-            return 0;
-        };
-        // SAFETY: `at` returned `len` bytes of each column, read-only here under the lock.
-        let (x, y) = unsafe {
-            (
-                core::slice::from_raw_parts(x.cast_const(), len),
-                core::slice::from_raw_parts(y.cast_const(), len),
-            )
-        };
-        x.chunks(512).zip(y.chunks(512)).filter(|(s, t)| s != t).count() as u64
+        self.with_rebuild_buffer(|buffer| {
+            let (Some(x), Some(y)) = (buffer.at(a, at, len), buffer.at(b, at, len)) else {
+                return 0;
+            };
+            // SAFETY: `at` returned `len` bytes of each column, read-only here under the lock.
+            let (x, y) = unsafe {
+                (
+                    core::slice::from_raw_parts(x.cast_const(), len),
+                    core::slice::from_raw_parts(y.cast_const(), len),
+                )
+            };
+            x.chunks(512).zip(y.chunks(512)).filter(|(s, t)| s != t).count() as u64
+        })
+        .unwrap_or(0)
     }
 
     fn now_ns(&self) -> u64 {
@@ -640,8 +637,8 @@ impl Platform for ArrayIo {
     }
 
     fn rebuild_compute(&self, job: &ParityJob) -> bool {
-        let mut guard = self.rebuild_buffer.lock();
-        Option::as_deref_mut(&mut *guard).is_some_and(|buffer| stripe_io::compute(buffer, job))
+        self.with_rebuild_buffer(|buffer| stripe_io::compute(buffer, job))
+            .unwrap_or(false)
     }
 
     fn queue_stripe_work(&self, rq: RqRef) {
@@ -719,14 +716,7 @@ impl Platform for ArrayIo {
 
     fn copy_column(&self, rq: RqRef, from: u32, to: u32, offset: u64, sectors: u64) {
         let (at, len) = ((offset * 512) as usize, (sectors * 512) as usize);
-        self.with_buffer(rq, |buffer| {
-            if let (Some(src), Some(dst)) = (buffer.at(from, at, len), buffer.at(to, at, len)) {
-                if from != to {
-                    // SAFETY: two different columns (separate allocations), `len` bytes each.
-                    unsafe { ptr::copy_nonoverlapping(src, dst, len) };
-                }
-            }
-        });
+        self.with_buffer(rq, |buffer| buffer.copy_column(from, to, at, len));
     }
 
     fn compute_parity(&self, rq: RqRef, job: &ParityJob) {

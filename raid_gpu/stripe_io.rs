@@ -80,6 +80,18 @@ impl StripeBuffer {
         // In bounds: checked above.
         Some(col.as_mut_ptr().wrapping_add(offset))
     }
+
+    /// Copies `len` bytes at byte `at` of column `from` to column `to` (nothing if either
+    /// lacks them, or they are one column).
+    pub(crate) fn copy_column(&mut self, from: u32, to: u32, at: usize, len: usize) {
+        if from == to {
+            return;
+        }
+        if let (Some(src), Some(dst)) = (self.at(from, at, len), self.at(to, at, len)) {
+            // SAFETY: two different columns (separate allocations), `len` bytes each.
+            unsafe { ptr::copy_nonoverlapping(src, dst, len) };
+        }
+    }
 }
 
 /// Computes `job` on `buf`, stripe by stripe and page by page within each; false if the job
