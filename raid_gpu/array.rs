@@ -13,22 +13,25 @@
 use crate::engine::admin::{AddError, FailError};
 use crate::engine::array::ArrayState;
 use crate::engine::members::Health;
+use crate::engine::platform::MemberEvent;
 use crate::engine::scrub::{ScrubError, ScrubMode};
 use crate::engine::geometry::{Geometry, Level};
 use crate::engine::superblock::{
     Area, ArrayName, Slot, Superblock, DEFAULT_DATA_OFFSET_SECTORS, MAX_SLOTS, RECOVERY_COMPLETE,
 };
 use crate::io::{ArrayIo, Member};
+use crate::member_devices::SpareDevice;
 use crate::kernel_ext::{
     bdev::BlockDeviceFile,
     blk_mq::{Disk, DiskConfig},
     random::random_bytes,
 };
-use crate::kernel_ext::work::noio_scope;
+use crate::kernel_ext::work::{noio_scope, WorkHandler, Worker};
 use crate::superblock_io::read_superblock;
 use crate::uapi;
 use crate::uevent::{self, MemberChange};
-use kernel::{ffi::c_void, prelude::*};
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use kernel::{ffi::c_void, new_mutex, prelude::*, sync::Mutex};
 
 /// Smallest usable data area per member: one 1 MiB chunk.
 const MIN_MEMBER_DATA_SECTORS: u64 = 2048;
@@ -60,6 +63,22 @@ pub(crate) struct CreateParams {
 #[pin_data(PinnedDrop)]
 pub(crate) struct Array {
     pub(crate) index: u32,
+    /// Held by every change of members and spares (`graidctl fail/remove/add`, a spare's
+    /// takeover): one at a time.
+    #[pin]
+    members_lock: Mutex<()>,
+    /// Set once the array is whole, cleared when it starts going away: a takeover asked for
+    /// outside that time (the first superblock write may ask) does nothing.
+    running: AtomicBool,
+    /// Moves a spare into a failed member's place ([`Array::take_over`]): the failed device's
+    /// release waits for requests to drain, which the engine's worker cannot do itself.
+    /// Before the disk: initialised before the disk's first superblock write may ask for it.
+    /// It also sends the uevents of what the engine's worker decided (`announce_pending`).
+    #[pin]
+    takeover: Worker<Array>,
+    /// Members whose failure, finished rebuild or stopped rebuild is yet to be announced, as
+    /// bits (the engine's worker notes them; the takeover work item announces them).
+    to_announce: [AtomicU32; 3],
     #[pin]
     disk: Disk<ArrayIo>,
     /// The members' exclusive-open holder (freed last).
@@ -107,6 +126,15 @@ pub(crate) fn random_uuid() -> [u8; 16] {
     uuid[6] = (uuid[6] & 0x0f) | 0x40;
     uuid[8] = (uuid[8] & 0x3f) | 0x80;
     uuid
+}
+
+impl WorkHandler for Array {
+    fn run(&self) {
+        if self.running.load(Ordering::SeqCst) {
+            self.announce_pending();
+            self.take_over();
+        }
+    }
 }
 
 /// The slot table of a fresh array: member `i` active in role `i`.
@@ -199,7 +227,7 @@ impl Array {
         for member in members.into_iter() {
             present.push(Some(member), GFP_KERNEL)?;
         }
-        Self::start(index, superblock, geometry, present, holder, in_sync)
+        Self::start(index, superblock, geometry, present, KVec::new(), holder, in_sync)
     }
 
     /// Starts an array from members carrying its superblocks, in role order (checked by the
@@ -209,6 +237,7 @@ impl Array {
     pub(crate) fn assemble(
         index: u32,
         members: KVec<Option<Member>>,
+        spares: KVec<SpareDevice>,
         freshest: Superblock,
         holder: Holder,
     ) -> Result<Pin<KBox<Array>>> {
@@ -220,7 +249,7 @@ impl Array {
                 freshest.array_name.as_str()
             );
         }
-        Self::start(index, freshest, geometry, members, holder, in_sync)
+        Self::start(index, freshest, geometry, members, spares, holder, in_sync)
     }
 
     /// Sets up the engine, writes every member's superblock ("not clean", events + 1) and
@@ -230,12 +259,17 @@ impl Array {
         superblock: Superblock,
         geometry: Geometry,
         members: KVec<Option<Member>>,
+        spares: KVec<SpareDevice>,
         holder: Holder,
         in_sync: bool,
     ) -> Result<Pin<KBox<Array>>> {
         let mut stack = KVec::with_capacity(members.len(), GFP_KERNEL)?;
         for m in members.iter().flatten() {
             stack.push((m.file.bdev(), superblock.data_offset), GFP_KERNEL)?;
+        }
+        let mut spare_bdevs = KVec::with_capacity(spares.len(), GFP_KERNEL)?;
+        for spare in spares.iter() {
+            spare_bdevs.push(spare.file.bdev(), GFP_KERNEL)?;
         }
         let config = DiskConfig {
             index,
@@ -261,21 +295,166 @@ impl Array {
             })
         };
         let array = KBox::pin_init(
-            try_pin_init!(Array {
+            try_pin_init!(&this in Array {
                 index,
+                members_lock <- new_mutex!(()),
+                running: AtomicBool::new(false),
+                to_announce: [const { AtomicU32::new(0) }; 3],
+                // SAFETY: the worker is a field of the value `this` points at.
+                takeover <- unsafe { Worker::new(this.as_ptr(), c"graid_takeover") },
                 disk <- Disk::new(
                     &config,
-                    ArrayIo::new(superblock, geometry, members, in_sync),
+                    ArrayIo::new(superblock, geometry, members, spares, in_sync),
                     first_write,
                 ),
                 _holder: holder,
             }),
             GFP_KERNEL,
         )?;
-        // An interrupted rebuild goes on from its checkpoint.
+        for bdev in spare_bdevs {
+            array.disk.link_member(bdev);
+        }
+        // An interrupted rebuild goes on from its checkpoint; a member missing at assembly
+        // (or failed by the first superblock write) takes a spare.
+        array.running.store(true, Ordering::SeqCst);
         let io = array.io();
         io.engine.resume_rebuild(io);
+        if io.engine.takeover().is_some() {
+            array.kick_takeover();
+        }
         Ok(array)
+    }
+
+    /// The array whose request handler `io` is.
+    ///
+    /// # Safety
+    ///
+    /// `io` must be the request handler of an array's disk (every `ArrayIo` is: only
+    /// [`Array::start`] makes one).
+    pub(crate) unsafe fn of_io(io: &ArrayIo) -> &Array {
+        // SAFETY: `io` is the ops of a `Disk<ArrayIo>` (the caller's contract), which is the
+        // `disk` field of an `Array`.
+        unsafe {
+            let disk = Disk::of_ops(io);
+            &*kernel::container_of!(core::ptr::from_ref(disk), Array, disk)
+        }
+    }
+
+    /// Makes [`Self::take_over`] run soon, if the array is running. Any context.
+    pub(crate) fn kick_takeover(&self) {
+        if self.running.load(Ordering::SeqCst) {
+            self.takeover.kick();
+        }
+    }
+
+    /// Notes what the engine's worker reported about `member`, for a uevent: its failure once
+    /// recorded, the end of its rebuild. Any context.
+    pub(crate) fn note_event(&self, member: u32, event: MemberEvent) {
+        let which = match event {
+            MemberEvent::FailureRecorded => 0,
+            MemberEvent::Rebuilt => 1,
+            MemberEvent::RebuildStalled => 2,
+            _ => return,
+        };
+        if let (Some(bits), Some(bit)) = (self.to_announce.get(which), 1u32.checked_shl(member)) {
+            bits.fetch_or(bit, Ordering::SeqCst);
+            self.kick_takeover();
+        }
+    }
+
+    /// Sends the uevents noted by [`Self::note_event`].
+    fn announce_pending(&self) {
+        let changes = [MemberChange::Failed, MemberChange::Rebuilt, MemberChange::RebuildStalled];
+        for (bits, change) in self.to_announce.iter().zip(changes) {
+            let members = bits.swap(0, Ordering::SeqCst);
+            for member in (0..32u32).filter(|m| members & (1 << m) != 0) {
+                self.announce(Some((change, member)));
+            }
+        }
+    }
+
+    /// Moves spares into failed members' places while the engine has both. A failed member's
+    /// device is released first, as `graidctl remove` does.
+    fn take_over(&self) {
+        let _members = self.members_lock.lock();
+        let io = self.io();
+        while self.running.load(Ordering::SeqCst) {
+            let Some((role, slot, uuid)) = io.engine.takeover() else {
+                break;
+            };
+            if let Err(e) = self.move_spare_in(role, slot, uuid) {
+                pr_err!(
+                    "graid: {}: the spare cannot take member {}'s place: {:?}\n",
+                    io.engine.superblock().array_name.as_str(),
+                    role,
+                    e
+                );
+                break;
+            }
+        }
+    }
+
+    /// Role `role` (faulty) drops its device and takes the spare in slot-table entry `slot`,
+    /// which is then rebuilt.
+    #[inline(never)]
+    fn move_spare_in(&self, role: u32, slot: u32, uuid: [u8; 16]) -> Result {
+        let io = self.io();
+        // The failed device is used by nothing once the queue is drained and the worker idle;
+        // nor is the spare's (the worker writes its superblock).
+        let (old, attached) = self.with_members_idle(|| {
+            let old = io.files.get(role).map(|f| f.bdev());
+            if let Some(bdev) = old {
+                self.disk.unlink_member(bdev);
+            }
+            // SAFETY: the queue is frozen and the worker idle (`with_members_idle`).
+            let old = unsafe { io.files.detach(role) };
+            let mut spares = io.spares.lock();
+            let spare = spares.iter().position(|s| s.slot == slot).map(|i| spares.remove(i));
+            drop(spares);
+            let attached = match spare {
+                Some(Ok(spare)) => io.files.attach(role, spare.file),
+                _ => Err(ENODEV),
+            };
+            (old, attached)
+        })?;
+        // Closes the failed device, outside the freeze.
+        drop(old);
+        if let Err(e) = attached {
+            // The spare's device is gone: the engine forgets it too.
+            io.engine.request_spare_removal(io, slot);
+            io.wait_worker();
+            return Err(e);
+        }
+        io.engine.request_add(io, role, uuid, slot);
+        io.wait_worker();
+        io.engine.add_outcome(role, &uuid).map_err(|_| EIO)?;
+        pr_info!(
+            "graid: {}: a spare took member {}'s place, rebuilding\n",
+            io.engine.superblock().array_name.as_str(),
+            role
+        );
+        self.announce(Some((MemberChange::SpareActivated, role)));
+        Ok(())
+    }
+
+    /// Runs `f` while no request is in flight (hence no member I/O or stripe step) and the
+    /// worker is idle with the rebuild held: what `f` takes out of the array is used by
+    /// nothing. `EBUSY` (nothing run) if requests did not drain in time.
+    fn with_members_idle<R>(&self, f: impl FnOnce() -> R) -> Result<R> {
+        let io = self.io();
+        io.engine.hold_rebuild();
+        let frozen = match self.disk.freeze(REMOVE_DRAIN_MS) {
+            Ok(frozen) => frozen,
+            Err(e) => {
+                io.engine.release_rebuild(io);
+                return Err(e);
+            }
+        };
+        frozen.ops().quiesce_worker();
+        let result = f();
+        drop(frozen);
+        io.engine.release_rebuild(io);
+        Ok(result)
     }
 
     /// Announces the array's name, UUID and level to udev (`tools/udev/`), and with `change`
@@ -301,15 +480,14 @@ impl Array {
     /// `EBUSY`: it holds the last copy of some data (nothing changed); `EIO`: no superblock
     /// took the update. Failing a failed member changes nothing.
     pub(crate) fn fail_member(&self, major: u32, minor: u32) -> Result<u32> {
+        let _members = self.members_lock.lock();
         let io = self.io();
         let role = io.files.role_of(major, minor).ok_or(ENXIO)?;
         io.engine.request_fail(io, role);
         io.wait_worker();
+        // The uevent goes out from the takeover work item, as for a failure the worker decided.
         match io.engine.fail_outcome(role) {
-            Ok(()) => {
-                self.announce(Some((MemberChange::Failed, role)));
-                Ok(role)
-            }
+            Ok(()) => Ok(role),
             Err(FailError::LastCopy) => Err(EBUSY),
             Err(FailError::NoMember) => Err(ENXIO),
             Err(FailError::NotRecorded) => Err(EIO),
@@ -317,23 +495,28 @@ impl Array {
     }
 
     /// ADD: puts the device `(major, minor)` in the place of a removed member, writes its
-    /// superblock and starts its rebuild; returns its role. `EOPNOTSUPP`: RAID 0; `EBUSY`: no member is removed (spares are not supported yet); `EEXIST`: already
-    /// a member; `ENOSPC`: too small; `EXDEV`: it carries another array's superblock; `EIO`:
-    /// no superblock took the update. Nothing changes on a refusal.
+    /// superblock and starts its rebuild; returns its role. With no removed member it becomes
+    /// a spare ([`uapi::GRAID_ROLE_SPARE`]), which takes a failed member's place at once if
+    /// one waits. `EOPNOTSUPP`: RAID 0; `EEXIST`: already a member or spare; `ENOSPC`: too
+    /// small, or no room for another spare; `EXDEV`: it carries another array's superblock;
+    /// `EIO`: no superblock took the update. Nothing changes on a refusal.
     pub(crate) fn add_member(&self, major: u32, minor: u32) -> Result<u32> {
+        let _members = self.members_lock.lock();
         let io = self.io();
         let engine = &io.engine;
-        if io.files.role_of(major, minor).is_some() {
+        if io.files.role_of(major, minor).is_some() || self.spare_slot_of(major, minor).is_some() {
             return Err(EEXIST);
         }
+        // A failed member still holding its device is not taken directly: the device becomes
+        // a spare, which takes its place once that device is released.
         let role = match engine.add_target() {
-            Ok(role) => role,
+            Ok(role) if io.files.get(role).is_none() => Some(role),
+            Ok(_) | Err(AddError::RoleTaken) => None,
             Err(AddError::Unsupported) => return Err(crate::errno::eopnotsupp()),
             Err(_) => return Err(EBUSY),
         };
-        // A failed member still holding its device is removed first.
-        if io.files.get(role).is_some() {
-            return Err(EBUSY);
+        if role.is_none() && engine.spares().is_full() {
+            return Err(ENOSPC);
         }
         let slot = engine.free_slot().ok_or(ENOSPC)?;
         let file = BlockDeviceFile::open_exclusive(major, minor, self._holder.cookie())?;
@@ -346,6 +529,9 @@ impl Array {
             return Err(EXDEV);
         }
         let uuid = random_uuid();
+        let Some(role) = role else {
+            return self.add_spare(SpareDevice { slot, uuid, file });
+        };
         let bdev = file.bdev();
         io.files.attach(role, file)?;
         self.disk.link_member(bdev);
@@ -361,41 +547,86 @@ impl Array {
         }
     }
 
-    /// REMOVE: releases the failed member whose device is `(major, minor)`; its role is then
-    /// missing. `ENXIO`: no member of this array; `EBUSY`: the member is in use (or its
-    /// failure not yet recorded), or requests did not drain in time (nothing changed).
-    pub(crate) fn remove_member(&self, major: u32, minor: u32) -> Result<u32> {
+    /// The spare (its device), the caller holding `members_lock`.
+    #[inline(never)]
+    fn add_spare(&self, spare: SpareDevice) -> Result<u32> {
         let io = self.io();
+        let (slot, uuid, bdev) = (spare.slot, spare.uuid, spare.file.bdev());
+        io.spares.lock().push(spare, GFP_KERNEL)?;
+        io.engine.request_spare(io, uuid, slot);
+        io.wait_worker();
+        if let Err(e) = io.engine.spare_added(slot) {
+            if e != AddError::NotRecorded {
+                // Not in the engine's table: closed again, nothing changed.
+                drop(self.take_spare_device(slot));
+                return Err(EBUSY);
+            }
+            return Err(EIO);
+        }
+        self.disk.link_member(bdev);
+        self.announce(Some((MemberChange::SpareAdded, uapi::GRAID_ROLE_SPARE)));
+        Ok(uapi::GRAID_ROLE_SPARE)
+    }
+
+    /// The slot-table entry of the spare whose device is `(major, minor)`.
+    fn spare_slot_of(&self, major: u32, minor: u32) -> Option<u32> {
+        let spares = self.io().spares.lock();
+        let found = spares.iter().find(|s| s.file.dev() == (major, minor));
+        found.map(|s| s.slot)
+    }
+
+    /// Takes spare `slot`'s device out of the list.
+    fn take_spare_device(&self, slot: u32) -> Option<SpareDevice> {
+        let mut spares = self.io().spares.lock();
+        let at = spares.iter().position(|s| s.slot == slot)?;
+        spares.remove(at).ok()
+    }
+
+    /// REMOVE: releases the failed member whose device is `(major, minor)`; its role is then
+    /// missing. Or releases a spare. `ENXIO`: no member or spare of this array; `EBUSY`: the
+    /// member is in use (or its failure not yet recorded), or requests did not drain in time
+    /// (nothing changed).
+    pub(crate) fn remove_member(&self, major: u32, minor: u32) -> Result<u32> {
+        let _members = self.members_lock.lock();
+        let io = self.io();
+        if let Some(slot) = self.spare_slot_of(major, minor) {
+            return self.remove_spare(slot);
+        }
         let role = io.files.role_of(major, minor).ok_or(ENXIO)?;
         let health = io.engine.members().get(role as usize).map(|m| m.health());
         if health != Some(Health::Faulty) {
             return Err(EBUSY);
         }
-        // No request in flight (hence no member I/O or stripe step), and the worker idle:
-        // nothing else can be using the device.
-        // The rebuild held, so that the worker stays idle.
-        io.engine.hold_rebuild();
-        let frozen = match self.disk.freeze(REMOVE_DRAIN_MS) {
-            Ok(frozen) => frozen,
-            Err(e) => {
-                io.engine.release_rebuild(io);
-                return Err(e);
+        let file = self.with_members_idle(|| {
+            let bdev = io.files.get(role).map(|f| f.bdev());
+            if let Some(bdev) = bdev {
+                self.disk.unlink_member(bdev);
             }
-        };
-        frozen.ops().quiesce_worker();
-        let bdev = io.files.get(role).map(|f| f.bdev());
-        if let Some(bdev) = bdev {
-            self.disk.unlink_member(bdev);
-        }
-        // SAFETY: the queue is frozen and the worker idle (above); only member operations,
-        // which the control device runs one at a time per array, would wake it.
-        let file = unsafe { io.files.detach(role) };
-        drop(frozen);
-        io.engine.release_rebuild(io);
+            // SAFETY: the queue is frozen and the worker idle (`with_members_idle`); only
+            // member operations, which hold `members_lock`, would wake it.
+            unsafe { io.files.detach(role) }
+        })?;
         // Closes the device, outside the freeze.
         drop(file);
         self.announce(Some((MemberChange::Removed, role)));
         Ok(role)
+    }
+
+    /// Releases spare `slot`: out of the engine's table (its slot-table entry retired, so the
+    /// device is refused if it comes back) before its device is closed.
+    #[inline(never)]
+    fn remove_spare(&self, slot: u32) -> Result<u32> {
+        let io = self.io();
+        io.engine.request_spare_removal(io, slot);
+        io.wait_worker();
+        if io.engine.spares().holds(slot) {
+            return Err(EIO);
+        }
+        let spare = self.take_spare_device(slot).ok_or(ENXIO)?;
+        self.disk.unlink_member(spare.file.bdev());
+        drop(spare);
+        self.announce(Some((MemberChange::SpareRemoved, uapi::GRAID_ROLE_SPARE)));
+        Ok(uapi::GRAID_ROLE_SPARE)
     }
 
     /// SPEED: sets the rebuild's speed limits if asked (`EINVAL` for a floor of 0 or above
@@ -463,6 +694,14 @@ impl Array {
         };
         (out.scrub_done, out.scrub_total) = (scrub.done, scrub.total);
         out.mismatch_sectors = scrub.mismatches;
+        out.rate_kibs = engine.background_kibs();
+        let spares = io.spares.lock();
+        for (spare, out) in spares.iter().zip(out.spares.iter_mut()) {
+            let (major, minor) = spare.file.dev();
+            *out = uapi::GraidMember { major, minor };
+        }
+        out.nr_spares = spares.len().min(uapi::GRAID_MAX_SPARES) as u32;
+        drop(spares);
         out.open_count = self.disk.open_count();
         out.size_sectors = engine.geometry().array_sectors();
         out.events = engine.events();
@@ -499,6 +738,9 @@ impl Array {
 #[pinned_drop]
 impl PinnedDrop for Array {
     fn drop(self: Pin<&mut Self>) {
+        // A takeover running now ends first; one queued later does nothing.
+        self.running.store(false, Ordering::SeqCst);
+        self.takeover.cancel();
         // No request is left once the disk is gone, and the worker is idle after it: the last
         // superblock update has the members to itself.
         self.disk.remove();

@@ -13,6 +13,7 @@ use crate::engine::geometry::{Geometry, Level};
 use crate::engine::members::MemberSet;
 use crate::engine::superblock::{ArrayName, Superblock, RECOVERY_COMPLETE};
 use crate::io::Member;
+use crate::member_devices::SpareDevice;
 use crate::kernel_ext::{
     bdev::BlockDeviceFile, capability::require_sys_admin, misc::MiscOps, random::real_seconds,
 };
@@ -387,24 +388,23 @@ impl Control {
         for _ in 0..best.members {
             by_role.push(None, GFP_KERNEL)?;
         }
+        let mut spares = KVec::new();
+        // The role of a spare: none (roles are below 32).
+        const SPARE: u8 = u8::MAX;
         for (i, (file, sb)) in files.iter_mut().zip(sbs.iter()).enumerate() {
             req.bad_member = i as u32;
             let (role, recovery_offset) = match member_status(&sbs, freshest, i).ok_or(EINVAL)? {
                 MemberStatus::Active { role } => (role, RECOVERY_COMPLETE),
                 // An interrupted rebuild goes on.
                 MemberStatus::Recovering { role, recovery_offset } => (role, recovery_offset),
+                MemberStatus::Spare => (SPARE, 0),
                 MemberStatus::Foreign => return Err(EXDEV),
                 MemberStatus::Stale { .. } | MemberStatus::Faulty | MemberStatus::Removed => {
                     return Err(crate::errno::estale())
                 }
                 MemberStatus::Mismatch => return Err(crate::errno::euclean()),
-                // Spares, rebuilds and duplicates are not supported yet.
-                _ => return Err(EINVAL),
+                MemberStatus::Duplicate { .. } => return Err(EINVAL),
             };
-            let slot = by_role.get_mut(usize::from(role)).ok_or(EINVAL)?;
-            if slot.is_some() {
-                return Err(EINVAL);
-            }
             let file = file.take().ok_or(EINVAL)?;
             // The data area must fit: a shrunk device would take I/O past its end.
             let needed = sb.data_offset.checked_add(best.data_size).ok_or(EINVAL)?;
@@ -417,6 +417,22 @@ impl Control {
                     needed
                 );
                 return Err(ENOSPC);
+            }
+            if role == SPARE {
+                if spares.len() >= uapi::GRAID_MAX_SPARES {
+                    return Err(ENOSPC);
+                }
+                let spare = SpareDevice {
+                    slot: sb.this_slot,
+                    uuid: sb.member_uuid,
+                    file,
+                };
+                spares.push(spare, GFP_KERNEL)?;
+                continue;
+            }
+            let slot = by_role.get_mut(usize::from(role)).ok_or(EINVAL)?;
+            if slot.is_some() {
+                return Err(EINVAL);
             }
             *slot = Some(Member {
                 recovery_offset,
@@ -434,7 +450,7 @@ impl Control {
         }
         check_rebuild_sources(&best, &by_role, missing)?;
         let index = self.reserve(best.array_name, best.array_uuid, want)?;
-        self.publish(index, Array::assemble(index, by_role, best, holder))
+        self.publish(index, Array::assemble(index, by_role, spares, best, holder))
     }
 
     #[inline(never)]

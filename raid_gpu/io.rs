@@ -25,7 +25,7 @@ use crate::kernel_ext::{
     plug,
     work::{noio_scope, RequestWork, WorkHandler, WorkQueue, Worker},
 };
-use crate::member_devices::MemberDevices;
+use crate::member_devices::{MemberDevices, SpareDevice};
 use crate::stripe_io::{self, Reserve, StripeBuffer};
 use crate::superblock_io::SuperblockWriter;
 use core::ptr;
@@ -202,6 +202,10 @@ pub(crate) struct ArrayIo {
     pub(crate) engine: ArrayEngine<KVec<MemberState>>,
     /// Member devices, in role order.
     pub(crate) files: MemberDevices,
+    /// The spares' devices (the engine's table says who they are). Locked by the worker
+    /// while it writes their superblocks, and by the member operations that move them.
+    #[pin]
+    pub(crate) spares: Mutex<KVec<SpareDevice>>,
     #[pin]
     clones: CloneSet<PieceCtx>,
     #[pin]
@@ -226,14 +230,16 @@ impl ArrayIo {
         superblock: Superblock,
         geometry: Geometry,
         members: KVec<Option<Member>>,
+        spares: KVec<SpareDevice>,
         in_sync: bool,
     ) -> impl PinInit<Self, Error> {
         try_pin_init!(&this in Self {
             // SAFETY: the worker is a field of the value `this` points at.
             worker <- unsafe { Worker::new(this.as_ptr(), c"graid") },
-            engine <- engine_in_place(superblock, geometry, &members, in_sync),
+            engine <- engine_in_place(superblock, geometry, &members, &spares, in_sync),
             superblocks <- SuperblockWriter::new(members.len()),
             files: MemberDevices::new(members.into_iter().map(|m| m.map(|m| m.file)))?,
+            spares <- new_mutex!(spares),
             clones <- CloneSet::new(64),
             deferred: RqStack::default(),
             parked: RqStack::default(),
@@ -369,6 +375,7 @@ fn engine_in_place<'a>(
     superblock: Superblock,
     geometry: Geometry,
     members: &'a [Option<Member>],
+    spares: &'a [SpareDevice],
     in_sync: bool,
 ) -> impl Init<ArrayEngine<KVec<MemberState>>, Error> + 'a {
     #[inline(never)]
@@ -377,16 +384,24 @@ fn engine_in_place<'a>(
         superblock: Superblock,
         geometry: Geometry,
         members: &[Option<Member>],
+        spares: &[SpareDevice],
         in_sync: bool,
     ) -> Result {
         let engine = new_engine(superblock, geometry, members, in_sync)?;
+        for spare in spares {
+            if !engine.spares().insert(spare.slot, spare.uuid) {
+                return Err(EINVAL);
+            }
+        }
         // SAFETY: `slot` is valid for writes (the `Init` contract).
         unsafe { slot.write(engine) };
         Ok(())
     }
     // SAFETY: `write` initialises the slot completely on `Ok` and leaves it alone on `Err`.
     unsafe {
-        pin_init::init_from_closure(move |slot| write(slot, superblock, geometry, members, in_sync))
+        pin_init::init_from_closure(move |slot| {
+            write(slot, superblock, geometry, members, spares, in_sync)
+        })
     }
 }
 
@@ -574,6 +589,19 @@ impl Platform for ArrayIo {
         self.superblocks.write(&self.files, targets, copy)
     }
 
+    fn write_spare_superblock(&self, slot: u32, sb: &Superblock) -> bool {
+        let spares = self.spares.lock();
+        spares
+            .iter()
+            .find(|s| s.slot == slot)
+            .is_some_and(|s| self.superblocks.write_one(s.file.bdev(), sb))
+    }
+
+    fn takeover_wanted(&self) {
+        // SAFETY: every `ArrayIo` is the request handler of an array's disk.
+        unsafe { crate::array::Array::of_io(self) }.kick_takeover();
+    }
+
     fn cpu(&self) -> u32 {
         crate::kernel_ext::cpu::current_cpu()
     }
@@ -758,7 +786,10 @@ impl Platform for ArrayIo {
                 name,
                 member
             ),
+            MemberEvent::FailureRecorded => (),
         }
+        // SAFETY: every `ArrayIo` is the request handler of an array's disk.
+        unsafe { crate::array::Array::of_io(self) }.note_event(member, event);
     }
 }
 

@@ -114,3 +114,12 @@ impl Drop for DeviceSlot {
         }
     }
 }
+
+/// A spare's device: never used for array I/O, only for its superblock until it takes a failed
+/// member's place.
+pub(crate) struct SpareDevice {
+    /// Its slot-table entry.
+    pub(crate) slot: u32,
+    pub(crate) uuid: [u8; 16],
+    pub(crate) file: BlockDeviceFile,
+}

@@ -11,7 +11,7 @@ use crate::kernel_ext::{
     bdev::BlockDeviceFile,
     bio::{read_page, write_pages_durably, PageWrite},
 };
-use kernel::{new_mutex, page::Page, prelude::*, sync::Mutex};
+use kernel::{bindings, new_mutex, page::Page, prelude::*, sync::Mutex};
 
 /// Writes an array's superblocks: one page per member and one encoding buffer, allocated up
 /// front. The mutex makes the writer single (the engine never runs two updates at once, and
@@ -76,6 +76,32 @@ impl SuperblockWriter {
             .filter(|&m| files.get(m).is_none() || self.pages.get(m as usize).is_none())
             .fold(MemberSet::EMPTY, MemberSet::with);
         failed.union(failed_io).union(missing)
+    }
+}
+
+impl SuperblockWriter {
+    /// Writes `sb` to the device `bdev` (a spare's: not a member) durably and waits; false on
+    /// an error. The same single writer as [`Self::write`], after it (it reuses member 0's
+    /// page).
+    pub(crate) fn write_one(&self, bdev: *mut bindings::block_device, sb: &Superblock) -> bool {
+        let mut buffer = self.buffer.lock();
+        let Some(page) = self.pages.first() else {
+            return false;
+        };
+        if superblock::encode(sb, &mut buffer).is_err() {
+            return false;
+        }
+        // SAFETY: `buffer` holds SUPERBLOCK_SIZE (= PAGE_SIZE) initialised bytes.
+        if unsafe { page.write_raw(buffer.as_ptr(), 0, SUPERBLOCK_SIZE) }.is_err() {
+            return false;
+        }
+        let write = PageWrite {
+            index: 0,
+            bdev,
+            sector: SUPERBLOCK_SECTOR,
+            page,
+        };
+        write_pages_durably(core::iter::once(write)) == 0
     }
 }
 

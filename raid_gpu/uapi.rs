@@ -8,7 +8,7 @@
 //! on every architecture graid supports.
 
 /// Bumped on every incompatible change to anything in this file.
-pub const GRAID_ABI_VERSION: u32 = 4;
+pub const GRAID_ABI_VERSION: u32 = 5;
 
 /// Name of the control misc device, as it appears under `/dev`.
 pub const GRAID_CONTROL_NAME: &str = "graid-control";
@@ -280,8 +280,8 @@ pub struct GraidDetail {
     pub open_count: u32,
     /// Out: `GRAID_DETAIL_*` flags.
     pub flags: u32,
-    /// Reserved, 0.
-    pub reserved: u32,
+    /// Out: how many of `spares` are filled in.
+    pub nr_spares: u32,
     /// Out: array size in sectors.
     pub size_sectors: u64,
     /// Out: superblock event counter.
@@ -295,8 +295,9 @@ pub struct GraidDetail {
     pub speed_max_kibs: u32,
     /// Out: the scrub running, one of `GRAID_SCRUB_*` (`GRAID_SCRUB_IDLE`: none).
     pub scrub_action: u32,
-    /// Reserved, 0.
-    pub reserved2: u32,
+    /// Out: the speed of the rebuild or scrub running, KiB/s, over the last second or so (0:
+    /// none runs, or it has not run a second yet).
+    pub rate_kibs: u32,
     /// Out: sectors scrubbed of `scrub_total` (array sectors on RAID 1/10, member sectors on
     /// RAID 5/6).
     pub scrub_done: u64,
@@ -310,20 +311,31 @@ pub struct GraidDetail {
     pub name: [u8; GRAID_NAME_LEN],
     /// Out: the first `nr_members` entries describe the members in role order.
     pub members: [GraidMemberDetail; GRAID_MAX_MEMBERS],
+    /// Out: the spares' devices, in the order they were added.
+    pub spares: [GraidMember; GRAID_MAX_SPARES],
 }
+
+/// How many spares an array holds at most.
+pub const GRAID_MAX_SPARES: usize = 8;
+
+/// [`GraidMemberOp::role`] of a spare (ADD made the device one; REMOVE released one).
+pub const GRAID_ROLE_SPARE: u32 = u32::MAX;
 
 /// [`GraidMemberOp::op`]: stop using an active member, as if it had failed (mdadm's `--fail`).
 /// Refused (`EBUSY`) when it holds the last copy of some data; the failure is recorded in the
 /// other members' superblocks before the ioctl returns.
 pub const GRAID_MEMBER_OP_FAIL: u32 = 1;
 /// [`GraidMemberOp::op`]: release a failed member's device from the array (mdadm's
-/// `--remove`); its role is then missing. Refused (`EBUSY`) for a member in use.
+/// `--remove`); its role is then missing. Also releases a spare (`role` is then
+/// [`GRAID_ROLE_SPARE`]). Refused (`EBUSY`) for a member in use.
 pub const GRAID_MEMBER_OP_REMOVE: u32 = 2;
-/// [`GraidMemberOp::op`]: add a device in the place of a removed member (mdadm's `--add`):
-/// it gets a new superblock and is rebuilt in the background; `role` says which member it
-/// became. `EOPNOTSUPP` on RAID 0 (nothing to rebuild from); `EBUSY` when no member is removed
-/// (spares are not supported yet); `ENOSPC` when it is too small; `EXDEV` when it carries a
-/// superblock of another array.
+/// [`GraidMemberOp::op`]: add a device (mdadm's `--add`). In the place of a removed member it
+/// gets a new superblock and is rebuilt in the background; `role` says which member it
+/// became. Otherwise it becomes a spare (`role` is [`GRAID_ROLE_SPARE`]), which takes the place
+/// of the next member that fails (at once if one is failed now: the failed device is
+/// released). `EOPNOTSUPP` on RAID 0 (nothing to rebuild from); `ENOSPC` when it is too small
+/// or the array has [`GRAID_MAX_SPARES`] spares; `EXDEV` when it carries a superblock of
+/// another array; `EEXIST` when it is already a member or spare.
 pub const GRAID_MEMBER_OP_ADD: u32 = 3;
 
 /// Argument of [`GRAID_IOC_MEMBER`]: one operation on one member of a running array.

@@ -13,12 +13,23 @@ use kernel::str::CString;
 /// A member change, as `GRAID_EVENT=` says it.
 #[derive(Clone, Copy)]
 pub(crate) enum MemberChange {
-    /// Failed on request (`graidctl fail`): out of use, recorded in the superblocks.
+    /// Failed (on request or after I/O errors): out of use, recorded in the superblocks.
     Failed,
     /// Its device was released from the array (`graidctl remove`).
     Removed,
     /// A device took its place (`graidctl add`); its rebuild started.
     Added,
+    /// A device was added as a spare (the role is `spare`).
+    SpareAdded,
+    /// A spare was released (the role is `spare`).
+    SpareRemoved,
+    /// A spare took the place of this failed member (whose device was released); its
+    /// rebuild started.
+    SpareActivated,
+    /// Its rebuild finished: in sync.
+    Rebuilt,
+    /// Its rebuild stopped: some data has no readable copy.
+    RebuildStalled,
 }
 
 impl MemberChange {
@@ -27,6 +38,11 @@ impl MemberChange {
             Self::Failed => "member-failed",
             Self::Removed => "member-removed",
             Self::Added => "member-added",
+            Self::SpareAdded => "spare-added",
+            Self::SpareRemoved => "spare-removed",
+            Self::SpareActivated => "spare-activated",
+            Self::Rebuilt => "rebuild-finished",
+            Self::RebuildStalled => "rebuild-stalled",
         }
     }
 }
@@ -50,7 +66,11 @@ pub(crate) fn announce(
         None => disk.change_uevent(&[name, uuid, level]),
         Some((what, role)) => {
             let event = CString::try_from_fmt(format_args!("GRAID_EVENT={}", what.name()))?;
-            let member = CString::try_from_fmt(format_args!("GRAID_MEMBER={role}"))?;
+            let member = if role == crate::uapi::GRAID_ROLE_SPARE {
+                CString::try_from_fmt(format_args!("GRAID_MEMBER=spare"))?
+            } else {
+                CString::try_from_fmt(format_args!("GRAID_MEMBER={role}"))?
+            };
             disk.change_uevent(&[name, uuid, level, event.to_bytes(), member.to_bytes()])
         }
     }

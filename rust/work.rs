@@ -93,6 +93,13 @@ impl<T: WorkHandler> Worker<T> {
         unsafe { bindings::flush_work(self.work.get()) };
     }
 
+    /// Takes `T::run` off the queue if it is queued and waits for a running one to end (it
+    /// may be kicked again after).
+    pub(crate) fn cancel(&self) {
+        // SAFETY: the work item lives as long as `self`.
+        unsafe { bindings::cancel_work_sync(self.work.get()) };
+    }
+
     /// # Safety
     ///
     /// Called by the workqueue for the work item of a live `Worker<T>`.

@@ -1,12 +1,23 @@
 # graid demo (make demo), run inside the test VM: create a RAID 1 and a RAID 0 on emulated NVMe
 # drives, write and verify data, show them, repair a mirror's read errors, survive a dead
 # mirror member, remove it, stop and reassemble (the mirror degraded), add a member back and
-# rebuild it under writes, then read everything from the rebuilt member alone; then a RAID 6
+# rebuild it under writes, then read everything from the rebuilt member alone; a spare added to
+# the mirror takes a failed member's place by itself and is rebuilt; then a RAID 6
 # that loses a member in the middle of a verified write, and a second one failed by hand, and
 # keeps serving from parity.
 . /graid/lib.sh
 step() { printf '\n=== %s\n' "$*"; }
 run() { echo "# $*"; "$@" || exit 1; }
+# read_back_without MEMBER WHO: fails the mirror's MEMBER and reads all 64 MiB written to it
+# back from WHO, the other copy.
+read_back_without() {
+	run graidctl fail mirror "$1"
+	echo 3 >/proc/sys/vm/drop_caches
+	fio_readback "$mirror" 0 32M randwrite 4k-256k "DATA LOST"
+	fio_readback "$mirror" 32M 16M randwrite 4k-256k "DATA LOST"
+	fio_readback "$mirror" 48M 16M randwrite 4k-256k "DATA LOST"
+	echo "all 64 MiB read back correctly from $2"
+}
 
 step "Loading raid_gpu"
 load_module
@@ -38,7 +49,7 @@ step "Write 32 MiB to each with fio and verify every block (crc32c)"
 for a in mirror stripe; do
 	dev=$(graidctl detail $a | grep -o '/dev/graid[0-9]*' | head -n 1)
 	fio_verify "$dev" 0 32M randwrite 4k-256k
-	echo "$a ($dev): 32 MiB written and verified, then verified again by a second reader"
+	echo "$a ($dev): 32 MiB written, then every block verified by a second reader"
 done
 run graidctl detail mirror
 mirror=$(graidctl detail mirror | grep -o '/dev/graid[0-9]*' | head -n 1)
@@ -85,14 +96,26 @@ wait $writer || { cat /tmp/fio.out; echo "DATA LOST"; exit 1; }
 echo "16 MiB written and verified during the rebuild"
 run graidctl detail mirror
 step "Fail $1: the rebuilt member alone holds the data now; read all 64 MiB back from it"
-run graidctl fail mirror "$1"
-echo 3 >/proc/sys/vm/drop_caches
-fio_readback "$mirror" 0 32M randwrite 4k-256k "DATA LOST"
-fio_readback "$mirror" 32M 16M randwrite 4k-256k "DATA LOST"
-fio_readback "$mirror" 48M 16M randwrite 4k-256k "DATA LOST"
-echo "all 64 MiB read back correctly from the rebuilt member"
-run graidctl stop mirror
+read_back_without "$1" "the rebuilt member"
+
+step "A spare: $3 leaves the stripe and joins the mirror; it takes failed $1's place by itself"
 run graidctl stop stripe
+run graidctl zero-superblock "$3"
+run graidctl add mirror "$3"
+# The takeover runs in the background (it waits for the mirror's I/O to drain first).
+n=0
+until graidctl --json detail mirror | grep -q '"spares": \[\]'; do
+	n=$((n + 1))
+	[ $n -le 300 ] || { graidctl detail mirror; echo "the spare never took over"; exit 1; }
+	usleep 100000
+done
+echo "# graidctl wait mirror"
+graidctl wait mirror >/tmp/wait.out 2>&1 || { cat /tmp/wait.out; exit 1; }
+cat /tmp/wait.out
+run graidctl detail mirror
+step "Fail $2: the former spare alone holds the data now; read all 64 MiB back from it"
+read_back_without "$2" "the former spare"
+run graidctl stop mirror
 wipe_superblocks "$@"
 
 step "Create a RAID 6 (P+Q parity, md's layout and math) on all four drives, $4 behind device-mapper"
@@ -128,5 +151,5 @@ unload_module
 echo
 echo "demo finished: create, write, verify, read errors repaired, member failure and removal,"
 echo "stop, assemble (degraded with --run), add and rebuild under writes, read back from the"
-echo "rebuilt member; RAID 6 losing a member in the middle of a verified write and a second by"
-echo "hand, read back from parity"
+echo "rebuilt member; a spare taking a failed member's place by itself; RAID 6 losing a member"
+echo "in the middle of a verified write and a second by hand, read back from parity"

@@ -11,13 +11,25 @@ echo "1..$#"
 bad=$(dmesg -c | grep -E "$DMESG_BAD")
 [ -z "$bad" ] || echo "$bad" | sed 's/^/# boot dmesg: /'
 
+# A test's exit status is its own, not that of the line stamper after it.
+set -o pipefail
+
+# Prefixes each line read with the guest's whole seconds since $1 (an uptime in seconds).
+since() {
+	while IFS= read -r line || [ -n "$line" ]; do
+		read -r up _ </proc/uptime
+		echo "+$((${up%.*} - $1))s $line"
+	done
+}
+
 n=0 pass=0 fail=0 skipped=0
 for t in "$@"; do
 	n=$((n + 1))
 	name=$(basename "$t" .sh)
 	echo "# $name"
 	started=$(cut -d. -f1 /proc/uptime)
-	timeout "${GRAID_TEST_TIMEOUT:-900}" sh "$t" >/tmp/test.out 2>&1 </dev/null
+	# Each line carries the guest seconds since the test began, so a slow section shows.
+	timeout "${GRAID_TEST_TIMEOUT:-900}" sh "$t" </dev/null 2>&1 | since "$started" >/tmp/test.out
 	rc=$?
 	sed 's/^/# /' /tmp/test.out
 	# Guest seconds per test: what the VM suite's time budget is made of.

@@ -38,8 +38,12 @@ pub enum AddError {
     NotRecorded,
 }
 
-/// `valid | member << 8 | slot << 16` of a posted add.
+/// `valid | kind | member << 8 | slot << 16` of a posted add.
 const ADD_POSTED: u32 = 1;
+/// The posted device becomes a spare (`member` is unused).
+const ADD_SPARE: u32 = 2;
+/// The spare in `slot` leaves the array.
+const REMOVE_SPARE: u32 = 4;
 
 /// A device to add, posted for the worker: the member (role) it takes, its UUID and slot.
 #[derive(Debug)]
@@ -64,8 +68,9 @@ impl Default for AddRequest {
 }
 
 impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
-    /// The member a device added now would take: the first faulty one (its device must have
-    /// been removed: the caller checks). `Err` says why none can.
+    /// The member a device added now would take: the first faulty one (if it still holds its
+    /// device, the device added becomes a spare and takes over: see [`Self::takeover`]).
+    /// `Err` says why none can (`RoleTaken`: none is faulty; a device added is a spare).
     pub fn add_target(&self) -> Result<u32, AddError> {
         if !self.redundant() {
             return Err(AddError::Unsupported);
@@ -77,14 +82,63 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             .ok_or(AddError::RoleTaken)
     }
 
-    /// A slot-table entry for a new device: unused at start, by no member, not retired.
+    /// A slot-table entry for a new device: unused at start, by no member or spare, not
+    /// retired.
     pub fn free_slot(&self) -> Option<u32> {
-        let retired = self.retired_slots.load(Ordering::SeqCst);
+        let taken = self.retired_slots.load(Ordering::SeqCst) | self.spares.slot_bits();
         (0..MAX_SLOTS as u32).find(|&i| {
             self.superblock.slots.get(i as usize) == Some(&Slot::Empty)
-                && retired & (1u64 << i) == 0
+                && taken & (1u64 << i) == 0
                 && !self.members().iter().any(|m| m.slot() == i)
         })
+    }
+
+    /// A spare to move into a failed member's place now: `(member, spare slot, spare UUID)`,
+    /// the first faulty member and the first spare, if the array has both and the rebuild has
+    /// something to read from.
+    pub fn takeover(&self) -> Option<(u32, u32, [u8; UUID_LEN])> {
+        if !self.redundant() || !self.has_all_data(None) {
+            return None;
+        }
+        let (slot, uuid) = self.spares.iter().next()?;
+        let member = (0u32..)
+            .zip(self.members())
+            .find(|(_, m)| m.health() == Health::Faulty)?
+            .0;
+        Some((member, slot, uuid))
+    }
+
+    /// Posts a new spare (`uuid`, in slot-table entry `slot`) and kicks the worker; the
+    /// caller then waits for the worker and reads [`Self::spare_added`]. The device must
+    /// already be reachable for its superblock writes. One member operation at a time.
+    pub fn request_spare<P: Platform>(&self, p: &P, uuid: [u8; UUID_LEN], slot: u32) {
+        self.post(p, ADD_SPARE, 0, uuid, slot);
+    }
+
+    /// Whether the spare posted by [`Self::request_spare`] is in the array and recorded.
+    pub fn spare_added(&self, slot: u32) -> Result<(), AddError> {
+        if !self.spares.holds(slot) {
+            return Err(AddError::NoSlot);
+        }
+        if self.broken.load(Ordering::SeqCst) {
+            return Err(AddError::NotRecorded);
+        }
+        Ok(())
+    }
+
+    /// Posts the removal of the spare in slot-table entry `slot` and kicks the worker; once the
+    /// worker ran it is out of the table, its entry retired (its device refused if it comes
+    /// back), and the superblocks say so. The caller closes the device after that.
+    pub fn request_spare_removal<P: Platform>(&self, p: &P, slot: u32) {
+        self.post(p, REMOVE_SPARE, 0, [0; UUID_LEN], slot);
+    }
+
+    fn post<P: Platform>(&self, p: &P, kind: u32, member: u32, uuid: [u8; UUID_LEN], slot: u32) {
+        let r = &self.add_request;
+        r.uuid.store(uuid);
+        let what = ADD_POSTED | kind | (member & 0xff) << 8 | (slot & 0xff) << 16;
+        r.what.store(what, Ordering::SeqCst);
+        p.kick_worker();
     }
 
     /// Posts the addition of a device (`uuid`, in slot-table entry `slot`) as member `member`
@@ -92,11 +146,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
     /// [`Self::add_outcome`]. The device must already be reachable for member I/O. One at a
     /// time (the caller serialises them).
     pub fn request_add<P: Platform>(&self, p: &P, member: u32, uuid: [u8; UUID_LEN], slot: u32) {
-        let r = &self.add_request;
-        r.uuid.store(uuid);
-        let what = ADD_POSTED | (member & 0xff) << 8 | (slot & 0xff) << 16;
-        r.what.store(what, Ordering::SeqCst);
-        p.kick_worker();
+        self.post(p, 0, member, uuid, slot);
     }
 
     /// The outcome of [`Self::request_add`] once the worker ran: `Ok` when the member is in
@@ -115,8 +165,9 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         Ok(())
     }
 
-    /// The worker's part of an add: the member takes the new device, its old slot is retired,
-    /// the superblocks record it, and the rebuild starts.
+    /// The worker's part of an add: the member takes the new device (a spare's, which leaves
+    /// the spares), its old slot is retired, the superblocks record it, and the rebuild starts.
+    /// Or a spare joins or leaves the spares.
     pub(super) fn handle_add_request<P: Platform>(&self, p: &P) {
         let what = self.add_request.what.swap(0, Ordering::SeqCst);
         if what & ADD_POSTED == 0 {
@@ -124,6 +175,21 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         }
         let (member, slot) = ((what >> 8) & 0xff, (what >> 16) & 0xff);
         let uuid = self.add_request.uuid.load();
+        if what & ADD_SPARE != 0 {
+            if self.spares.insert(slot, uuid) {
+                // On error the array is broken, which `spare_added` reports.
+                let _ = self.write_superblocks(p, false);
+                self.want_takeover(p);
+            }
+            return;
+        }
+        if what & REMOVE_SPARE != 0 {
+            if self.spares.remove(slot) {
+                self.retire_slot(slot);
+                let _ = self.write_superblocks(p, false);
+            }
+            return;
+        }
         let Some(state) = self.members().get(member as usize) else {
             return;
         };
@@ -131,14 +197,27 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         if !state.begin_recovery(uuid, slot) {
             return;
         }
+        self.spares.remove(slot);
         if old_slot != slot {
-            let bit = 1u64.checked_shl(old_slot).unwrap_or(0);
-            self.retired_slots.fetch_or(bit, Ordering::SeqCst);
+            self.retire_slot(old_slot);
         }
         self.restart_rebuild();
         p.member_event(member, MemberEvent::Added);
         // On error the array is broken, which `add_outcome` reports.
         let _ = self.write_superblocks(p, false);
+    }
+
+    /// Slot-table entry `slot` is kept, faulty, so its device is refused if it comes back.
+    fn retire_slot(&self, slot: u32) {
+        let bit = 1u64.checked_shl(slot).unwrap_or(0);
+        self.retired_slots.fetch_or(bit, Ordering::SeqCst);
+    }
+
+    /// Tells the platform when a spare can take a failed member's place. The worker only.
+    pub(super) fn want_takeover<P: Platform>(&self, p: &P) {
+        if self.takeover().is_some() {
+            p.takeover_wanted();
+        }
     }
 
     /// Posts a request to fail member `member` and kicks the worker. The caller then waits for

@@ -25,6 +25,7 @@ use super::platform::{MemberIo, Op, PieceInfo, Platform, Source, Status, WorkLis
 use super::rebuild::RebuildState;
 use super::request::{PassResult, Phase, RequestState};
 use super::scrub::ScrubState;
+use super::spares::Spares;
 use super::stripe::StripeLocks;
 use super::superblock::Superblock;
 use core::ops::Deref;
@@ -84,6 +85,8 @@ pub struct ArrayEngine<M> {
     /// takes a new entry; the old one stays, faulty, so the old device is refused if it comes
     /// back), as bits.
     pub(super) retired_slots: AtomicU64,
+    /// Devices waiting to take a failed member's place (`spares.rs`).
+    pub(super) spares: Spares,
     /// The rebuild (`rebuild.rs`).
     pub(super) rebuild: RebuildState,
     /// Check and repair (`scrub.rs`).
@@ -122,6 +125,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             fail_refused: AtomicU32::new(0),
             add_request: AddRequest::new(),
             retired_slots: AtomicU64::new(0),
+            spares: Spares::new(),
             rebuild: RebuildState::new(),
             scrub: ScrubState::new(),
         })
@@ -139,6 +143,11 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
     /// The members, in role order.
     pub fn members(&self) -> &[MemberState] {
         &self.members
+    }
+
+    /// The spares.
+    pub fn spares(&self) -> &Spares {
+        &self.spares
     }
 
     /// Event count of the last superblock written.

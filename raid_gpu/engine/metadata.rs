@@ -52,9 +52,13 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             let mut targets = MemberSet::EMPTY;
             let mut sb = self.superblock;
             let retired = self.retired_slots.load(Ordering::SeqCst);
+            let spares = self.spares.slot_bits();
             for (i, slot) in sb.slots.iter_mut().enumerate() {
-                if retired & 1u64.checked_shl(i as u32).unwrap_or(0) != 0 {
+                let bit = 1u64.checked_shl(i as u32).unwrap_or(0);
+                if retired & bit != 0 {
                     *slot = Slot::Faulty;
+                } else if spares & bit != 0 {
+                    *slot = Slot::Spare;
                 }
             }
             for (index, member) in (0u32..).zip(self.members()) {
@@ -87,6 +91,15 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
                     None => sb,
                 });
             self.events.store(sb.events, Ordering::Release);
+            // Spares hold no data: one that misses an update is only refused at the next
+            // assembly (stale), which costs nothing.
+            for (slot, uuid) in self.spares.iter() {
+                let copy = Superblock {
+                    recovery_offset: 0,
+                    ..sb.for_member(slot, uuid)
+                };
+                p.write_spare_superblock(slot, &copy);
+            }
             if targets.minus(failed).is_empty() {
                 self.broken.store(true, Ordering::SeqCst);
                 return Err(MetadataError);
@@ -98,6 +111,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
                     .is_some_and(MemberState::mark_recorded);
                 if recorded {
                     self.failing.fetch_sub(1, Ordering::SeqCst);
+                    p.member_event(index, MemberEvent::FailureRecorded);
                 }
             }
             for index in failed.iter() {
@@ -106,6 +120,9 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             // Members whose write failed are failing now (or kept as a last copy): record them
             // on the others. Each pass drops a member or ends.
             if self.failing.load(Ordering::SeqCst) == 0 {
+                if !failing.is_empty() {
+                    self.want_takeover(p);
+                }
                 return Ok(());
             }
         }

@@ -160,6 +160,8 @@ pub enum MemberEvent {
     Rebuilt,
     /// Its rebuild stopped: some data it needs has no readable copy.
     RebuildStalled,
+    /// Its failure (any of the above, or on request) is recorded in the superblocks now.
+    FailureRecorded,
 }
 
 /// The services a home gives the engine.
@@ -210,6 +212,17 @@ pub trait Platform {
     /// return (`PREFLUSH | FUA`: every write completed before is durable too). Called only by
     /// one writer at a time (the worker, or the array's start and stop while no I/O runs).
     fn write_superblocks(&self, targets: MemberSet, copy: impl Fn(u32) -> Superblock) -> MemberSet;
+
+    /// Writes spare `slot`'s superblock and waits (durable on return); false on an error. The
+    /// same caller as [`Self::write_superblocks`], after it.
+    fn write_spare_superblock(&self, slot: u32, sb: &Superblock) -> bool;
+
+    /// A member is faulty and a spare waits: the platform should move the spare into its place
+    /// soon, outside the worker (the failed member's device must be released first, which
+    /// waits for the array's requests to drain; see [`ArrayEngine::takeover`]). The worker only.
+    ///
+    /// [`ArrayEngine::takeover`]: super::array::ArrayEngine::takeover
+    fn takeover_wanted(&self);
 
     /// The CPU running the caller: a hint that spreads counters over cache lines (any number;
     /// a stale one costs only sharing).

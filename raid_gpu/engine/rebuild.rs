@@ -21,6 +21,7 @@ use super::array::ArrayEngine;
 use super::members::{MemberSet, MemberState};
 use super::parity::{ParityJob, ParityOp};
 use super::platform::{MemberEvent, Op, Platform};
+use super::rate::RateMeter;
 use super::request::{Phase, RequestState};
 use super::superblock::RECOVERY_COMPLETE;
 use core::ops::Deref;
@@ -82,6 +83,8 @@ pub struct RebuildState {
     max_kibs: AtomicU32,
     /// The members' completed I/O count at the last step: other I/O since shows as a change.
     foreground: AtomicU64,
+    /// The speed of the rebuild or scrub running.
+    pub(super) rate: RateMeter,
 }
 
 impl RebuildState {
@@ -96,6 +99,7 @@ impl RebuildState {
             min_kibs: AtomicU32::new(DEFAULT_MIN_KIBS),
             max_kibs: AtomicU32::new(DEFAULT_MAX_KIBS),
             foreground: AtomicU64::new(0),
+            rate: RateMeter::new(),
         }
     }
 
@@ -189,6 +193,12 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
     /// Member sectors rebuilt since the array started.
     pub fn rebuilt_sectors(&self) -> u64 {
         self.rebuild.copied.load(Ordering::Relaxed)
+    }
+
+    /// The speed of the rebuild or check/repair running, KiB/s, over the last second or so
+    /// (0: none runs, or it has not run a second yet).
+    pub fn background_kibs(&self) -> u32 {
+        self.rebuild.rate.kibs()
     }
 
     /// The rebuild stopped on data with no readable copy.
@@ -317,6 +327,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
     /// sectors since `started`: the floor while the array served other I/O since the last
     /// step (foreground I/O keeps priority; the rebuild still moves), the cap otherwise.
     pub(super) fn keep_pace<P: Platform>(&self, p: &P, started: u64, sectors: u64) {
+        self.rebuild.rate.add(started, p.now_ns(), sectors);
         let foreground = self.members().iter().fold(0u64, |n, m| {
             let s = m.stats();
             n.wrapping_add(s.reads).wrapping_add(s.writes)
@@ -459,6 +470,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
     /// The member is in sync: reads may use it; recorded in the superblocks.
     fn finish_rebuild<P: Platform>(&self, p: &P, target: u32, state: &MemberState) {
         state.set_recovery_offset(RECOVERY_COMPLETE);
+        self.rebuild.rate.stop();
         self.rebuild.since_checkpoint.store(0, Ordering::Relaxed);
         let _ = self.write_superblocks(p, false);
         p.member_event(target, MemberEvent::Rebuilt);

@@ -114,6 +114,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
 
     /// Stops a running scrub where it is (its counts stay).
     pub fn stop_scrub(&self) {
+        self.rebuild.rate.stop();
         self.scrub.mode.store(IDLE, Ordering::SeqCst);
     }
 

@@ -6,7 +6,6 @@ need_members 4
 set -- $members
 d0=$1 d1=$2 d2=$3 d3=$4
 
-array_dev() { echo "$1" | grep -o '/dev/graid[0-9]*' | head -n 1; }
 sb_read() { echo 3 >/proc/sys/vm/drop_caches; dd if="$1" of="$2" bs=4096 skip=1 count=1 2>/dev/null; }
 sb_write() { dd if="$2" of="$1" bs=4096 seek=1 count=1 conv=fsync 2>/dev/null; echo 3 >/proc/sys/vm/drop_caches; }
 

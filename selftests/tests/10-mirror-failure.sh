@@ -15,7 +15,6 @@ modprobe dm-dust || fail "cannot load dm-dust"
 modprobe dm-flakey || fail "cannot load dm-flakey"
 
 sectors_of() { cat /sys/class/block/${1#/dev/}/size; }
-array_dev() { echo "$1" | grep -o '/dev/graid[0-9]*' | head -n 1; }
 # flakey NAME DEV [FEATURE]: (re)loads NAME over DEV, healthy, or failing FEATURE
 # (error_reads, error_writes) from now on.
 flakey() {

@@ -9,7 +9,6 @@ need_members 2
 set -- $members
 d0=$1 d1=$2
 
-array_dev() { echo "$1" | grep -o '/dev/graid[0-9]*' | head -n 1; }
 # clean_flag DEV: the State line of `graidctl examine`.
 clean_flag() { graidctl examine "$1" | grep -m1 'State :'; }
 

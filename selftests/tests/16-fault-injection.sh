@@ -1,5 +1,5 @@
 # Allocation failures, by fault injection:
-# - every allocation ASSEMBLE and CREATE make (every third in `make test`), failed in turn
+# - every allocation ASSEMBLE and CREATE make (every fifth in `make test`), failed in turn
 #   (graid-probe fail-sweep, over /proc/thread-self/fail-nth): each run fails cleanly or succeeds through a fallback (no oops
 #   or leak, nothing left running), the call then works, and an array whose mirrors were not in
 #   sync is never left marked clean by a failed start;
@@ -19,13 +19,13 @@ dbg=/sys/kernel/debug
 [ -d $dbg/failslab ] || mount -t debugfs none $dbg 2>/dev/null
 [ -e /proc/self/fail-nth ] || fail "no /proc/self/fail-nth (CONFIG_FAULT_INJECTION)"
 
-# `make test` fails every third allocation, starting from a first that changes with the day
-# (so successive CI runs cover all of them; GRAID_SWEEP_FIRST=1..3 on the host repeats one),
-# `make soak` every one.
+# `make test` fails every fifth allocation, starting from a first that changes with the day
+# (so five successive CI days cover all of them; GRAID_SWEEP_FIRST=1..5 on the host repeats
+# one), `make soak` every one.
 if [ "${GRAID_SOAK:-0}" = 1 ]; then
 	sweep="--every 1:1"
 else
-	sweep="--every 3:${GRAID_SWEEP_FIRST:-$((($(date +%s) / 86400) % 3 + 1))}"
+	sweep="--every 5:${GRAID_SWEEP_FIRST:-$((($(date +%s) / 86400) % 5 + 1))}"
 fi
 echo "sweeps: $sweep"
 
@@ -79,9 +79,12 @@ for every in 1 2; do
 	wipe_superblocks $d0 $d1 $d2 $d3
 	expect_rc 0 graidctl create sb --level 6 --chunk 64K --write-zeroes $d0 $d1 $d2 $d3
 	dev=$(echo "$OUT" | grep -o '/dev/graid[0-9]*' | head -n 1)
+	# All on the one reserve buffer with every allocation failing: 1 MiB each is enough to
+	# queue them behind each other many times (and takes most of this test's time as it is).
+	size=$((every * 1))
 	pids=
 	for r in 0 1 2; do
-		fio_verify "$dev" $((r * 4))M 4M randwrite 4k-256k &
+		fio_verify "$dev" $((r * 4))M ${size}M randwrite 4k-256k &
 		pids="$pids $!"
 	done
 	for pid in $pids; do

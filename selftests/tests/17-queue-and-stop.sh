@@ -12,7 +12,6 @@ need_members 4
 set -- $members
 d0=$1 d1=$2 d2=$3 d3=$4
 export DM_DISABLE_UDEV=1
-array_dev() { echo "$1" | grep -o '/dev/graid[0-9]*' | head -n 1; }
 
 echo "--- the queue"
 expect_rc 0 graidctl create q --level 10 --chunk 64K --assume-clean $d0 $d1 $d2 $d3

@@ -14,7 +14,6 @@ need_members 4
 set -- $members
 d0=$1 d1=$2 d2=$3 d3=$4
 
-array_dev() { echo "$1" | grep -o '/dev/graid[0-9]*' | head -n 1; }
 role_state() { # ROLE: the state of that role in `graidctl --json detail fr`
 	graidctl --json detail fr | tr -d '\n ' | sed 's/},{/}\n{/g' | grep "\"role\":$1," |
 		sed -n 's/.*"state":"\([a-z]*\)".*/\1/p'

@@ -11,7 +11,6 @@ need_members 4
 set -- $members
 d0=$1 d1=$2 d2=$3 d3=$4
 
-array_dev() { echo "$1" | grep -o '/dev/graid[0-9]*' | head -n 1; }
 # scribble DEV SECTOR: 4 KiB of random bytes at data-area sector SECTOR of member DEV (its
 # data area starts 2 MiB in), behind the array's back.
 scribble() {

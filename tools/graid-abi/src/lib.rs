@@ -58,6 +58,7 @@ mod tests {
                 + 16
                 + GRAID_NAME_LEN
                 + GRAID_MAX_MEMBERS * size_of::<GraidMemberDetail>()
+                + GRAID_MAX_SPARES * size_of::<GraidMember>()
         );
     }
 

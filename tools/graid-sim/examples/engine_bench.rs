@@ -115,6 +115,13 @@ impl Platform for Null {
 
     fn member_event(&self, _member: u32, _event: MemberEvent) {}
 
+    // No spares in the bench.
+    fn write_spare_superblock(&self, _slot: u32, _sb: &Superblock) -> bool {
+        true
+    }
+
+    fn takeover_wanted(&self) {}
+
     // RAID 0/1/10 only: the stripe engine's services are never asked for.
     fn queue_stripe_work(&self, _rq: ()) {}
 

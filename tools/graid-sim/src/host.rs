@@ -36,6 +36,9 @@ pub struct Faults {
     /// Every I/O (superblock writes too) fails once this many I/Os have been done (a drive
     /// that dies).
     pub die_after: Option<u64>,
+    /// The member dies (as above) once the rebuild did this many I/Os on it: a source that
+    /// dies in the middle of a rebuild.
+    pub die_after_rebuild_ios: Option<u64>,
     /// Each I/O fails with this chance, in parts per million (a flaky link). A failing read
     /// leaves garbage in the buffer; a failing write may have written a part.
     pub error_ppm: u32,
@@ -65,6 +68,8 @@ pub struct MemDisk {
     /// Member sectors (data offset included) whose reads fail.
     pub bad: Mutex<BTreeSet<u64>>,
     pub ios: AtomicU64,
+    /// I/Os of the rebuild (and scrub) on it.
+    pub rebuild_ios: AtomicU64,
     pub dead: AtomicBool,
     pub flushes: AtomicU64,
     /// Flushes sent, including the ones that failed.
@@ -82,6 +87,7 @@ impl MemDisk {
             faults,
             bad: Mutex::new(bad),
             ios: AtomicU64::new(0),
+            rebuild_ios: AtomicU64::new(0),
             dead: AtomicBool::new(false),
             flushes: AtomicU64::new(0),
             flush_attempts: AtomicU64::new(0),
@@ -190,6 +196,10 @@ pub struct Host {
     /// The rebuild's buffer: a column per member, tags per sector.
     pub rebuild_buffer: Mutex<Vec<Vec<u64>>>,
     pub events: Mutex<Vec<(u32, MemberEvent)>>,
+    /// Superblocks written to spares, with their slot.
+    pub spare_superblocks: Mutex<Vec<(u32, Superblock)>>,
+    /// Times the worker asked for a spare to take a failed member's place.
+    pub takeovers_wanted: AtomicU32,
     pub violations: Violations,
     pub stripe: StripeHome,
 }
@@ -847,6 +857,15 @@ impl Platform for Host {
         ID.with(|id| *id)
     }
 
+    fn write_spare_superblock(&self, slot: u32, sb: &Superblock) -> bool {
+        self.spare_superblocks.lock().unwrap().push((slot, *sb));
+        true
+    }
+
+    fn takeover_wanted(&self) {
+        self.takeovers_wanted.fetch_add(1, Ordering::SeqCst);
+    }
+
     fn member_event(&self, member: u32, event: MemberEvent) {
         self.events.lock().unwrap().push((member, event));
     }
@@ -876,6 +895,10 @@ impl Platform for Host {
             return Err(RebuildIoError);
         }
         let (from, to) = (sector as usize, (sector + sectors) as usize);
+        let done = disk.rebuild_ios.fetch_add(1, Ordering::Relaxed);
+        if disk.faults.die_after_rebuild_ios.is_some_and(|n| done >= n) {
+            disk.dead.store(true, Ordering::Relaxed);
+        }
         let fails = disk.next_io_fails(&mut self.rng.lock().unwrap());
         let mut buffer = self.rebuild_buffer();
         let col = &mut buffer[column as usize][offset as usize..(offset + sectors) as usize];

@@ -47,6 +47,9 @@ pub struct Scenario {
     /// This member is failed and its disk scribbled over before the run, and a device is
     /// added in its place while the submitters run: the run rebuilds it under load.
     pub rebuild: Option<u32>,
+    /// With `rebuild`: the new device is a spare added before the member fails, and takes
+    /// its place as the platform does when the engine asks ([`ArrayEngine::takeover`]).
+    pub via_spare: bool,
 }
 
 impl Scenario {
@@ -69,6 +72,7 @@ impl Scenario {
             mutation: None,
             overlap_writers: 1,
             rebuild: None,
+            via_spare: false,
         }
     }
 
@@ -162,6 +166,8 @@ pub fn new_host(scenario: &Scenario, seed: u64) -> (Arc<Host>, Receiver<QueuedIo
         rebuild_copies: AtomicU64::new(0),
         rebuild_sleeps: AtomicU64::new(0),
         rebuild_buffer: Mutex::new(Vec::new()),
+        spare_superblocks: Mutex::new(Vec::new()),
+        takeovers_wanted: AtomicU32::new(0),
         events: Mutex::new(Vec::new()),
         violations: Violations::default(),
         stripe: StripeHome {
@@ -266,6 +272,9 @@ pub fn run(scenario: &Scenario, seed: u64) -> Report {
     let (host, io_rx) = new_host(scenario, seed);
     let geometry = *host.engine.geometry();
     if let Some(target) = scenario.rebuild {
+        if scenario.via_spare {
+            add_spare(&host, seed);
+        }
         lose_member(&host, target, seed);
     }
     let threads = Threads::start(&host, io_rx, seed);
@@ -293,9 +302,16 @@ pub fn run(scenario: &Scenario, seed: u64) -> Report {
     if let Some(target) = scenario.rebuild {
         // Some I/O first, so the rebuild starts under load.
         thread::sleep(std::time::Duration::from_millis(5));
-        let slot = host.engine.free_slot().expect("a free slot");
-        host.engine
-            .request_add(&*host, target, NEW_DEVICE_UUID, slot);
+        let (member, slot, uuid) = if scenario.via_spare {
+            host.engine
+                .takeover()
+                .expect("a spare for the failed member")
+        } else {
+            let slot = host.engine.free_slot().expect("a free slot");
+            (target, slot, NEW_DEVICE_UUID)
+        };
+        assert_eq!(member, target, "seed {seed}: the spare goes elsewhere");
+        host.engine.request_add(&*host, member, uuid, slot);
     }
     let mut model = vec![None; array_sectors as usize];
     let mut errors = Vec::new();
@@ -345,6 +361,28 @@ pub fn lose_member(host: &Host, target: u32, seed: u64) {
     for (i, tag) in disk.iter_mut().enumerate() {
         *tag = GARBAGE ^ i as u64;
     }
+}
+
+/// Adds a spare device ([`NEW_DEVICE_UUID`]) to an optimal array: recorded, and no takeover
+/// asked for. Before the platform's threads start.
+pub fn add_spare(host: &Host, seed: u64) {
+    let engine = &host.engine;
+    let slot = engine.free_slot().expect("a free slot");
+    engine.request_spare(host, NEW_DEVICE_UUID, slot);
+    engine.work(host);
+    assert_eq!(engine.spare_added(slot), Ok(()), "seed {seed}");
+    assert_eq!(
+        host.takeovers_wanted.load(Ordering::SeqCst),
+        0,
+        "seed {seed}"
+    );
+    let written = host.spare_superblocks.lock().unwrap();
+    let (at, sb) = written.last().expect("the spare's superblock written");
+    assert_eq!(
+        (*at, sb.this_slot, sb.member_uuid),
+        (slot, slot, NEW_DEVICE_UUID)
+    );
+    assert_eq!(sb.slots[slot as usize], Slot::Spare);
 }
 
 /// Runs a whole scrub in `mode` on the calling thread (the platform's threads stopped) and

@@ -761,6 +761,96 @@ fn a_member_added_under_load_is_rebuilt_exactly() {
 }
 
 #[test]
+fn a_spare_takes_a_failed_members_place_and_is_rebuilt_under_load() {
+    for seed in seeds(2) {
+        for (level, members, chunk, target) in [(Level::Raid1, 2, 0, 1), (Level::Raid10, 4, 16, 3)]
+        {
+            let scenario = Scenario {
+                rebuild: Some(target),
+                via_spare: true,
+                data_sectors: 16384,
+                ..Scenario::new(level, members, chunk)
+            };
+            let report = run(&scenario, seed);
+            let host = &*report.host;
+            let engine = &host.engine;
+            assert!(
+                host.takeovers_wanted.load(Ordering::SeqCst) > 0,
+                "seed {seed}"
+            );
+            assert!(
+                engine.spares().is_empty(),
+                "seed {seed}: the spare is still a spare"
+            );
+            assert!(engine.takeover().is_none());
+            let member = &engine.members()[target as usize];
+            assert!(member.is_in_sync(), "seed {seed}: {level:?} not rebuilt");
+            assert_eq!(member.uuid(), NEW_DEVICE_UUID);
+            assert_eq!(engine.state(), ArrayState::Optimal, "seed {seed}");
+            assert!(report.errors.is_empty(), "seed {seed}: {:?}", report.errors);
+            check_mirrors_match(&report, seed);
+            // The spare's slot now holds the role; the failed device's is retired.
+            let sb = host.disks[target as usize].newest_superblock().unwrap();
+            assert_eq!(sb.member_uuid, NEW_DEVICE_UUID);
+            assert_eq!(
+                sb.slots[sb.this_slot as usize],
+                Slot::Active { role: target as u8 }
+            );
+            assert_eq!(sb.slots[target as usize], Slot::Faulty);
+        }
+    }
+}
+
+#[test]
+fn a_rebuild_source_that_dies_midway_is_replaced_by_another_copy_or_stops_the_rebuild() {
+    for seed in seeds(3) {
+        let dies = Faults {
+            die_after_rebuild_ios: Some(10),
+            ..Faults::default()
+        };
+        // RAID 1 of three: the rebuild of member 0 reads from member 1 until it dies, then
+        // from member 2, and finishes.
+        let scenario = Scenario {
+            rebuild: Some(0),
+            data_sectors: 16384,
+            ..Scenario::new(Level::Raid1, 3, 0)
+        }
+        .with_fault(1, dies);
+        let report = run(&scenario, seed);
+        let engine = &report.host.engine;
+        assert!(engine.members()[0].is_in_sync(), "seed {seed}: not rebuilt");
+        assert!(
+            engine.members()[1].is_faulty(),
+            "seed {seed}: the source did not die"
+        );
+        assert!(report.errors.is_empty(), "seed {seed}: {:?}", report.errors);
+        check_mirrors_match(&report, seed);
+        // RAID 10 of four: member 2's only source (3) dies: the rebuild stops, and the array
+        // either keeps the dead last copy and takes no more writes (broken, md's rule) or has
+        // lost that half; requests there fail, and nothing wrong is ever read (`run` checks).
+        let scenario = Scenario {
+            rebuild: Some(2),
+            data_sectors: 16384,
+            ..Scenario::new(Level::Raid10, 4, 16)
+        }
+        .with_fault(3, dies);
+        let report = run(&scenario, seed);
+        let engine = &report.host.engine;
+        assert!(engine.rebuild_stalled(), "seed {seed}: the rebuild went on");
+        assert!(engine.members()[2].is_recovering());
+        let state = engine.state();
+        assert!(
+            matches!(state, ArrayState::Broken | ArrayState::Failed),
+            "seed {seed}: {state:?}"
+        );
+        assert!(report
+            .host
+            .members_with(MemberEvent::RebuildStalled)
+            .contains(&2));
+    }
+}
+
+#[test]
 fn a_rebuild_target_that_dies_fails_alone() {
     for seed in seeds(3) {
         let scenario = Scenario {

@@ -49,7 +49,7 @@ pub fn detail_request(index: u32) -> GraidDetail {
         state: 0,
         open_count: 0,
         flags: 0,
-        reserved: 0,
+        nr_spares: 0,
         size_sectors: 0,
         events: 0,
         member_data_sectors: 0,
@@ -57,13 +57,14 @@ pub fn detail_request(index: u32) -> GraidDetail {
         speed_min_kibs: 0,
         speed_max_kibs: 0,
         scrub_action: 0,
-        reserved2: 0,
+        rate_kibs: 0,
         scrub_done: 0,
         scrub_total: 0,
         mismatch_sectors: 0,
         uuid: [0; 16],
         name: [0; graid_abi::GRAID_NAME_LEN],
         members: [Default::default(); graid_abi::GRAID_MAX_MEMBERS],
+        spares: [Default::default(); graid_abi::GRAID_MAX_SPARES],
     }
 }
 
@@ -426,16 +427,35 @@ pub mod fake {
                 .iter_mut()
                 .find(|a| a.index == arg.index)
                 .ok_or_else(|| io::Error::from_raw_os_error(libc::ENODEV))?;
+            let spares = array.nr_spares as usize;
             if arg.op == graid_abi::GRAID_MEMBER_OP_ADD {
-                // Takes the first missing role, as the module does.
-                let member = array.members[..array.nr_members as usize]
+                // Takes the first missing role, as the module does, or becomes a spare.
+                let missing = array.members[..array.nr_members as usize]
                     .iter_mut()
-                    .find(|m| m.state == graid_abi::GRAID_MEMBER_MISSING)
-                    .ok_or_else(|| io::Error::from_raw_os_error(libc::EBUSY))?;
+                    .find(|m| m.state == graid_abi::GRAID_MEMBER_MISSING);
+                let Some(member) = missing else {
+                    let slot = array
+                        .spares
+                        .get_mut(spares)
+                        .ok_or_else(|| io::Error::from_raw_os_error(libc::ENOSPC))?;
+                    *slot = arg.dev;
+                    array.nr_spares += 1;
+                    arg.role = graid_abi::GRAID_ROLE_SPARE;
+                    return Ok(());
+                };
                 arg.role = member.role;
                 member.dev = arg.dev;
                 member.state = graid_abi::GRAID_MEMBER_REBUILDING;
                 member.recovery_offset = 0;
+                return Ok(());
+            }
+            if let Some(at) = array.spares[..spares].iter().position(|s| *s == arg.dev) {
+                if arg.op == graid_abi::GRAID_MEMBER_OP_FAIL {
+                    return Err(io::Error::from_raw_os_error(libc::ENXIO));
+                }
+                array.spares.copy_within(at + 1..spares, at);
+                array.nr_spares -= 1;
+                arg.role = graid_abi::GRAID_ROLE_SPARE;
                 return Ok(());
             }
             let member = array.members[..array.nr_members as usize]

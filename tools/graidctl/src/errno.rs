@@ -132,10 +132,7 @@ fn reason(op: &Op<'_>, errno: i32) -> String {
             Op::Member {
                 action: Action::Add,
                 ..
-            } => "the array has no removed member for it to replace (graidctl fail and remove \
-                  one first; spares are not supported yet), or another member operation is \
-                  running (nothing changed)"
-                .to_owned(),
+            } => "another member operation is running (nothing changed)".to_owned(),
             Op::Member {
                 action: Action::Remove,
                 ..
@@ -163,7 +160,7 @@ fn reason(op: &Op<'_>, errno: i32) -> String {
             _ => "device or resource busy".to_owned(),
         },
         libc::EEXIST if matches!(op, Op::Member { .. }) => {
-            "already a member of this array".to_owned()
+            "already a member or spare of this array".to_owned()
         }
         libc::EEXIST => match op {
             Op::Create { name } => format!("an array named '{name}' (or with this UUID) exists"),
@@ -173,7 +170,7 @@ fn reason(op: &Op<'_>, errno: i32) -> String {
             _ => "already exists".to_owned(),
         },
         libc::ENXIO if matches!(op, Op::Member { .. }) => {
-            "not a member of this array (any more)".to_owned()
+            "not a member or spare of this array (any more)".to_owned()
         }
         libc::ENODEV | libc::ENXIO => match op {
             Op::Stop { .. }
@@ -192,7 +189,8 @@ fn reason(op: &Op<'_>, errno: i32) -> String {
             _ => "no such device".to_owned(),
         },
         libc::ENOSPC if matches!(op, Op::Member { .. }) => {
-            "too small for the array's data area (or the superblock's device table is full)"
+            "too small for the array's data area, or the array has as many spares as it can \
+             hold (8), or the superblock's device table is full"
                 .to_owned()
         }
         libc::ENOSPC | libc::E2BIG => match op {

@@ -12,8 +12,8 @@ use crate::error::CtlError;
 use crate::member::{Rdev, System};
 use crate::output::{json, ArrayView};
 use graid_abi::{
-    GraidMember, GraidMemberOp, GRAID_MEMBER_ACTIVE, GRAID_MEMBER_MISSING, GRAID_MEMBER_OP_ADD,
-    GRAID_MEMBER_OP_FAIL, GRAID_MEMBER_OP_REMOVE,
+    GraidMember, GraidMemberOp, GRAID_MAX_SPARES, GRAID_MEMBER_ACTIVE, GRAID_MEMBER_MISSING,
+    GRAID_MEMBER_OP_ADD, GRAID_MEMBER_OP_FAIL, GRAID_MEMBER_OP_REMOVE, GRAID_ROLE_SPARE,
 };
 use serde::Serialize;
 
@@ -87,7 +87,10 @@ struct Changed {
     member: String,
     major: u32,
     minor: u32,
-    role: u32,
+    /// Its role; null for a spare.
+    role: Option<u32>,
+    /// The device was added as a spare, or a spare was removed.
+    spare: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -110,9 +113,28 @@ pub fn run(
     let label = ArrayView::new(&detail, sys).label();
     let count = (detail.nr_members as usize).min(detail.members.len());
     let present = &detail.members[..count];
+    let spares = &detail.spares[..(detail.nr_spares as usize).min(GRAID_MAX_SPARES)];
     let mut targets = Vec::new();
     for path in members {
         let rdev = sys.block_rdev(path)?;
+        let is_spare = spares.iter().any(|s| {
+            Rdev {
+                major: s.major,
+                minor: s.minor,
+            } == rdev
+        });
+        if is_spare {
+            if action != Action::Remove {
+                return Err(CtlError::Failed(format!(
+                    "cannot {} {path} ({rdev}) {} {label}: it is a spare of it already; \
+                     nothing changed",
+                    action.verb(),
+                    action.preposition()
+                )));
+            }
+            targets.push((path.as_str(), rdev));
+            continue;
+        }
         let is_member = |m: &&graid_abi::GraidMemberDetail| {
             m.state != GRAID_MEMBER_MISSING
                 && Rdev {
@@ -174,11 +196,13 @@ pub fn run(
             );
             with_done(err, &changed, action)
         })?;
+        let spare = req.role == GRAID_ROLE_SPARE;
         changed.push(Changed {
             member: path.to_owned(),
             major: rdev.major,
             minor: rdev.minor,
-            role: req.role,
+            role: (!spare).then_some(req.role),
+            spare,
         });
     }
     if json_out {
@@ -189,21 +213,24 @@ pub fn run(
             array: ArrayView::new(&after, sys),
         }));
     }
-    let rebuilding = if action == Action::Add {
-        ", rebuilding (graidctl detail shows progress)"
-    } else {
-        ""
-    };
     Ok(changed
         .iter()
         .map(|c| {
-            format!(
-                "graidctl: {} {} (role {}) {} {label}{rebuilding}\n",
-                action.done(),
-                c.member,
-                c.role,
-                action.preposition()
-            )
+            let (done, member, to) = (action.done(), &c.member, action.preposition());
+            match (c.role, action) {
+                (None, Action::Add) => format!(
+                    "graidctl: added {member} to {label} as a spare (it takes the place of a \
+                     member that fails)\n"
+                ),
+                (None, _) => format!("graidctl: {done} spare {member} {to} {label}\n"),
+                (Some(role), Action::Add) => format!(
+                    "graidctl: added {member} (role {role}) to {label}, rebuilding \
+                     (graidctl detail shows progress)\n"
+                ),
+                (Some(role), _) => {
+                    format!("graidctl: {done} {member} (role {role}) {to} {label}\n")
+                }
+            }
         })
         .collect())
 }
@@ -286,6 +313,50 @@ mod tests {
             ctl.arrays.borrow()[0].members[1].state,
             GRAID_MEMBER_MISSING
         );
+    }
+
+    #[test]
+    fn add_to_an_optimal_array_makes_a_spare_which_remove_releases() {
+        let (ctl, sys) = setup();
+        let out = go(&ctl, &sys, &["/dev/vde"], Action::Add).unwrap();
+        assert_eq!(
+            out,
+            "graidctl: added /dev/vde to /dev/graid0 (data) as a spare (it takes the place of \
+             a member that fails)\n"
+        );
+        assert_eq!(ctl.arrays.borrow()[0].nr_spares, 1);
+        for action in [Action::Add, Action::Fail] {
+            let err = go(&ctl, &sys, &["/dev/vde"], action).unwrap_err();
+            assert!(
+                err.to_string().contains("it is a spare of it already"),
+                "{err}"
+            );
+        }
+        assert_eq!(
+            ctl.member_ops.borrow().len(),
+            1,
+            "a refusal reached the module"
+        );
+        let out = go(&ctl, &sys, &["/dev/vde"], Action::Remove).unwrap();
+        assert_eq!(
+            out,
+            "graidctl: removed spare /dev/vde from /dev/graid0 (data)\n"
+        );
+        assert_eq!(ctl.arrays.borrow()[0].nr_spares, 0);
+        let (ctl, sys) = setup();
+        let members: Vec<String> = vec!["/dev/vde".to_owned()];
+        let json_out = run(
+            &ctl,
+            &sys,
+            &parse("data").unwrap(),
+            &members,
+            Action::Add,
+            true,
+        );
+        let v: serde_json::Value = serde_json::from_str(&json_out.unwrap()).unwrap();
+        assert_eq!(v["changed"][0]["spare"], true);
+        assert!(v["changed"][0]["role"].is_null());
+        assert_eq!(v["array"]["spares"][0]["device"], "/dev/vde");
     }
 
     #[test]

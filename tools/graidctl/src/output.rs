@@ -7,8 +7,8 @@ use crate::uuid;
 use graid_abi::{
     GraidDetail, GraidMemberDetail, GRAID_ARRAY_BROKEN, GRAID_ARRAY_DEGRADED, GRAID_ARRAY_FAILED,
     GRAID_ARRAY_OPTIMAL, GRAID_DETAIL_REBUILD_STALLED, GRAID_DETAIL_RESYNC_PENDING,
-    GRAID_MAX_MEMBERS, GRAID_MEMBER_ACTIVE, GRAID_MEMBER_FAULTY, GRAID_MEMBER_MISSING,
-    GRAID_MEMBER_REBUILDING, GRAID_SCRUB_CHECK, GRAID_SCRUB_REPAIR,
+    GRAID_MAX_MEMBERS, GRAID_MAX_SPARES, GRAID_MEMBER_ACTIVE, GRAID_MEMBER_FAULTY,
+    GRAID_MEMBER_MISSING, GRAID_MEMBER_REBUILDING, GRAID_SCRUB_CHECK, GRAID_SCRUB_REPAIR,
 };
 use serde::Serialize;
 
@@ -96,6 +96,26 @@ pub struct ArrayView {
     /// Mismatched 512-byte sectors found by the running or last check or repair.
     pub mismatch_sectors: u64,
     pub members: Vec<MemberView>,
+    /// Devices waiting to take a failed member's place.
+    pub spares: Vec<SpareView>,
+}
+
+/// A spare of a running array.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct SpareView {
+    /// `/dev/NAME`, or null when it has no device node.
+    pub device: Option<String>,
+    pub major: u32,
+    pub minor: u32,
+}
+
+impl SpareView {
+    /// Its path, or `major:minor` without a node.
+    fn text(&self) -> String {
+        self.device
+            .clone()
+            .unwrap_or_else(|| format!("{}:{}", self.major, self.minor))
+    }
 }
 
 /// A check or repair, as `detail` shows it.
@@ -107,6 +127,10 @@ pub struct ScrubView {
     pub done_sectors: u64,
     pub total_sectors: u64,
     pub percent: f64,
+    /// Its speed over the last second or so, KiB/s (0: not measured yet).
+    pub rate_kibs: u32,
+    /// Seconds left at that speed (null: not measured yet).
+    pub seconds_left: Option<u64>,
 }
 
 /// A member's rebuild, as `detail` shows it.
@@ -117,8 +141,30 @@ pub struct RebuildView {
     pub done_sectors: u64,
     pub total_sectors: u64,
     pub percent: f64,
+    /// Its speed over the last second or so, KiB/s (0: not measured yet).
+    pub rate_kibs: u32,
+    /// Seconds left at that speed (null: not measured yet).
+    pub seconds_left: Option<u64>,
     /// It stopped: some data has no readable copy.
     pub stalled: bool,
+}
+
+/// Seconds to do `sectors` more at `kibs` KiB/s; `None` at 0.
+fn seconds_left(sectors: u64, kibs: u32) -> Option<u64> {
+    (kibs > 0).then(|| (sectors / 2).div_ceil(u64::from(kibs)))
+}
+
+/// `, 96.0 MiB/s, 1m12s left`, or empty when not measured yet.
+fn speed_text(kibs: u32, seconds_left: Option<u64>) -> String {
+    let Some(left) = seconds_left else {
+        return String::new();
+    };
+    let left = if left >= 60 {
+        format!("{}m{:02}s", left / 60, left % 60)
+    } else {
+        format!("{left}s")
+    };
+    format!(", {}/s, {left} left", format_sectors(u64::from(kibs) * 2))
 }
 
 /// One member of a running array.
@@ -203,6 +249,11 @@ impl ArrayView {
                         / d.scrub_total.max(1) as f64)
                         .floor()
                         / 10.0,
+                    rate_kibs: d.rate_kibs,
+                    seconds_left: seconds_left(
+                        d.scrub_total.saturating_sub(d.scrub_done),
+                        d.rate_kibs,
+                    ),
                 }),
                 _ => None,
             },
@@ -218,12 +269,28 @@ impl ArrayView {
                         done_sectors: done,
                         total_sectors: d.member_data_sectors,
                         percent: (done as f64 * 1000.0 / total as f64).floor() / 10.0,
+                        rate_kibs: d.rate_kibs,
+                        seconds_left: seconds_left(
+                            d.member_data_sectors.saturating_sub(done),
+                            d.rate_kibs,
+                        ),
                         stalled: d.flags & GRAID_DETAIL_REBUILD_STALLED != 0,
                     }
                 }),
             members: d.members[..count]
                 .iter()
                 .map(|m| MemberView::new(m, sys))
+                .collect(),
+            spares: d.spares[..(d.nr_spares as usize).min(GRAID_MAX_SPARES)]
+                .iter()
+                .map(|s| SpareView {
+                    device: sys.dev_path(Rdev {
+                        major: s.major,
+                        minor: s.minor,
+                    }),
+                    major: s.major,
+                    minor: s.minor,
+                })
                 .collect(),
         }
     }
@@ -265,11 +332,12 @@ impl ArrayView {
     pub fn rebuild_text(&self) -> String {
         match &self.rebuild {
             Some(r) => format!(
-                "{:.1}% of role {} ({} of {}){}",
+                "{:.1}% of role {} ({} of {}){}{}",
                 r.percent,
                 r.role,
                 format_sectors(r.done_sectors),
                 format_sectors(r.total_sectors),
+                speed_text(r.rate_kibs, r.seconds_left),
                 if r.stalled {
                     ", stopped: some data has no readable copy"
                 } else {
@@ -284,8 +352,11 @@ impl ArrayView {
     pub fn scrub_text(&self) -> String {
         match &self.scrub {
             Some(s) => format!(
-                "{} {:.1}% ({} mismatched sectors so far)",
-                s.action, s.percent, self.mismatch_sectors
+                "{} {:.1}% ({} mismatched sectors so far){}",
+                s.action,
+                s.percent,
+                self.mismatch_sectors,
+                speed_text(s.rate_kibs, s.seconds_left)
             ),
             None => String::new(),
         }
@@ -331,6 +402,14 @@ impl ArrayView {
                     count("faulty"),
                     count("missing")
                 ),
+            ),
+            (
+                "Spares",
+                self.spares
+                    .iter()
+                    .map(SpareView::text)
+                    .collect::<Vec<_>>()
+                    .join(", "),
             ),
         ];
         let mut out = format!("{}:\n", self.device);

@@ -161,6 +161,35 @@ ROLE  DEVICE        STATE    READS  WRITES     READ  WRITTEN  ERRORS  CORRECTED
     }
 
     #[test]
+    fn detail_shows_a_rebuilds_speed_and_time_left_and_the_spares() {
+        let (ctl, sys) = setup();
+        {
+            let mut arrays = ctl.arrays.borrow_mut();
+            let a = &mut arrays[0];
+            a.members[1].state = graid_abi::GRAID_MEMBER_REBUILDING;
+            a.member_data_sectors = 1 << 21;
+            a.members[1].recovery_offset = 1 << 19;
+            a.rate_kibs = 96 * 1024;
+            a.nr_spares = 1;
+            a.spares[0] = graid_abi::GraidMember {
+                major: 259,
+                minor: 2,
+            };
+        }
+        let text = detail(&ctl, &sys, &parse("/dev/graid0").unwrap(), false).unwrap();
+        // 768 MiB left at 96 MiB/s.
+        assert!(
+            text.contains("Rebuild : 25.0% of role 1 (256 MiB of 1 GiB), 96 MiB/s, 8s left\n"),
+            "{text}"
+        );
+        assert!(text.contains("Spares : /dev/nvme2n1\n"), "{text}");
+        let json = detail(&ctl, &sys, &parse("/dev/graid0").unwrap(), true).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(v["rebuild"]["seconds_left"], 8);
+        assert_eq!(v["spares"][0]["device"], "/dev/nvme2n1");
+    }
+
+    #[test]
     fn detail_json_shape() {
         let (ctl, sys) = setup();
         let out = detail(&ctl, &sys, &parse("/dev/graid0").unwrap(), true).unwrap();
@@ -186,6 +215,7 @@ ROLE  DEVICE        STATE    READS  WRITES     READ  WRITTEN  ERRORS  CORRECTED
                 "scrub",
                 "size_bytes",
                 "size_sectors",
+                "spares",
                 "state",
                 "uuid"
             ]
