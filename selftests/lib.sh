@@ -59,8 +59,9 @@ graid_nvme_disks() {
 	done | sort
 }
 
-# kmemleak_check: fails the test if kmemleak reports an unreferenced object.
-# Objects younger than ~5 s are not reported yet, hence the wait.
+# kmemleak_check: fails the test if kmemleak reports an unreferenced object (the runner scans
+# after every test too; this is for a check in the middle of one). Objects younger than ~5 s
+# are not reported yet, hence the wait.
 kmemleak_check() {
 	k=/sys/kernel/debug/kmemleak
 	[ -e $k ] || { echo "kmemleak not available, leak check skipped"; return 0; }

@@ -22,6 +22,19 @@ since() {
 	done
 }
 
+# leak_scan: prints what kmemleak reports as leaked (unreferenced objects older than 5 s) and
+# returns 1 if anything; the report is cleared, so each leak fails one test.
+leak_scan() {
+	k=/sys/kernel/debug/kmemleak
+	[ -e $k ] || return 0
+	echo scan >$k
+	leaks=$(cat $k)
+	[ -z "$leaks" ] && return 0
+	echo "$leaks" | head -n 60 | sed 's/^/# kmemleak: /'
+	echo clear >$k
+	return 1
+}
+
 n=0 pass=0 fail=0 skipped=0
 for t in "$@"; do
 	n=$((n + 1))
@@ -34,6 +47,14 @@ for t in "$@"; do
 	sed 's/^/# /' /tmp/test.out
 	# Guest seconds per test: what the VM suite's time budget is made of.
 	echo "# $name took $(($(cut -d. -f1 /proc/uptime) - started)) s"
+	# Leaks: kmemleak reports an object only once it is 5 s old, so a scan now sees what
+	# this test leaked early on and what the test before it leaked; after the last test it
+	# waits for everything.
+	[ $n = $# ] && sleep 6
+	if ! leak_scan; then
+		echo "# kmemleak: leaked objects, allocated during this test or the one before"
+		[ $rc = 0 ] || [ $rc = $KSFT_SKIP ] && rc=1
+	fi
 	bad=$(dmesg -c | grep -E "$DMESG_BAD")
 	if [ -n "$bad" ]; then
 		echo "$bad" | sed 's/^/# dmesg: /'

@@ -57,4 +57,3 @@ for name in survivor survivor6; do
 done
 wipe_superblocks $(graid_nvme_disks)
 unload_module
-kmemleak_check

@@ -12,4 +12,3 @@ losetup -d "$small"
 [ $rc = 0 ] || fail "graid-probe found misbehaving CREATE/STOP/DETAIL cases"
 wipe_superblocks "$@"
 unload_module
-kmemleak_check

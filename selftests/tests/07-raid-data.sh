@@ -76,4 +76,3 @@ for level in 0 1 10; do
 	done
 done
 unload_module
-kmemleak_check

@@ -102,4 +102,3 @@ expect_rc 0 graidctl assemble $d2 $d3
 expect_rc 0 graidctl stop two
 wipe_superblocks $d0 $d1 $d2 $d3
 unload_module
-kmemleak_check

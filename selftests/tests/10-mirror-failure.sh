@@ -117,4 +117,3 @@ echo "$OUT"
 dmsetup --noudevsync remove fl1 || fail "dmsetup remove fl1"
 wipe_superblocks $d0 $d1 $d2 $d3
 unload_module
-kmemleak_check

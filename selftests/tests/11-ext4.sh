@@ -27,4 +27,3 @@ umount /mnt/fs
 expect_rc 0 graidctl stop fs
 wipe_superblocks "$@"
 unload_module
-kmemleak_check

@@ -87,4 +87,3 @@ expect_rc 2 graidctl create both --level 1 --write-zeroes --assume-clean $d0 $d1
 
 wipe_superblocks $d0 $d1
 unload_module
-kmemleak_check

@@ -48,4 +48,3 @@ expect_rc 0 graidctl stop fl
 
 wipe_superblocks $d0 $d1
 unload_module
-kmemleak_check

@@ -143,4 +143,3 @@ for f in failslab fail_page_alloc; do
 done
 wipe_superblocks $d0 $d1 $d2 $d3
 unload_module
-kmemleak_check

@@ -105,4 +105,3 @@ dmsetup --noudevsync remove hang1 || fail "dmsetup remove failed"
 
 wipe_superblocks $d0 $d1 $d2 $d3
 unload_module
-kmemleak_check

@@ -58,4 +58,3 @@ raid_case 6 512K left-symmetric $1 $2 $3 $4
 raid_case 6 4K left-symmetric $3 $4 $5 $6 $7 $8
 raid_case 6 64K right-asymmetric $8 $7 $6 $5 $4 $3 $2 $1
 unload_module
-kmemleak_check

@@ -121,4 +121,3 @@ umount /mnt/r6
 expect_rc 0 graidctl stop e6
 remove_slices
 unload_module
-kmemleak_check

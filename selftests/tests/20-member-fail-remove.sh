@@ -128,4 +128,3 @@ fio_readback "$(array_dev "$OUT")" 0 8M randwrite 4k-64k "data lost after the re
 expect_rc 0 graidctl stop fr
 wipe_superblocks $d0 $d1 $d2 $d3
 unload_module
-kmemleak_check

@@ -170,4 +170,3 @@ expect_match 'RAID 0 keeps no copy.*EOPNOTSUPP' "$OUT" "adding to a RAID 0"
 expect_rc 0 graidctl stop r0
 wipe_superblocks $d0 $d1 $d2 $d3
 unload_module
-kmemleak_check

@@ -61,4 +61,3 @@ expect_match 'no copy or parity.*EOPNOTSUPP' "$OUT" "check of a RAID 0"
 expect_rc 0 graidctl stop r0
 wipe_superblocks $d0 $d1 $d2 $d3
 unload_module
-kmemleak_check

@@ -146,4 +146,3 @@ expect_rc 0 graidctl stop sp
 for i in 0 1 2 3; do dmsetup --noudevsync remove s$i; done
 wipe_superblocks $d0 $d1 $d2 $d3
 unload_module
-kmemleak_check
