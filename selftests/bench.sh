@@ -337,14 +337,24 @@ if [ -s $results ] && grep -q aggregate $results; then
 	}' $results
 fi
 
+# randread_iops DEV SECONDS: the 4k random read load's IOPS (QD32) on DEV over SECONDS.
+randread_iops() {
+	fio --name=load --filename=$1 --rw=randread --bs=4k --direct=1 --ioengine=libaio \
+		--iodepth=32 --time_based --runtime=$2 --norandommap --randrepeat=0 --minimal \
+		>/tmp/load.out 2>&1 || fail "fio randread on $1 failed"
+	awk -F';' '$1 == 3 { printf "%.0f", $8 }' /tmp/load.out
+}
+
 # rebuild_once LEVEL KIND LOAD: fails and removes the level's second member, adds it back and
 # times its rebuild, idle or (LOAD=read) under a 4k random read load (QD32) on the array
-# throughout, and the load's IOPS over it. Appends
-# "rebuildLEVEL KIND LOAD SECONDS IOPS".
+# throughout, and the load's IOPS over it, and before the failure on the whole array. Appends
+# "rebuildLEVEL KIND LOAD SECONDS IOPS IDLE_IOPS".
 rebuild_once() {
 	up_$2 $1
 	[ $2 = graid ] && graidctl set-speed "bench$1" --min 100M --max 0 >/dev/null
 	victim=$(echo $(level_members $1) | cut -d' ' -f2)
+	before=-
+	[ $3 = read ] && before=$(randread_iops $dev 5)
 	if [ $2 = graid ]; then
 		graidctl fail "bench$1" $victim >/dev/null && graidctl remove "bench$1" $victim >/dev/null ||
 			fail "graidctl fail/remove failed"
@@ -377,8 +387,9 @@ rebuild_once() {
 		iops=$(awk -F';' '$1 == 3 { printf "%.0f", $8 }' /tmp/load.out)
 	fi
 	secs=$(echo "$t0 $t1" | awk '{ printf "%.1f", $2 - $1 }')
-	echo "rebuild$1 $2 $3 $secs $iops" >>$results
-	printf 'rebuild RAID %-3s %-6s %-5s %7s s  load %s IOPS\n' "$1" "$2" "$3" "$secs" "$iops"
+	echo "rebuild$1 $2 $3 $secs $iops $before" >>$results
+	printf 'rebuild RAID %-3s %-6s %-5s %7s s  load %s IOPS (%s before the failure)\n' "$1" "$2" "$3" \
+		"$secs" "$iops" "$before"
 	down_$2 $1
 }
 
@@ -388,6 +399,13 @@ if echo rebuild | grep -Eq "^($only)"; then
 	echo 10000000 >/proc/sys/dev/raid/speed_limit_max
 	echo 102400 >/proc/sys/dev/raid/speed_limit_min
 	echo "--- rebuild of one member: idle, and under 4k random reads (QD32); floor 100 MiB/s, no cap (graid and md)"
+	# What a rebuild could reach at best: the replacement's own sequential write speed, on the
+	# raw device (the bench's arrays are made afresh after this).
+	fio --name=raw --filename=$2 --rw=write --bs=1M --direct=1 --ioengine=libaio --iodepth=32 \
+		--size=$((size_mb - 2))M --minimal >/tmp/raw.out 2>&1 || fail "fio write on $2 failed"
+	raw_kib=$(awk -F';' '$1 == 3 { print $48 }' /tmp/raw.out)
+	echo "raw $raw_kib" >>$results
+	echo "replacement $2, raw 1M sequential write: $((raw_kib / 1024)) MiB/s"
 	for token in $levels; do
 		level=${token%@*}
 		chunk=$default_chunk
@@ -403,15 +421,28 @@ if echo rebuild | grep -Eq "^($only)"; then
 	done
 	chunk=$default_chunk
 	echo
-	echo "rebuild of one $((size_mb)) MiB member (seconds, mean of $rounds; load: 4k randread QD32 IOPS during the rebuild)"
-	awk '$1 ~ /^rebuild/ { k = $1 " " $3; t[k " " $2] += $4; n[k " " $2]++; if ($5 != "-") io[k " " $2] += $5; keys[k] = 1 }
+	echo "rebuild of one $((size_mb)) MiB member (seconds, mean of $rounds; idle: the rebuild's speed"
+	echo "as a fraction of the replacement's raw write speed; load: 4k randread QD32 IOPS during the"
+	echo "rebuild and as a fraction of the same load before the failure)"
+	awk -v data_mib=$((size_mb - 2)) '
+	$1 == "raw" { raw = $2 / 1024 }
+	$1 ~ /^rebuild/ { k = $1 " " $3; t[k " " $2] += $4; n[k " " $2]++; keys[k] = 1
+		if ($5 != "-") { io[k " " $2] += $5; before[k " " $2] += $6 } }
 	END {
-		printf "%-14s %-5s %9s %9s %9s %11s %11s\n", "level", "load", "graid s", "md s", "md/graid", "graid IOPS", "md IOPS"
+		printf "%-14s %-5s %9s %9s %9s %11s %11s %8s %8s\n", "level", "load", "graid s", "md s", "md/graid",
+			"graid IOPS", "md IOPS", "graid", "md"
 		for (k in keys) {
 			split(k, f, " ")
 			g = t[k " graid"] / n[k " graid"]; m = t[k " md"] / n[k " md"]
-			printf "%-14s %-5s %9.1f %9.1f %9.2f %11.0f %11.0f\n", f[1], f[2], g, m, (g > 0 ? m / g : 0),
-				io[k " graid"] / n[k " graid"], io[k " md"] / n[k " md"]
+			if (f[2] == "idle") {
+				# MiB/s of the rebuild over the raw write speed.
+				fg = (g > 0 && raw > 0 ? data_mib / g / raw : 0); fm = (m > 0 && raw > 0 ? data_mib / m / raw : 0)
+			} else {
+				fg = (before[k " graid"] > 0 ? io[k " graid"] / before[k " graid"] : 0)
+				fm = (before[k " md"] > 0 ? io[k " md"] / before[k " md"] : 0)
+			}
+			printf "%-14s %-5s %9.1f %9.1f %9.2f %11.0f %11.0f %8.2f %8.2f\n", f[1], f[2], g, m, (g > 0 ? m / g : 0),
+				io[k " graid"] / n[k " graid"], io[k " md"] / n[k " md"], fg, fm
 		}
 	}' $results | sort
 fi
