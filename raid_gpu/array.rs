@@ -402,18 +402,11 @@ impl Array {
         // The failed device is used by nothing once the queue is drained and the worker idle;
         // nor is the spare's (the worker writes its superblock).
         let (old, attached) = self.with_members_idle(|| {
-            let old = io.files.get(role).map(|f| f.bdev());
-            if let Some(bdev) = old {
-                self.disk.unlink_member(bdev);
-            }
-            // SAFETY: the queue is frozen and the worker idle (`with_members_idle`).
-            let old = unsafe { io.files.detach(role) };
-            let mut spares = io.spares.lock();
-            let spare = spares.iter().position(|s| s.slot == slot).map(|i| spares.remove(i));
-            drop(spares);
-            let attached = match spare {
-                Some(Ok(spare)) => io.files.attach(role, spare.file),
-                _ => Err(ENODEV),
+            // SAFETY: inside `with_members_idle`.
+            let old = unsafe { self.release_role_device(role) };
+            let attached = match self.take_spare_device(slot) {
+                Some(spare) => io.files.attach(role, spare.file),
+                None => Err(ENODEV),
             };
             (old, attached)
         })?;
@@ -435,6 +428,22 @@ impl Array {
         );
         self.announce(Some((MemberChange::SpareActivated, role)));
         Ok(())
+    }
+
+    /// Takes role `role`'s device out of the array (unlinked as a slave) and returns it, to be
+    /// closed outside the freeze.
+    ///
+    /// # Safety
+    ///
+    /// Called inside [`Self::with_members_idle`], with `members_lock` held (only member
+    /// operations, which hold it, would wake the worker).
+    unsafe fn release_role_device(&self, role: u32) -> Option<KBox<BlockDeviceFile>> {
+        let io = self.io();
+        if let Some(bdev) = io.files.get(role).map(|f| f.bdev()) {
+            self.disk.unlink_member(bdev);
+        }
+        // SAFETY: the queue is frozen and the worker idle (the caller's contract).
+        unsafe { io.files.detach(role) }
     }
 
     /// Runs `f` while no request is in flight (hence no member I/O or stripe step) and the
@@ -597,15 +606,8 @@ impl Array {
         if health != Some(Health::Faulty) {
             return Err(EBUSY);
         }
-        let file = self.with_members_idle(|| {
-            let bdev = io.files.get(role).map(|f| f.bdev());
-            if let Some(bdev) = bdev {
-                self.disk.unlink_member(bdev);
-            }
-            // SAFETY: the queue is frozen and the worker idle (`with_members_idle`); only
-            // member operations, which hold `members_lock`, would wake it.
-            unsafe { io.files.detach(role) }
-        })?;
+        // SAFETY: inside `with_members_idle`.
+        let file = self.with_members_idle(|| unsafe { self.release_role_device(role) })?;
         // Closes the device, outside the freeze.
         drop(file);
         self.announce(Some((MemberChange::Removed, role)));

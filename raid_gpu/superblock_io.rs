@@ -49,13 +49,8 @@ impl SuperblockWriter {
         let mut failed = MemberSet::EMPTY;
         for member in targets.iter() {
             let page = self.pages.get(member as usize);
-            let encoded = superblock::encode(&copy(member), &mut buffer);
-            // SAFETY: `buffer` holds SUPERBLOCK_SIZE (= PAGE_SIZE) initialised bytes.
-            let filled = page.filter(|_| encoded.is_ok()).map(|page| unsafe {
-                page.write_raw(buffer.as_ptr(), 0, SUPERBLOCK_SIZE)
-            });
-            if !matches!(filled, Some(Ok(()))) {
-                pr_err!("graid: superblock for member {} not written: {:?}\n", member, encoded);
+            if !page.is_some_and(|page| fill(page, &mut buffer, &copy(member))) {
+                pr_err!("graid: superblock for member {} not written\n", member);
                 failed = failed.with(member);
             }
         }
@@ -77,24 +72,15 @@ impl SuperblockWriter {
             .fold(MemberSet::EMPTY, MemberSet::with);
         failed.union(failed_io).union(missing)
     }
-}
 
-impl SuperblockWriter {
     /// Writes `sb` to the device `bdev` (a spare's: not a member) durably and waits; false on
     /// an error. The same single writer as [`Self::write`], after it (it reuses member 0's
     /// page).
     pub(crate) fn write_one(&self, bdev: *mut bindings::block_device, sb: &Superblock) -> bool {
         let mut buffer = self.buffer.lock();
-        let Some(page) = self.pages.first() else {
+        let Some(page) = self.pages.first().filter(|page| fill(page, &mut buffer, sb)) else {
             return false;
         };
-        if superblock::encode(sb, &mut buffer).is_err() {
-            return false;
-        }
-        // SAFETY: `buffer` holds SUPERBLOCK_SIZE (= PAGE_SIZE) initialised bytes.
-        if unsafe { page.write_raw(buffer.as_ptr(), 0, SUPERBLOCK_SIZE) }.is_err() {
-            return false;
-        }
         let write = PageWrite {
             index: 0,
             bdev,
@@ -103,6 +89,16 @@ impl SuperblockWriter {
         };
         write_pages_durably(core::iter::once(write)) == 0
     }
+}
+
+/// Encodes `sb` through `buffer` into `page`; false if it cannot be encoded.
+fn fill(page: &Page, buffer: &mut [u8; SUPERBLOCK_SIZE], sb: &Superblock) -> bool {
+    if let Err(e) = superblock::encode(sb, buffer) {
+        pr_err!("graid: superblock not encoded: {:?}\n", e);
+        return false;
+    }
+    // SAFETY: `buffer` holds SUPERBLOCK_SIZE (= PAGE_SIZE) initialised bytes.
+    unsafe { page.write_raw(buffer.as_ptr(), 0, SUPERBLOCK_SIZE) }.is_ok()
 }
 
 /// A zeroed superblock-sized buffer on the heap (not built on the stack first).
