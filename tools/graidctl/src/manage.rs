@@ -117,12 +117,7 @@ pub fn run(
     let mut targets = Vec::new();
     for path in members {
         let rdev = sys.block_rdev(path)?;
-        let is_spare = spares.iter().any(|s| {
-            Rdev {
-                major: s.major,
-                minor: s.minor,
-            } == rdev
-        });
+        let is_spare = spares.iter().any(|&s| Rdev::from(s) == rdev);
         if is_spare {
             if action != Action::Remove {
                 return Err(CtlError::Failed(format!(
@@ -136,11 +131,7 @@ pub fn run(
             continue;
         }
         let is_member = |m: &&graid_abi::GraidMemberDetail| {
-            m.state != GRAID_MEMBER_MISSING
-                && Rdev {
-                    major: m.dev.major,
-                    minor: m.dev.minor,
-                } == rdev
+            m.state != GRAID_MEMBER_MISSING && Rdev::from(m.dev) == rdev
         };
         if action == Action::Add {
             if present.iter().any(|m| is_member(&m)) {
@@ -152,18 +143,9 @@ pub fn run(
             targets.push((path.as_str(), rdev));
             continue;
         }
-        let member = present
-            .iter()
-            .find(|m| {
-                m.state != GRAID_MEMBER_MISSING
-                    && Rdev {
-                        major: m.dev.major,
-                        minor: m.dev.minor,
-                    } == rdev
-            })
-            .ok_or_else(|| {
-                CtlError::Failed(format!("{path} ({rdev}) is not a member of {label}"))
-            })?;
+        let member = present.iter().find(is_member).ok_or_else(|| {
+            CtlError::Failed(format!("{path} ({rdev}) is not a member of {label}"))
+        })?;
         if action == Action::Remove && member.state == GRAID_MEMBER_ACTIVE {
             return Err(CtlError::Failed(format!(
                 "cannot remove {path} ({rdev}) from {label}: it is active; only a failed \

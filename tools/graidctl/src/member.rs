@@ -25,6 +25,16 @@ impl std::fmt::Display for Rdev {
     }
 }
 
+impl From<graid_abi::GraidMember> for Rdev {
+    /// The device number the module reports.
+    fn from(dev: graid_abi::GraidMember) -> Self {
+        Self {
+            major: dev.major,
+            minor: dev.minor,
+        }
+    }
+}
+
 impl Rdev {
     /// Splits a `dev_t` as glibc's `major()`/`minor()` do.
     pub fn from_dev_t(dev: u64) -> Self {

@@ -187,10 +187,7 @@ pub struct MemberView {
 
 impl MemberView {
     fn new(m: &GraidMemberDetail, sys: &dyn System) -> Self {
-        let rdev = Rdev {
-            major: m.dev.major,
-            minor: m.dev.minor,
-        };
+        let rdev = Rdev::from(m.dev);
         let present = m.state != GRAID_MEMBER_MISSING && rdev != Rdev { major: 0, minor: 0 };
         Self {
             role: m.role,
@@ -283,11 +280,8 @@ impl ArrayView {
                 .collect(),
             spares: d.spares[..(d.nr_spares as usize).min(GRAID_MAX_SPARES)]
                 .iter()
-                .map(|s| SpareView {
-                    device: sys.dev_path(Rdev {
-                        major: s.major,
-                        minor: s.minor,
-                    }),
+                .map(|&s| SpareView {
+                    device: sys.dev_path(Rdev::from(s)),
                     major: s.major,
                     minor: s.minor,
                 })
