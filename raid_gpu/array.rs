@@ -14,6 +14,7 @@ use crate::engine::admin::{AddError, FailError};
 use crate::engine::array::ArrayState;
 use crate::engine::members::Health;
 use crate::engine::platform::MemberEvent;
+use crate::engine::replace::{ReplaceError, ReplaceStage};
 use crate::engine::scrub::{ScrubError, ScrubMode};
 use crate::engine::geometry::{Geometry, Level};
 use crate::engine::superblock::{
@@ -76,14 +77,25 @@ pub(crate) struct Array {
     /// It also sends the uevents of what the engine's worker decided (`announce_pending`).
     #[pin]
     takeover: Worker<Array>,
-    /// Members whose failure, finished rebuild or stopped rebuild is yet to be announced, as
-    /// bits (the engine's worker notes them; the takeover work item announces them).
-    to_announce: [AtomicU32; 3],
+    /// Members whose failure, finished rebuild, stopped rebuild or replace's end is yet to be
+    /// announced, as bits per [`ANNOUNCED`] (the engine's worker notes them; the takeover work
+    /// item announces them).
+    to_announce: [AtomicU32; ANNOUNCED.len()],
     #[pin]
     disk: Disk<ArrayIo>,
     /// The members' exclusive-open holder (freed last).
     _holder: Holder,
 }
+
+/// What the engine's worker reports that udev hears of, in `to_announce`'s order.
+const ANNOUNCED: [(MemberEvent, MemberChange); 6] = [
+    (MemberEvent::FailureRecorded, MemberChange::Failed),
+    (MemberEvent::Rebuilt, MemberChange::Rebuilt),
+    (MemberEvent::RebuildStalled, MemberChange::RebuildStalled),
+    (MemberEvent::Replaced, MemberChange::Replaced),
+    (MemberEvent::ReplacementFailed, MemberChange::ReplaceFailed),
+    (MemberEvent::ReplaceAbandoned, MemberChange::ReplaceAbandoned),
+];
 
 /// How long removing a member waits for the array's requests in flight to end.
 const REMOVE_DRAIN_MS: u32 = 30_000;
@@ -299,7 +311,7 @@ impl Array {
                 index,
                 members_lock <- new_mutex!(()),
                 running: AtomicBool::new(false),
-                to_announce: [const { AtomicU32::new(0) }; 3],
+                to_announce: [const { AtomicU32::new(0) }; ANNOUNCED.len()],
                 // SAFETY: the worker is a field of the value `this` points at.
                 takeover <- unsafe { Worker::new(this.as_ptr(), c"graid_takeover") },
                 disk <- Disk::new(
@@ -350,11 +362,8 @@ impl Array {
     /// Notes what the engine's worker reported about `member`, for a uevent: its failure once
     /// recorded, the end of its rebuild. Any context.
     pub(crate) fn note_event(&self, member: u32, event: MemberEvent) {
-        let which = match event {
-            MemberEvent::FailureRecorded => 0,
-            MemberEvent::Rebuilt => 1,
-            MemberEvent::RebuildStalled => 2,
-            _ => return,
+        let Some(which) = ANNOUNCED.iter().position(|&(e, _)| e == event) else {
+            return;
         };
         if let (Some(bits), Some(bit)) = (self.to_announce.get(which), 1u32.checked_shl(member)) {
             bits.fetch_or(bit, Ordering::SeqCst);
@@ -364,8 +373,7 @@ impl Array {
 
     /// Sends the uevents noted by [`Self::note_event`].
     fn announce_pending(&self) {
-        let changes = [MemberChange::Failed, MemberChange::Rebuilt, MemberChange::RebuildStalled];
-        for (bits, change) in self.to_announce.iter().zip(changes) {
+        for (bits, &(_, change)) in self.to_announce.iter().zip(&ANNOUNCED) {
             let members = bits.swap(0, Ordering::SeqCst);
             for member in (0..32u32).filter(|m| members & (1 << m) != 0) {
                 self.announce(Some((change, member)));
@@ -378,6 +386,13 @@ impl Array {
     fn take_over(&self) {
         let _members = self.members_lock.lock();
         let io = self.io();
+        if let Err(e) = self.settle_replacement() {
+            pr_err!(
+                "graid: {}: the replacement's device could not be moved: {:?}\n",
+                io.engine.superblock().array_name.as_str(),
+                e
+            );
+        }
         while self.running.load(Ordering::SeqCst) {
             let Some((role, slot, uuid)) = io.engine.takeover() else {
                 break;
@@ -428,6 +443,147 @@ impl Array {
         );
         self.announce(Some((MemberChange::SpareActivated, role)));
         Ok(())
+    }
+
+    /// Moves a replace's device as the engine's stage says (`engine/replace.rs`): into the
+    /// member's place once the copy is complete (the old device is released), out of the array
+    /// once it failed, back to the spares once the member failed; then the worker records it.
+    /// The caller holds `members_lock`.
+    fn settle_replacement(&self) -> Result {
+        let io = self.io();
+        let engine = &io.engine;
+        if !engine
+            .replacement()
+            .is_some_and(|r| r.stage != ReplaceStage::Copying)
+        {
+            return Ok(());
+        }
+        let index = engine.replacement_index();
+        let released = self.with_members_idle(|| {
+            // Read again with nothing in flight: the stage cannot change now.
+            let r = engine.replacement()?;
+            let released = match r.stage {
+                ReplaceStage::Idle | ReplaceStage::Copying => return None,
+                ReplaceStage::Done => {
+                    io.files.get(index)?;
+                    // SAFETY: inside `with_members_idle`, `members_lock` held.
+                    let old = unsafe { self.release_role_device(r.role) };
+                    // SAFETY: as above.
+                    let new = unsafe { io.files.detach(index) }?;
+                    // The role's place was just emptied: this attaches.
+                    if io.files.attach(r.role, KBox::into_inner(new)).is_err() {
+                        return None;
+                    }
+                    old
+                }
+                ReplaceStage::Failed => {
+                    // SAFETY: as above.
+                    let file = unsafe { io.files.detach(index) };
+                    if let Some(file) = &file {
+                        self.disk.unlink_member(file.bdev());
+                    }
+                    file
+                }
+                ReplaceStage::Abandoned => {
+                    // SAFETY: as above.
+                    let file = unsafe { io.files.detach(index) }?;
+                    let spare = SpareDevice {
+                        slot: r.slot,
+                        uuid: r.uuid,
+                        file: KBox::into_inner(file),
+                    };
+                    if io.spares.lock().push(spare, GFP_KERNEL).is_err() {
+                        // No memory for the list: the spare is lost to the array (the device is
+                        // closed), which the engine's takeover notices as a missing spare.
+                        pr_err!("graid: no memory to keep the replacement as a spare\n");
+                    }
+                    None
+                }
+            };
+            engine.request_replace_end(io);
+            io.wait_worker();
+            Some((r, released))
+        })?;
+        let Some((r, old)) = released else {
+            return Ok(());
+        };
+        // Closes the released device, outside the freeze.
+        drop(old);
+        if r.stage == ReplaceStage::Done {
+            pr_info!(
+                "graid: {}: the replacement took member {}'s place; the old device is released\n",
+                engine.superblock().array_name.as_str(),
+                r.role
+            );
+        }
+        Ok(())
+    }
+
+    /// REPLACE: copies the active member whose device is `(major, minor)` to the device
+    /// `with` (a spare of the array, or made one first; `(0, 0)`: any spare) in the background;
+    /// the replacement takes the member's place once it holds everything. Returns the role.
+    /// `ENXIO`: no member; the rest as [`uapi::GRAID_MEMBER_OP_REPLACE`] says.
+    pub(crate) fn replace_member(&self, major: u32, minor: u32, with: (u32, u32)) -> Result<u32> {
+        let io = self.io();
+        let role = io.files.role_of(major, minor).ok_or(ENXIO)?;
+        let allowed = || match io.engine.replace_allowed(role) {
+            Ok(()) => Ok(()),
+            Err(ReplaceError::Unsupported) => Err(crate::errno::eopnotsupp()),
+            Err(ReplaceError::TooManyMembers) => Err(E2BIG),
+            Err(ReplaceError::NoMember) => Err(ENXIO),
+            Err(_) => Err(EBUSY),
+        };
+        allowed()?;
+        // A device that is no spare yet becomes one, as ADD does (and stays one if the
+        // replace cannot start).
+        let slot = match with {
+            (0, 0) => {
+                let spares = io.spares.lock();
+                let first = spares.first().map(|s| s.slot);
+                drop(spares);
+                first.ok_or(ENOENT)?
+            }
+            (wmajor, wminor) => match self.spare_slot_of(wmajor, wminor) {
+                Some(slot) => slot,
+                None => {
+                    self.add_member(wmajor, wminor)?;
+                    self.spare_slot_of(wmajor, wminor).ok_or(EBUSY)?
+                }
+            },
+        };
+        let _members = self.members_lock.lock();
+        allowed()?;
+        let index = io.engine.replacement_index();
+        if io.files.get(index).is_some() {
+            // A replacement's device not released yet.
+            return Err(EBUSY);
+        }
+        let spare = self.take_spare_device(slot).ok_or(ENOENT)?;
+        // Nothing uses the replacement's place until the engine starts the replace.
+        io.files.attach(index, spare.file)?;
+        io.engine.request_replace(io, role, slot);
+        io.wait_worker();
+        if let Err(e) = io.engine.replace_outcome(role, slot) {
+            // Back to the spares.
+            let file = self.with_members_idle(|| {
+                // SAFETY: inside `with_members_idle`, `members_lock` held.
+                unsafe { io.files.detach(index) }
+            })?;
+            if let Some(file) = file {
+                let spare = SpareDevice {
+                    slot,
+                    uuid: spare.uuid,
+                    file: KBox::into_inner(file),
+                };
+                io.spares.lock().push(spare, GFP_KERNEL)?;
+            }
+            return Err(match e {
+                ReplaceError::NoSpare => ENOENT,
+                _ => EBUSY,
+            });
+        }
+        self.announce(Some((MemberChange::ReplaceStarted, role)));
+        Ok(role)
     }
 
     /// Takes role `role`'s device out of the array (unlinked as a slave) and returns it, to be
@@ -659,11 +815,30 @@ impl Array {
         };
         io.engine.start_scrub(io, mode).map_err(|e| match e {
             ScrubError::NotRedundant => crate::errno::eopnotsupp(),
-            ScrubError::NotOptimal => EBUSY,
+            ScrubError::NotOptimal | ScrubError::Replacing => EBUSY,
         })
     }
 
     /// Fills in DETAIL.
+    /// DETAIL's replace fields.
+    fn detail_replace(&self, out: &mut uapi::GraidDetail) {
+        let io = self.io();
+        out.replace_role = uapi::GRAID_ROLE_NONE;
+        let Some(r) = io.engine.replacement() else {
+            return;
+        };
+        out.replace_role = r.role;
+        out.replace_state = match r.stage {
+            ReplaceStage::Idle | ReplaceStage::Copying => uapi::GRAID_REPLACE_COPYING,
+            ReplaceStage::Done => uapi::GRAID_REPLACE_SWAPPING,
+            ReplaceStage::Failed => uapi::GRAID_REPLACE_FAILED,
+            ReplaceStage::Abandoned => uapi::GRAID_REPLACE_ABANDONED,
+        };
+        out.replace_copied = r.copied;
+        let (major, minor) = io.files.dev(io.engine.replacement_index()).unwrap_or((0, 0));
+        out.replace_dev = uapi::GraidMember { major, minor };
+    }
+
     pub(crate) fn detail(&self, out: &mut uapi::GraidDetail) {
         let io = self.io();
         let engine = &io.engine;
@@ -704,6 +879,7 @@ impl Array {
         }
         out.nr_spares = spares.len().min(uapi::GRAID_MAX_SPARES) as u32;
         drop(spares);
+        self.detail_replace(out);
         out.open_count = self.disk.open_count();
         out.size_sectors = engine.geometry().array_sectors();
         out.events = engine.events();

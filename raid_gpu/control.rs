@@ -491,9 +491,13 @@ impl Control {
         let mut req: GraidMemberOp = reader.read()?;
         let known = matches!(
             req.op,
-            uapi::GRAID_MEMBER_OP_FAIL | uapi::GRAID_MEMBER_OP_REMOVE | uapi::GRAID_MEMBER_OP_ADD
+            uapi::GRAID_MEMBER_OP_FAIL
+                | uapi::GRAID_MEMBER_OP_REMOVE
+                | uapi::GRAID_MEMBER_OP_ADD
+                | uapi::GRAID_MEMBER_OP_REPLACE
         );
-        if req.flags != 0 || !known {
+        let with = (req.with.major, req.with.minor);
+        if req.flags != 0 || !known || (req.op != uapi::GRAID_MEMBER_OP_REPLACE && with != (0, 0)) {
             return Err(EINVAL);
         }
         let (major, minor) = (req.dev.major, req.dev.minor);
@@ -502,6 +506,7 @@ impl Control {
             uapi::GRAID_MEMBER_OP_FAIL => lent.array.fail_member(major, minor)?,
             uapi::GRAID_MEMBER_OP_REMOVE => lent.array.remove_member(major, minor)?,
             uapi::GRAID_MEMBER_OP_ADD => lent.array.add_member(major, minor)?,
+            uapi::GRAID_MEMBER_OP_REPLACE => lent.array.replace_member(major, minor, with)?,
             _ => return Err(EINVAL),
         };
         drop(lent);

@@ -11,8 +11,8 @@ use crate::engine::geometry::Geometry;
 use crate::engine::members::{MemberSet, MemberState};
 use crate::engine::parity::{Columns, ParityJob};
 use crate::engine::platform::{
-    MemberEvent, MemberIo, Op, PieceInfo, Platform, RebuildIoError, Source, Status, SubmitError,
-    WorkList,
+    MemberEvent, MemberIo, Op, PieceInfo, Platform, RebuildIo, RebuildIoError, Source, Status,
+    SubmitError, WorkList,
 };
 use crate::engine::request::RequestState;
 use crate::engine::rebuild::REBUILD_COLUMN_SECTORS;
@@ -20,7 +20,7 @@ use crate::engine::stripe::SLICE_SECTORS;
 use crate::engine::superblock::{Superblock, RECOVERY_COMPLETE, UUID_LEN};
 use crate::kernel_ext::{
     bdev::BlockDeviceFile,
-    bio::{self, transfer_virt, CloneOp, CloneSet},
+    bio::{self, transfer_virt, transfer_virt_batch, CloneOp, CloneSet, VirtTransfer},
     blk_mq::{self, Disk, DiskOps, Request},
     plug,
     work::{noio_scope, RequestWork, WorkHandler, WorkQueue, Worker},
@@ -238,7 +238,10 @@ impl ArrayIo {
             worker <- unsafe { Worker::new(this.as_ptr(), c"graid") },
             engine <- engine_in_place(superblock, geometry, &members, &spares, in_sync),
             superblocks <- SuperblockWriter::new(members.len()),
-            files: MemberDevices::new(members.into_iter().map(|m| m.map(|m| m.file)))?,
+            // One place past the roles for a replacement's device (`engine/replace.rs`).
+            files: MemberDevices::new(
+                Iterator::chain(members.into_iter().map(|m| m.map(|m| m.file)), [None]),
+            )?,
             spares <- new_mutex!(spares),
             clones <- CloneSet::new(64),
             deferred: RqStack::default(),
@@ -591,10 +594,17 @@ impl Platform for ArrayIo {
 
     fn write_spare_superblock(&self, slot: u32, sb: &Superblock) -> bool {
         let spares = self.spares.lock();
-        spares
-            .iter()
-            .find(|s| s.slot == slot)
-            .is_some_and(|s| self.superblocks.write_one(s.file.bdev(), sb))
+        if let Some(spare) = spares.iter().find(|s| s.slot == slot) {
+            return self.superblocks.write_one(spare.file.bdev(), sb);
+        }
+        drop(spares);
+        // The replacement is a spare on disk, its device in the replacement's place.
+        let replacing = self.engine.replacement().is_some_and(|r| r.slot == slot);
+        let file = self.files.get(self.engine.replacement_index());
+        match file {
+            Some(file) if replacing => self.superblocks.write_one(file.bdev(), sb),
+            _ => false,
+        }
     }
 
     fn takeover_wanted(&self) {
@@ -626,6 +636,35 @@ impl Platform for ArrayIo {
                 .map_err(|_| RebuildIoError)
         })
         .unwrap_or(Err(RebuildIoError))
+    }
+
+    fn rebuild_batch(&self, op: Op, ios: &[RebuildIo]) -> u64 {
+        let mut refused = 0u64;
+        let failed = self.with_rebuild_buffer(|buffer| {
+            let transfers = (0u32..).zip(ios).filter_map(|(index, io)| {
+                let bytes = sectors_to_bytes(io.sectors);
+                let data = bytes.and_then(|bytes| buffer.at(io.column, 0, bytes));
+                match (self.files.get(io.member), data, bytes) {
+                    (Some(file), Some(data), Some(bytes)) => Some(VirtTransfer {
+                        index,
+                        bdev: file.bdev(),
+                        sector: io.sector,
+                        data,
+                        bytes,
+                    }),
+                    _ => {
+                        refused |= 1u64.checked_shl(index).unwrap_or(0);
+                        None
+                    }
+                }
+            });
+            // SAFETY: every `data` is its bytes of a rebuild buffer column (kmalloc memory),
+            // held (the lock) until the batch ends, a column per transfer; the members are
+            // open.
+            unsafe { transfer_virt_batch(transfers, op == Op::Write) }
+        });
+        // No buffer (RAID 0): nothing sent.
+        failed.map_or(u64::MAX, |failed| failed | refused)
     }
 
     fn rebuild_copy(&self, from: u32, to: u32, offset: u64, sectors: u64) {
@@ -783,6 +822,26 @@ impl Platform for ArrayIo {
             MemberEvent::Rebuilt => pr_info!("graid: {}: member {} rebuilt, in sync\n", name, member),
             MemberEvent::RebuildStalled => pr_err!(
                 "graid: {}: rebuild of member {} stopped: some data has no readable copy\n",
+                name,
+                member
+            ),
+            MemberEvent::ReplaceStarted => pr_info!(
+                "graid: {}: replacing member {}: copying it to a spare\n",
+                name,
+                member
+            ),
+            MemberEvent::Replaced => pr_info!(
+                "graid: {}: member {} replaced: the new device is in sync and in its place\n",
+                name,
+                member
+            ),
+            MemberEvent::ReplaceAbandoned => pr_warn!(
+                "graid: {}: member {} failed while being replaced: its replacement is a spare again\n",
+                name,
+                member
+            ),
+            MemberEvent::ReplacementFailed => pr_err!(
+                "graid: {}: the replacement of member {} failed: the replace stops, the member stays\n",
                 name,
                 member
             ),

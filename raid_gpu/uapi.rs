@@ -8,7 +8,7 @@
 //! on every architecture graid supports.
 
 /// Bumped on every incompatible change to anything in this file.
-pub const GRAID_ABI_VERSION: u32 = 5;
+pub const GRAID_ABI_VERSION: u32 = 6;
 
 /// Name of the control misc device, as it appears under `/dev`.
 pub const GRAID_CONTROL_NAME: &str = "graid-control";
@@ -311,9 +311,28 @@ pub struct GraidDetail {
     pub name: [u8; GRAID_NAME_LEN],
     /// Out: the first `nr_members` entries describe the members in role order.
     pub members: [GraidMemberDetail; GRAID_MAX_MEMBERS],
-    /// Out: the spares' devices, in the order they were added.
+    /// Out: the spares' devices, in the order they were added (a replacement among them).
     pub spares: [GraidMember; GRAID_MAX_SPARES],
+    /// Out: the member being replaced ([`GRAID_MEMBER_OP_REPLACE`]); `GRAID_ROLE_NONE`: none.
+    pub replace_role: u32,
+    /// Out: one of `GRAID_REPLACE_*`.
+    pub replace_state: u32,
+    /// Out: the replacement's device.
+    pub replace_dev: GraidMember,
+    /// Out: member sectors copied to the replacement, of `member_data_sectors`.
+    pub replace_copied: u64,
 }
+
+/// [`GraidDetail::replace_role`] when no replace runs.
+pub const GRAID_ROLE_NONE: u32 = u32::MAX;
+/// [`GraidDetail::replace_state`]: the replacement is being copied (and gets every write).
+pub const GRAID_REPLACE_COPYING: u32 = 1;
+/// The copy is complete; the replacement is about to take the member's place.
+pub const GRAID_REPLACE_SWAPPING: u32 = 2;
+/// The replacement failed and is being released.
+pub const GRAID_REPLACE_FAILED: u32 = 3;
+/// The member failed: the replacement is going back to the spares.
+pub const GRAID_REPLACE_ABANDONED: u32 = 4;
 
 /// How many spares an array holds at most.
 pub const GRAID_MAX_SPARES: usize = 8;
@@ -337,6 +356,14 @@ pub const GRAID_MEMBER_OP_REMOVE: u32 = 2;
 /// or the array has [`GRAID_MAX_SPARES`] spares; `EXDEV` when it carries a superblock of
 /// another array; `EEXIST` when it is already a member or spare.
 pub const GRAID_MEMBER_OP_ADD: u32 = 3;
+/// [`GraidMemberOp::op`]: replace the active, in-sync member `dev` by `with` (mdadm's
+/// `--replace --with`): `with` (made a spare first if it is not one) is copied from the member
+/// in the background and gets every write; once it holds everything it takes the member's
+/// place and the old device is released (an `member-replaced` uevent). The array keeps its
+/// redundancy throughout. `with` of 0:0 takes a spare of the array. `EOPNOTSUPP` on RAID 0;
+/// `EBUSY` while a replace, rebuild or scrub runs, or the member is not in sync; `ENOSPC`,
+/// `EXDEV` as ADD; `E2BIG` for an array of [`GRAID_MAX_MEMBERS`] members; `ENOENT`: no spare.
+pub const GRAID_MEMBER_OP_REPLACE: u32 = 4;
 
 /// Argument of [`GRAID_IOC_MEMBER`]: one operation on one member of a running array.
 #[repr(C)]
@@ -352,6 +379,8 @@ pub struct GraidMemberOp {
     pub flags: u32,
     /// Out: the member's role in the array.
     pub role: u32,
+    /// REPLACE: the replacement's device (0:0: any spare); otherwise 0.
+    pub with: GraidMember,
 }
 
 /// [`GraidScrub::action`] and [`GraidDetail::scrub_action`]: no scrub (asked: stop one).

@@ -30,6 +30,14 @@ pub(crate) enum MemberChange {
     Rebuilt,
     /// Its rebuild stopped: some data has no readable copy.
     RebuildStalled,
+    /// A replace of it started (`graidctl replace`).
+    ReplaceStarted,
+    /// Its replacement took its place; the old device left the array.
+    Replaced,
+    /// Its replacement failed; it stays.
+    ReplaceFailed,
+    /// It failed while being replaced; the replacement is a spare again.
+    ReplaceAbandoned,
 }
 
 impl MemberChange {
@@ -43,6 +51,10 @@ impl MemberChange {
             Self::SpareActivated => "spare-activated",
             Self::Rebuilt => "rebuild-finished",
             Self::RebuildStalled => "rebuild-stalled",
+            Self::ReplaceStarted => "replace-started",
+            Self::Replaced => "member-replaced",
+            Self::ReplaceFailed => "replace-failed",
+            Self::ReplaceAbandoned => "replace-abandoned",
         }
     }
 }

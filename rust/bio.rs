@@ -40,6 +40,19 @@ pub(crate) fn read_page(bdev: *mut bindings::block_device, sector: u64, page: &P
     to_result(ret)
 }
 
+/// A plain read (or write) and the allocation flags of its bio.
+fn data_op(write: bool) -> (bindings::blk_opf_t, bindings::gfp_t) {
+    // SAFETY: constants.
+    unsafe {
+        let op = if write {
+            shim::graid_req_op_write()
+        } else {
+            shim::graid_req_op_read()
+        };
+        (op, shim::graid_gfp_noio())
+    }
+}
+
 /// Reads (or with `write`, writes) `bytes` bytes at `data` from (to) `sector` of `bdev` in one
 /// bio and waits. A plain write: durability is the caller's (a later flush). Allocates with
 /// `GFP_NOIO` from the shared bio pool, which always makes progress. Process context.
@@ -57,15 +70,7 @@ pub(crate) unsafe fn transfer_virt(
     write: bool,
 ) -> Result {
     let len = u32::try_from(bytes).map_err(|_| EINVAL)?;
-    // SAFETY: constants.
-    let (opf, gfp) = unsafe {
-        let op = if write {
-            shim::graid_req_op_write()
-        } else {
-            shim::graid_req_op_read()
-        };
-        (op, shim::graid_gfp_noio())
-    };
+    let (opf, gfp) = data_op(write);
     // SAFETY: `bdev` is an open block device (caller's contract).
     let bio = unsafe { shim::graid_bio_alloc(bdev, 1, opf, gfp) };
     if bio.is_null() {
@@ -91,14 +96,90 @@ pub(crate) struct PageWrite<'a> {
     pub(crate) page: &'a Page,
 }
 
-/// Most pages [`write_pages_durably`] writes at once (one per member).
-pub(crate) const MAX_PAGE_WRITES: usize = 32;
+/// Most bios [`submit_batch`] sends at once: a superblock per member, or a rebuild buffer
+/// column per member and two more.
+const MAX_BATCH: usize = crate::engine::platform::MAX_REBUILD_BATCH;
 
 /// Writes every page at once, each `PREFLUSH | FUA` (what its device completed before is
 /// durable, and so is the page), and waits for all. Returns the indices (as bits) whose write
-/// failed or was not sent. Allocates with `GFP_NOIO` one bio at a time, each sent before the
-/// next is allocated, so the shared bio pool always makes progress. Process context.
+/// failed or was not sent. Process context.
 pub(crate) fn write_pages_durably<'a>(writes: impl IntoIterator<Item = PageWrite<'a>>) -> u32 {
+    let failed = submit_batch(writes.into_iter().map(|w| (w.index, w)), |write| {
+        // SAFETY: constants; `write.bdev` is an open block device (caller's contract).
+        let bio = unsafe {
+            shim::graid_bio_alloc(
+                write.bdev,
+                1,
+                shim::graid_req_op_superblock_write(),
+                shim::graid_gfp_noio(),
+            )
+        };
+        if bio.is_null() {
+            return None;
+        }
+        // SAFETY: `bio` is ours, with room for one vec; the page outlives it (the batch waits).
+        let added = unsafe {
+            (*bio).bi_iter.bi_sector = write.sector;
+            bindings::bio_add_page(bio, write.page.as_ptr(), bindings::PAGE_SIZE as u32, 0)
+        };
+        if added as usize != bindings::PAGE_SIZE {
+            // SAFETY: never submitted.
+            unsafe { bindings::bio_put(bio) };
+            return None;
+        }
+        Some(bio)
+    });
+    // Indices name members, below 32: the low half holds them all.
+    failed as u32
+}
+
+/// One transfer of [`transfer_virt_batch`]: `index` names it in the result.
+pub(crate) struct VirtTransfer {
+    pub(crate) index: u32,
+    pub(crate) bdev: *mut bindings::block_device,
+    pub(crate) sector: u64,
+    pub(crate) data: *mut u8,
+    pub(crate) bytes: usize,
+}
+
+/// Reads (or with `write`, writes) every transfer at once, each one bio, and waits for them
+/// all, as [`transfer_virt`] does one. Returns the indices (as bits) of those that failed or
+/// were not sent. Process context.
+///
+/// # Safety
+///
+/// As [`transfer_virt`], for every transfer.
+pub(crate) unsafe fn transfer_virt_batch(
+    transfers: impl IntoIterator<Item = VirtTransfer>,
+    write: bool,
+) -> u64 {
+    let (opf, gfp) = data_op(write);
+    submit_batch(transfers.into_iter().map(|t| (t.index, t)), |t| {
+        let len = u32::try_from(t.bytes).ok()?;
+        // SAFETY: `t.bdev` is an open block device (the caller's contract).
+        let bio = unsafe { shim::graid_bio_alloc(t.bdev, 1, opf, gfp) };
+        if bio.is_null() {
+            return None;
+        }
+        // SAFETY: `bio` is ours, with room for one vec; `t.data` is contiguous and outlives
+        // the batch, which waits for every bio (the caller's contract).
+        unsafe {
+            (*bio).bi_iter.bi_sector = t.sector;
+            bindings::bio_add_virt_nofail(bio, t.data.cast(), len);
+        }
+        Some(bio)
+    })
+}
+
+/// Sends the bio `make` builds for each item at once and waits for them all. `make` returns a
+/// bio set up but for its completion (`None`: it could not, and the item counts as failed).
+/// Returns the items' indices (as bits) whose bio failed or was not sent. Bios are allocated
+/// one at a time, each sent before the next is allocated (`GFP_NOIO` from the shared pool,
+/// which then always makes progress). Process context.
+fn submit_batch<T>(
+    items: impl IntoIterator<Item = (u32, T)>,
+    mut make: impl FnMut(T) -> Option<*mut bindings::bio>,
+) -> u64 {
     #[pin_data]
     struct Batch {
         #[pin]
@@ -122,44 +203,27 @@ pub(crate) fn write_pages_durably<'a>(writes: impl IntoIterator<Item = PageWrite
         done <- Completion::new(),
         pending: AtomicU32::new(1),
     }));
-    let mut sent: [(u32, *mut bindings::bio); MAX_PAGE_WRITES] = [(0, ptr::null_mut()); MAX_PAGE_WRITES];
-    let mut failed = 0u32;
+    let mut sent: [(u32, *mut bindings::bio); MAX_BATCH] = [(0, ptr::null_mut()); MAX_BATCH];
+    let mut failed = 0u64;
     let mut count = 0;
-    for write in writes {
-        let bit = 1u32.checked_shl(write.index).unwrap_or(0);
+    for (index, item) in items {
+        let bit = 1u64.checked_shl(index).unwrap_or(0);
         let Some(slot) = sent.get_mut(count) else {
             failed |= bit;
             continue;
         };
-        // SAFETY: constants; `write.bdev` is an open block device (caller's contract).
-        let bio = unsafe {
-            shim::graid_bio_alloc(
-                write.bdev,
-                1,
-                shim::graid_req_op_superblock_write(),
-                shim::graid_gfp_noio(),
-            )
-        };
-        if bio.is_null() {
+        let Some(bio) = make(item) else {
             failed |= bit;
             continue;
-        }
-        // SAFETY: `bio` is ours, with room for one vec; the page and the batch outlive it (we
-        // wait below); the end_io only touches the batch.
-        let added = unsafe {
-            (*bio).bi_iter.bi_sector = write.sector;
+        };
+        // SAFETY: `bio` is ours and not sent yet; the batch outlives it (we wait below); the
+        // end_io only touches the batch.
+        unsafe {
             (*bio).bi_private = ptr::from_ref::<Batch>(&batch).cast_mut().cast();
             (*bio).bi_end_io = Some(end_io);
-            bindings::bio_add_page(bio, write.page.as_ptr(), bindings::PAGE_SIZE as u32, 0)
-        };
-        if added as usize != bindings::PAGE_SIZE {
-            // SAFETY: never submitted.
-            unsafe { bindings::bio_put(bio) };
-            failed |= bit;
-            continue;
         }
         batch.pending.fetch_add(1, Ordering::Relaxed);
-        *slot = (write.index, bio);
+        *slot = (index, bio);
         count += 1;
         // SAFETY: fully set up. The end_io does not free it: we read its status afterwards.
         unsafe { bindings::submit_bio(bio) };
@@ -175,7 +239,7 @@ pub(crate) fn write_pages_durably<'a>(writes: impl IntoIterator<Item = PageWrite
             status
         };
         if status != 0 {
-            failed |= 1u32.checked_shl(index).unwrap_or(0);
+            failed |= 1u64.checked_shl(index).unwrap_or(0);
         }
     }
     failed

@@ -345,6 +345,10 @@ randread_iops() {
 	awk -F';' '$1 == 3 { printf "%.0f", $8 }' /tmp/load.out
 }
 
+# uptime_s: seconds since boot to the hundredth (busybox's date has no %N: whole seconds were
+# all a rebuild of a few seconds got).
+uptime_s() { cut -d' ' -f1 /proc/uptime; }
+
 # rebuild_once LEVEL KIND LOAD: fails and removes the level's second member, adds it back and
 # times its rebuild, idle or (LOAD=read) under a 4k random read load (QD32) on the array
 # throughout, and the load's IOPS over it, and before the failure on the whole array. Appends
@@ -370,7 +374,7 @@ rebuild_once() {
 		loader=$!
 		usleep 500000
 	fi
-	t0=$(date +%s.%N)
+	t0=$(uptime_s)
 	if [ $2 = graid ]; then
 		graidctl add "bench$1" $victim >/dev/null && graidctl wait "bench$1" >/dev/null 2>&1 ||
 			fail "graidctl add/wait failed"
@@ -379,14 +383,14 @@ rebuild_once() {
 		usleep 200000
 		mdadm --wait /dev/md0 >/dev/null 2>&1
 	fi
-	t1=$(date +%s.%N)
+	t1=$(uptime_s)
 	if [ $3 = read ]; then
 		# fio ends on SIGINT and prints its numbers: the load's IOPS over the whole rebuild.
 		kill -INT $loader
 		wait $loader
 		iops=$(awk -F';' '$1 == 3 { printf "%.0f", $8 }' /tmp/load.out)
 	fi
-	secs=$(echo "$t0 $t1" | awk '{ printf "%.1f", $2 - $1 }')
+	secs=$(echo "$t0 $t1" | awk '{ printf "%.2f", $2 - $1 }')
 	echo "rebuild$1 $2 $3 $secs $iops $before" >>$results
 	printf 'rebuild RAID %-3s %-6s %-5s %7s s  load %s IOPS (%s before the failure)\n' "$1" "$2" "$3" \
 		"$secs" "$iops" "$before"
@@ -441,7 +445,7 @@ if echo rebuild | grep -Eq "^($only)"; then
 				fg = (before[k " graid"] > 0 ? io[k " graid"] / before[k " graid"] : 0)
 				fm = (before[k " md"] > 0 ? io[k " md"] / before[k " md"] : 0)
 			}
-			printf "%-14s %-5s %9.1f %9.1f %9.2f %11.0f %11.0f %8.2f %8.2f\n", f[1], f[2], g, m, (g > 0 ? m / g : 0),
+			printf "%-14s %-5s %9.2f %9.2f %9.2f %11.0f %11.0f %8.2f %8.2f\n", f[1], f[2], g, m, (g > 0 ? m / g : 0),
 				io[k " graid"] / n[k " graid"], io[k " md"] / n[k " md"], fg, fm
 		}
 	}' $results | sort

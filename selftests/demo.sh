@@ -2,7 +2,8 @@
 # drives, write and verify data, show them, repair a mirror's read errors, survive a dead
 # mirror member, remove it, stop and reassemble (the mirror degraded), add a member back and
 # rebuild it under writes, then read everything from the rebuilt member alone; a spare added to
-# the mirror takes a failed member's place by itself and is rebuilt; then a RAID 6
+# the mirror takes a failed member's place by itself and is rebuilt, and a member is replaced
+# under writes (the array never loses redundancy); then a RAID 6
 # that loses a member in the middle of a verified write, and a second one failed by hand, and
 # keeps serving from parity.
 . /graid/lib.sh
@@ -113,8 +114,20 @@ echo "# graidctl wait mirror"
 graidctl wait mirror >/tmp/wait.out 2>&1 || { cat /tmp/wait.out; exit 1; }
 cat /tmp/wait.out
 run graidctl detail mirror
-step "Fail $2: the former spare alone holds the data now; read all 64 MiB back from it"
-read_back_without "$2" "the former spare"
+step "Replace $2 by $4 while fio writes: $2 serves until $4 holds everything, then leaves"
+run graidctl zero-superblock "$4"
+fio --name=write $(fio_args "$mirror" 64M 16M randwrite 4k-256k) >/tmp/fio.out 2>&1 &
+writer=$!
+echo "# graidctl replace --wait mirror $2 --with $4"
+graidctl replace --wait mirror "$2" --with "$4" >/tmp/wait.out 2>&1 || { cat /tmp/wait.out; exit 1; }
+cat /tmp/wait.out
+wait $writer || { cat /tmp/fio.out; echo "DATA LOST"; exit 1; }
+echo "16 MiB written and verified during the replace"
+run graidctl detail mirror
+step "Fail $3: the replacement alone holds the data now; read all 64 MiB back from it"
+read_back_without "$3" "the replacement"
+fio_readback "$mirror" 64M 16M randwrite 4k-256k "DATA LOST" &&
+	echo "and the 16 MiB written during the replace"
 run graidctl stop mirror
 wipe_superblocks "$@"
 
@@ -151,5 +164,6 @@ unload_module
 echo
 echo "demo finished: create, write, verify, read errors repaired, member failure and removal,"
 echo "stop, assemble (degraded with --run), add and rebuild under writes, read back from the"
-echo "rebuilt member; a spare taking a failed member's place by itself; RAID 6 losing a member"
+echo "rebuilt member; a spare taking a failed member's place by itself; a member replaced under"
+echo "writes; RAID 6 losing a member"
 echo "in the middle of a verified write and a second by hand, read back from parity"

@@ -83,6 +83,35 @@ fio_args() {
 		--group_reporting --minimal
 }
 
+# dm_slices DEV...: a 64 MiB dm-linear slice of each DEV, /dev/mapper/s0, s1, ... (short
+# rebuilds). DM_DISABLE_UDEV=1 must be exported.
+dm_slices() {
+	i=0
+	for d in "$@"; do
+		dmsetup --noudevsync create s$i --table "0 131072 linear $d 0" || fail "dmsetup create failed"
+		i=$((i + 1))
+	done
+}
+
+# slice_error SLICE: switches slice SLICE (s0, s1, ...) to dm's error target: every I/O fails.
+slice_error() {
+	dmsetup --noudevsync suspend $1 && dmsetup --noudevsync load $1 --table "0 131072 error" &&
+		dmsetup --noudevsync resume $1 || fail "cannot switch $1 to the error target"
+}
+
+# slice_linear SLICE DEV: switches slice SLICE back to DEV's first 64 MiB.
+slice_linear() {
+	dmsetup --noudevsync suspend $1 && dmsetup --noudevsync load $1 --table "0 131072 linear $2 0" &&
+		dmsetup --noudevsync resume $1 || fail "cannot restore $1"
+}
+
+# dm_node NAME: the /dev/dm-N that DETAIL names the dm device NAME by.
+dm_node() {
+	for b in /sys/block/dm-*; do
+		[ "$(cat $b/dm/name)" = "$1" ] && echo /dev/${b##*/}
+	done
+}
+
 # array_dev TEXT: the first /dev/graidN that TEXT (a graidctl report) names.
 array_dev() { echo "$1" | grep -o '/dev/graid[0-9]*' | head -n 1; }
 

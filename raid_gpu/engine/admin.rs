@@ -44,6 +44,10 @@ const ADD_POSTED: u32 = 1;
 const ADD_SPARE: u32 = 2;
 /// The spare in `slot` leaves the array.
 const REMOVE_SPARE: u32 = 4;
+/// The spare in `slot` replaces member `member` (`replace.rs`).
+pub(super) const REPLACE: u32 = 8;
+/// The platform moved the replacement's device: record the outcome.
+pub(super) const REPLACE_END: u32 = 16;
 
 /// A device to add, posted for the worker: the member (role) it takes, its UUID and slot.
 #[derive(Debug)]
@@ -100,7 +104,8 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         if !self.redundant() || !self.has_all_data(None) {
             return None;
         }
-        let (slot, uuid) = self.spares.iter().next()?;
+        let replacing = self.replacing_slot();
+        let (slot, uuid) = self.spares.iter().find(|&(s, _)| Some(s) != replacing)?;
         let member = (0u32..)
             .zip(self.members())
             .find(|(_, m)| m.health() == Health::Faulty)?
@@ -133,7 +138,14 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         self.post(p, REMOVE_SPARE, 0, [0; UUID_LEN], slot);
     }
 
-    fn post<P: Platform>(&self, p: &P, kind: u32, member: u32, uuid: [u8; UUID_LEN], slot: u32) {
+    pub(super) fn post<P: Platform>(
+        &self,
+        p: &P,
+        kind: u32,
+        member: u32,
+        uuid: [u8; UUID_LEN],
+        slot: u32,
+    ) {
         let r = &self.add_request;
         r.uuid.store(uuid);
         let what = ADD_POSTED | kind | (member & 0xff) << 8 | (slot & 0xff) << 16;
@@ -183,6 +195,14 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             }
             return;
         }
+        if what & REPLACE != 0 {
+            self.start_replace(p, member, slot);
+            return;
+        }
+        if what & REPLACE_END != 0 {
+            self.end_replace(p);
+            return;
+        }
         if what & REMOVE_SPARE != 0 {
             if self.spares.remove(slot) {
                 self.retire_slot(slot);
@@ -208,7 +228,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
     }
 
     /// Slot-table entry `slot` is kept, faulty, so its device is refused if it comes back.
-    fn retire_slot(&self, slot: u32) {
+    pub(super) fn retire_slot(&self, slot: u32) {
         let bit = 1u64.checked_shl(slot).unwrap_or(0);
         self.retired_slots.fetch_or(bit, Ordering::SeqCst);
     }
@@ -235,6 +255,10 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
     /// The outcome of [`Self::request_fail`] once the worker ran: `Ok` when the member is out
     /// of use and its failure recorded in the superblocks.
     pub fn fail_outcome(&self, member: u32) -> Result<(), FailError> {
+        if member == self.replacement_index() {
+            // Failed, released or never there: the replace is over either way.
+            return Ok(());
+        }
         let state = self
             .members()
             .get(member as usize)
@@ -254,6 +278,10 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
     pub(super) fn handle_fail_requests<P: Platform>(&self, p: &P) {
         let asked = self.fail_requests.swap(0, Ordering::SeqCst);
         for member in (0..32u32).filter(|m| asked & (1 << m) != 0) {
+            if member == self.replacement_index() {
+                self.fail_replacement(p);
+                continue;
+            }
             let active = self
                 .members()
                 .get(member as usize)

@@ -23,6 +23,7 @@ use super::geometry::{Geometry, Piece};
 use super::members::{MemberSet, MemberState};
 use super::platform::{MemberIo, Op, PieceInfo, Platform, Source, Status, WorkList};
 use super::rebuild::RebuildState;
+use super::replace::ReplaceState;
 use super::request::{PassResult, Phase, RequestState};
 use super::scrub::ScrubState;
 use super::spares::Spares;
@@ -89,6 +90,8 @@ pub struct ArrayEngine<M> {
     pub(super) spares: Spares,
     /// The rebuild (`rebuild.rs`).
     pub(super) rebuild: RebuildState,
+    /// A member's replacement (`replace.rs`).
+    pub(super) replace: ReplaceState,
     /// Check and repair (`scrub.rs`).
     pub(super) scrub: ScrubState,
 }
@@ -127,6 +130,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             retired_slots: AtomicU64::new(0),
             spares: Spares::new(),
             rebuild: RebuildState::new(),
+            replace: ReplaceState::new(),
             scrub: ScrubState::new(),
         })
     }
@@ -380,6 +384,18 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             self.send(p, rq, state, &io)?;
             sent = true;
         }
+        if sent && self.replica_live() {
+            let io = MemberIo {
+                info: PieceInfo {
+                    op: Op::Flush,
+                    member: self.replacement_index(),
+                    sectors: 0,
+                },
+                member_sector: 0,
+                source: Source::None,
+            };
+            self.send(p, rq, state, &io)?;
+        }
         if sent {
             Ok(())
         } else {
@@ -432,6 +448,13 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         for piece in pieces {
             if self.writable(piece.member) {
                 self.send_piece(p, rq, state, op, &piece)?;
+                if let Some(replica) = self.replica_of(piece.member) {
+                    let piece = Piece {
+                        member: replica,
+                        ..piece
+                    };
+                    self.send_piece(p, rq, state, op, &piece)?;
+                }
             } else if self.healthy_copy(piece, MemberSet::EMPTY).is_none() {
                 // No copy of this piece left: fail rather than lose the data silently.
                 return Err(Status::IoError);

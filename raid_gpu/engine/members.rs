@@ -199,6 +199,14 @@ impl MemberState {
         true
     }
 
+    /// Its replacement's device (`uuid` in slot-table entry `slot`), a copy of all its data
+    /// that got every write, takes its place: in use and in sync as before. The worker only,
+    /// with the device already in the member's place.
+    pub(crate) fn take_device(&self, uuid: [u8; UUID_LEN], slot: u32) {
+        self.uuid.store(uuid);
+        self.slot.store(slot, Ordering::Relaxed);
+    }
+
     pub fn health(&self) -> Health {
         // SeqCst: the durability gate (`ArrayEngine::complete`) orders this against the array's
         // count of failing members.

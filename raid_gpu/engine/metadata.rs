@@ -20,6 +20,11 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
     /// the last copy of some data: the array is then broken (no more writes) and this returns
     /// false. True if the member is out of use, now or before. The worker only.
     pub(super) fn try_fail<P: Platform>(&self, p: &P, member: u32, why: MemberEvent) -> bool {
+        if member == self.replacement_index() {
+            // It holds nothing anyone reads: only the replace ends.
+            self.fail_replacement(p);
+            return true;
+        }
         let Some(state) = self.members().get(member as usize) else {
             return true;
         };
@@ -98,7 +103,10 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
                     recovery_offset: 0,
                     ..sb.for_member(slot, uuid)
                 };
-                p.write_spare_superblock(slot, &copy);
+                let written = p.write_spare_superblock(slot, &copy);
+                if !written && self.replacing_slot() == Some(slot) {
+                    self.fail_replacement(p);
+                }
             }
             if targets.minus(failed).is_empty() {
                 self.broken.store(true, Ordering::SeqCst);

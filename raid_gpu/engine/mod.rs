@@ -25,6 +25,7 @@ pub mod parity;
 pub mod platform;
 pub mod rate;
 pub mod rebuild;
+pub mod replace;
 pub mod request;
 pub mod scrub;
 pub mod spares;

@@ -140,6 +140,20 @@ pub enum WorkList {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RebuildIoError;
 
+/// One transfer of a [`Platform::rebuild_batch`]: `sectors` sectors at `sector` (from the
+/// member's start) of member `member`, into or out of rebuild buffer column `column` from its
+/// start.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RebuildIo {
+    pub sector: u64,
+    pub sectors: u64,
+    pub member: u32,
+    pub column: u32,
+}
+
+/// Most transfers a [`Platform::rebuild_batch`] holds: a buffer column each.
+pub const MAX_REBUILD_BATCH: usize = super::geometry::MAX_MEMBERS as usize + 2;
+
 /// What happened to a member, for the log.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MemberEvent {
@@ -162,6 +176,15 @@ pub enum MemberEvent {
     RebuildStalled,
     /// Its failure (any of the above, or on request) is recorded in the superblocks now.
     FailureRecorded,
+    /// A replace of it started: a spare is being copied from it (`replace.rs`).
+    ReplaceStarted,
+    /// Its replacement took its place; its old device left the array.
+    Replaced,
+    /// It failed while being replaced: the replacement went back to the spares.
+    ReplaceAbandoned,
+    /// Its replacement failed (an I/O error, by hand, or nothing left to copy from): the
+    /// replace ends, the member stays.
+    ReplacementFailed,
 }
 
 /// The services a home gives the engine.
@@ -247,6 +270,23 @@ pub trait Platform {
         offset: u64,
         sectors: u64,
     ) -> Result<(), RebuildIoError>;
+
+    /// Sends every transfer in `ios` at once (each one `op`, as [`Self::rebuild_io`] does) and
+    /// waits for them all: the members work in parallel. Returns the indices into `ios` of the
+    /// transfers that failed (or were refused), as bits. The worker only. By default one after
+    /// the other.
+    fn rebuild_batch(&self, op: Op, ios: &[RebuildIo]) -> u64 {
+        let mut failed = 0u64;
+        for (i, io) in ios.iter().enumerate() {
+            if self
+                .rebuild_io(op, io.member, io.sector, io.column, 0, io.sectors)
+                .is_err()
+            {
+                failed |= 1u64.checked_shl(i as u32).unwrap_or(0);
+            }
+        }
+        failed
+    }
 
     /// Copies `sectors` sectors at `offset` from rebuild buffer column `from` to column `to`.
     fn rebuild_copy(&self, from: u32, to: u32, offset: u64, sectors: u64);

@@ -18,9 +18,10 @@
 //!   offset that claims it. A stop or crash resumes from the last checkpoint.
 
 use super::array::ArrayEngine;
+use super::geometry::Piece;
 use super::members::{MemberSet, MemberState};
 use super::parity::{ParityJob, ParityOp};
-use super::platform::{MemberEvent, Op, Platform};
+use super::platform::{MemberEvent, Op, Platform, RebuildIo, MAX_REBUILD_BATCH};
 use super::rate::RateMeter;
 use super::request::{Phase, RequestState};
 use super::superblock::RECOVERY_COMPLETE;
@@ -62,6 +63,23 @@ enum StepError {
     Unreadable,
     /// Writing the member being rebuilt failed.
     TargetWrite,
+}
+
+/// Pieces a mirror rebuild or replace step reads, then writes, at once: a window's worth of
+/// buffer columns (fewer where the buffer has fewer).
+const MIRROR_BATCH: usize = (MIRROR_WINDOW_SECTORS / REBUILD_COLUMN_SECTORS) as usize;
+
+/// The first `n` entries of a batch.
+fn batch(ios: &[RebuildIo], n: usize) -> &[RebuildIo] {
+    ios.get(..n).unwrap_or(ios)
+}
+
+/// Bit `i` of a [`Platform::rebuild_batch`] result.
+fn bit(failed: u64, i: usize) -> bool {
+    u32::try_from(i)
+        .ok()
+        .and_then(|i| 1u64.checked_shl(i))
+        .is_some_and(|b| failed & b != 0)
 }
 
 /// The rebuild's shared state: the array range closed to writes, and progress.
@@ -231,6 +249,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             return;
         }
         let Some(target) = self.rebuild_target() else {
+            self.replace_step(p);
             return;
         };
         let Some(state) = self.members().get(target as usize) else {
@@ -252,9 +271,9 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         let started = p.now_ns();
         let Some(rebuilt) = self.in_window(p, lo, hi, || {
             if self.geometry.level().has_parity() {
-                self.rebuild_stripes(p, target, offset, end)
+                self.rebuild_stripes(p, target, target, offset, end)
             } else {
-                self.copy_mirror(p, target, offset, end)
+                self.copy_mirror(p, target, target, offset, end)
             }
         }) else {
             return;
@@ -379,50 +398,119 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
     }
 
     /// Copies the data of mirror member `target`'s sectors `offset..end` from the other
-    /// copies, through buffer column 0.
+    /// copies to member `dest` (`target` itself, or its replacement), a batch of buffer
+    /// columns at a time: every piece's read at once (from whichever copies), then every write.
     fn copy_mirror<P: Platform>(
         &self,
         p: &P,
         target: u32,
+        dest: u32,
         offset: u64,
         end: u64,
     ) -> Result<(), StepError> {
         let base = self.superblock.data_offset;
+        let columns = self.batch_columns();
         let mut at = offset;
         while at < end {
-            let limit = (end - at).min(REBUILD_COLUMN_SECTORS);
-            let Some(piece) = self.geometry.mirror_piece(target, at, limit) else {
-                return Ok(());
-            };
-            let mut avoid = MemberSet::of(target);
-            loop {
-                let source = self
-                    .healthy_copy(piece, avoid)
-                    .ok_or(StepError::Unreadable)?;
-                let from = base.saturating_add(source.member_sector);
-                if p.rebuild_io(Op::Read, source.member, from, 0, 0, piece.sectors)
-                    .is_ok()
-                {
+            let mut pieces: [Option<Piece>; MIRROR_BATCH] = [None; MIRROR_BATCH];
+            let mut reads = [RebuildIo::default(); MIRROR_BATCH];
+            let mut writes = reads;
+            let mut n = 0;
+            while n < columns && at < end {
+                let limit = (end - at).min(REBUILD_COLUMN_SECTORS);
+                let Some(piece) = self.geometry.mirror_piece(target, at, limit) else {
+                    // Nothing of the array's data from here on (the tail of an odd RAID 10).
+                    at = end;
                     break;
-                }
-                // Another copy may read; the source's own error is not acted on here.
-                avoid = avoid.with(source.member);
+                };
+                let source = self
+                    .healthy_copy(piece, MemberSet::of(target))
+                    .ok_or(StepError::Unreadable)?;
+                // Below MIRROR_BATCH: lossless.
+                let column = n as u32;
+                let (Some(slot), Some(read), Some(write)) =
+                    (pieces.get_mut(n), reads.get_mut(n), writes.get_mut(n))
+                else {
+                    break;
+                };
+                *slot = Some(piece);
+                *read = RebuildIo {
+                    member: source.member,
+                    sector: base.saturating_add(source.member_sector),
+                    column,
+                    sectors: piece.sectors,
+                };
+                *write = RebuildIo {
+                    member: dest,
+                    sector: base.saturating_add(piece.member_sector),
+                    ..*read
+                };
+                n += 1;
+                at = at.saturating_add(piece.sectors);
             }
-            let to = base.saturating_add(piece.member_sector);
-            p.rebuild_io(Op::Write, target, to, 0, 0, piece.sectors)
-                .map_err(|_| StepError::TargetWrite)?;
-            at = at.saturating_add(piece.sectors);
+            let (reads, writes) = (batch(&reads, n), batch(&writes, n));
+            let failed = p.rebuild_batch(Op::Read, reads);
+            for ((i, read), piece) in reads.iter().enumerate().zip(pieces) {
+                if let (true, Some(piece)) = (bit(failed, i), piece) {
+                    // Another copy may read; the source's own error is not acted on here.
+                    self.read_other_copy(p, target, piece, read)?;
+                }
+            }
+            if p.rebuild_batch(Op::Write, writes) != 0 {
+                return Err(StepError::TargetWrite);
+            }
         }
         Ok(())
     }
 
+    /// Reads `piece` of mirror member `target` into `failed.column` from a copy on neither
+    /// `target` nor the member `failed` read from.
+    fn read_other_copy<P: Platform>(
+        &self,
+        p: &P,
+        target: u32,
+        piece: Piece,
+        failed: &RebuildIo,
+    ) -> Result<(), StepError> {
+        let base = self.superblock.data_offset;
+        let mut avoid = MemberSet::of(target).with(failed.member);
+        loop {
+            let source = self
+                .healthy_copy(piece, avoid)
+                .ok_or(StepError::Unreadable)?;
+            let from = base.saturating_add(source.member_sector);
+            if p.rebuild_io(
+                Op::Read,
+                source.member,
+                from,
+                failed.column,
+                0,
+                piece.sectors,
+            )
+            .is_ok()
+            {
+                return Ok(());
+            }
+            avoid = avoid.with(source.member);
+        }
+    }
+
+    /// Buffer columns a batch of a mirror rebuild or replace uses.
+    fn batch_columns(&self) -> usize {
+        (self.geometry.members() as usize)
+            .saturating_add(2)
+            .min(MIRROR_BATCH)
+    }
+
     /// Recomputes RAID 5/6 member `target`'s sectors `offset..end` (at most a buffer column)
     /// from the other members: each into its own column, the lost data recovered and the
-    /// parity generated stripe by stripe, then the target's column written.
+    /// parity generated stripe by stripe, then the target's column written to member `dest`
+    /// (`target` itself, or its replacement).
     fn rebuild_stripes<P: Platform>(
         &self,
         p: &P,
         target: u32,
+        dest: u32,
         offset: u64,
         end: u64,
     ) -> Result<(), StepError> {
@@ -430,15 +518,30 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         let sectors = end - offset;
         let at = self.superblock.data_offset.saturating_add(offset);
         let mut lost = MemberSet::of(target);
+        let mut reads = [RebuildIo::default(); MAX_REBUILD_BATCH];
+        let mut n = 0;
         for m in 0..g.members() {
             if m == target || !self.usable(m, MemberSet::EMPTY) {
                 lost = lost.with(m);
                 continue;
             }
-            if p.rebuild_io(Op::Read, m, at, m, 0, sectors).is_err() {
-                // Rebuilt around, if the parity allows; the member's error is not acted on
-                // here.
-                lost = lost.with(m);
+            if let Some(read) = reads.get_mut(n) {
+                *read = RebuildIo {
+                    member: m,
+                    sector: at,
+                    column: m,
+                    sectors,
+                };
+                n += 1;
+            }
+        }
+        // Every member at once; one that fails is rebuilt around, if the parity allows (its
+        // error is not acted on here).
+        let reads = batch(&reads, n);
+        let failed = p.rebuild_batch(Op::Read, reads);
+        for (i, read) in reads.iter().enumerate() {
+            if bit(failed, i) {
+                lost = lost.with(read.member);
             }
         }
         let chunk = u64::from(g.chunk_sectors()).max(1);
@@ -463,8 +566,110 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         if !recoverable || !p.rebuild_compute(&job) || !p.rebuild_compute(&generate) {
             return Err(StepError::Unreadable);
         }
-        p.rebuild_io(Op::Write, target, at, target, 0, sectors)
+        p.rebuild_io(Op::Write, dest, at, target, 0, sectors)
             .map_err(|_| StepError::TargetWrite)
+    }
+
+    /// One step of a replace's copy (`replace.rs`), if one runs: copies the next window of the
+    /// replaced member to the replacement, under the same window and pace as a rebuild.
+    fn replace_step<P: Platform>(&self, p: &P) {
+        let Some((role, offset)) = self.replace_copying() else {
+            return;
+        };
+        let member_end = self.geometry.member_data_sectors();
+        if offset >= member_end {
+            self.replace_copied(p);
+            return;
+        }
+        // A mirror's window on every level: the copy reads the member itself, not a stripe.
+        let end = offset.saturating_add(MIRROR_WINDOW_SECTORS).min(member_end);
+        let Some((lo, hi)) = self.window_hull(role, offset, end) else {
+            self.replace.set_copied(end);
+            p.kick_worker();
+            return;
+        };
+        let started = p.now_ns();
+        let Some(copied) = self.in_window(p, lo, hi, || self.copy_replica(p, role, offset, end))
+        else {
+            return;
+        };
+        match copied {
+            Ok(()) => {
+                self.replace.set_copied(end);
+                self.rebuild
+                    .copied
+                    .fetch_add(end - offset, Ordering::Relaxed);
+                if end >= member_end {
+                    self.replace_copied(p);
+                } else {
+                    self.keep_pace(p, started, end - offset);
+                }
+            }
+            // Nothing left to copy from, or the replacement's own write: the replace ends.
+            Err(_) => self.fail_replacement(p),
+        }
+        p.kick_worker();
+    }
+
+    /// Copies member `role`'s sectors `offset..end` to its replacement, a batch of buffer
+    /// columns at a time: read from the member itself (it is in sync), then written; a batch
+    /// that does not all read is redone a column at a time, what fails to read recomputed from
+    /// the other members as a rebuild does.
+    fn copy_replica<P: Platform>(
+        &self,
+        p: &P,
+        role: u32,
+        offset: u64,
+        end: u64,
+    ) -> Result<(), StepError> {
+        let dest = self.replacement_index();
+        let base = self.superblock.data_offset;
+        let columns = self.batch_columns();
+        let mut at = offset;
+        while at < end {
+            let mut reads = [RebuildIo::default(); MIRROR_BATCH];
+            let mut n = 0;
+            while n < columns && at < end {
+                let next = at.saturating_add(REBUILD_COLUMN_SECTORS).min(end);
+                if let Some(read) = reads.get_mut(n) {
+                    *read = RebuildIo {
+                        member: role,
+                        sector: base.saturating_add(at),
+                        // Below MIRROR_BATCH: lossless.
+                        column: n as u32,
+                        sectors: next - at,
+                    };
+                }
+                n += 1;
+                at = next;
+            }
+            let reads = batch(&reads, n);
+            if p.rebuild_batch(Op::Read, reads) == 0 {
+                let writes: [RebuildIo; MIRROR_BATCH] = core::array::from_fn(|i| RebuildIo {
+                    member: dest,
+                    ..reads.get(i).copied().unwrap_or_default()
+                });
+                if p.rebuild_batch(Op::Write, batch(&writes, reads.len())) != 0 {
+                    return Err(StepError::TargetWrite);
+                }
+                continue;
+            }
+            for read in reads {
+                let from = read.sector.saturating_sub(base);
+                let to = from.saturating_add(read.sectors);
+                if p.rebuild_io(Op::Read, role, read.sector, 0, 0, read.sectors)
+                    .is_ok()
+                {
+                    p.rebuild_io(Op::Write, dest, read.sector, 0, 0, read.sectors)
+                        .map_err(|_| StepError::TargetWrite)?;
+                } else if self.geometry.level().has_parity() {
+                    self.rebuild_stripes(p, role, dest, from, to)?;
+                } else {
+                    self.copy_mirror(p, role, dest, from, to)?;
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The member is in sync: reads may use it; recorded in the superblocks.

@@ -15,7 +15,7 @@
 use super::array::{ArrayEngine, ArrayState};
 use super::members::{MemberSet, MemberState};
 use super::parity::{ParityJob, ParityOp};
-use super::platform::{Op, Platform};
+use super::platform::{Op, Platform, RebuildIo, MAX_REBUILD_BATCH};
 use super::rebuild::REBUILD_COLUMN_SECTORS;
 use core::ops::Deref;
 use core::sync::atomic::{AtomicU64, AtomicU8, Ordering};
@@ -36,6 +36,8 @@ pub enum ScrubError {
     NotRedundant,
     /// The array is not optimal (degraded, rebuilding, broken): rebuild it first.
     NotOptimal,
+    /// A replace runs (its copy would miss what a repair rewrites).
+    Replacing,
 }
 
 const IDLE: u8 = 0;
@@ -98,6 +100,9 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         if self.state() != ArrayState::Optimal {
             return Err(ScrubError::NotOptimal);
         }
+        if self.replacement().is_some() {
+            return Err(ScrubError::Replacing);
+        }
         let s = &self.scrub;
         s.generation.fetch_add(1, Ordering::SeqCst);
         s.done.store(0, Ordering::Relaxed);
@@ -150,6 +155,9 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             return;
         };
         if self.background_held() || self.rebuild_target().is_some() {
+            return;
+        }
+        if self.replacement().is_some() {
             return;
         }
         if self.state() != ArrayState::Optimal {
@@ -246,12 +254,19 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         let g = &self.geometry;
         let n = g.members();
         let (sectors, at) = (b - a, self.superblock.data_offset.saturating_add(a));
-        for m in 0..n {
-            if p.rebuild_io(Op::Read, m, at, m, 0, sectors).is_err() {
-                // Not compared: a read error is the failure rules' business on the I/O path.
-                self.scrub.read_errors.fetch_add(1, Ordering::Relaxed);
-                return;
-            }
+        // Every member at once.
+        let reads: [RebuildIo; MAX_REBUILD_BATCH] = core::array::from_fn(|m| RebuildIo {
+            // Below MAX_REBUILD_BATCH: lossless.
+            member: m as u32,
+            sector: at,
+            column: m as u32,
+            sectors,
+        });
+        let reads = reads.get(..n as usize).unwrap_or(&reads);
+        if p.rebuild_batch(Op::Read, reads) != 0 {
+            // Not compared: a read error is the failure rules' business on the I/O path.
+            self.scrub.read_errors.fetch_add(1, Ordering::Relaxed);
+            return;
         }
         let chunk = u64::from(g.chunk_sectors()).max(1);
         let stripe = a / chunk;

@@ -964,6 +964,11 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         let mut sent = Ok(());
         let mut send = |m: u32, (c, f, e): (u32, u64, u64)| {
             sent = sent.and_then(|()| self.send_column(p, rq, span, Op::Write, m, c, f, e));
+            // A replacement of the member gets the same (`replace.rs`).
+            if let Some(replica) = self.replica_of(m) {
+                sent =
+                    sent.and_then(|()| self.send_column(p, rq, span, Op::Write, replica, c, f, e));
+            }
         };
         for m in 0..n {
             // Every member in use now, also one lost to this slice's reads: one being rebuilt

@@ -37,6 +37,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
                 let _ = self.write_superblocks(p, false);
             }
             self.release_parked(p);
+            self.settle_replacement(p);
             // A repair that ended let the waiting writes go: send them now.
             if !thawed {
                 break;

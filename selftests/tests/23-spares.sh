@@ -15,12 +15,6 @@ set -- $members
 d0=$1 d1=$2 d2=$3 d3=$4
 export DM_DISABLE_UDEV=1
 
-# dm_node NAME: the /dev/dm-N that DETAIL names the dm device NAME by.
-dm_node() {
-	for b in /sys/block/dm-*; do
-		[ "$(cat $b/dm/name)" = "$1" ] && echo /dev/${b##*/}
-	done
-}
 detail_json() { graidctl --json detail sp | tr -d '\n '; }
 # wait_taken_over ROLE SLICE SECONDS: waits until no spare is left and SLICE holds ROLE.
 wait_taken_over() {
@@ -35,11 +29,7 @@ wait_taken_over() {
 }
 
 wipe_superblocks $d0 $d1 $d2 $d3
-i=0
-for d in $d0 $d1 $d2 $d3; do
-	dmsetup --noudevsync create s$i --table "0 131072 linear $d 0" || fail "dmsetup create failed"
-	i=$((i + 1))
-done
+dm_slices $d0 $d1 $d2 $d3
 s0=/dev/mapper/s0 s1=/dev/mapper/s1 s2=/dev/mapper/s2 s3=/dev/mapper/s3
 
 echo "--- RAID 5: add makes a spare; it survives a stop and assembly"
@@ -96,8 +86,7 @@ monitor=$!
 fio --name=write $(fio_args "$dev" 16M 16M randwrite 4k-128k) >/tmp/fio.out 2>&1 &
 writer=$!
 usleep 300000
-dmsetup --noudevsync suspend s1 && dmsetup --noudevsync load s1 --table "0 131072 error" &&
-	dmsetup --noudevsync resume s1 || fail "cannot switch s1 to the error target"
+slice_error s1
 wait_taken_over 1 s2 60
 finishes $writer 300 "fio" || { cat /tmp/fio.out; fail "fio verify failed across the takeover"; }
 expect_rc 0 graidctl wait sp
@@ -112,8 +101,7 @@ expect_rc 0 graidctl fail sp $s0
 echo 3 >/proc/sys/vm/drop_caches
 fio_readback "$dev" 0 32M randwrite 4k-128k "data lost across an automatic takeover"
 expect_rc 0 graidctl stop sp
-dmsetup --noudevsync suspend s1 && dmsetup --noudevsync load s1 --table "0 131072 linear $d1 0" &&
-	dmsetup --noudevsync resume s1 || fail "cannot restore s1"
+slice_linear s1 $d1
 
 echo "--- RAID 1: a degraded assembly puts the spare in the missing role"
 wipe_superblocks $s0 $s1 $s2 $s3

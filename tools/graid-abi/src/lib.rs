@@ -40,7 +40,7 @@ mod tests {
         );
         assert_eq!(size_of::<GraidAssemble>(), 8 + members + 16);
         assert_eq!(size_of::<GraidStop>(), 8);
-        assert_eq!(size_of::<GraidMemberOp>(), 4 + 4 + 8 + 4 + 4);
+        assert_eq!(size_of::<GraidMemberOp>(), 4 + 4 + 8 + 4 + 4 + 8);
         assert_eq!(size_of::<GraidList>(), 8 + 4 * GRAID_MAX_ARRAYS);
         assert_eq!(size_of::<GraidMemberDetail>(), 8 + 4 + 4 + 7 * 8);
         assert_eq!(
@@ -59,6 +59,10 @@ mod tests {
                 + GRAID_NAME_LEN
                 + GRAID_MAX_MEMBERS * size_of::<GraidMemberDetail>()
                 + GRAID_MAX_SPARES * size_of::<GraidMember>()
+                + 4
+                + 4
+                + 8
+                + 8
         );
     }
 

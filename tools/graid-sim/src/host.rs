@@ -114,6 +114,19 @@ impl MemDisk {
             .is_some()
     }
 
+    /// Swaps what two devices hold (sectors and superblocks): the platform moving a
+    /// replacement's device into its member's place, as the kernel moves the open device.
+    pub fn swap_contents(&self, other: &MemDisk) {
+        std::mem::swap(
+            &mut *self.sectors.lock().unwrap(),
+            &mut *other.sectors.lock().unwrap(),
+        );
+        std::mem::swap(
+            &mut *self.superblocks.lock().unwrap(),
+            &mut *other.superblocks.lock().unwrap(),
+        );
+    }
+
     /// The newest superblock written to this member.
     pub fn newest_superblock(&self) -> Option<Superblock> {
         self.superblocks.lock().unwrap().last().copied()

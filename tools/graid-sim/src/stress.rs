@@ -9,6 +9,7 @@ use graid_engine::array::ArrayEngine;
 use graid_engine::geometry::{Geometry, Level};
 use graid_engine::members::MemberState;
 use graid_engine::platform::{Op, Status};
+use graid_engine::replace::ReplaceStage;
 use graid_engine::scrub::{ScrubMode, ScrubProgress};
 use graid_engine::superblock::{Area, ArrayName, Slot, Superblock, MAX_SLOTS, RECOVERY_COMPLETE};
 use rand::rngs::StdRng;
@@ -50,6 +51,12 @@ pub struct Scenario {
     /// With `rebuild`: the new device is a spare added before the member fails, and takes
     /// its place as the platform does when the engine asks ([`ArrayEngine::takeover`]).
     pub via_spare: bool,
+    /// This member is replaced while the submitters run: a spare is added before, the
+    /// replace asked for once they started, and the devices swapped as the platform does once
+    /// the copy is complete (see [`finish_replace`]).
+    pub replace: Option<u32>,
+    /// The replacement's device (the disk past the members').
+    pub replacement_faults: Faults,
 }
 
 impl Scenario {
@@ -73,6 +80,8 @@ impl Scenario {
             overlap_writers: 1,
             rebuild: None,
             via_spare: false,
+            replace: None,
+            replacement_faults: Faults::default(),
         }
     }
 
@@ -147,9 +156,11 @@ pub fn new_host(scenario: &Scenario, seed: u64) -> (Arc<Host>, Receiver<QueuedIo
     let mut disk_rng = StdRng::seed_from_u64(seed ^ 0xd15c);
     let host = Arc::new(Host {
         engine,
+        // One disk past the members': a replacement's device (`ArrayEngine::replacement_index`).
         disks: scenario
             .faults
             .iter()
+            .chain([&scenario.replacement_faults])
             .map(|&f| MemDisk::new(geometry.member_data_sectors(), f, &mut disk_rng))
             .collect(),
         slots,
@@ -277,6 +288,7 @@ pub fn run(scenario: &Scenario, seed: u64) -> Report {
         }
         lose_member(&host, target, seed);
     }
+    let replacing = scenario.replace.map(|role| (role, add_spare(&host, seed)));
     let threads = Threads::start(&host, io_rx, seed);
 
     // Each submitter owns one stretch of the array, so the model stays exact.
@@ -313,6 +325,10 @@ pub fn run(scenario: &Scenario, seed: u64) -> Report {
         assert_eq!(member, target, "seed {seed}: the spare goes elsewhere");
         host.engine.request_add(&*host, member, uuid, slot);
     }
+    if let Some((role, slot)) = replacing {
+        thread::sleep(std::time::Duration::from_millis(5));
+        host.engine.request_replace(&*host, role, slot);
+    }
     let mut model = vec![None; array_sectors as usize];
     let mut errors = Vec::new();
     let (mut ok_read_sectors, mut ok_write_sectors) = (0, 0);
@@ -329,6 +345,10 @@ pub fn run(scenario: &Scenario, seed: u64) -> Report {
         ok_write_sectors += result.ok_write_sectors;
     }
     if scenario.rebuild.is_some() {
+        wait_rebuilt(&host, seed);
+    }
+    if replacing.is_some() {
+        finish_replace(&host, seed);
         wait_rebuilt(&host, seed);
     }
     if scenario.level.has_parity() {
@@ -364,8 +384,8 @@ pub fn lose_member(host: &Host, target: u32, seed: u64) {
 }
 
 /// Adds a spare device ([`NEW_DEVICE_UUID`]) to an optimal array: recorded, and no takeover
-/// asked for. Before the platform's threads start.
-pub fn add_spare(host: &Host, seed: u64) {
+/// asked for. Before the platform's threads start. Returns its slot.
+pub fn add_spare(host: &Host, seed: u64) -> u32 {
     let engine = &host.engine;
     let slot = engine.free_slot().expect("a free slot");
     engine.request_spare(host, NEW_DEVICE_UUID, slot);
@@ -383,6 +403,45 @@ pub fn add_spare(host: &Host, seed: u64) {
         (slot, slot, NEW_DEVICE_UUID)
     );
     assert_eq!(sb.slots[slot as usize], Slot::Spare);
+    slot
+}
+
+/// Waits for the replace asked for to end its copy (or fail, or be abandoned), then moves the
+/// device as the platform does (the submitters are done: nothing is in flight, as under the
+/// kernel's freeze) and lets the worker record it. After a swap the old device is scribbled
+/// over: it left the array, and nothing may read it. Returns the stage the replace ended in.
+pub fn finish_replace(host: &Host, seed: u64) -> ReplaceStage {
+    let engine = &host.engine;
+    let start = std::time::Instant::now();
+    let r = loop {
+        let r = engine.replacement().expect("a replace running");
+        if r.stage != ReplaceStage::Copying {
+            break r;
+        }
+        assert!(
+            start.elapsed() < HANG,
+            "seed {seed}: the replace never ended"
+        );
+        thread::sleep(std::time::Duration::from_millis(1));
+    };
+    if r.stage == ReplaceStage::Done {
+        let index = engine.replacement_index() as usize;
+        let (member, replacement) = (&host.disks[r.role as usize], &host.disks[index]);
+        member.swap_contents(replacement);
+        let mut old = replacement.sectors.lock().unwrap();
+        for (i, tag) in old.iter_mut().enumerate() {
+            *tag = GARBAGE ^ i as u64;
+        }
+    }
+    engine.request_replace_end(host);
+    while engine.replacement().is_some() {
+        assert!(
+            start.elapsed() < HANG,
+            "seed {seed}: the replace's end was not recorded"
+        );
+        thread::sleep(std::time::Duration::from_millis(1));
+    }
+    r.stage
 }
 
 /// Runs a whole scrub in `mode` on the calling thread (the platform's threads stopped) and

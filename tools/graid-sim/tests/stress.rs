@@ -9,9 +9,9 @@ use graid_engine::platform::{MemberEvent, Op, Status};
 use graid_engine::superblock::Slot;
 use graid_sim::host::Faults;
 use graid_sim::stress::{
-    check_copies, check_mirrors_match, check_superblocks, lose_member, new_host, run,
+    add_spare, check_copies, check_mirrors_match, check_superblocks, lose_member, new_host, run,
     run_overlapping, scrub_now, seeds, submit_inline, submit_inline_segments, total_member_bytes,
-    wait_rebuilt, Scenario, Threads, NEW_DEVICE_UUID,
+    wait_rebuilt, Report, Scenario, Threads, NEW_DEVICE_UUID,
 };
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
@@ -52,6 +52,7 @@ fn healthy_arrays_serve_random_concurrent_io_exactly() {
                 .host
                 .disks
                 .iter()
+                .take(members as usize)
                 .map(|d| d.flushes.load(Ordering::Relaxed))
                 .collect();
             assert!(
@@ -958,4 +959,189 @@ fn check_counts_differing_copies_and_repair_rewrites_them() {
             check_copies(&report, seed);
         }
     }
+}
+
+/// After a replace of `role` that completed: the new device holds the role, in sync, in the
+/// spare's slot; the old device's slot is retired; the array is optimal and nothing failed.
+fn check_replaced(report: &Report, role: u32, seed: u64) {
+    let host = &*report.host;
+    let engine = &host.engine;
+    assert!(
+        host.members_with(MemberEvent::Replaced).contains(&role),
+        "seed {seed}: no replace recorded: {:?}",
+        host.events.lock().unwrap()
+    );
+    assert!(engine.replacement().is_none(), "seed {seed}");
+    assert!(
+        engine.spares().is_empty(),
+        "seed {seed}: the spare is still a spare"
+    );
+    let member = &engine.members()[role as usize];
+    assert!(member.is_in_sync(), "seed {seed}");
+    assert_eq!(member.uuid(), NEW_DEVICE_UUID, "seed {seed}");
+    assert_eq!(engine.state(), ArrayState::Optimal, "seed {seed}");
+    assert!(report.errors.is_empty(), "seed {seed}: {:?}", report.errors);
+    let sb = host.disks[role as usize].newest_superblock().unwrap();
+    assert_eq!(sb.member_uuid, NEW_DEVICE_UUID);
+    assert_eq!(
+        sb.slots[sb.this_slot as usize],
+        Slot::Active { role: role as u8 }
+    );
+    assert_eq!(
+        sb.slots[role as usize],
+        Slot::Faulty,
+        "seed {seed}: old slot not retired"
+    );
+}
+
+#[test]
+fn a_replacement_copied_under_load_takes_the_members_place() {
+    for seed in seeds(2) {
+        for (level, members, chunk, role) in [
+            (Level::Raid1, 2, 0, 1),
+            (Level::Raid1, 3, 0, 0),
+            (Level::Raid10, 4, 16, 2),
+        ] {
+            let scenario = Scenario {
+                replace: Some(role),
+                data_sectors: 16384,
+                ..Scenario::new(level, members, chunk)
+            };
+            let report = run(&scenario, seed);
+            check_replaced(&report, role, seed);
+            // Every copy matches the model: the replacement got the copy and every write
+            // (the old device was scribbled over once swapped out).
+            check_mirrors_match(&report, seed);
+        }
+    }
+}
+
+#[test]
+fn a_replacement_that_fails_ends_the_replace_and_the_member_stays() {
+    for seed in seeds(2) {
+        let scenario = Scenario {
+            replace: Some(1),
+            data_sectors: 16384,
+            replacement_faults: Faults {
+                // Anywhere in the copy, by seed.
+                die_after_rebuild_ios: Some(seed % 40),
+                ..Faults::default()
+            },
+            ..Scenario::new(Level::Raid1, 2, 0)
+        };
+        let report = run(&scenario, seed);
+        let host = &*report.host;
+        let engine = &host.engine;
+        assert!(
+            host.members_with(MemberEvent::ReplacementFailed)
+                .contains(&1),
+            "seed {seed}: {:?}",
+            host.events.lock().unwrap()
+        );
+        assert!(engine.replacement().is_none(), "seed {seed}");
+        assert!(
+            engine.spares().is_empty(),
+            "seed {seed}: a failed replacement stays a spare"
+        );
+        let member = &engine.members()[1];
+        assert!(member.is_in_sync(), "seed {seed}");
+        assert_ne!(member.uuid(), NEW_DEVICE_UUID, "seed {seed}");
+        assert_eq!(engine.state(), ArrayState::Optimal, "seed {seed}");
+        assert!(report.errors.is_empty(), "seed {seed}: {:?}", report.errors);
+        // The replacement's slot is recorded as faulty, so its device is refused if it
+        // comes back.
+        let sb = host.disks[0].newest_superblock().unwrap();
+        let slot = engine.members().len();
+        assert_eq!(sb.slots[slot], Slot::Faulty, "seed {seed}");
+        check_mirrors_match(&report, seed);
+    }
+}
+
+#[test]
+fn a_member_failing_while_replaced_gives_its_replacement_back_to_the_spares() {
+    for seed in seeds(2) {
+        // The member dies once the copy has read from it a few times: the copy goes on from
+        // the other copies, and the next write to it fails it.
+        let scenario = Scenario {
+            replace: Some(1),
+            data_sectors: 16384,
+            ..Scenario::new(Level::Raid1, 3, 0).with_fault(
+                1,
+                Faults {
+                    die_after_rebuild_ios: Some(2),
+                    ..Faults::default()
+                },
+            )
+        };
+        let report = run(&scenario, seed);
+        let host = &*report.host;
+        let engine = &host.engine;
+        assert!(
+            host.members_with(MemberEvent::ReplaceAbandoned)
+                .contains(&1),
+            "seed {seed}: {:?}",
+            host.events.lock().unwrap()
+        );
+        assert!(engine.replacement().is_none(), "seed {seed}");
+        assert_eq!(engine.members()[1].health(), Health::Faulty, "seed {seed}");
+        assert!(report.errors.is_empty(), "seed {seed}: {:?}", report.errors);
+        // The replacement is a spare again, ready to take the failed member's place.
+        let (member, _, uuid) = engine.takeover().expect("the spare back");
+        assert_eq!((member, uuid), (1, NEW_DEVICE_UUID), "seed {seed}");
+        check_mirrors_match(&report, seed);
+    }
+}
+
+#[test]
+fn a_replace_is_refused_where_it_makes_no_sense_and_changes_nothing() {
+    use graid_engine::replace::ReplaceError;
+    use graid_engine::scrub::{ScrubError, ScrubMode};
+    let seed = 1;
+    let refused = |level, members, chunk, role| {
+        let (host, _io) = new_host(&Scenario::new(level, members, chunk), seed);
+        host.engine.replace_allowed(role)
+    };
+    assert_eq!(
+        refused(Level::Raid0, 2, 8, 0),
+        Err(ReplaceError::Unsupported)
+    );
+    assert_eq!(
+        refused(Level::Raid1, 32, 0, 0),
+        Err(ReplaceError::TooManyMembers)
+    );
+    assert_eq!(refused(Level::Raid1, 2, 0, 2), Err(ReplaceError::NoMember));
+
+    // A failed member is rebuilt, not replaced; nor is another while one is missing.
+    let (host, _io) = new_host(&Scenario::new(Level::Raid1, 3, 0), seed);
+    lose_member(&host, 2, seed);
+    assert_eq!(host.engine.replace_allowed(2), Err(ReplaceError::NotInSync));
+    assert_eq!(host.engine.replace_allowed(0), Err(ReplaceError::Degraded));
+
+    // A replace asked with a slot that holds no spare starts nothing.
+    let (host, _io) = new_host(&Scenario::new(Level::Raid1, 2, 0), seed);
+    let engine = &host.engine;
+    engine.request_replace(&*host, 0, 7);
+    engine.work(&*host);
+    assert!(engine.replacement().is_none());
+    assert_eq!(engine.replace_outcome(0, 7), Err(ReplaceError::NoSpare));
+
+    // One at a time, and never beside a scrub.
+    let slot = add_spare(&host, seed);
+    engine.request_replace(&*host, 1, slot);
+    engine.work(&*host);
+    assert_eq!(engine.replace_outcome(1, slot), Ok(()));
+    assert_eq!(engine.replace_allowed(0), Err(ReplaceError::Busy));
+    assert_eq!(
+        engine.start_scrub(&*host, ScrubMode::Repair),
+        Err(ScrubError::Replacing)
+    );
+    // The spare being copied to is no spare for another member's takeover.
+    engine.request_fail(&*host, 0);
+    engine.work(&*host);
+    assert_eq!(engine.fail_outcome(0), Ok(()));
+    assert!(
+        engine.replacement().is_some(),
+        "the replace of role 1 goes on"
+    );
+    assert!(engine.takeover().is_none());
 }

@@ -65,6 +65,10 @@ pub fn detail_request(index: u32) -> GraidDetail {
         name: [0; graid_abi::GRAID_NAME_LEN],
         members: [Default::default(); graid_abi::GRAID_MAX_MEMBERS],
         spares: [Default::default(); graid_abi::GRAID_MAX_SPARES],
+        replace_role: graid_abi::GRAID_ROLE_NONE,
+        replace_state: 0,
+        replace_dev: Default::default(),
+        replace_copied: 0,
     }
 }
 
@@ -447,6 +451,17 @@ pub mod fake {
                 member.dev = arg.dev;
                 member.state = graid_abi::GRAID_MEMBER_REBUILDING;
                 member.recovery_offset = 0;
+                return Ok(());
+            }
+            if arg.op == graid_abi::GRAID_MEMBER_OP_REPLACE {
+                let member = array.members[..array.nr_members as usize]
+                    .iter()
+                    .find(|m| m.dev == arg.dev)
+                    .ok_or_else(|| io::Error::from_raw_os_error(libc::ENXIO))?;
+                arg.role = member.role;
+                array.replace_role = member.role;
+                array.replace_state = graid_abi::GRAID_REPLACE_COPYING;
+                array.replace_dev = arg.with;
                 return Ok(());
             }
             if let Some(at) = array.spares[..spares].iter().position(|s| *s == arg.dev) {

@@ -83,6 +83,7 @@ pub fn errno_name(errno: i32) -> Option<&'static str> {
         libc::EEXIST => "EEXIST",
         libc::ENODEV => "ENODEV",
         libc::ENXIO => "ENXIO",
+        libc::ENOENT => "ENOENT",
         libc::ENOSPC => "ENOSPC",
         libc::E2BIG => "E2BIG",
         libc::ESTALE => "ESTALE",
@@ -130,9 +131,16 @@ fn reason(op: &Op<'_>, errno: i32) -> String {
                   changed)"
                 .to_owned(),
             Op::Member {
-                action: Action::Add,
+                action: Action::Add | Action::ReAdd,
                 ..
             } => "another member operation is running (nothing changed)".to_owned(),
+            Op::Member {
+                action: Action::Replace,
+                ..
+            } => "a replace, rebuild, check or repair runs, or the array is degraded (rebuild \
+                  it first), or the member is not in sync, or another member operation is \
+                  running (nothing changed)"
+                .to_owned(),
             Op::Member {
                 action: Action::Remove,
                 ..
@@ -188,6 +196,14 @@ fn reason(op: &Op<'_>, errno: i32) -> String {
             _ if is_member_op => "a member device does not exist".to_owned(),
             _ => "no such device".to_owned(),
         },
+        libc::ENOENT if matches!(op, Op::Member { .. }) => {
+            "the array has no spare to replace it with (name a device with --with)".to_owned()
+        }
+        libc::E2BIG if matches!(op, Op::Member { .. }) => {
+            "the array has 32 members: a replace needs one place more (fail, remove and add \
+             instead)"
+                .to_owned()
+        }
         libc::ENOSPC if matches!(op, Op::Member { .. }) => {
             "too small for the array's data area, or the array has as many spares as it can \
              hold (8), or the superblock's device table is full"

@@ -10,6 +10,7 @@ mod examine;
 mod manage;
 mod member;
 mod output;
+mod replace;
 mod sbio;
 mod scrub;
 mod show;
@@ -93,6 +94,15 @@ enum Command {
     /// Add devices in the place of removed members of a running array: each gets a new
     /// superblock and is rebuilt in the background (RAID 1, 10, 5, 6).
     Add(manage::MemberArgs),
+    /// Put former members back in their own roles (mdadm's --re-add): each device's superblock
+    /// must name this array and a role that is missing now. Rebuilt in full until the
+    /// write-intent bitmap exists.
+    ReAdd(manage::MemberArgs),
+    /// Replace an active member by a new device while it keeps serving (mdadm's --replace
+    /// --with): the device (a spare, or added as one) is copied from the member in the
+    /// background and gets every write; once it holds everything it takes the member's place
+    /// and the old device leaves the array. Redundancy never drops meanwhile.
+    Replace(replace::ReplaceArgs),
     /// Show or set a running array's rebuild speed limits: at least --min per second while
     /// the array serves other I/O (which keeps priority), at most --max while it is idle.
     SetSpeed(speed::SpeedArgs),
@@ -147,6 +157,8 @@ fn run(cli: Cli) -> Result<String, CtlError> {
         Command::Fail(args) => manage::main(&args, manage::Action::Fail, &sys, json),
         Command::Remove(args) => manage::main(&args, manage::Action::Remove, &sys, json),
         Command::Add(args) => manage::main(&args, manage::Action::Add, &sys, json),
+        Command::ReAdd(args) => manage::main(&args, manage::Action::ReAdd, &sys, json),
+        Command::Replace(args) => replace::main(&args, &sys, json),
         Command::SetSpeed(args) => {
             let array = array_ref::parse(args.array())?;
             speed::run(&Control::open_checked()?, &sys, &array, &args, json)

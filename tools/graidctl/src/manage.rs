@@ -13,8 +13,10 @@ use crate::member::{Rdev, System};
 use crate::output::{json, ArrayView};
 use graid_abi::{
     GraidMember, GraidMemberOp, GRAID_MAX_SPARES, GRAID_MEMBER_ACTIVE, GRAID_MEMBER_MISSING,
-    GRAID_MEMBER_OP_ADD, GRAID_MEMBER_OP_FAIL, GRAID_MEMBER_OP_REMOVE, GRAID_ROLE_SPARE,
+    GRAID_MEMBER_OP_ADD, GRAID_MEMBER_OP_FAIL, GRAID_MEMBER_OP_REMOVE, GRAID_MEMBER_OP_REPLACE,
+    GRAID_ROLE_NONE, GRAID_ROLE_SPARE,
 };
+use graid_engine::superblock::{decode, Slot};
 use serde::Serialize;
 
 /// What to do to the members.
@@ -23,14 +25,19 @@ pub enum Action {
     Fail,
     Remove,
     Add,
+    /// An add of a former member, back in its own role.
+    ReAdd,
+    /// `graidctl replace` (`replace.rs`).
+    Replace,
 }
 
 impl Action {
-    fn op(self) -> u32 {
+    pub fn op(self) -> u32 {
         match self {
             Self::Fail => GRAID_MEMBER_OP_FAIL,
             Self::Remove => GRAID_MEMBER_OP_REMOVE,
-            Self::Add => GRAID_MEMBER_OP_ADD,
+            Self::Add | Self::ReAdd => GRAID_MEMBER_OP_ADD,
+            Self::Replace => GRAID_MEMBER_OP_REPLACE,
         }
     }
 
@@ -39,14 +46,18 @@ impl Action {
             Self::Fail => "fail",
             Self::Remove => "remove",
             Self::Add => "add",
+            Self::ReAdd => "re-add",
+            Self::Replace => "replace",
         }
     }
 
-    fn done(self) -> &'static str {
+    pub fn done(self) -> &'static str {
         match self {
             Self::Fail => "failed",
             Self::Remove => "removed",
             Self::Add => "added",
+            Self::ReAdd => "re-added",
+            Self::Replace => "replacing",
         }
     }
 
@@ -54,7 +65,8 @@ impl Action {
         match self {
             Self::Fail => "in",
             Self::Remove => "from",
-            Self::Add => "to",
+            Self::Add | Self::ReAdd => "to",
+            Self::Replace => "in",
         }
     }
 }
@@ -91,6 +103,8 @@ struct Changed {
     role: Option<u32>,
     /// The device was added as a spare, or a spare was removed.
     spare: bool,
+    /// The device was a replacement (`graidctl replace`), failed: its replace stopped.
+    replacement: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -127,20 +141,29 @@ pub fn run(
                     action.preposition()
                 )));
             }
-            targets.push((path.as_str(), rdev));
+            targets.push((path.as_str(), rdev, None));
+            continue;
+        }
+        let replacing = detail.replace_role != GRAID_ROLE_NONE;
+        if replacing && Rdev::from(detail.replace_dev) == rdev && action == Action::Fail {
+            // Failing a replacement stops its replace (mdadm's way to cancel one).
+            targets.push((path.as_str(), rdev, Some(detail.replace_role)));
             continue;
         }
         let is_member = |m: &&graid_abi::GraidMemberDetail| {
             m.state != GRAID_MEMBER_MISSING && Rdev::from(m.dev) == rdev
         };
-        if action == Action::Add {
+        if action == Action::ReAdd {
+            former_role(sys, path, &detail, &label)?;
+        }
+        if matches!(action, Action::Add | Action::ReAdd) {
             if present.iter().any(|m| is_member(&m)) {
                 return Err(CtlError::Failed(format!(
                     "cannot add {path} ({rdev}) to {label}: it is a member already; nothing \
                      changed"
                 )));
             }
-            targets.push((path.as_str(), rdev));
+            targets.push((path.as_str(), rdev, None));
             continue;
         }
         let member = present.iter().find(is_member).ok_or_else(|| {
@@ -152,10 +175,10 @@ pub fn run(
                  member can be removed (graidctl fail it first); nothing changed"
             )));
         }
-        targets.push((path.as_str(), rdev));
+        targets.push((path.as_str(), rdev, None));
     }
     let mut changed = Vec::new();
-    for (path, rdev) in targets {
+    for (path, rdev, replacing) in targets {
         let mut req = GraidMemberOp {
             index: detail.index,
             op: action.op(),
@@ -165,6 +188,7 @@ pub fn run(
             },
             flags: 0,
             role: 0,
+            with: GraidMember::default(),
         };
         let description = format!("{path} ({rdev})");
         ctl.member(&mut req).map_err(|e| {
@@ -183,8 +207,14 @@ pub fn run(
             member: path.to_owned(),
             major: rdev.major,
             minor: rdev.minor,
-            role: (!spare).then_some(req.role),
+            // A replacement's own index is no role: the replaced member's is.
+            role: if spare {
+                None
+            } else {
+                Some(replacing.unwrap_or(req.role))
+            },
             spare,
+            replacement: replacing.is_some(),
         });
     }
     if json_out {
@@ -200,6 +230,15 @@ pub fn run(
         .map(|c| {
             let (done, member, to) = (action.done(), &c.member, action.preposition());
             match (c.role, action) {
+                (Some(role), _) if c.replacement => format!(
+                    "graidctl: {done} {member}, the replacement of role {role} in {label}: the \
+                     replace stops (the member stays)\n"
+                ),
+                (Some(role), Action::ReAdd) => format!(
+                    "graidctl: re-added {member} (role {role}) to {label}, rebuilding in full \
+                     (without a write-intent bitmap nothing tells what changed while it was \
+                     away; graidctl detail shows progress)\n"
+                ),
                 (None, Action::Add) => format!(
                     "graidctl: added {member} to {label} as a spare (it takes the place of a \
                      member that fails)\n"
@@ -215,6 +254,46 @@ pub fn run(
             }
         })
         .collect())
+}
+
+/// `re-add`: the role `path` held in this array, by its superblock, if an add puts it back
+/// there (that role is the first missing one); otherwise why not (nothing is sent then).
+fn former_role(
+    sys: &dyn System,
+    path: &str,
+    detail: &graid_abi::GraidDetail,
+    label: &str,
+) -> Result<u32, CtlError> {
+    let refuse = |why: String| {
+        Err(CtlError::Failed(format!(
+            "cannot re-add {path} to {label}: {why}; nothing changed"
+        )))
+    };
+    let sb = match sys.read_superblock(path).map(|block| decode(&block[..])) {
+        Ok(Ok(sb)) => sb,
+        _ => return refuse("it holds no readable graid superblock (graidctl add it)".into()),
+    };
+    if sb.array_uuid != detail.uuid {
+        return refuse("it was no member of this array (graidctl add it)".into());
+    }
+    let role = match sb.slots.get(sb.this_slot as usize) {
+        Some(Slot::Active { role }) => u32::from(*role),
+        _ => return refuse("its superblock gives it no role (graidctl add it)".into()),
+    };
+    let count = (detail.nr_members as usize).min(detail.members.len());
+    let first_missing = detail.members[..count]
+        .iter()
+        .find(|m| m.state == GRAID_MEMBER_MISSING)
+        .map(|m| m.role);
+    match first_missing {
+        Some(missing) if missing == role => Ok(role),
+        Some(missing) => refuse(format!(
+            "it held role {role}, but an add takes role {missing} first (graidctl add it there)"
+        )),
+        None => refuse(format!(
+            "role {role} has a device (a failed one is removed first: graidctl remove)"
+        )),
+    }
 }
 
 /// `err`, saying which members were already changed when a later one failed.
@@ -262,6 +341,44 @@ mod tests {
     ) -> Result<String, CtlError> {
         let members: Vec<String> = members.iter().map(|m| (*m).to_owned()).collect();
         run(ctl, sys, &parse("data").unwrap(), &members, action, false)
+    }
+
+    #[test]
+    fn re_add_puts_a_former_member_back_in_its_role_only() {
+        use crate::sbio::testutil::{block, sample};
+        let (ctl, mut sys) = setup();
+        // vdb (role 1) failed and was removed; vde and vdf carry superblocks.
+        go(&ctl, &sys, &["/dev/vdb"], Action::Fail).unwrap();
+        go(&ctl, &sys, &["/dev/vdb"], Action::Remove).unwrap();
+        let ours = [1u8; 16];
+        let with_sb = |name: &str, minor: u32, uuid: [u8; 16], role: u8| {
+            (
+                format!("/dev/{name}"),
+                Rdev { major: 259, minor },
+                Some(block(&sample("data", uuid, role, 9))),
+            )
+        };
+        sys.devices.push(with_sb("vdf", 5, [9; 16], 1));
+        sys.devices.push(with_sb("vdg", 6, ours, 0));
+        sys.devices.push(with_sb("vdh", 7, ours, 1));
+        for (dev, why) in [
+            ("/dev/vdc", "no readable graid superblock"),
+            ("/dev/vdf", "no member of this array"),
+            ("/dev/vdg", "it held role 0, but an add takes role 1 first"),
+        ] {
+            let err = go(&ctl, &sys, &[dev], Action::ReAdd)
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(why), "{dev}: {err}");
+            assert!(err.contains("nothing changed"), "{err}");
+        }
+        let before = ctl.member_ops.borrow().len();
+        let out = go(&ctl, &sys, &["/dev/vdh"], Action::ReAdd).unwrap();
+        assert!(out.contains("re-added /dev/vdh (role 1)"), "{out}");
+        assert!(out.contains("rebuilding in full"), "{out}");
+        let ops = ctl.member_ops.borrow();
+        assert_eq!(ops.len(), before + 1);
+        assert_eq!(ops[before].op, GRAID_MEMBER_OP_ADD);
     }
 
     #[test]

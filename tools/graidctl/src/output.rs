@@ -8,7 +8,9 @@ use graid_abi::{
     GraidDetail, GraidMemberDetail, GRAID_ARRAY_BROKEN, GRAID_ARRAY_DEGRADED, GRAID_ARRAY_FAILED,
     GRAID_ARRAY_OPTIMAL, GRAID_DETAIL_REBUILD_STALLED, GRAID_DETAIL_RESYNC_PENDING,
     GRAID_MAX_MEMBERS, GRAID_MAX_SPARES, GRAID_MEMBER_ACTIVE, GRAID_MEMBER_FAULTY,
-    GRAID_MEMBER_MISSING, GRAID_MEMBER_REBUILDING, GRAID_SCRUB_CHECK, GRAID_SCRUB_REPAIR,
+    GRAID_MEMBER_MISSING, GRAID_MEMBER_REBUILDING, GRAID_REPLACE_ABANDONED, GRAID_REPLACE_COPYING,
+    GRAID_REPLACE_FAILED, GRAID_REPLACE_SWAPPING, GRAID_ROLE_NONE, GRAID_SCRUB_CHECK,
+    GRAID_SCRUB_REPAIR,
 };
 use serde::Serialize;
 
@@ -98,6 +100,71 @@ pub struct ArrayView {
     pub members: Vec<MemberView>,
     /// Devices waiting to take a failed member's place.
     pub spares: Vec<SpareView>,
+    /// The replace under way (`graidctl replace`), if any.
+    pub replace: Option<ReplaceView>,
+}
+
+/// A replace, as `detail` shows it.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct ReplaceView {
+    /// The member being replaced.
+    pub role: u32,
+    /// The replacement's device: `/dev/NAME`, or null when it has no device node.
+    pub device: Option<String>,
+    pub major: u32,
+    pub minor: u32,
+    /// `copying`, `swapping` (about to take the member's place), `failed` (being released)
+    /// or `abandoned` (the member failed; going back to the spares).
+    pub state: String,
+    /// Sectors copied, of `total_sectors`.
+    pub done_sectors: u64,
+    pub total_sectors: u64,
+    pub percent: f64,
+    /// Its speed over the last second or so, KiB/s (0: not measured yet).
+    pub rate_kibs: u32,
+    /// Seconds left at that speed (null: not measured yet).
+    pub seconds_left: Option<u64>,
+}
+
+impl ReplaceView {
+    fn new(d: &GraidDetail, sys: &dyn System) -> Option<Self> {
+        if d.replace_role == GRAID_ROLE_NONE {
+            return None;
+        }
+        let rdev = Rdev::from(d.replace_dev);
+        let total = d.member_data_sectors.max(1);
+        let done = d.replace_copied.min(total);
+        Some(Self {
+            role: d.replace_role,
+            device: sys.dev_path(rdev),
+            major: rdev.major,
+            minor: rdev.minor,
+            state: match d.replace_state {
+                GRAID_REPLACE_COPYING => "copying".to_owned(),
+                GRAID_REPLACE_SWAPPING => "swapping".to_owned(),
+                GRAID_REPLACE_FAILED => "failed".to_owned(),
+                GRAID_REPLACE_ABANDONED => "abandoned".to_owned(),
+                other => format!("unknown ({other})"),
+            },
+            done_sectors: done,
+            total_sectors: d.member_data_sectors,
+            percent: percent(done, total),
+            rate_kibs: d.rate_kibs,
+            seconds_left: seconds_left(d.member_data_sectors.saturating_sub(done), d.rate_kibs),
+        })
+    }
+
+    /// The replacement's path, or `major:minor` without a node.
+    pub fn device_text(&self) -> String {
+        self.device
+            .clone()
+            .unwrap_or_else(|| format!("{}:{}", self.major, self.minor))
+    }
+}
+
+/// `done` of `total` in percent, rounded down to a tenth.
+fn percent(done: u64, total: u64) -> f64 {
+    (done.min(total) as f64 * 1000.0 / total.max(1) as f64).floor() / 10.0
 }
 
 /// A spare of a running array.
@@ -155,7 +222,7 @@ fn seconds_left(sectors: u64, kibs: u32) -> Option<u64> {
 }
 
 /// `, 96.0 MiB/s, 1m12s left`, or empty when not measured yet.
-fn speed_text(kibs: u32, seconds_left: Option<u64>) -> String {
+pub fn speed_text(kibs: u32, seconds_left: Option<u64>) -> String {
     let Some(left) = seconds_left else {
         return String::new();
     };
@@ -286,6 +353,25 @@ impl ArrayView {
                     minor: s.minor,
                 })
                 .collect(),
+            replace: ReplaceView::new(d, sys),
+        }
+    }
+
+    /// The replace for people: `role 1 by /dev/nvme4n1: copying 42.5% (…), 96 MiB/s, 8s left`,
+    /// or empty.
+    pub fn replace_text(&self) -> String {
+        match &self.replace {
+            Some(r) => format!(
+                "role {} by {}: {} {:.1}% ({} of {}){}",
+                r.role,
+                r.device_text(),
+                r.state,
+                r.percent,
+                format_sectors(r.done_sectors),
+                format_sectors(r.total_sectors),
+                speed_text(r.rate_kibs, r.seconds_left)
+            ),
+            None => String::new(),
         }
     }
 
@@ -375,6 +461,7 @@ impl ArrayView {
             ("State", self.state.clone()),
             ("Sync", self.sync_text().to_owned()),
             ("Rebuild", self.rebuild_text()),
+            ("Replace", self.replace_text()),
             ("Scrub", self.scrub_text()),
             (
                 "Mismatches",

@@ -211,6 +211,7 @@ ROLE  DEVICE        STATE    READS  WRITES     READ  WRITTEN  ERRORS  CORRECTED
                 "open_count",
                 "rebuild",
                 "rebuilt_sectors",
+                "replace",
                 "resync_pending",
                 "scrub",
                 "size_bytes",

@@ -6,13 +6,13 @@ use crate::array_ref::{resolve, ArrayRef};
 use crate::control::ControlDevice;
 use crate::error::CtlError;
 use crate::member::System;
-use crate::output::{json, ArrayView, RebuildView};
-use crate::size::format_sectors;
+use crate::output::{json, speed_text, ArrayView, RebuildView};
 use indicatif::{ProgressBar, ProgressStyle};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-/// How often DETAIL is asked.
-pub const POLL: Duration = Duration::from_millis(500);
+/// How often DETAIL is asked (an ioctl that copies a few KiB: cheap; often enough that a
+/// script timing a rebuild of a second or two sees its end).
+pub const POLL: Duration = Duration::from_millis(100);
 
 /// Where progress goes.
 pub enum Progress {
@@ -44,24 +44,37 @@ impl Progress {
     }
 }
 
-/// The rate and time left of a rebuild between two samples.
-fn rate_text(before: (Instant, u64), now: (Instant, u64), left_sectors: u64) -> String {
-    let secs = now.0.duration_since(before.0).as_secs_f64();
-    let sectors = now.1.saturating_sub(before.1);
-    if secs <= 0.0 || sectors == 0 {
-        return String::new();
-    }
-    let per_sec = sectors as f64 / secs;
-    let eta = (left_sectors as f64 / per_sec).ceil() as u64;
-    format!(
-        ", {}/s, {} left",
-        format_sectors(per_sec as u64),
-        if eta >= 60 {
-            format!("{}m{:02}s", eta / 60, eta % 60)
-        } else {
-            format!("{eta}s")
+/// Where a background job stands, for [`Progress::show`].
+struct Step<'a> {
+    /// `/dev/graid0 (data): rebuild of role 1`.
+    what: &'a str,
+    done_sectors: u64,
+    total_sectors: u64,
+    percent: f64,
+    /// What a plain line adds after the percentage (`, 96 MiB/s, 8s left`).
+    tail: &'a str,
+}
+
+impl Progress {
+    /// Shows `step`: moves the bar, or prints a line when another tenth is reached
+    /// (`last_tenth` keeps the last one printed).
+    fn show(&self, step: &Step<'_>, last_tenth: &mut u64) {
+        match self {
+            Progress::Bar(bar) => {
+                bar.set_length(step.total_sectors * 512);
+                bar.set_position(step.done_sectors * 512);
+                bar.set_message(step.what.to_owned());
+            }
+            Progress::Lines if step.percent as u64 / 10 > *last_tenth => {
+                *last_tenth = step.percent as u64 / 10;
+                println!(
+                    "graidctl: {} at {:.1}%{}",
+                    step.what, step.percent, step.tail
+                );
+            }
+            _ => {}
         }
-    )
+    }
 }
 
 /// Waits for `array`'s rebuild: `pause` sleeps between looks (`std::thread::sleep(POLL)`).
@@ -75,6 +88,9 @@ pub fn run(
 ) -> Result<String, CtlError> {
     let mut view = ArrayView::new(&resolve(ctl, sys, array)?, sys);
     let label = view.label();
+    if let (None, Some(_)) = (&view.rebuild, &view.replace) {
+        return wait_replace(ctl, sys, array, progress, json_out, pause);
+    }
     if let (None, Some(scrub)) = (&view.rebuild, &view.scrub) {
         let action = scrub.action.clone();
         return wait_scrub(ctl, sys, array, &action, progress, json_out, pause);
@@ -88,31 +104,23 @@ pub fn run(
     };
     let role = first.role;
     let mut last_tenth = first.percent as u64 / 10;
-    let mut sample = (Instant::now(), view.rebuilt_sectors);
     let mut lines = String::new();
-    let mut show = |r: &RebuildView, rate: &str| match progress {
-        Progress::Bar(bar) => {
-            bar.set_length(r.total_sectors * 512);
-            bar.set_position(r.done_sectors * 512);
-            bar.set_message(format!("{label}: rebuild of role {}", r.role));
-        }
-        Progress::Lines => {
-            if r.percent as u64 / 10 > last_tenth {
-                last_tenth = r.percent as u64 / 10;
-                println!(
-                    "graidctl: {label}: rebuild of role {} at {:.1}%{rate}",
-                    r.role, r.percent
-                );
-            }
-        }
-        Progress::Quiet => {}
+    let mut show = |r: &RebuildView, tail: &str| {
+        let what = format!("{label}: rebuild of role {}", r.role);
+        let step = Step {
+            what: &what,
+            done_sectors: r.done_sectors,
+            total_sectors: r.total_sectors,
+            percent: r.percent,
+            tail,
+        };
+        progress.show(&step, &mut last_tenth);
     };
     show(&first, "");
     loop {
         pause();
         let detail = resolve(ctl, sys, array)?;
         view = ArrayView::new(&detail, sys);
-        let now = (Instant::now(), view.rebuilt_sectors);
         match &view.rebuild {
             Some(r) if r.stalled => {
                 if let Progress::Bar(bar) = progress {
@@ -124,13 +132,10 @@ pub fn run(
                     r.role, r.percent
                 )));
             }
-            Some(r) => {
-                let rate = rate_text(sample, now, r.total_sectors.saturating_sub(r.done_sectors));
-                show(r, &rate);
-            }
+            // The module's own measure of the speed (DETAIL's `rate_kibs`).
+            Some(r) => show(r, &speed_text(r.rate_kibs, r.seconds_left)),
             None => break,
         }
-        sample = now;
     }
     if let Progress::Bar(bar) = progress {
         bar.finish_and_clear();
@@ -152,6 +157,59 @@ pub fn run(
     Ok(finished(&view, json_out, lines))
 }
 
+/// Waits for a replace (the rebuild's counterpart of `run`); fails if the replacement did not
+/// take the member's place (it failed, or the member did and it is a spare again).
+fn wait_replace(
+    ctl: &dyn ControlDevice,
+    sys: &dyn System,
+    array: &ArrayRef,
+    progress: &Progress,
+    json_out: bool,
+    pause: &mut dyn FnMut(),
+) -> Result<String, CtlError> {
+    let mut view = ArrayView::new(&resolve(ctl, sys, array)?, sys);
+    let label = view.label();
+    let Some(first) = view.replace.clone() else {
+        return Ok(finished(&view, json_out, String::new()));
+    };
+    let (role, mut last) = (first.role, first.clone());
+    let mut last_tenth = first.percent as u64 / 10;
+    while let Some(r) = view.replace.clone() {
+        let step = Step {
+            what: &format!("{label}: replace of role {role}"),
+            done_sectors: r.done_sectors,
+            total_sectors: r.total_sectors,
+            percent: r.percent,
+            tail: &speed_text(r.rate_kibs, r.seconds_left),
+        };
+        progress.show(&step, &mut last_tenth);
+        last = r;
+        pause();
+        view = ArrayView::new(&resolve(ctl, sys, array)?, sys);
+    }
+    if let Progress::Bar(bar) = progress {
+        bar.finish_and_clear();
+    }
+    let now = view.members.iter().find(|m| m.role == role);
+    let took = now.is_some_and(|m| (m.major, m.minor) == (last.major, last.minor));
+    if !took {
+        let why = match last.state.as_str() {
+            "abandoned" => {
+                format!("role {role} failed meanwhile: the replacement is a spare again")
+            }
+            _ => "the replacement failed (the kernel log says why); the member stays".to_owned(),
+        };
+        return Err(CtlError::Failed(format!(
+            "{label}: the replace of role {role} did not complete: {why}"
+        )));
+    }
+    let text = format!(
+        "graidctl: {label}: replace of role {role} finished: {} took its place\n",
+        last.device_text()
+    );
+    Ok(finished(&view, json_out, text))
+}
+
 /// Waits for a check or repair (the rebuild's counterpart of `run`); prints the mismatches
 /// found at the end (at once if it already ended).
 pub fn wait_scrub(
@@ -167,21 +225,14 @@ pub fn wait_scrub(
     let label = view.label();
     let mut last_tenth = 0;
     while let Some(s) = view.scrub.clone() {
-        match progress {
-            Progress::Bar(bar) => {
-                bar.set_length(s.total_sectors * 512);
-                bar.set_position(s.done_sectors * 512);
-                bar.set_message(format!("{label}: {}", s.action));
-            }
-            Progress::Lines if s.percent as u64 / 10 > last_tenth => {
-                last_tenth = s.percent as u64 / 10;
-                println!(
-                    "graidctl: {label}: {} at {:.1}%, {} mismatched sectors so far",
-                    s.action, s.percent, view.mismatch_sectors
-                );
-            }
-            _ => {}
-        }
+        let step = Step {
+            what: &format!("{label}: {}", s.action),
+            done_sectors: s.done_sectors,
+            total_sectors: s.total_sectors,
+            percent: s.percent,
+            tail: &format!(", {} mismatched sectors so far", view.mismatch_sectors),
+        };
+        progress.show(&step, &mut last_tenth);
         pause();
         view = ArrayView::new(&resolve(ctl, sys, array)?, sys);
     }
@@ -294,14 +345,46 @@ mod tests {
     }
 
     #[test]
-    fn rate_and_time_left() {
-        let t = Instant::now();
-        let later = t + Duration::from_secs(2);
-        // 2048 sectors (1 MiB) in 2 s, 61440 left: 60 s.
-        assert_eq!(
-            rate_text((t, 0), (later, 2048), 61440),
-            ", 512 KiB/s, 1m00s left"
-        );
-        assert_eq!(rate_text((t, 5), (later, 5), 100), "");
+    fn waits_for_a_replace_and_says_whether_it_took_the_place() {
+        for (ends_well, want) in [
+            (true, "replace of role 1 finished: /dev/vdc took its place"),
+            (false, "did not complete: the replacement failed"),
+        ] {
+            let sys = FakeSystem::with_disks(&["vda", "vdb", "vdc"]);
+            let mut a = array(
+                0,
+                "m",
+                1,
+                &[(259, 0, GRAID_MEMBER_ACTIVE), (259, 1, GRAID_MEMBER_ACTIVE)],
+            );
+            a.member_data_sectors = 1000;
+            a.replace_role = 1;
+            a.replace_state = graid_abi::GRAID_REPLACE_COPYING;
+            a.replace_dev = graid_abi::GraidMember {
+                major: 259,
+                minor: 2,
+            };
+            let ctl = FakeControl::with(vec![a]);
+            let mut looks = 0;
+            let mut pause = || {
+                looks += 1;
+                let mut arrays = ctl.arrays.borrow_mut();
+                let a = &mut arrays[0];
+                a.replace_copied += 400;
+                if looks == 3 {
+                    a.replace_role = graid_abi::GRAID_ROLE_NONE;
+                    if ends_well {
+                        a.members[1].dev = a.replace_dev;
+                    }
+                }
+            };
+            let out = wait_quietly(&ctl, &sys, &mut pause);
+            let text = match out {
+                Ok(text) => text,
+                Err(e) => e.to_string(),
+            };
+            assert!(text.contains(want), "{text}");
+            assert_eq!(looks, 3);
+        }
     }
 }
