@@ -25,6 +25,10 @@ mod engine;
 #[allow(dead_code, unreachable_pub)]
 mod uapi;
 
+// The parity ring's layout, shared verbatim with the tools (the helper device comes next).
+#[allow(dead_code, unreachable_pub)]
+mod ring_uapi;
+
 use kernel::prelude::*;
 use kernel_ext::misc::MiscRegistration;
 

@@ -27,6 +27,7 @@ pub mod rate;
 pub mod rebuild;
 pub mod replace;
 pub mod request;
+pub mod ring;
 pub mod scrub;
 pub mod spares;
 pub mod stripe;

@@ -10,6 +10,10 @@ mod uapi;
 
 pub use uapi::*;
 
+/// The parity ring's layout and the helper device's ioctls (`raid_gpu/ring_uapi.rs`).
+#[path = "../../../raid_gpu/ring_uapi.rs"]
+pub mod ring;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -25,6 +29,40 @@ mod tests {
         assert_eq!(
             iowr::<u64>(0x07) as u64,
             nix::request_code_readwrite!(GRAID_IOCTL_TYPE, 0x07, size_of::<u64>()) as u64
+        );
+    }
+
+    #[test]
+    fn ring_layout_is_what_the_protocol_says() {
+        use super::ring::*;
+        assert_eq!(size_of::<Sqe>(), SQE_BYTES);
+        assert_eq!(size_of::<Cqe>(), CQE_BYTES);
+        assert!(size_of::<RingHeader>() <= CACHE_LINE);
+        assert_eq!(size_of::<HelperAttach>(), 24);
+        assert_eq!(size_of::<HelperPool>(), 16);
+        assert!(SQ_ENTRIES.is_power_of_two() && CQ_ENTRIES.is_power_of_two());
+        // Regions are page-aligned and the helper-written one starts after the kernel's.
+        for offset in [K2H_BYTES, H2K_OFFSET, CQ_OFFSET, CONTROL_BYTES] {
+            assert_eq!(offset % 4096, 0, "{offset}");
+        }
+        for offset in [SQ_TAIL_OFFSET, CQ_HEAD_OFFSET, KERNEL_FLAGS_OFFSET] {
+            assert!(offset < SQ_OFFSET && offset % CACHE_LINE as u64 == 0);
+        }
+        for offset in [
+            SQ_HEAD_OFFSET,
+            CQ_TAIL_OFFSET,
+            HELPER_FLAGS_OFFSET,
+            HEARTBEAT_OFFSET,
+        ] {
+            assert!((H2K_OFFSET..CQ_OFFSET).contains(&offset) && offset % CACHE_LINE as u64 == 0);
+        }
+        assert_eq!(
+            HELPER_IOC_ATTACH as u64,
+            nix::request_code_readwrite!(HELPER_IOCTL_TYPE, 0x00, size_of::<HelperAttach>()) as u64
+        );
+        assert_eq!(
+            HELPER_IOC_ENTER as u64,
+            nix::request_code_readwrite!(HELPER_IOCTL_TYPE, 0x02, size_of::<HelperEnter>()) as u64
         );
     }
 
