@@ -5,7 +5,7 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 .PHONY: help deps kernel module rust-analyzer tools host-test lint emulated-test vm-test soak test vm-run vm-shell \
-	demo bench clean
+	demo bench bench-ring clean
 
 CARGO ?= cargo
 CARGO_TOOLS := $(CARGO) --locked
@@ -39,6 +39,8 @@ help:
 	@echo "  vm-shell       interactive shell in the VM"
 	@echo "  bench          graid vs md RAID 0/1/10/5/6 fio benchmark in the VM (not part of test;"
 	@echo "                 BENCH_MEMBERS=nullblk for null_blk members, BENCH_LEVELS='5 6')"
+	@echo "  bench-ring     the parity ring's own cost, natively on the host: graid-helper's loopback"
+	@echo "                 (no kernel) against the same jobs computed directly"
 	@echo "  clean          remove build outputs (keeps the kernel cache)"
 
 deps:
@@ -107,6 +109,18 @@ bench: module tools
 		--timeout 7200 selftests/bench.sh $(BENCH_RUNTIME) $(BENCH_ROUNDS) $(BENCH_CHUNK) \
 		$(BENCH_MEMBERS) "$(BENCH_LEVELS)" "$(BENCH_ONLY)" | tee out/bench-$(BENCH_MEMBERS).txt; rc=$$?; \
 		rm -f out/vm-bench/nvme*.img; exit $$rc
+
+# The ring with no kernel (tools/graid-helper/src/loopback.rs): RAID 6 shapes and chunk sizes,
+# one and all engine threads. Native, so it measures the host, not the VM.
+RING_SHAPES ?= 8:64 8:1024 16:64 16:1024
+bench-ring: tools
+	@for shape in $(RING_SHAPES); do \
+		for threads in 1 $$(nproc); do \
+			tools/target/release/graid-helper loopback --data $${shape%:*} --parity 2 \
+				--chunk-kib $${shape#*:} --threads $$threads \
+				--jobs $$((8000000 / $${shape#*:} / $${shape%:*})) || exit 1; \
+		done; \
+	done
 
 clean:
 	-build/module.sh clean

@@ -1,0 +1,145 @@
+//! The helper through the whole ring protocol with a stand-in for the module, and its refusal
+//! of jobs that name memory it must not touch.
+
+use graid_abi::ring::{Sqe, JOB_OP_CHECK, JOB_OP_PQ, JOB_OP_XOR, JOB_STATUS_FAILED, JOB_STATUS_OK};
+use graid_helper::exec::Pool;
+use graid_helper::loopback::{Loopback, Shape};
+use graid_parity::{AlignedBuf, CpuEngine, Engine, ReferenceEngine};
+
+#[test]
+fn every_job_through_the_ring_comes_back_with_the_right_parity() {
+    let engine = CpuEngine::builder().threads(2).build().unwrap();
+    for (data, parity, stripes) in [(4, 2, 1), (3, 1, 3), (8, 2, 2)] {
+        let shape = Shape {
+            data,
+            parity,
+            column_bytes: 4096,
+            stripes,
+        };
+        let loopback = Loopback::new(shape, 8);
+        // More jobs than slots and batches smaller than the slots: slots are reused, with new
+        // generations, while others are out.
+        let report = loopback.run(300, &engine, 5, true);
+        assert_eq!(report.refused, 0, "{shape:?}: completions refused");
+        assert_eq!(report.failed, 0, "{shape:?}: wrong parity or a failed job");
+    }
+}
+
+/// A pool of `bytes` with a column table at 0 and, at `table[i]`, the offsets given.
+struct TestPool {
+    buffer: AlignedBuf,
+}
+
+impl TestPool {
+    fn new(bytes: usize) -> Self {
+        Self {
+            buffer: AlignedBuf::zeroed_page_aligned(bytes),
+        }
+    }
+
+    fn table(&mut self, at: usize, offsets: &[u64]) {
+        for (i, o) in offsets.iter().enumerate() {
+            self.buffer[at + i * 8..at + i * 8 + 8].copy_from_slice(&o.to_le_bytes());
+        }
+    }
+
+    fn pool(&mut self) -> Pool {
+        // SAFETY: the buffer outlives the pool in every test, and nothing else touches it
+        // while a job runs.
+        unsafe { Pool::new(self.buffer.as_mut_ptr(), self.buffer.len()) }
+    }
+}
+
+fn job(op: u8, data: u8, column_bytes: u32, columns_offset: u64) -> Sqe {
+    Sqe {
+        op,
+        data_columns: data,
+        stripes: 1,
+        column_bytes,
+        columns_offset,
+        ..Sqe::default()
+    }
+}
+
+#[test]
+fn jobs_naming_memory_the_helper_must_not_touch_fail_and_the_rest_of_the_batch_runs() {
+    const K: u64 = 4096;
+    let mut t = TestPool::new(64 * 1024);
+    // Table A at 0: a good 2+2 job in [4K, 20K).
+    t.table(0, &[K, 2 * K, 3 * K, 4 * K]);
+    // Table B at 64: a column past the pool's end.
+    t.table(64, &[K * 6, K * 7, K * 8, 64 * 1024 - 512]);
+    // Table C at 128: a misaligned column.
+    t.table(128, &[K * 6 + 8, K * 7, K * 8, K * 9]);
+    // Table D at 192: two columns of one job on the same memory.
+    t.table(192, &[K * 6, K * 6, K * 8, K * 9]);
+    // Table E at 256: overlaps job A's memory (another job of the same batch).
+    t.table(256, &[K * 10, K * 11, K * 12, K * 4]);
+    // Table F at 320: a good 2+1 XOR job in [40K, 52K).
+    t.table(320, &[10 * K, 11 * K, 12 * K]);
+    // Column data for A and F.
+    for (i, byte) in [(1, 1u8), (2, 2), (10, 3), (11, 4)] {
+        t.buffer[i * 4096..(i + 1) * 4096].fill(byte);
+    }
+    let pool = t.pool();
+    let engine = ReferenceEngine;
+    let sqes = [
+        job(JOB_OP_PQ, 2, 4096, 0),
+        job(JOB_OP_PQ, 2, 4096, 64),
+        job(JOB_OP_PQ, 2, 4096, 128),
+        job(JOB_OP_PQ, 2, 4096, 192),
+        job(JOB_OP_PQ, 2, 4096, 256),
+        job(JOB_OP_XOR, 2, 4096, 320),
+        // Not a job this helper does, a table outside the pool, sizes it refuses.
+        job(JOB_OP_CHECK, 2, 4096, 0),
+        job(JOB_OP_PQ, 2, 4096, 1 << 40),
+        job(JOB_OP_PQ, 2, 100, 0),
+        job(JOB_OP_PQ, 1, 4096, 0),
+        Sqe {
+            stripes: 0,
+            ..job(JOB_OP_XOR, 2, 4096, 320)
+        },
+    ];
+    let status = pool.execute(&sqes, &engine);
+    let ok = JOB_STATUS_OK;
+    let failed = JOB_STATUS_FAILED;
+    assert_eq!(
+        status,
+        [ok, failed, failed, failed, failed, ok, failed, failed, failed, failed, failed]
+    );
+    // The good jobs computed what they should: P = 1 ^ 2, and the XOR 3 ^ 4.
+    assert!(t.buffer[3 * 4096..4 * 4096].iter().all(|&b| b == 3));
+    assert!(t.buffer[12 * 4096..13 * 4096].iter().all(|&b| b == 7));
+    // Q = 1 + 2·2 in GF(2^8): 1 ^ 4 = 5.
+    assert!(t.buffer[4 * 4096..5 * 4096].iter().all(|&b| b == 5));
+    // And nothing the refused jobs named as parity was written.
+    assert!(t.buffer[8 * 4096..10 * 4096].iter().all(|&b| b == 0));
+}
+
+#[test]
+fn an_engine_that_fails_fails_the_batch_not_the_helper() {
+    struct Broken;
+    impl Engine for Broken {
+        fn name(&self) -> String {
+            "broken".into()
+        }
+        fn compute(
+            &self,
+            _: &mut [graid_parity::Job<'_>],
+        ) -> Result<(), graid_parity::ParityError> {
+            Err(graid_parity::ParityError::MemberCount {
+                job: 0,
+                members: 0,
+                min: 3,
+                max: 32,
+            })
+        }
+    }
+    let mut t = TestPool::new(32 * 1024);
+    t.table(0, &[4096, 8192, 12288]);
+    let pool = t.pool();
+    assert_eq!(
+        pool.execute(&[job(JOB_OP_XOR, 2, 4096, 0)], &Broken),
+        [JOB_STATUS_FAILED]
+    );
+}
