@@ -32,3 +32,8 @@ pub(crate) fn emediumtype() -> Error {
 pub(crate) fn eopnotsupp() -> Error {
     code(bindings::EOPNOTSUPP)
 }
+
+/// The helper speaks another version of the ring's protocol.
+pub(crate) fn eproto() -> Error {
+    code(bindings::EPROTO)
+}

@@ -2,8 +2,8 @@
 
 //! raid_gpu: GPU-accelerated software RAID.
 //!
-//! Module entry: registers the control device `/dev/graid-control`. Arrays, the stripe engine
-//! and the parity helper ring are added on top of this skeleton.
+//! Module entry: registers the control device `/dev/graid-control` (arrays) and the parity
+//! helper's device `/dev/graid-helper` (the ring).
 
 #[path = "../rust/mod.rs"]
 mod kernel_ext;
@@ -11,6 +11,7 @@ mod kernel_ext;
 mod array;
 mod control;
 mod errno;
+mod helper_device;
 mod io;
 mod member_devices;
 mod stripe_io;
@@ -53,6 +54,9 @@ module! {
 struct RaidGpuModule {
     #[pin]
     control: MiscRegistration<control::Control>,
+    /// Where the parity helper attaches (`helper_device.rs`).
+    #[pin]
+    helper: MiscRegistration<helper_device::HelperDevice>,
 }
 
 impl kernel::InPlaceModule for RaidGpuModule {
@@ -61,6 +65,13 @@ impl kernel::InPlaceModule for RaidGpuModule {
         try_pin_init!(Self {
             // Root only: the control device creates and destroys arrays.
             control <- MiscRegistration::register(c"graid-control", 0o600, module, control::Control::new()),
+            // Root only, one helper at a time.
+            helper <- MiscRegistration::register(
+                c"graid-helper",
+                0o600,
+                module,
+                helper_device::HelperDevice::new(),
+            ),
         })
     }
 }

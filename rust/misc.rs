@@ -12,17 +12,29 @@ use kernel::{
     bindings,
     error::{from_result, to_result},
     fs::File,
+    mm::virt::VmaNew,
     prelude::*,
     types::Opaque,
 };
 
 /// What a misc device does. One value serves every open file of the device.
 pub(crate) trait MiscOps: Send + Sync + Sized {
+    /// The device can be mapped ([`Self::mmap`]); otherwise `mmap` fails with `ENODEV`.
+    const MMAP: bool = false;
+
     /// Decides whether `file` may be opened.
     fn open(&self, file: &File) -> Result;
 
+    /// The last reference to an open `file` is gone. Nothing by default.
+    fn release(&self, _file: &File) {}
+
     /// Handles an ioctl on an open file. Unknown commands must fail with `ENOTTY`.
     fn ioctl(&self, file: &File, cmd: u32, arg: usize) -> Result<isize>;
+
+    /// Maps part of the device into a new `vma` of `file` (only with [`Self::MMAP`]).
+    fn mmap(&self, _file: &File, _vma: &VmaNew) -> Result {
+        Err(ENODEV)
+    }
 }
 
 /// A registered misc device.
@@ -61,7 +73,11 @@ impl<T: MiscOps> MiscRegistration<T> {
                 let mut fops: bindings::file_operations = pin_init::zeroed();
                 fops.owner = module.as_ptr();
                 fops.open = Some(Self::open_callback);
+                fops.release = Some(Self::release_callback);
                 fops.unlocked_ioctl = Some(Self::ioctl_callback);
+                if T::MMAP {
+                    fops.mmap = Some(Self::mmap_callback);
+                }
                 #[cfg(CONFIG_COMPAT)]
                 {
                     fops.compat_ioctl = bindings::compat_ptr_ioctl;
@@ -114,6 +130,42 @@ impl<T: MiscOps> MiscRegistration<T> {
         let file = unsafe { File::from_raw_file(file) };
         from_result(|| {
             this.ops.open(file)?;
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Called by the VFS when the last reference to a file opened through `open_callback`
+    /// goes.
+    unsafe extern "C" fn release_callback(
+        _inode: *mut bindings::inode,
+        file: *mut bindings::file,
+    ) -> c_int {
+        // SAFETY: the file was opened through `open_callback`, so `private_data` is ours.
+        let this = unsafe { Self::from_file(file) };
+        // SAFETY: `file` is valid for the duration of this call.
+        let file = unsafe { File::from_raw_file(file) };
+        this.ops.release(file);
+        0
+    }
+
+    /// # Safety
+    ///
+    /// Called by the VFS (`mmap_region`) for an open file of a device registered by `Self`,
+    /// with `vma` in its initial setup.
+    unsafe extern "C" fn mmap_callback(
+        file: *mut bindings::file,
+        vma: *mut bindings::vm_area_struct,
+    ) -> c_int {
+        // SAFETY: the file was opened through `open_callback`, so `private_data` is ours.
+        let this = unsafe { Self::from_file(file) };
+        // SAFETY: `file` is valid for the duration of this call.
+        let file = unsafe { File::from_raw_file(file) };
+        // SAFETY: the VFS calls `mmap` while the vma is being set up, for this call's duration.
+        let vma = unsafe { VmaNew::from_raw(vma) };
+        from_result(|| {
+            this.ops.mmap(file, vma)?;
             Ok(0)
         })
     }

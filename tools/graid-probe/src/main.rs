@@ -8,10 +8,12 @@
 //! graid-probe fail-sweep [--every K:F] assemble|create
 //!                                          the call with each (or every K-th) of its allocations failing
 //! graid-probe member INDEX fail|remove DEV MEMBER as sent, printing the module's answer
+//! graid-probe helper [DEVICE]              /dev/graid-helper: opens, ATTACH, the area's mappings
 //! ```
 
 mod create;
 mod fault;
+mod helper;
 mod ioctls;
 mod member;
 mod sys;
@@ -27,10 +29,12 @@ fn main() -> ExitCode {
         Some("create") if args.len() >= 4 => create::run(CONTROL, &args[1], &args[2..]),
         Some("fail-sweep") => fault::run(CONTROL, &args[1..]),
         Some("member") => member::run(CONTROL, &args[1..]),
+        Some("helper") => helper::run(args.get(1).map_or("/dev/graid-helper", String::as_str)),
         _ => {
             eprintln!(
                 "usage: graid-probe ioctls [CONTROL] | graid-probe create SMALL MEMBER MEMBER... | \
-                 graid-probe fail-sweep assemble|create ... | graid-probe member INDEX fail|remove DEV"
+                 graid-probe fail-sweep assemble|create ... | graid-probe member INDEX fail|remove DEV | \
+                 graid-probe helper [DEVICE]"
             );
             ExitCode::from(2)
         }
