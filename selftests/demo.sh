@@ -165,5 +165,5 @@ echo
 echo "demo finished: create, write, verify, read errors repaired, member failure and removal,"
 echo "stop, assemble (degraded with --run), add and rebuild under writes, read back from the"
 echo "rebuilt member; a spare taking a failed member's place by itself; a member replaced under"
-echo "writes; RAID 6 losing a member"
-echo "in the middle of a verified write and a second by hand, read back from parity"
+echo "writes and read back from the replacement alone; RAID 6 losing a member in the middle of a"
+echo "verified write and a second by hand, read back from parity"

@@ -35,6 +35,16 @@ leak_scan() {
 	return 1
 }
 
+# contain: after a failed test, stops what it may have left running (fio, arrays, dm devices),
+# so the tests after it start from free drives and report their own results.
+contain() {
+	pkill fio 2>/dev/null
+	for dev in /dev/graid[0-9]*; do
+		[ -b "$dev" ] && graidctl stop --force "$dev" >/dev/null 2>&1
+	done
+	dmsetup remove_all --force >/dev/null 2>&1
+}
+
 n=0 pass=0 fail=0 skipped=0
 for t in "$@"; do
 	n=$((n + 1))
@@ -63,7 +73,7 @@ for t in "$@"; do
 	case $rc in
 	0) echo "ok $n $name"; pass=$((pass + 1)) ;;
 	"$KSFT_SKIP") echo "ok $n $name # SKIP"; skipped=$((skipped + 1)) ;;
-	*) echo "not ok $n $name # exit=$rc"; fail=$((fail + 1)) ;;
+	*) echo "not ok $n $name # exit=$rc"; fail=$((fail + 1)); contain ;;
 	esac
 done
 echo "# Totals: pass:$pass fail:$fail xfail:0 xpass:0 skip:$skipped error:0"

@@ -53,11 +53,13 @@ wipe_superblocks $(slices 0 1 2 3 4 5 6 7)
 echo "--- RAID 5, 8 members, chunk 64K: one member dies under fio"
 expect_rc 0 graidctl create d5 --level 5 --chunk 64K --write-zeroes $(slices 0 1 2 3 4 5 6 7)
 dev=$(echo "$OUT" | grep -o '/dev/graid[0-9]*' | head -n 1)
-fio_verify "$dev" 0 24M randwrite 4k-256k &
+# Paced (at least 4 s of writes) so the member dies while they run, however fast the VM is.
+fio --name=write $(fio_args "$dev" 0 24M randwrite 4k-256k) --do_verify=0 --rate=6m \
+	>/tmp/fio.out 2>&1 &
 writer=$!
-sleep 3
+sleep 2
 kill_slice 3
-finishes $writer 300 "fio" || fail "fio failed while a RAID 5 member died"
+finishes $writer 300 "fio" || { cat /tmp/fio.out; fail "fio failed while a RAID 5 member died"; }
 [ "$(state d5)" = degraded ] || fail "RAID 5 is $(state d5) after losing a member"
 graidctl detail d5 | grep -E 'State|faulty'
 echo 3 >/proc/sys/vm/drop_caches
