@@ -5,24 +5,29 @@
 //! Root only, one helper at a time. `HELPER_IOC_ATTACH` negotiates the ring's ABI version and
 //! features and allocates the control area; the helper then maps it: K2H (header, SQ, the
 //! kernel's indices) read-only, H2K (its indices, the CQ) read-write, each with an `mmap` of its
-//! own. Closing the file (SIGKILL included) or `HELPER_IOC_DETACH` detaches it. No parity job
-//! goes out yet: that, and the pool, come next (issue 12).
+//! own. `HELPER_IOC_ENTER` consumes its completions (each checked by the job state machine,
+//! `engine/ring.rs`: a completion of no job out detaches it) and with `HELPER_ENTER_WAIT` sleeps
+//! until jobs are published; `poll` says the same without the call. Closing the file (SIGKILL
+//! included) or `HELPER_IOC_DETACH` detaches it. No parity job goes out yet: that, and the pool,
+//! come next (issue 12).
 
+use crate::engine::ring::{ring_pending, JobSlot, JobTable};
 use crate::errno;
 use crate::kernel_ext::{capability::require_sys_admin, misc::MiscOps};
 use crate::ring_uapi::{
-    self, HelperAttach, RingHeader, CONTROL_BYTES, CQE_BYTES, CQ_ENTRIES, H2K_OFFSET, K2H_BYTES,
-    RING_ABI_VERSION, RING_FEATURES, RING_MAGIC, SQE_BYTES, SQ_ENTRIES,
+    self, HelperAttach, HelperEnter, RingHeader, CONTROL_BYTES, CQE_BYTES, CQ_ENTRIES,
+    CQ_HEAD_OFFSET, CQ_OFFSET, CQ_TAIL_OFFSET, H2K_OFFSET, HELPER_ENTER_WAIT, K2H_BYTES,
+    RING_ABI_VERSION, RING_FEATURES, RING_MAGIC, SQE_BYTES, SQ_ENTRIES, SQ_HEAD_OFFSET,
 };
 use core::mem::size_of;
 use kernel::{
     alloc::flags::{GFP_KERNEL, __GFP_ZERO},
     fs::File,
     mm::virt::VmaNew,
-    new_mutex,
+    new_mutex, new_poll_condvar,
     page::{Page, PAGE_SIZE},
     prelude::*,
-    sync::Mutex,
+    sync::{poll::PollCondVar, poll::PollTable, Mutex},
     transmute::{AsBytes, FromBytes},
     uaccess::{UserPtr, UserSlice},
 };
@@ -32,13 +37,86 @@ use kernel::{
 unsafe impl AsBytes for HelperAttach {}
 // SAFETY: see above.
 unsafe impl FromBytes for HelperAttach {}
+// SAFETY: see above.
+unsafe impl AsBytes for HelperEnter {}
+// SAFETY: see above.
+unsafe impl FromBytes for HelperEnter {}
+
+/// `EPOLL*` events (`include/uapi/linux/eventpoll.h`; bindgen cannot export the `__force`
+/// casts).
+const EPOLLIN: u32 = 0x1;
+const EPOLLERR: u32 = 0x8;
+const EPOLLHUP: u32 = 0x10;
+const EPOLLRDNORM: u32 = 0x40;
+
+/// An attached helper's ring.
+struct Attachment {
+    /// The control area's pages.
+    pages: KVec<Page>,
+    /// Which jobs the helper holds (`engine/ring.rs`).
+    jobs: JobTable<KVec<JobSlot>>,
+    /// The SQ tail the kernel published, and the CQ head it consumed to: the kernel's own
+    /// copies (the pages' are for the helper, never read back).
+    sq_tail: u32,
+    cq_head: u32,
+}
+
+/// The helper's answers broke the protocol: it is detached.
+struct ProtocolError;
+
+impl Attachment {
+    /// The `u32` at byte `offset` of the control area.
+    fn read_u32(&self, offset: u64) -> Result<u32, ProtocolError> {
+        let offset = usize::try_from(offset).map_err(|_| ProtocolError)?;
+        let page = self.pages.get(offset / PAGE_SIZE).ok_or(ProtocolError)?;
+        let mut bytes = [0u8; 4];
+        // SAFETY: `bytes` is a local buffer of 4 bytes; the page checks the range.
+        unsafe { page.read_raw(bytes.as_mut_ptr(), offset % PAGE_SIZE, 4) }
+            .map_err(|_| ProtocolError)?;
+        Ok(u32::from_le_bytes(bytes))
+    }
+
+    fn write_u32(&self, offset: u64, value: u32) {
+        let Ok(offset) = usize::try_from(offset) else {
+            return;
+        };
+        if let Some(page) = self.pages.get(offset / PAGE_SIZE) {
+            let bytes = value.to_le_bytes();
+            // SAFETY: `bytes` is a local buffer of 4 bytes; the page checks the range.
+            let _ = unsafe { page.write_raw(bytes.as_ptr(), offset % PAGE_SIZE, 4) };
+        }
+    }
+
+    /// Jobs published and not yet taken, by the helper's SQ head.
+    fn pending(&self) -> Result<u32, ProtocolError> {
+        let head = self.read_u32(SQ_HEAD_OFFSET)?;
+        ring_pending(head, self.sq_tail, SQ_ENTRIES).ok_or(ProtocolError)
+    }
+
+    /// Consumes the completions the helper published, each checked by the job table.
+    fn reap(&mut self) -> Result<(), ProtocolError> {
+        let tail = self.read_u32(CQ_TAIL_OFFSET)?;
+        let count = ring_pending(self.cq_head, tail, CQ_ENTRIES).ok_or(ProtocolError)?;
+        for _ in 0..count {
+            let slot = u64::from(self.cq_head % CQ_ENTRIES);
+            let at = CQ_OFFSET + slot * CQE_BYTES as u64;
+            let (job, generation) = (self.read_u32(at)?, self.read_u32(at + 4)?);
+            // No job goes out yet, so any completion is one of no job out.
+            self.jobs
+                .complete(job, generation)
+                .map_err(|_| ProtocolError)?;
+            self.cq_head = self.cq_head.wrapping_add(1);
+        }
+        self.write_u32(CQ_HEAD_OFFSET, self.cq_head);
+        Ok(())
+    }
+}
 
 /// The helper that has the device open, and what it attached.
 struct Helper {
     /// The open file (its address: identity only), 0 when none.
     file: usize,
-    /// The control area's pages once attached.
-    control: Option<KVec<Page>>,
+    attached: Option<Attachment>,
 }
 
 /// The helper device's state.
@@ -46,6 +124,9 @@ struct Helper {
 pub(crate) struct HelperDevice {
     #[pin]
     helper: Mutex<Helper>,
+    /// Wakes a helper waiting in ENTER or poll: jobs published, or it was detached.
+    #[pin]
+    jobs: PollCondVar,
 }
 
 impl HelperDevice {
@@ -53,8 +134,9 @@ impl HelperDevice {
         try_pin_init!(Self {
             helper <- new_mutex!(Helper {
                 file: 0,
-                control: None,
+                attached: None,
             }),
+            jobs <- new_poll_condvar!("graid_helper_jobs"),
         })
     }
 
@@ -67,7 +149,7 @@ impl HelperDevice {
         if helper.file != file.as_ptr() as usize {
             return Err(EBADF);
         }
-        if helper.control.is_some() {
+        if helper.attached.is_some() {
             return Err(EBUSY);
         }
         if req.abi_version != RING_ABI_VERSION {
@@ -75,9 +157,56 @@ impl HelperDevice {
         }
         req.features &= RING_FEATURES;
         req.control_bytes = CONTROL_BYTES;
-        let control = control_area(req.features)?;
+        let pages = control_area(req.features)?;
+        let mut slots = KVec::with_capacity(SQ_ENTRIES as usize, GFP_KERNEL)?;
+        for _ in 0..SQ_ENTRIES {
+            slots.push(JobSlot::default(), GFP_KERNEL)?;
+        }
+        let mut jobs = JobTable::new(slots);
+        jobs.attach();
         writer.write(&req)?;
-        helper.control = Some(control);
+        helper.attached = Some(Attachment {
+            pages,
+            jobs,
+            sq_tail: 0,
+            cq_head: 0,
+        });
+        Ok(0)
+    }
+
+    /// ENTER: consumes the helper's completions and answers the jobs pending; with
+    /// `HELPER_ENTER_WAIT` first sleeps until there are some (`ERESTARTSYS` on a signal).
+    /// `EPROTO` (and detached) when its indices or completions break the protocol.
+    fn enter(&self, file: &File, user: UserSlice) -> Result<isize> {
+        let (mut reader, mut writer) = user.reader_writer();
+        let mut req: HelperEnter = reader.read()?;
+        if req.flags & !HELPER_ENTER_WAIT != 0 {
+            return Err(EINVAL);
+        }
+        let mut helper = self.helper.lock();
+        if helper.file != file.as_ptr() as usize {
+            return Err(EBADF);
+        }
+        loop {
+            let answer = match helper.attached.as_mut() {
+                None => return Err(EINVAL),
+                Some(a) => a.reap().and_then(|()| a.pending()),
+            };
+            let Ok(pending) = answer else {
+                helper.attached = None;
+                self.jobs.notify_all();
+                return Err(errno::eproto());
+            };
+            if pending > 0 || req.flags & HELPER_ENTER_WAIT == 0 {
+                req.pending = pending;
+                break;
+            }
+            if self.jobs.wait_interruptible(&mut helper) {
+                return Err(ERESTARTSYS);
+            }
+        }
+        drop(helper);
+        writer.write(&req)?;
         Ok(0)
     }
 }
@@ -122,6 +251,7 @@ fn header_bytes(features: u64) -> [u8; size_of::<RingHeader>()] {
 
 impl MiscOps for HelperDevice {
     const MMAP: bool = true;
+    const POLL: bool = true;
 
     /// Root only, and one helper at a time (`EBUSY`).
     fn open(&self, file: &File) -> Result {
@@ -138,8 +268,26 @@ impl MiscOps for HelperDevice {
     fn release(&self, file: &File) {
         let mut helper = self.helper.lock();
         if helper.file == file.as_ptr() as usize {
-            helper.control = None;
+            helper.attached = None;
             helper.file = 0;
+        }
+    }
+
+    /// Readable when jobs are pending; an error and a hang-up when not attached (or the
+    /// protocol broke).
+    fn poll(&self, file: &File, table: &PollTable<'_>) -> u32 {
+        table.register_wait(file, &self.jobs);
+        let helper = self.helper.lock();
+        let owner = helper.file == file.as_ptr() as usize;
+        match helper.attached.as_ref().map(Attachment::pending) {
+            Some(Ok(pending)) if owner => {
+                if pending > 0 {
+                    EPOLLIN | EPOLLRDNORM
+                } else {
+                    0
+                }
+            }
+            _ => EPOLLERR | EPOLLHUP,
         }
     }
 
@@ -148,12 +296,14 @@ impl MiscOps for HelperDevice {
         let user = |size| UserSlice::new(UserPtr::from_addr(arg), size);
         match cmd {
             ring_uapi::HELPER_IOC_ATTACH => self.attach(file, user(size_of::<HelperAttach>())),
+            ring_uapi::HELPER_IOC_ENTER => self.enter(file, user(size_of::<HelperEnter>())),
             ring_uapi::HELPER_IOC_DETACH => {
                 let mut helper = self.helper.lock();
-                if helper.file != file.as_ptr() as usize || helper.control.is_none() {
+                if helper.file != file.as_ptr() as usize || helper.attached.is_none() {
                     return Err(EINVAL);
                 }
-                helper.control = None;
+                helper.attached = None;
+                self.jobs.notify_all();
                 Ok(0)
             }
             _ => Err(ENOTTY),
@@ -164,8 +314,8 @@ impl MiscOps for HelperDevice {
     /// never across the two; `EINVAL` before ATTACH or outside the area.
     fn mmap(&self, file: &File, vma: &VmaNew) -> Result {
         let helper = self.helper.lock();
-        let control = match (&helper.control, helper.file == file.as_ptr() as usize) {
-            (Some(control), true) => control,
+        let control = match (&helper.attached, helper.file == file.as_ptr() as usize) {
+            (Some(a), true) => &a.pages,
             _ => return Err(EINVAL),
         };
         // SAFETY: the vma is being set up by the VFS for this call (it holds the mmap lock).

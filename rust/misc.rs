@@ -14,6 +14,7 @@ use kernel::{
     fs::File,
     mm::virt::VmaNew,
     prelude::*,
+    sync::poll::PollTable,
     types::Opaque,
 };
 
@@ -21,6 +22,9 @@ use kernel::{
 pub(crate) trait MiscOps: Send + Sync + Sized {
     /// The device can be mapped ([`Self::mmap`]); otherwise `mmap` fails with `ENODEV`.
     const MMAP: bool = false;
+
+    /// The device can be polled ([`Self::poll`]).
+    const POLL: bool = false;
 
     /// Decides whether `file` may be opened.
     fn open(&self, file: &File) -> Result;
@@ -34,6 +38,12 @@ pub(crate) trait MiscOps: Send + Sync + Sized {
     /// Maps part of the device into a new `vma` of `file` (only with [`Self::MMAP`]).
     fn mmap(&self, _file: &File, _vma: &VmaNew) -> Result {
         Err(ENODEV)
+    }
+
+    /// Registers `table` with what wakes `file`'s pollers and returns the `EPOLL*` events ready
+    /// now (only with [`Self::POLL`]).
+    fn poll(&self, _file: &File, _table: &PollTable<'_>) -> u32 {
+        0
     }
 }
 
@@ -77,6 +87,9 @@ impl<T: MiscOps> MiscRegistration<T> {
                 fops.unlocked_ioctl = Some(Self::ioctl_callback);
                 if T::MMAP {
                     fops.mmap = Some(Self::mmap_callback);
+                }
+                if T::POLL {
+                    fops.poll = Some(Self::poll_callback);
                 }
                 #[cfg(CONFIG_COMPAT)]
                 {
@@ -168,6 +181,23 @@ impl<T: MiscOps> MiscRegistration<T> {
             this.ops.mmap(file, vma)?;
             Ok(0)
         })
+    }
+
+    /// # Safety
+    ///
+    /// Called by the VFS for an open file of a device registered by `Self`, with a `table`
+    /// that is null or valid for the call.
+    unsafe extern "C" fn poll_callback(
+        file: *mut bindings::file,
+        table: *mut bindings::poll_table_struct,
+    ) -> bindings::__poll_t {
+        // SAFETY: the file was opened through `open_callback`, so `private_data` is ours.
+        let this = unsafe { Self::from_file(file) };
+        // SAFETY: `file` is valid for the duration of this call.
+        let file = unsafe { File::from_raw_file(file) };
+        // SAFETY: `table` is null or valid for the duration of this call (the VFS's contract).
+        let table = unsafe { PollTable::from_raw(table) };
+        this.ops.poll(file, &table)
     }
 
     /// # Safety

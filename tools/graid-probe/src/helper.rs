@@ -3,9 +3,9 @@
 
 use crate::sys::{open_as_nobody, open_control, raw_ioctl, Fd, Report};
 use graid_abi::ring::{
-    HelperAttach, CONTROL_BYTES, CQ_ENTRIES, H2K_BYTES, H2K_OFFSET, HEARTBEAT_OFFSET,
-    HELPER_IOC_ATTACH, HELPER_IOC_DETACH, K2H_BYTES, RING_ABI_VERSION, RING_FEATURES, RING_MAGIC,
-    SQ_ENTRIES,
+    HelperAttach, HelperEnter, CONTROL_BYTES, CQ_ENTRIES, CQ_TAIL_OFFSET, H2K_BYTES, H2K_OFFSET,
+    HEARTBEAT_OFFSET, HELPER_ENTER_WAIT, HELPER_IOC_ATTACH, HELPER_IOC_DETACH, HELPER_IOC_ENTER,
+    K2H_BYTES, RING_ABI_VERSION, RING_FEATURES, RING_MAGIC, SQ_ENTRIES,
 };
 use std::process::ExitCode;
 
@@ -48,6 +48,43 @@ fn attach(fd: &Fd, version: u32) -> (i32, HelperAttach) {
     };
     let got = raw_ioctl(fd, HELPER_IOC_ATTACH, &mut req as *mut _ as usize);
     (got, req)
+}
+
+fn enter(fd: &Fd, flags: u32) -> (i32, HelperEnter) {
+    let mut req = HelperEnter { flags, pending: 99 };
+    let got = raw_ioctl(fd, HELPER_IOC_ENTER, &mut req as *mut _ as usize);
+    (got, req)
+}
+
+/// `poll` on the device for `ms` milliseconds: the events, or the errno.
+fn poll_events(fd: &Fd, ms: i32) -> Result<i16, i32> {
+    let mut p = libc::pollfd {
+        fd: fd.0,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd.
+    let n = unsafe { libc::poll(&mut p, 1, ms) };
+    if n < 0 {
+        Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(-1))
+    } else {
+        Ok(p.revents)
+    }
+}
+
+extern "C" fn on_alarm(_: libc::c_int) {}
+
+/// ENTER with WAIT while no job will come, interrupted by SIGALRM after a second: the errno.
+fn enter_wait_interrupted(fd: &Fd) -> i32 {
+    // SAFETY: a handler that does nothing, installed without SA_RESTART so the wait is
+    // interrupted; then a one-shot alarm.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = on_alarm as *const () as usize;
+        libc::sigaction(libc::SIGALRM, &action, std::ptr::null_mut());
+        libc::alarm(1);
+    }
+    enter(fd, HELPER_ENTER_WAIT).0
 }
 
 pub fn run(path: &str) -> ExitCode {
@@ -167,10 +204,10 @@ pub fn run(path: &str) -> ExitCode {
                     .cast::<u64>()
                     .write_volatile(1)
             };
+            ring_checks(&mut r, &fd, h2k);
         }
         Err(e) => r.check("H2K mapped read-write", e, &[0]),
     }
-    r.check("detach", raw_ioctl(&fd, HELPER_IOC_DETACH, 0), &[0]);
     r.check(
         "detach twice",
         raw_ioctl(&fd, HELPER_IOC_DETACH, 0),
@@ -194,4 +231,56 @@ pub fn run(path: &str) -> ExitCode {
     } else {
         ExitCode::FAILURE
     }
+}
+
+/// ENTER and poll with no job out, then a completion of no job: the protocol error detaches
+/// the helper, which attaches again and detaches cleanly.
+fn ring_checks(r: &mut Report, fd: &Fd, h2k: *mut u8) {
+    let (got, answer) = enter(fd, 0);
+    r.check("enter with no job published", got, &[0]);
+    r.total += 1;
+    if answer.pending == 0 {
+        println!("ok enter answers no job pending");
+    } else {
+        r.failed += 1;
+        println!("not ok enter answered {} pending", answer.pending);
+    }
+    r.check("enter with unknown flags", enter(fd, 2).0, &[libc::EINVAL]);
+    r.check(
+        "poll with no job published",
+        poll_events(fd, 200).map(i32::from).unwrap_or(-1),
+        &[0],
+    );
+    r.check(
+        "enter waiting, interrupted by a signal",
+        enter_wait_interrupted(fd),
+        &[libc::EINTR],
+    );
+    // A completion of a job the kernel never sent: the helper is detached.
+    // SAFETY: the CQ tail lies in the writable H2K mapping.
+    unsafe {
+        h2k.add((CQ_TAIL_OFFSET - H2K_OFFSET) as usize)
+            .cast::<u32>()
+            .write_volatile(1)
+    };
+    r.check(
+        "enter after completing a job never sent",
+        enter(fd, 0).0,
+        &[libc::EPROTO],
+    );
+    let events = poll_events(fd, 0).map(i32::from).unwrap_or(-1);
+    let hung_up = i32::from(libc::POLLERR | libc::POLLHUP);
+    r.check(
+        "poll after the protocol error",
+        if events & hung_up == hung_up {
+            0
+        } else {
+            events
+        },
+        &[0],
+    );
+    r.check("enter once detached", enter(fd, 0).0, &[libc::EINVAL]);
+    r.check("attach again", attach(fd, RING_ABI_VERSION).0, &[0]);
+    r.check("enter on the new attachment", enter(fd, 0).0, &[0]);
+    r.check("detach", raw_ioctl(fd, HELPER_IOC_DETACH, 0), &[0]);
 }
