@@ -119,6 +119,13 @@ struct Helper {
     attached: Option<Attachment>,
 }
 
+impl Helper {
+    /// `file` is the helper's open file.
+    fn owns(&self, file: &File) -> bool {
+        self.file == file.as_ptr() as usize
+    }
+}
+
 /// The helper device's state.
 #[pin_data]
 pub(crate) struct HelperDevice {
@@ -146,7 +153,7 @@ impl HelperDevice {
         let (mut reader, mut writer) = user.reader_writer();
         let mut req: HelperAttach = reader.read()?;
         let mut helper = self.helper.lock();
-        if helper.file != file.as_ptr() as usize {
+        if !helper.owns(file) {
             return Err(EBADF);
         }
         if helper.attached.is_some() {
@@ -184,7 +191,7 @@ impl HelperDevice {
             return Err(EINVAL);
         }
         let mut helper = self.helper.lock();
-        if helper.file != file.as_ptr() as usize {
+        if !helper.owns(file) {
             return Err(EBADF);
         }
         loop {
@@ -267,7 +274,7 @@ impl MiscOps for HelperDevice {
     /// The helper is gone: detached (its mappings keep their pages until unmapped).
     fn release(&self, file: &File) {
         let mut helper = self.helper.lock();
-        if helper.file == file.as_ptr() as usize {
+        if helper.owns(file) {
             helper.attached = None;
             helper.file = 0;
         }
@@ -278,7 +285,7 @@ impl MiscOps for HelperDevice {
     fn poll(&self, file: &File, table: &PollTable<'_>) -> u32 {
         table.register_wait(file, &self.jobs);
         let helper = self.helper.lock();
-        let owner = helper.file == file.as_ptr() as usize;
+        let owner = helper.owns(file);
         match helper.attached.as_ref().map(Attachment::pending) {
             Some(Ok(pending)) if owner => {
                 if pending > 0 {
@@ -299,7 +306,7 @@ impl MiscOps for HelperDevice {
             ring_uapi::HELPER_IOC_ENTER => self.enter(file, user(size_of::<HelperEnter>())),
             ring_uapi::HELPER_IOC_DETACH => {
                 let mut helper = self.helper.lock();
-                if helper.file != file.as_ptr() as usize || helper.attached.is_none() {
+                if !helper.owns(file) || helper.attached.is_none() {
                     return Err(EINVAL);
                 }
                 helper.attached = None;
@@ -314,7 +321,7 @@ impl MiscOps for HelperDevice {
     /// never across the two; `EINVAL` before ATTACH or outside the area.
     fn mmap(&self, file: &File, vma: &VmaNew) -> Result {
         let helper = self.helper.lock();
-        let control = match (&helper.attached, helper.file == file.as_ptr() as usize) {
+        let control = match (&helper.attached, helper.owns(file)) {
             (Some(a), true) => &a.pages,
             _ => return Err(EINVAL),
         };

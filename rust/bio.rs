@@ -40,22 +40,9 @@ pub(crate) fn read_page(bdev: *mut bindings::block_device, sector: u64, page: &P
     to_result(ret)
 }
 
-/// A plain read (or write) and the allocation flags of its bio.
-fn data_op(write: bool) -> (bindings::blk_opf_t, bindings::gfp_t) {
-    // SAFETY: constants.
-    unsafe {
-        let op = if write {
-            shim::graid_req_op_write()
-        } else {
-            shim::graid_req_op_read()
-        };
-        (op, shim::graid_gfp_noio())
-    }
-}
-
 /// Reads (or with `write`, writes) `bytes` bytes at `data` from (to) `sector` of `bdev` in one
-/// bio and waits. A plain write: durability is the caller's (a later flush). Allocates with
-/// `GFP_NOIO` from the shared bio pool, which always makes progress. Process context.
+/// bio and waits: a batch of one ([`transfer_virt_batch`]). A plain write: durability is the
+/// caller's (a later flush). Process context.
 ///
 /// # Safety
 ///
@@ -69,23 +56,18 @@ pub(crate) unsafe fn transfer_virt(
     bytes: usize,
     write: bool,
 ) -> Result {
-    let len = u32::try_from(bytes).map_err(|_| EINVAL)?;
-    let (opf, gfp) = data_op(write);
-    // SAFETY: `bdev` is an open block device (caller's contract).
-    let bio = unsafe { shim::graid_bio_alloc(bdev, 1, opf, gfp) };
-    if bio.is_null() {
-        return Err(ENOMEM);
-    }
-    // SAFETY: `bio` was just allocated with room for one vec and is owned here; `data` is
-    // contiguous and outlives the synchronous submission (caller's contract).
-    let ret = unsafe {
-        (*bio).bi_iter.bi_sector = sector;
-        bindings::bio_add_virt_nofail(bio, data.cast(), len);
-        let ret = bindings::submit_bio_wait(bio);
-        bindings::bio_put(bio);
-        ret
+    let one = VirtTransfer {
+        index: 0,
+        bdev,
+        sector,
+        data,
+        bytes,
     };
-    to_result(ret)
+    // SAFETY: the caller's contract is the batch's, for its one transfer.
+    match unsafe { transfer_virt_batch(core::iter::once(one), write) } {
+        0 => Ok(()),
+        _ => Err(EIO),
+    }
 }
 
 /// One page to write with [`write_pages_durably`]: `index` names it in the result.
@@ -153,7 +135,15 @@ pub(crate) unsafe fn transfer_virt_batch(
     transfers: impl IntoIterator<Item = VirtTransfer>,
     write: bool,
 ) -> u64 {
-    let (opf, gfp) = data_op(write);
+    // SAFETY: constants.
+    let (opf, gfp) = unsafe {
+        let op = if write {
+            shim::graid_req_op_write()
+        } else {
+            shim::graid_req_op_read()
+        };
+        (op, shim::graid_gfp_noio())
+    };
     submit_batch(transfers.into_iter().map(|t| (t.index, t)), |t| {
         let len = u32::try_from(t.bytes).ok()?;
         // SAFETY: `t.bdev` is an open block device (the caller's contract).

@@ -245,9 +245,8 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
     /// Where writes to member `member` are copied too: the replacement's index while one
     /// copies or waits for the swap. Any context.
     pub(super) fn replica_of(&self, member: u32) -> Option<u32> {
-        let r = &self.replace;
-        let live = matches!(r.stage(), ReplaceStage::Copying | ReplaceStage::Done);
-        (live && r.role.load(Ordering::SeqCst) == member).then(|| self.replacement_index())
+        let role = self.replace.role.load(Ordering::SeqCst);
+        (self.replica_live() && role == member).then(|| self.replacement_index())
     }
 
     /// The replacement takes writes (for flushes: it is one more device to flush).

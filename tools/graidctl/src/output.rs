@@ -271,6 +271,14 @@ impl MemberView {
         }
     }
 
+    /// Its device number as the module reports it.
+    pub fn rdev(&self) -> Rdev {
+        Rdev {
+            major: self.major,
+            minor: self.minor,
+        }
+    }
+
     /// The device column: path, `major:minor` without a node, `-` when missing.
     fn device_text(&self) -> String {
         match &self.device {

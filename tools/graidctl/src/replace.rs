@@ -14,7 +14,7 @@ use crate::manage::Action;
 use crate::member::{Rdev, System};
 use crate::output::{json, ArrayView};
 use crate::wait;
-use graid_abi::{GraidMember, GraidMemberOp, GRAID_MEMBER_MISSING};
+use graid_abi::{GraidMember, GraidMemberOp};
 use serde::Serialize;
 
 /// The arguments of `replace`.
@@ -83,16 +83,12 @@ pub fn run(
         )))
     };
     let rdev = sys.block_rdev(member)?;
-    let present = |m: &&graid_abi::GraidMemberDetail| m.state != GRAID_MEMBER_MISSING;
-    let count = (detail.nr_members as usize).min(detail.members.len());
-    let members: Vec<_> = detail.members[..count].iter().filter(present).collect();
-    let Some(target) = view.members.iter().find(|m| {
-        Rdev::from(GraidMember {
-            major: m.major,
-            minor: m.minor,
-        }) == rdev
-            && m.state != "missing"
-    }) else {
+    let holding = |dev: Rdev| {
+        view.members
+            .iter()
+            .find(move |m| m.state != "missing" && m.rdev() == dev)
+    };
+    let Some(target) = holding(rdev) else {
         return refuse(format!("{rdev} is not a member of it"));
     };
     if view.level == "raid0" {
@@ -133,7 +129,7 @@ pub fn run(
     let with_rdev = match with {
         Some(path) => {
             let new = sys.block_rdev(path)?;
-            if members.iter().any(|m| Rdev::from(m.dev) == new) {
+            if holding(new).is_some() {
                 return refuse(format!("{path} ({new}) is a member of it already"));
             }
             new
