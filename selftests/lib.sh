@@ -105,6 +105,20 @@ slice_linear() {
 		dmsetup --noudevsync resume $1 || fail "cannot restore $1"
 }
 
+# uevents_start: records the block subsystem's kernel uevents from now on (udevadm monitor in
+# the background, given half a second to listen). uevents_stop: ends the recording, half a
+# second after the last event may have been sent, and prints what it saw on one line.
+uevents_start() {
+	udevadm monitor --kernel --property --subsystem-match=block >/tmp/uevents 2>&1 &
+	uevent_monitor=$!
+	usleep 500000
+}
+uevents_stop() {
+	usleep 500000
+	kill $uevent_monitor
+	tr '\n' ' ' </tmp/uevents
+}
+
 # dm_node NAME: the /dev/dm-N that DETAIL names the dm device NAME by.
 dm_node() {
 	for b in /sys/block/dm-*; do

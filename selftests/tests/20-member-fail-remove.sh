@@ -41,9 +41,7 @@ for level in 1 6; do
 	expect_rc 0 graidctl create fr --level $level --write-zeroes $m
 	dev=$(array_dev "$OUT")
 	index=${dev#/dev/graid}
-	udevadm monitor --kernel --property --subsystem-match=block >/tmp/uevents 2>&1 &
-	monitor=$!
-	usleep 500000
+	uevents_start
 	under_fio "failing $d1" graidctl fail fr $d1
 	expect_match "failed $d1 \(role 1\) in $dev \(fr\)" "$OUT" "fail's report"
 	[ "$(role_state 1)" = faulty ] || fail "role 1 is not faulty: $(graidctl detail fr)"
@@ -61,9 +59,7 @@ for level in 1 6; do
 
 	under_fio "removing $d1" graidctl remove fr $d1
 	expect_match "removed $d1 \(role 1\) from $dev \(fr\)" "$OUT" "remove's report"
-	usleep 500000
-	kill $monitor
-	events=$(tr '\n' ' ' </tmp/uevents)
+	events=$(uevents_stop)
 	expect_match "GRAID_NAME=fr .*GRAID_EVENT=member-failed GRAID_MEMBER=1 " "$events" "fail's uevent"
 	expect_match "GRAID_EVENT=member-removed GRAID_MEMBER=1 " "$events" "remove's uevent"
 	[ "$(role_state 1)" = missing ] || fail "role 1 is not missing: $(graidctl detail fr)"

@@ -64,9 +64,7 @@ for level in 1 10 5 6; do
 	expect_rc 0 graidctl remove ar $lose
 	# Written while degraded: the rebuild must bring it over too.
 	fio_verify "$dev" 16M 8M randwrite 4k-64k
-	udevadm monitor --kernel --property --subsystem-match=block >/tmp/uevents 2>&1 &
-	monitor=$!
-	usleep 300000
+	uevents_start
 	fio --name=write $(fio_args "$dev" 24M 8M randwrite 4k-128k) >/tmp/fio.out 2>&1 &
 	writer=$!
 	usleep 200000
@@ -78,9 +76,7 @@ for level in 1 10 5 6; do
 	finishes $writer 300 "fio" || { cat /tmp/fio.out; fail "fio verify failed across the rebuild"; }
 	expect_rc 0 graidctl wait ar
 	expect_match "rebuild of role $role (finished|at)|no rebuild" "$OUT" "wait's report"
-	kill $monitor
-	expect_match "GRAID_EVENT=member-added GRAID_MEMBER=$role " "$(tr '\n' ' ' </tmp/uevents)" \
-		"add's uevent"
+	expect_match "GRAID_EVENT=member-added GRAID_MEMBER=$role " "$(uevents_stop)" "add's uevent"
 	[ "$(role_state $role)" = active ] || fail "role $role not active after the rebuild"
 	expect_match '"state":"optimal"' "$(detail_json)" "array state after the rebuild"
 	expect_rc 0 graidctl examine $lose

@@ -36,9 +36,7 @@ echo "--- RAID 5: add makes a spare; it survives a stop and assembly"
 expect_rc 0 graidctl create sp --level 5 --chunk 64K --write-zeroes $s0 $s1 $s2
 dev=$(array_dev "$OUT")
 fio_verify "$dev" 0 16M randwrite 4k-128k
-udevadm monitor --kernel --property --subsystem-match=block >/tmp/uevents 2>&1 &
-monitor=$!
-usleep 300000
+uevents_start
 expect_rc 0 graidctl add sp $s3
 expect_match "added $s3 to $dev \(sp\) as a spare" "$OUT" "add's report"
 expect_rc 0 graidctl detail sp
@@ -63,8 +61,7 @@ expect_rc 0 graidctl fail sp $s1
 wait_taken_over 1 s3 60
 finishes $writer 300 "fio" || { cat /tmp/fio.out; fail "fio verify failed across the takeover"; }
 expect_rc 0 graidctl wait sp
-kill $monitor
-events=$(tr '\n' ' ' </tmp/uevents)
+events=$(uevents_stop)
 expect_match "GRAID_EVENT=spare-added GRAID_MEMBER=spare " "$events" "the spare's uevent"
 expect_match "GRAID_EVENT=spare-activated GRAID_MEMBER=1 " "$events" "the takeover's uevent"
 expect_match '"state":"optimal"' "$(detail_json)" "the array after the takeover"
@@ -81,8 +78,7 @@ expect_rc 0 graidctl create sp --level 1 --write-zeroes $s0 $s1
 dev=$(array_dev "$OUT")
 fio_verify "$dev" 0 16M randwrite 4k-128k
 expect_rc 0 graidctl add sp $s2
-udevadm monitor --kernel --property --subsystem-match=block >/tmp/uevents 2>&1 &
-monitor=$!
+uevents_start
 fio --name=write $(fio_args "$dev" 16M 16M randwrite 4k-128k) >/tmp/fio.out 2>&1 &
 writer=$!
 usleep 300000
@@ -90,10 +86,8 @@ slice_error s1
 wait_taken_over 1 s2 60
 finishes $writer 300 "fio" || { cat /tmp/fio.out; fail "fio verify failed across the takeover"; }
 expect_rc 0 graidctl wait sp
-usleep 500000
-kill $monitor
 # The failure the array decided itself, the takeover and the rebuild's end, each announced.
-events=$(tr '\n' ' ' </tmp/uevents)
+events=$(uevents_stop)
 expect_match "GRAID_EVENT=member-failed GRAID_MEMBER=1 .*GRAID_EVENT=spare-activated GRAID_MEMBER=1 " \
 	"$events" "the failure's and the takeover's uevents"
 expect_match "GRAID_EVENT=rebuild-finished GRAID_MEMBER=1 " "$events" "the rebuild's uevent"

@@ -26,12 +26,6 @@ no_replace() {
 		usleep 200000
 	done
 }
-monitor_uevents() {
-	udevadm monitor --kernel --property --subsystem-match=block >/tmp/uevents 2>&1 &
-	monitor=$!
-	usleep 300000
-}
-uevents() { usleep 500000; kill $monitor; tr '\n' ' ' </tmp/uevents; }
 
 wipe_superblocks $d0 $d1 $d2 $d3
 dm_slices $d0 $d1 $d2 $d3
@@ -41,7 +35,7 @@ echo "--- RAID 1: replace under writes; the new device takes the role, the old o
 expect_rc 0 graidctl create rp --level 1 --write-zeroes $s0 $s1
 dev=$(array_dev "$OUT")
 fio_verify "$dev" 0 16M randwrite 4k-128k
-monitor_uevents
+uevents_start
 fio --name=write $(fio_args "$dev" 16M 16M randwrite 4k-128k) >/tmp/fio.out 2>&1 &
 writer=$!
 usleep 300000
@@ -50,7 +44,7 @@ expect_match "replacing $s1 \(role 1\) in $dev \(rp\) by $(dm_node s2)" "$OUT" "
 expect_rc 0 graidctl wait rp
 expect_match "replace of role 1 finished: $(dm_node s2) took its place" "$OUT" "wait's report"
 finishes $writer 300 "fio" || { cat /tmp/fio.out; fail "fio verify failed across the replace"; }
-events=$(uevents)
+events=$(uevents_stop)
 expect_match "GRAID_EVENT=replace-started GRAID_MEMBER=1 .*GRAID_EVENT=member-replaced GRAID_MEMBER=1 " \
 	"$events" "the replace's uevents"
 expect_rc 0 graidctl detail rp
@@ -97,7 +91,7 @@ expect_rc 0 graidctl create rp --level 1 --write-zeroes $s0 $s1
 dev=$(array_dev "$OUT")
 fio_verify "$dev" 0 16M randwrite 4k-128k
 expect_rc 0 graidctl set-speed rp --min 1M --max 1M
-monitor_uevents
+uevents_start
 expect_rc 0 graidctl replace rp $s1 --with $s2
 usleep 500000
 expect_rc 0 graidctl detail rp
@@ -107,7 +101,7 @@ fio --name=write $(fio_args "$dev" 16M 16M randwrite 4k-128k) >/tmp/fio.out 2>&1
 writer=$!
 no_replace 60
 finishes $writer 300 "fio" || { cat /tmp/fio.out; fail "fio verify failed as the replacement failed"; }
-events=$(uevents)
+events=$(uevents_stop)
 expect_match "GRAID_EVENT=replace-failed GRAID_MEMBER=1 " "$events" "the failed replace's uevent"
 expect_match '"state":"optimal"' "$(detail_json)" "the array after a failed replace"
 expect_match '"spares":\[\]' "$(detail_json)" "a failed replacement is no spare"
@@ -127,7 +121,7 @@ expect_rc 0 graidctl create rp --level 1 --write-zeroes $s0 $s1 $s2
 dev=$(array_dev "$OUT")
 fio_verify "$dev" 0 16M randwrite 4k-128k
 expect_rc 0 graidctl set-speed rp --min 1M --max 1M
-monitor_uevents
+uevents_start
 expect_rc 0 graidctl replace rp $s1 --with $s3
 usleep 500000
 fio --name=write $(fio_args "$dev" 16M 16M randwrite 4k-128k) >/tmp/fio.out 2>&1 &
@@ -143,7 +137,7 @@ done
 expect_rc 0 graidctl set-speed rp --min 100M --max 0
 expect_rc 0 graidctl wait rp
 finishes $writer 300 "fio" || { cat /tmp/fio.out; fail "fio verify failed as the member failed"; }
-events=$(uevents)
+events=$(uevents_stop)
 expect_match "GRAID_EVENT=replace-abandoned GRAID_MEMBER=1 .*GRAID_EVENT=spare-activated GRAID_MEMBER=1 " \
 	"$events" "the abandoned replace's uevents"
 # The former replacement, rebuilt, holds everything alone.
