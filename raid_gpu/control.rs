@@ -200,6 +200,13 @@ impl MiscOps for Control {
             uapi::GRAID_IOC_MEMBER => self.member(user(size_of::<GraidMemberOp>())),
             uapi::GRAID_IOC_SPEED => self.speed(user(size_of::<GraidSpeed>())),
             uapi::GRAID_IOC_SCRUB => self.scrub(user(size_of::<GraidScrub>())),
+            crate::ring_uapi::GRAID_IOC_HELPER_STATUS => {
+                let status = crate::helper_device::status();
+                user(size_of::<crate::ring_uapi::HelperStatus>())
+                    .writer()
+                    .write(&status)?;
+                Ok(0)
+            }
             _ => Err(ENOTTY),
         }
     }

@@ -1,33 +1,53 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! `/dev/graid-helper`: where the parity helper attaches (`Documentation/ring-protocol.rst`).
+//! `/dev/graid-helper`: where the parity helper attaches, and the module's side of the offload
+//! (`Documentation/ring-protocol.rst`).
 //!
 //! Root only, one helper at a time. `HELPER_IOC_ATTACH` negotiates the ring's ABI version and
-//! features and allocates the control area; the helper then maps it: K2H (header, SQ, the
-//! kernel's indices) read-only, H2K (its indices, the CQ) read-write, each with an `mmap` of its
-//! own. `HELPER_IOC_ENTER` consumes its completions (each checked by the job state machine,
-//! `engine/ring.rs`: a completion of no job out detaches it) and with `HELPER_ENTER_WAIT` sleeps
-//! until jobs are published; `poll` says the same without the call. Closing the file (SIGKILL
-//! included) or `HELPER_IOC_DETACH` detaches it. No parity job goes out yet: that, and the pool,
-//! come next (issue 12).
+//! features and allocates the control area; the helper maps it: K2H (header, SQ, the kernel's
+//! indices) read-only, H2K (its indices, the CQ) read-write. `HELPER_IOC_REGISTER_POOL` pins
+//! the memory it donates for the jobs' columns. From then on [`offload`] sends RAID 5/6
+//! generations to it: the data is staged into the job's area of the pool (`staging.rs`), the
+//! job published on the SQ, and the request waits. `HELPER_IOC_ENTER` consumes its completions,
+//! each checked by the job state machine (`engine/ring.rs`) before the parity is copied back;
+//! with `HELPER_ENTER_WAIT` it sleeps until jobs are published (`poll` says the same). A job
+//! past its deadline, one the helper could not do, and every job out when it detaches
+//! (closing the file, SIGKILL included, `HELPER_IOC_DETACH`, a protocol error, too many missed
+//! deadlines) is computed by the kernel from its own copy of the data: every job ends exactly
+//! once.
 
-use crate::engine::ring::{ring_pending, JobSlot, JobTable};
+use crate::engine::offload::{Fallback, Staging, AREA_BYTES, DEFAULT_MIN_BYTES};
+use crate::engine::parity::ParityJob;
+use crate::engine::ring::{ring_pending, Completion, HelperState, JobSlot, JobTable};
 use crate::errno;
-use crate::kernel_ext::{capability::require_sys_admin, misc::MiscOps};
+use crate::io::{ArrayIo, RqRef};
+use crate::kernel_ext::{
+    capability::require_sys_admin,
+    misc::MiscOps,
+    pin::PinnedPages,
+    work::{noio_scope, DelayedWorker, WorkHandler},
+};
 use crate::ring_uapi::{
-    self, HelperAttach, HelperEnter, RingHeader, CONTROL_BYTES, CQE_BYTES, CQ_ENTRIES,
-    CQ_HEAD_OFFSET, CQ_OFFSET, CQ_TAIL_OFFSET, H2K_OFFSET, HELPER_ENTER_WAIT, K2H_BYTES,
-    RING_ABI_VERSION, RING_FEATURES, RING_MAGIC, SQE_BYTES, SQ_ENTRIES, SQ_HEAD_OFFSET,
+    self, Cqe, HelperAttach, HelperEnter, HelperPool, HelperStatus, RingHeader, Sqe,
+    CONTROL_BYTES, CQE_BYTES, CQ_ENTRIES, CQ_HEAD_OFFSET, CQ_OFFSET, CQ_TAIL_OFFSET,
+    H2K_OFFSET, HELPER_ENGINE_LEN, HELPER_ENTER_WAIT, HELPER_FALLBACKS,
+    HELPER_STATE_DEGRADED, HELPER_STATE_HEALTHY, HELPER_STATE_NONE, HELPER_STATE_NO_POOL,
+    JOB_OP_PQ, JOB_OP_XOR, JOB_STATUS_OK, K2H_BYTES, POOL_MAX_BYTES, POOL_MIN_BYTES,
+    POOL_UNIT_BYTES, RING_ABI_VERSION, RING_FEATURES, RING_MAGIC, SQE_BYTES, SQ_ENTRIES,
+    SQ_HEAD_OFFSET, SQ_OFFSET, SQ_TAIL_OFFSET,
 };
 use core::mem::size_of;
+use core::ptr;
+use core::sync::atomic::{fence, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use kernel::{
     alloc::flags::{GFP_KERNEL, __GFP_ZERO},
+    bindings,
     fs::File,
     mm::virt::VmaNew,
     new_mutex, new_poll_condvar,
     page::{Page, PAGE_SIZE},
     prelude::*,
-    sync::{poll::PollCondVar, poll::PollTable, Mutex},
+    sync::{poll::PollCondVar, poll::PollTable, Mutex, MutexGuard},
     transmute::{AsBytes, FromBytes},
     uaccess::{UserPtr, UserSlice},
 };
@@ -41,6 +61,12 @@ unsafe impl FromBytes for HelperAttach {}
 unsafe impl AsBytes for HelperEnter {}
 // SAFETY: see above.
 unsafe impl FromBytes for HelperEnter {}
+// SAFETY: see above.
+unsafe impl FromBytes for HelperPool {}
+// SAFETY: see above.
+unsafe impl AsBytes for HelperStatus {}
+// SAFETY: see above.
+unsafe impl AsBytes for Sqe {}
 
 /// `EPOLL*` events (`include/uapi/linux/eventpoll.h`; bindgen cannot export the `__force`
 /// casts).
@@ -49,66 +75,283 @@ const EPOLLERR: u32 = 0x8;
 const EPOLLHUP: u32 = 0x10;
 const EPOLLRDNORM: u32 = 0x40;
 
+/// The helper device, once registered: where arrays send parity jobs. Set when its
+/// initialisation completes, cleared when it is dropped (after every array is gone).
+static DEVICE: AtomicPtr<HelperDevice> = AtomicPtr::new(ptr::null_mut());
+
+/// Sends `job` of request `rq` of `io` to the helper. `Ok`: the job is the helper's, and ends
+/// through `io`'s [`ArrayIo::parity_by_helper`] or [`ArrayIo::parity_by_kernel`], later, exactly
+/// once. `Err`: nothing was sent; the caller computes it (the reason is counted).
+pub(crate) fn offload(io: &ArrayIo, rq: RqRef, job: &ParityJob) -> Result<(), Fallback> {
+    let device = DEVICE.load(Ordering::Acquire);
+    if device.is_null() {
+        return Err(Fallback::NoHelper);
+    }
+    // SAFETY: set only while the device is alive; arrays (the callers) are gone before it is
+    // dropped.
+    let device = unsafe { &*device };
+    let sent = device.submit(io, rq, job);
+    if let Err(reason) = sent {
+        device.stats.fallback(reason);
+    }
+    sent
+}
+
+/// The helper and the offload counters (`GRAID_IOC_HELPER_STATUS`).
+pub(crate) fn status() -> HelperStatus {
+    let device = DEVICE.load(Ordering::Acquire);
+    if device.is_null() {
+        return HelperStatus::default();
+    }
+    // SAFETY: as in `offload`; the control device is dropped before this one.
+    unsafe { &*device }.status()
+}
+
+/// Milliseconds a job may take before the kernel computes it.
+fn deadline_ms() -> u32 {
+    (*crate::module_parameters::offload_deadline_ms.value()).max(1)
+}
+
+/// Smallest job offloaded, in data bytes.
+fn min_bytes() -> u64 {
+    let kib = *crate::module_parameters::offload_min_kib.value();
+    if kib == u32::MAX {
+        DEFAULT_MIN_BYTES
+    } else {
+        u64::from(kib) * 1024
+    }
+}
+
+fn now_ns() -> u64 {
+    // SAFETY: no preconditions.
+    u64::try_from(unsafe { bindings::ktime_get() }).unwrap_or(0)
+}
+
+/// The kernel's record of a job out (the *shadow*): the truth, whatever the SQ entry says now.
+struct Shadow {
+    io: *const ArrayIo,
+    rq: RqRef,
+    job: ParityJob,
+    staging: Staging,
+    sent_ns: u64,
+}
+
+// SAFETY: `io` points at an array that outlives its requests (a request with a job out has not
+// ended, so its array is alive), usable from any thread; `RqRef` is a request handle.
+unsafe impl Send for Shadow {}
+
+/// A job that ended, handled once the lock is dropped.
+struct Finished {
+    shadow: Shadow,
+    /// `None`: the helper's parity is in the buffer; else why the kernel computes it.
+    fallback: Option<Fallback>,
+}
+
+impl Finished {
+    /// Ends the job on its array: parity done, or computed now by the kernel.
+    fn run(self, stats: &Stats) {
+        let Shadow { io, rq, job, .. } = self.shadow;
+        // SAFETY: see `Shadow`.
+        let io = unsafe { &*io };
+        match self.fallback {
+            None => io.parity_by_helper(rq),
+            Some(reason) => {
+                stats.fallback(reason);
+                io.parity_by_kernel(rq, &job);
+            }
+        }
+    }
+}
+
+/// The pool the helper registered, and the jobs out in it: slot `i` owns area `i`.
+struct Pool {
+    pages: PinnedPages,
+    jobs: JobTable<KVec<JobSlot>>,
+    shadows: KVec<Option<Shadow>>,
+}
+
+impl Pool {
+    fn area(job: u32) -> usize {
+        (job as usize).saturating_mul(AREA_BYTES as usize)
+    }
+
+    /// A list with room for every slot's job: the jobs that end under the lock, run after it.
+    fn finished_list(&self) -> Result<KVec<Finished>> {
+        // NOIO: the memory may come from reclaim that waits for these very jobs.
+        Ok(noio_scope(|| KVec::with_capacity(self.shadows.len(), GFP_KERNEL))?)
+    }
+
+    /// Moves the shadow of `job` (taken back) to `list` to be computed by the kernel.
+    fn take_back(shadows: &mut [Option<Shadow>], list: &mut KVec<Finished>, job: u32, why: Fallback) {
+        if let Some(shadow) = shadows.get_mut(job as usize).and_then(Option::take) {
+            // The list has room for every slot.
+            let _ = list.push_within_capacity(Finished {
+                shadow,
+                fallback: Some(why),
+            });
+        }
+    }
+}
+
+/// Offload counters since the module loaded.
+#[derive(Default)]
+struct Stats {
+    attaches: AtomicU64,
+    jobs: AtomicU64,
+    bytes: AtomicU64,
+    completed: AtomicU64,
+    batches: AtomicU64,
+    latency_total_ns: AtomicU64,
+    latency_max_ns: AtomicU64,
+    protocol_errors: AtomicU64,
+    fallbacks: [AtomicU64; HELPER_FALLBACKS],
+}
+
+impl Stats {
+    fn fallback(&self, reason: Fallback) {
+        if let Some(counter) = self.fallbacks.get(reason.index()) {
+            counter.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn completed(&self, latency_ns: u64) {
+        self.completed.fetch_add(1, Ordering::Relaxed);
+        self.latency_total_ns.fetch_add(latency_ns, Ordering::Relaxed);
+        self.latency_max_ns.fetch_max(latency_ns, Ordering::Relaxed);
+    }
+}
+
 /// An attached helper's ring.
 struct Attachment {
     /// The control area's pages.
     pages: KVec<Page>,
-    /// Which jobs the helper holds (`engine/ring.rs`).
-    jobs: JobTable<KVec<JobSlot>>,
     /// The SQ tail the kernel published, and the CQ head it consumed to: the kernel's own
     /// copies (the pages' are for the helper, never read back).
     sq_tail: u32,
     cq_head: u32,
+    engine: [u8; HELPER_ENGINE_LEN],
+    pid: u32,
+    pool: Option<Pool>,
 }
 
 /// The helper's answers broke the protocol: it is detached.
 struct ProtocolError;
 
 impl Attachment {
-    /// The `u32` at byte `offset` of the control area.
-    fn read_u32(&self, offset: u64) -> Result<u32, ProtocolError> {
-        let offset = usize::try_from(offset).map_err(|_| ProtocolError)?;
-        let page = self.pages.get(offset / PAGE_SIZE).ok_or(ProtocolError)?;
-        let mut bytes = [0u8; 4];
-        // SAFETY: `bytes` is a local buffer of 4 bytes; the page checks the range.
-        unsafe { page.read_raw(bytes.as_mut_ptr(), offset % PAGE_SIZE, 4) }
-            .map_err(|_| ProtocolError)?;
-        Ok(u32::from_le_bytes(bytes))
+    /// Runs `f` on the `u32` at byte `offset` of the control area, as an atomic shared with
+    /// the helper's mapping.
+    fn word<R>(&self, offset: u64, f: impl FnOnce(&AtomicU32) -> R) -> Option<R> {
+        let offset = usize::try_from(offset).ok().filter(|o| o % 4 == 0)?;
+        let page = self.pages.get(offset / PAGE_SIZE)?;
+        // SAFETY: a page of the area, alive while `self` is; unmapped below.
+        let base = unsafe { bindings::kmap_local_page(page.as_ptr()) };
+        let word = base.cast::<u8>().wrapping_add(offset % PAGE_SIZE).cast::<u32>();
+        // SAFETY: `word` is 4 aligned bytes inside the mapped page; the helper touches them
+        // only as an atomic too (or not at all: K2H is read-only to it).
+        let result = f(unsafe { AtomicU32::from_ptr(word) });
+        // SAFETY: `base` was mapped above, on this task.
+        unsafe { bindings::kunmap_local(base) };
+        Some(result)
     }
 
-    fn write_u32(&self, offset: u64, value: u32) {
-        let Ok(offset) = usize::try_from(offset) else {
-            return;
-        };
-        if let Some(page) = self.pages.get(offset / PAGE_SIZE) {
-            let bytes = value.to_le_bytes();
-            // SAFETY: `bytes` is a local buffer of 4 bytes; the page checks the range.
-            let _ = unsafe { page.write_raw(bytes.as_ptr(), offset % PAGE_SIZE, 4) };
-        }
+    fn load(&self, offset: u64, order: Ordering) -> Result<u32, ProtocolError> {
+        self.word(offset, |w| w.load(order)).ok_or(ProtocolError)
+    }
+
+    fn store(&self, offset: u64, value: u32) {
+        self.word(offset, |w| w.store(value, Ordering::Release));
     }
 
     /// Jobs published and not yet taken, by the helper's SQ head.
     fn pending(&self) -> Result<u32, ProtocolError> {
-        let head = self.read_u32(SQ_HEAD_OFFSET)?;
+        let head = self.load(SQ_HEAD_OFFSET, Ordering::Acquire)?;
         ring_pending(head, self.sq_tail, SQ_ENTRIES).ok_or(ProtocolError)
     }
 
-    /// Consumes the completions the helper published, each checked by the job table.
-    fn reap(&mut self) -> Result<(), ProtocolError> {
-        let tail = self.read_u32(CQ_TAIL_OFFSET)?;
+    /// Writes `sqe` at the SQ tail and publishes it.
+    fn publish(&mut self, sqe: &Sqe) -> Result {
+        let at = SQ_OFFSET + u64::from(self.sq_tail % SQ_ENTRIES) * SQE_BYTES as u64;
+        let at = usize::try_from(at).map_err(|_| EINVAL)?;
+        let page = self.pages.get(at / PAGE_SIZE).ok_or(EINVAL)?;
+        let bytes = sqe.as_bytes();
+        // SAFETY: `bytes` is the entry; the page checks the range (entries never straddle).
+        unsafe { page.write_raw(bytes.as_ptr(), at % PAGE_SIZE, bytes.len())? };
+        self.sq_tail = self.sq_tail.wrapping_add(1);
+        // The entry before the tail (the helper loads the tail with acquire).
+        fence(Ordering::Release);
+        self.store(SQ_TAIL_OFFSET, self.sq_tail);
+        Ok(())
+    }
+
+    /// Consumes the completions the helper published, each checked by the job table; the
+    /// jobs that ended go to `list`, their parity already copied back (or a reason to compute
+    /// it in the kernel).
+    fn reap(&mut self, list: &mut KVec<Finished>, stats: &Stats) -> Result<(), ProtocolError> {
+        let tail = self.load(CQ_TAIL_OFFSET, Ordering::Acquire)?;
         let count = ring_pending(self.cq_head, tail, CQ_ENTRIES).ok_or(ProtocolError)?;
+        if count > 0 {
+            stats.batches.fetch_add(1, Ordering::Relaxed);
+        }
+        let now = now_ns();
         for _ in 0..count {
-            let slot = u64::from(self.cq_head % CQ_ENTRIES);
-            let at = CQ_OFFSET + slot * CQE_BYTES as u64;
-            let (job, generation) = (self.read_u32(at)?, self.read_u32(at + 4)?);
-            // No job goes out yet, so any completion is one of no job out.
-            self.jobs
-                .complete(job, generation)
+            let at = CQ_OFFSET + u64::from(self.cq_head % CQ_ENTRIES) * CQE_BYTES as u64;
+            let cqe = Cqe {
+                job: self.load(at, Ordering::Relaxed)?,
+                generation: self.load(at + 4, Ordering::Relaxed)?,
+                status: self.load(at + 8, Ordering::Relaxed)?,
+                reserved: 0,
+            };
+            // Completions with no pool are of no job out.
+            let pool = self.pool.as_mut().ok_or(ProtocolError)?;
+            let done = pool
+                .jobs
+                .complete(cqe.job, cqe.generation)
                 .map_err(|_| ProtocolError)?;
+            if let Completion::Done { job } = done {
+                let mut shadow = pool
+                    .shadows
+                    .get_mut(job as usize)
+                    .and_then(Option::take)
+                    .ok_or(ProtocolError)?;
+                let mut fallback = Some(Fallback::HelperFailed);
+                if cqe.status == JOB_STATUS_OK {
+                    // SAFETY: see `Shadow`.
+                    let io = unsafe { &*shadow.io };
+                    let area = Pool::area(job);
+                    if io.stage_out(shadow.rq, &shadow.job, &shadow.staging, &pool.pages, area) {
+                        fallback = None;
+                        stats.completed(now.saturating_sub(shadow.sent_ns));
+                    }
+                }
+                shadow.sent_ns = now;
+                // The list has room for every slot, and each slot ends once per reap.
+                let _ = list.push_within_capacity(Finished { shadow, fallback });
+            }
             self.cq_head = self.cq_head.wrapping_add(1);
         }
-        self.write_u32(CQ_HEAD_OFFSET, self.cq_head);
+        self.store(CQ_HEAD_OFFSET, self.cq_head);
         Ok(())
+    }
+
+    /// Detaches: every job out is taken back (to be computed by the kernel).
+    fn detach(&mut self) {
+        if let Some(pool) = self.pool.as_mut() {
+            pool.jobs.detach(|_| {});
+        }
+    }
+
+    /// The jobs still out in a detached attachment, to be computed by the kernel.
+    fn run_orphans(mut self, stats: &Stats) {
+        if let Some(pool) = self.pool.as_mut() {
+            for shadow in pool.shadows.iter_mut().filter_map(Option::take) {
+                Finished {
+                    shadow,
+                    fallback: Some(Fallback::Detached),
+                }
+                .run(stats);
+            }
+        }
+        // Dropping `self` unpins the pool and frees the control area.
     }
 }
 
@@ -127,24 +370,158 @@ impl Helper {
 }
 
 /// The helper device's state.
-#[pin_data]
+#[pin_data(PinnedDrop)]
 pub(crate) struct HelperDevice {
     #[pin]
     helper: Mutex<Helper>,
     /// Wakes a helper waiting in ENTER or poll: jobs published, or it was detached.
     #[pin]
     jobs: PollCondVar,
+    /// Takes back the jobs past their deadline.
+    #[pin]
+    deadlines: DelayedWorker<HelperDevice>,
+    stats: Stats,
 }
 
 impl HelperDevice {
     pub(crate) fn new() -> impl PinInit<Self, Error> {
-        try_pin_init!(Self {
+        try_pin_init!(&this in Self {
             helper <- new_mutex!(Helper {
                 file: 0,
                 attached: None,
             }),
             jobs <- new_poll_condvar!("graid_helper_jobs"),
+            // SAFETY: the worker is a field of the value `this` points at.
+            deadlines <- unsafe { DelayedWorker::new(this.as_ptr(), c"graid_offload") },
+            stats: Stats::default(),
         })
+        .pin_chain(|device| {
+            DEVICE.store(ptr::from_ref(&*device).cast_mut(), Ordering::Release);
+            Ok(())
+        })
+    }
+
+    /// Takes the attachment out (the helper is detached), wakes its waiters, and computes
+    /// every job it still had.
+    /// Drops the lock first, then runs `finished` (their I/O is sent without it).
+    fn detach(&self, mut helper: MutexGuard<'_, Helper>, finished: KVec<Finished>) {
+        let old = helper.attached.take();
+        drop(helper);
+        self.jobs.notify_all();
+        noio_scope(|| {
+            for job in finished {
+                job.run(&self.stats);
+            }
+            if let Some(mut old) = old {
+                old.detach();
+                old.run_orphans(&self.stats);
+            }
+        });
+    }
+
+    /// Drops the lock, then runs `finished`.
+    fn finish(&self, helper: MutexGuard<'_, Helper>, finished: KVec<Finished>) {
+        drop(helper);
+        noio_scope(|| {
+            for job in finished {
+                job.run(&self.stats);
+            }
+        });
+    }
+
+    /// See [`offload`].
+    fn submit(&self, io: &ArrayIo, rq: RqRef, job: &ParityJob) -> Result<(), Fallback> {
+        let staging = Staging::plan(job, min_bytes())?;
+        let op = if staging.parity == 2 { JOB_OP_PQ } else { JOB_OP_XOR };
+        let data_columns = u8::try_from(staging.data).map_err(|_| Fallback::TooBig)?;
+        let column_bytes = u32::try_from(staging.column_bytes).map_err(|_| Fallback::TooBig)?;
+        let mut helper = self.helper.lock();
+        let a = helper.attached.as_mut().ok_or(Fallback::NoHelper)?;
+        // A full SQ (or an impossible head: ENTER will tell) sends nothing.
+        match a.pending() {
+            Ok(pending) if pending < SQ_ENTRIES => {}
+            _ => return Err(Fallback::Busy),
+        }
+        let pool = a.pool.as_mut().ok_or(Fallback::NoHelper)?;
+        let sent_ns = now_ns();
+        let deadline = sent_ns.saturating_add(u64::from(deadline_ms()) * 1_000_000);
+        let ticket = pool.jobs.submit(deadline).map_err(|e| match e {
+            crate::engine::ring::SubmitError::NotAttached => Fallback::NoHelper,
+            crate::engine::ring::SubmitError::Full => Fallback::Busy,
+        })?;
+        let area = Pool::area(ticket.job);
+        let staged = io.stage_in(rq, job, &staging, &pool.pages, area);
+        let sqe = Sqe {
+            job: ticket.job,
+            generation: ticket.generation,
+            op,
+            data_columns,
+            fail_a: u8::MAX,
+            fail_b: u8::MAX,
+            stripes: staging.stripes,
+            column_bytes,
+            columns_offset: area as u64,
+            ..Sqe::default()
+        };
+        if !staged || a.publish(&sqe).is_err() {
+            // Never seen by the helper: the slot is free again (its generation moved on).
+            if let Some(pool) = a.pool.as_mut() {
+                let _ = pool.jobs.complete(ticket.job, ticket.generation);
+            }
+            return Err(Fallback::TooBig);
+        }
+        if let Some(slot) = a.pool.as_mut().and_then(|p| p.shadows.get_mut(ticket.job as usize)) {
+            *slot = Some(Shadow {
+                io,
+                rq,
+                job: *job,
+                staging,
+                sent_ns,
+            });
+        }
+        drop(helper);
+        self.stats.jobs.fetch_add(1, Ordering::Relaxed);
+        self.stats.bytes.fetch_add(staging.data_bytes(), Ordering::Relaxed);
+        self.jobs.notify_all();
+        self.deadlines.run_after(deadline_ms());
+        Ok(())
+    }
+
+    fn status(&self) -> HelperStatus {
+        let mut status = HelperStatus::default();
+        {
+            let helper = self.helper.lock();
+            if let Some(a) = helper.attached.as_ref() {
+                status.pid = a.pid;
+                status.engine = a.engine;
+                status.state = match a.pool.as_ref() {
+                    None => HELPER_STATE_NO_POOL,
+                    Some(pool) => {
+                        status.pool_bytes = pool.pages.bytes() as u64;
+                        status.slots = pool.shadows.len() as u32;
+                        status.queued = pool.jobs.queued() as u32;
+                        match pool.jobs.state() {
+                            HelperState::Healthy => HELPER_STATE_HEALTHY,
+                            HelperState::Degraded => HELPER_STATE_DEGRADED,
+                            HelperState::Detached => HELPER_STATE_NONE,
+                        }
+                    }
+                };
+            }
+        }
+        let s = &self.stats;
+        status.attaches = s.attaches.load(Ordering::Relaxed);
+        status.jobs = s.jobs.load(Ordering::Relaxed);
+        status.bytes = s.bytes.load(Ordering::Relaxed);
+        status.completed = s.completed.load(Ordering::Relaxed);
+        status.batches = s.batches.load(Ordering::Relaxed);
+        status.latency_total_ns = s.latency_total_ns.load(Ordering::Relaxed);
+        status.latency_max_ns = s.latency_max_ns.load(Ordering::Relaxed);
+        status.protocol_errors = s.protocol_errors.load(Ordering::Relaxed);
+        for (out, counter) in status.fallbacks.iter_mut().zip(&s.fallbacks) {
+            *out = counter.load(Ordering::Relaxed);
+        }
+        status
     }
 
     /// ATTACH: checks the helper's ABI version (`EPROTO` if it differs), answers the features
@@ -165,20 +542,63 @@ impl HelperDevice {
         req.features &= RING_FEATURES;
         req.control_bytes = CONTROL_BYTES;
         let pages = control_area(req.features)?;
-        let mut slots = KVec::with_capacity(SQ_ENTRIES as usize, GFP_KERNEL)?;
-        for _ in 0..SQ_ENTRIES {
-            slots.push(JobSlot::default(), GFP_KERNEL)?;
-        }
-        let mut jobs = JobTable::new(slots);
-        jobs.attach();
         writer.write(&req)?;
+        let pid = kernel::current!().pid();
         helper.attached = Some(Attachment {
             pages,
-            jobs,
             sq_tail: 0,
             cq_head: 0,
+            engine: req.engine,
+            pid: u32::try_from(pid).unwrap_or(0),
+            pool: None,
         });
+        self.stats.attaches.fetch_add(1, Ordering::Relaxed);
         Ok(0)
+    }
+
+    /// REGISTER_POOL: pins the memory the helper donates (private anonymous, a multiple of
+    /// `POOL_UNIT_BYTES`): one job slot per unit. `EBUSY` if it registered one already,
+    /// `EINVAL` for a bad range or memory of the wrong kind.
+    fn register_pool(&self, file: &File, user: UserSlice) -> Result<isize> {
+        let req: HelperPool = user.reader().read()?;
+        if req.bytes < POOL_MIN_BYTES || req.bytes > POOL_MAX_BYTES || req.bytes % POOL_UNIT_BYTES != 0 {
+            return Err(EINVAL);
+        }
+        let address = usize::try_from(req.address).map_err(|_| EINVAL)?;
+        let bytes = usize::try_from(req.bytes).map_err(|_| EINVAL)?;
+        let slots = usize::try_from(req.bytes / AREA_BYTES).map_err(|_| EINVAL)?;
+        {
+            let helper = self.helper.lock();
+            match (&helper.attached, helper.owns(file)) {
+                (Some(a), true) if a.pool.is_none() => {}
+                (Some(_), true) => return Err(EBUSY),
+                _ => return Err(EINVAL),
+            }
+        }
+        // Pinning faults the pages in: not under the lock.
+        let pages = PinnedPages::pin_anonymous(address, bytes)?;
+        let mut table = KVec::with_capacity(slots, GFP_KERNEL)?;
+        let mut shadows = KVec::with_capacity(slots, GFP_KERNEL)?;
+        for _ in 0..slots {
+            table.push(JobSlot::default(), GFP_KERNEL)?;
+            shadows.push(None, GFP_KERNEL)?;
+        }
+        let mut jobs = JobTable::new(table);
+        jobs.attach();
+        let pool = Pool {
+            pages,
+            jobs,
+            shadows,
+        };
+        let mut helper = self.helper.lock();
+        let owner = helper.owns(file);
+        match helper.attached.as_mut() {
+            Some(a) if owner && a.pool.is_none() => {
+                a.pool = Some(pool);
+                Ok(0)
+            }
+            _ => Err(EBUSY),
+        }
     }
 
     /// ENTER: consumes the helper's completions and answers the jobs pending; with
@@ -190,21 +610,27 @@ impl HelperDevice {
         if req.flags & !HELPER_ENTER_WAIT != 0 {
             return Err(EINVAL);
         }
-        let mut helper = self.helper.lock();
-        if !helper.owns(file) {
-            return Err(EBADF);
-        }
         loop {
-            let answer = match helper.attached.as_mut() {
-                None => return Err(EINVAL),
-                Some(a) => a.reap().and_then(|()| a.pending()),
+            let mut helper = self.helper.lock();
+            if !helper.owns(file) {
+                return Err(EBADF);
+            }
+            let Some(a) = helper.attached.as_mut() else {
+                return Err(EINVAL);
             };
+            let mut list = match a.pool.as_mut() {
+                Some(pool) => pool.finished_list()?,
+                None => KVec::new(),
+            };
+            let answer = a.reap(&mut list, &self.stats).and_then(|()| a.pending());
             let Ok(pending) = answer else {
-                helper.attached = None;
-                self.jobs.notify_all();
+                self.stats.protocol_errors.fetch_add(1, Ordering::Relaxed);
+                self.detach(helper, list);
                 return Err(errno::eproto());
             };
-            if pending > 0 || req.flags & HELPER_ENTER_WAIT == 0 {
+            let wait = pending == 0 && req.flags & HELPER_ENTER_WAIT != 0 && list.is_empty();
+            if !wait {
+                self.finish(helper, list);
                 req.pending = pending;
                 break;
             }
@@ -212,9 +638,46 @@ impl HelperDevice {
                 return Err(ERESTARTSYS);
             }
         }
-        drop(helper);
         writer.write(&req)?;
         Ok(0)
+    }
+}
+
+#[pinned_drop]
+impl PinnedDrop for HelperDevice {
+    fn drop(self: Pin<&mut Self>) {
+        DEVICE.store(ptr::null_mut(), Ordering::Release);
+    }
+}
+
+impl WorkHandler for HelperDevice {
+    /// The deadline check: jobs past theirs are taken back and computed here; too many misses
+    /// in a row detach the helper.
+    fn run(&self) {
+        let mut helper = self.helper.lock();
+        let Some(pool) = helper.attached.as_mut().and_then(|a| a.pool.as_mut()) else {
+            return;
+        };
+        let Ok(mut list) = pool.finished_list() else {
+            drop(helper);
+            self.deadlines.run_after(deadline_ms());
+            return;
+        };
+        let Pool { jobs, shadows, .. } = pool;
+        jobs.expire(now_ns(), |job| {
+            Pool::take_back(shadows, &mut list, job, Fallback::Expired)
+        });
+        let detached = jobs.state() == HelperState::Detached;
+        let queued = jobs.queued() > 0;
+        if detached {
+            pr_warn!("graid: parity helper missed too many deadlines: detached\n");
+            self.detach(helper, list);
+            return;
+        }
+        self.finish(helper, list);
+        if queued {
+            self.deadlines.run_after((deadline_ms() / 4).max(1));
+        }
     }
 }
 
@@ -271,12 +734,13 @@ impl MiscOps for HelperDevice {
         Ok(())
     }
 
-    /// The helper is gone: detached (its mappings keep their pages until unmapped).
+    /// The helper is gone (an exit, SIGKILL included, closes the file): detached, its jobs
+    /// computed by the kernel, its pool unpinned.
     fn release(&self, file: &File) {
         let mut helper = self.helper.lock();
         if helper.owns(file) {
-            helper.attached = None;
             helper.file = 0;
+            self.detach(helper, KVec::new());
         }
     }
 
@@ -304,13 +768,15 @@ impl MiscOps for HelperDevice {
         match cmd {
             ring_uapi::HELPER_IOC_ATTACH => self.attach(file, user(size_of::<HelperAttach>())),
             ring_uapi::HELPER_IOC_ENTER => self.enter(file, user(size_of::<HelperEnter>())),
+            ring_uapi::HELPER_IOC_REGISTER_POOL => {
+                self.register_pool(file, user(size_of::<HelperPool>()))
+            }
             ring_uapi::HELPER_IOC_DETACH => {
-                let mut helper = self.helper.lock();
+                let helper = self.helper.lock();
                 if !helper.owns(file) || helper.attached.is_none() {
                     return Err(EINVAL);
                 }
-                helper.attached = None;
-                self.jobs.notify_all();
+                self.detach(helper, KVec::new());
                 Ok(0)
             }
             _ => Err(ENOTTY),

@@ -26,6 +26,10 @@ use crate::kernel_ext::{
     work::{noio_scope, RequestWork, WorkHandler, WorkQueue, Worker},
 };
 use crate::member_devices::{MemberDevices, SpareDevice};
+use crate::engine::offload::Staging;
+use crate::helper_device;
+use crate::kernel_ext::pin::PinnedPages;
+use crate::staging;
 use crate::stripe_io::{self, Reserve, StripeBuffer};
 use crate::superblock_io::SuperblockWriter;
 use core::ptr;
@@ -786,11 +790,11 @@ impl Platform for ArrayIo {
         self.with_buffer(rq, |buffer| buffer.copy_column(from, to, at, len));
     }
 
+    /// To the helper when the offload takes it (`helper_device.rs`), else here and now.
     fn compute_parity(&self, rq: RqRef, job: &ParityJob) {
-        let ok = self
-            .with_buffer(rq, |buffer| stripe_io::compute(buffer, job))
-            .unwrap_or(false);
-        self.engine.parity_done(self, rq, ok);
+        if helper_device::offload(self, rq, job).is_err() {
+            self.parity_by_kernel(rq, job);
+        }
     }
 
     fn member_event(&self, member: u32, event: MemberEvent) {
@@ -853,6 +857,46 @@ impl Platform for ArrayIo {
 }
 
 impl ArrayIo {
+    /// Computes `job` of `rq` in the kernel and moves the request on.
+    pub(crate) fn parity_by_kernel(&self, rq: RqRef, job: &ParityJob) {
+        let ok = self
+            .with_buffer(rq, |buffer| stripe_io::compute(buffer, job))
+            .unwrap_or(false);
+        self.engine.parity_done(self, rq, ok);
+    }
+
+    /// The helper's parity of `rq`'s job is in its buffer: the request moves on.
+    pub(crate) fn parity_by_helper(&self, rq: RqRef) {
+        self.engine.parity_done(self, rq, true);
+    }
+
+    /// Copies the data of `rq`'s `job` into the pool area at `area` (`staging.rs`). False if
+    /// the request has no buffer or the copy failed.
+    pub(crate) fn stage_in(
+        &self,
+        rq: RqRef,
+        job: &ParityJob,
+        staging: &Staging,
+        pool: &PinnedPages,
+        area: usize,
+    ) -> bool {
+        self.with_buffer(rq, |b| staging::stage_in(b, job, staging, pool, area).is_ok())
+            .unwrap_or(false)
+    }
+
+    /// Copies the parity of `rq`'s `job` back from the pool area at `area`.
+    pub(crate) fn stage_out(
+        &self,
+        rq: RqRef,
+        job: &ParityJob,
+        staging: &Staging,
+        pool: &PinnedPages,
+        area: usize,
+    ) -> bool {
+        self.with_buffer(rq, |b| staging::stage_out(b, job, staging, pool, area).is_ok())
+            .unwrap_or(false)
+    }
+
     /// Makes `buffer` `rq`'s stripe buffer. True.
     fn hold_buffer(&self, rq: RqRef, buffer: KBox<StripeBuffer>) -> bool {
         let old = pdu(rq).buffer.swap(KBox::into_raw(buffer), Ordering::AcqRel);

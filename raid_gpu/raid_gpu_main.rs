@@ -14,6 +14,7 @@ mod errno;
 mod helper_device;
 mod io;
 mod member_devices;
+mod staging;
 mod stripe_io;
 mod superblock_io;
 mod uevent;
@@ -26,7 +27,7 @@ mod engine;
 #[allow(dead_code, unreachable_pub)]
 mod uapi;
 
-// The parity ring's layout, shared verbatim with the tools (the helper device comes next).
+// The parity ring's layout, shared verbatim with the tools.
 #[allow(dead_code, unreachable_pub)]
 mod ring_uapi;
 
@@ -46,6 +47,14 @@ module! {
         fault_stripe_alloc: u32 {
             default: 0,
             description: "Tests only: make every Nth fresh RAID 5/6 stripe buffer allocation fail (0: never), so arrays run on their reserve buffers",
+        },
+        offload_min_kib: u32 {
+            default: 4294967295,
+            description: "Smallest parity job sent to the helper, in KiB of data (default 128; 0: every generation)",
+        },
+        offload_deadline_ms: u32 {
+            default: 1000,
+            description: "Milliseconds the helper has for a job before the kernel computes it",
         },
     },
 }

@@ -13,7 +13,7 @@
 use crate::uapi::{ior, iow, iowr};
 
 /// Bumped on every incompatible change of anything in this file.
-pub const RING_ABI_VERSION: u32 = 1;
+pub const RING_ABI_VERSION: u32 = 2;
 
 /// `/dev/` name of the helper's device.
 pub const HELPER_DEVICE_NAME: &str = "graid-helper";
@@ -158,16 +158,31 @@ pub struct HelperAttach {
     pub features: u64,
     /// Out: bytes to mmap at offset 0.
     pub control_bytes: u64,
+    /// In: the helper's engine (`cpu-avx2`, `cuda:0`, ...), NUL-padded: shown by
+    /// `graidctl detail`, never interpreted.
+    pub engine: [u8; HELPER_ENGINE_LEN],
 }
 
+/// Bytes of an engine name.
+pub const HELPER_ENGINE_LEN: usize = 32;
+
 /// Argument of [`HELPER_IOC_REGISTER_POOL`]: private anonymous memory the helper donates as
-/// the data pool (the kernel pins it once; at least 2 MiB, page-aligned).
+/// the data pool (the kernel pins it once, for as long as the helper stays attached): a
+/// multiple of [`POOL_UNIT_BYTES`] from [`POOL_MIN_BYTES`] to [`POOL_MAX_BYTES`], page-aligned.
+/// The kernel uses one [`POOL_UNIT_BYTES`] area per job in flight.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct HelperPool {
     pub address: u64,
     pub bytes: u64,
 }
+
+/// The pool's granule: one job's area (`engine/offload.rs`).
+pub const POOL_UNIT_BYTES: u64 = 2 << 20;
+/// The smallest pool: two jobs in flight.
+pub const POOL_MIN_BYTES: u64 = 2 * POOL_UNIT_BYTES;
+/// The largest pool.
+pub const POOL_MAX_BYTES: u64 = 1 << 30;
 
 /// Argument of [`HELPER_IOC_ENTER`]: the helper published completions up to the CQ tail it
 /// wrote; with `HELPER_ENTER_WAIT` it sleeps until jobs are published.
@@ -195,3 +210,61 @@ pub const HELPER_IOC_DETACH: u32 = helper_ioc(ior::<u32>(0x03));
 const fn helper_ioc(code: u32) -> u32 {
     (code & !(0xff << 8)) | (HELPER_IOCTL_TYPE << 8)
 }
+
+/// [`HelperStatus::state`]: no helper attached.
+pub const HELPER_STATE_NONE: u32 = 0;
+/// Attached and trusted: jobs go to it.
+pub const HELPER_STATE_HEALTHY: u32 = 1;
+/// It missed a deadline: one job at a time until it completes one on time.
+pub const HELPER_STATE_DEGRADED: u32 = 2;
+/// Attached, but no pool registered yet: no jobs.
+pub const HELPER_STATE_NO_POOL: u32 = 3;
+
+/// Fallback reasons counted in [`HelperStatus::fallbacks`], in order (`engine/offload.rs`).
+pub const HELPER_FALLBACK_NAMES: [&str; HELPER_FALLBACKS] = [
+    "no-helper",
+    "small",
+    "op",
+    "too-big",
+    "busy",
+    "helper-failed",
+    "expired",
+    "detached",
+];
+pub const HELPER_FALLBACKS: usize = 8;
+
+/// Answer of [`GRAID_IOC_HELPER_STATUS`] (on the control device, `/dev/graid-control`): the
+/// helper and the offload counters since the module loaded.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HelperStatus {
+    /// `HELPER_STATE_*`.
+    pub state: u32,
+    /// The attached helper's process id (0: none).
+    pub pid: u32,
+    /// Its engine, as it named it at ATTACH.
+    pub engine: [u8; HELPER_ENGINE_LEN],
+    /// Bytes of the registered pool, job slots (areas) in it, jobs out now.
+    pub pool_bytes: u64,
+    pub slots: u32,
+    pub queued: u32,
+    /// Helpers attached since load.
+    pub attaches: u64,
+    /// Jobs sent to the helper, and their data bytes.
+    pub jobs: u64,
+    pub bytes: u64,
+    /// Jobs the helper completed (in time, status ok).
+    pub completed: u64,
+    /// Completion batches reaped (ENTERs that consumed at least one completion).
+    pub batches: u64,
+    /// Submission to completion, summed and the longest, in nanoseconds.
+    pub latency_total_ns: u64,
+    pub latency_max_ns: u64,
+    /// Helpers detached for breaking the protocol.
+    pub protocol_errors: u64,
+    /// Parity jobs computed in the kernel, by reason (`HELPER_FALLBACK_NAMES`).
+    pub fallbacks: [u64; HELPER_FALLBACKS],
+}
+
+/// The control device's ioctl for [`HelperStatus`].
+pub const GRAID_IOC_HELPER_STATUS: u32 = crate::uapi::ior::<HelperStatus>(0x09);

@@ -12,6 +12,7 @@ pub(crate) mod blk_mq;
 pub(crate) mod capability;
 pub(crate) mod cpu;
 pub(crate) mod misc;
+pub(crate) mod pin;
 pub(crate) mod plug;
 pub(crate) mod raid_math;
 pub(crate) mod random;

@@ -86,3 +86,5 @@ int graid_blk_mq_init_hctx(struct blk_mq_hw_ctx *hctx, void *data, unsigned int 
 	blk_mq_hctx_set_fq_lock_class(hctx, &graid_fq_lock_key);
 	return 0;
 }
+void graid_init_delayed_work(struct delayed_work *dwork, work_func_t fn) { INIT_DELAYED_WORK(dwork, fn); }
+bool graid_queue_delayed_work_ms(struct workqueue_struct *wq, struct delayed_work *dwork, unsigned int ms) { return queue_delayed_work(wq, dwork, msecs_to_jiffies(ms)); }

@@ -47,6 +47,8 @@ struct bio_vec graid_bio_iter_iovec(struct bio *bio, struct bvec_iter iter);
 void graid_bio_advance_iter(struct bio *bio, struct bvec_iter *iter, unsigned int bytes);
 void graid_memcpy_from_bvec(char *to, struct bio_vec *bvec);
 void graid_memcpy_to_bvec(struct bio_vec *bvec, const char *from);
+void graid_init_delayed_work(struct delayed_work *dwork, work_func_t fn);
+bool graid_queue_delayed_work_ms(struct workqueue_struct *wq, struct delayed_work *dwork, unsigned int ms);
 
 /* Implemented in Rust (rust/blk_mq.rs). */
 int graid_disk_open(struct gendisk *disk, blk_mode_t mode);

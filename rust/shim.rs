@@ -5,7 +5,7 @@
 
 use kernel::bindings::{
     bio, bio_vec, bvec_iter, blk_features_t, block_device_operations, blk_mode_t, blk_mq_hw_ctx, blk_mq_tag_set, blk_opf_t, blk_status_t, block_device,
-    dev_t, gendisk, gfp_t, queue_limits, request, request_queue, sector_t, workqueue_struct,
+    delayed_work, dev_t, gendisk, gfp_t, queue_limits, request, request_queue, sector_t, work_func_t, workqueue_struct,
 };
 use kernel::ffi::c_char;
 use kernel::ffi::{c_int, c_uint, c_ushort, c_void};
@@ -65,4 +65,6 @@ extern "C" {
     pub(crate) fn graid_bio_advance_iter(bio: *mut bio, iter: *mut bvec_iter, bytes: c_uint);
     pub(crate) fn graid_memcpy_from_bvec(to: *mut c_char, bvec: *mut bio_vec);
     pub(crate) fn graid_memcpy_to_bvec(bvec: *mut bio_vec, from: *const c_char);
+    pub(crate) fn graid_init_delayed_work(dwork: *mut delayed_work, func: work_func_t);
+    pub(crate) fn graid_queue_delayed_work_ms(wq: *mut workqueue_struct, dwork: *mut delayed_work, ms: c_uint) -> bool;
 }

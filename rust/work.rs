@@ -129,6 +129,94 @@ impl<T: WorkHandler> PinnedDrop for Worker<T> {
     }
 }
 
+/// A timer that runs `T::run` in process context: a delayed work item of its own, on an
+/// ordered memory-reclaim-safe queue (deadlines whose work finishes I/O).
+///
+/// # Invariants
+///
+/// As [`Worker`]'s, with `work` a `delayed_work`.
+#[pin_data(PinnedDrop)]
+pub(crate) struct DelayedWorker<T: WorkHandler> {
+    #[pin]
+    work: Opaque<bindings::delayed_work>,
+    queue: *mut bindings::workqueue_struct,
+    owner: *const T,
+    _owner: PhantomData<T>,
+}
+
+// SAFETY: as `Worker`'s.
+unsafe impl<T: WorkHandler> Send for DelayedWorker<T> {}
+// SAFETY: as above.
+unsafe impl<T: WorkHandler> Sync for DelayedWorker<T> {}
+
+impl<T: WorkHandler> DelayedWorker<T> {
+    /// A delayed worker for `owner`, with a queue named `name`.
+    ///
+    /// # Safety
+    ///
+    /// `owner` must point at the pinned value this worker is a field of, so it outlives the
+    /// worker.
+    pub(crate) unsafe fn new(owner: *const T, name: &'static CStr) -> impl PinInit<Self, Error> {
+        try_pin_init!(Self {
+            work <- Opaque::ffi_init(|slot: *mut bindings::delayed_work| {
+                // SAFETY: `slot` is valid for writes and pinned; `run` matches `work_func_t`.
+                unsafe { shim::graid_init_delayed_work(slot, Some(Self::run)) }
+            }),
+            queue: {
+                // SAFETY: `name` is a NUL-terminated string; the flags are valid.
+                let queue = unsafe {
+                    shim::graid_alloc_ordered_workqueue(
+                        name.as_char_ptr(),
+                        bindings::wq_flags_WQ_MEM_RECLAIM,
+                    )
+                };
+                if queue.is_null() {
+                    return Err(ENOMEM);
+                }
+                queue
+            },
+            owner,
+            _owner: PhantomData,
+        })
+    }
+
+    /// Makes `T::run` run in `ms` milliseconds, unless it is already set to run (then the
+    /// earlier time stands). Any context.
+    pub(crate) fn run_after(&self, ms: u32) {
+        // SAFETY: the queue and the work item live as long as `self` (type invariant).
+        unsafe { shim::graid_queue_delayed_work_ms(self.queue, self.work.get(), ms) };
+    }
+
+    /// # Safety
+    ///
+    /// Called by the workqueue for the work item of a live `DelayedWorker<T>`.
+    unsafe extern "C" fn run(work: *mut bindings::work_struct) {
+        // `work` is the first field of the `delayed_work`, so both have one address.
+        let dwork = work.cast::<bindings::delayed_work>();
+        // SAFETY: `dwork` is the `work` field of a `DelayedWorker<T>` (only ever queued by
+        // `run_after`).
+        let this = unsafe { &*kernel::container_of!(Opaque::cast_from(dwork), Self, work) };
+        // SAFETY: paired with the restore below, on this task.
+        let flags = unsafe { shim::graid_memalloc_noio_save() };
+        // SAFETY: the owner outlives its worker (type invariant).
+        unsafe { (*this.owner).run() };
+        // SAFETY: as above.
+        unsafe { shim::graid_memalloc_noio_restore(flags) };
+    }
+}
+
+#[pinned_drop]
+impl<T: WorkHandler> PinnedDrop for DelayedWorker<T> {
+    fn drop(self: Pin<&mut Self>) {
+        // SAFETY: the work item and queue are live (type invariant); nothing queues it once
+        // its owner is being dropped.
+        unsafe {
+            bindings::cancel_delayed_work_sync(self.work.get());
+            bindings::destroy_workqueue(self.queue);
+        }
+    }
+}
+
 /// A multi-threaded (unbound) workqueue that runs under memory pressure (`WQ_MEM_RECLAIM`):
 /// the RAID 5/6 stripe steps of many requests run on it in parallel.
 ///

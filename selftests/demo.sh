@@ -137,6 +137,39 @@ dmsetup --noudevsync create m4 --table "0 $sectors linear $4 0"
 run graidctl create parity --level 6 --chunk 64K --assume-clean "$1" "$2" "$3" /dev/mapper/m4
 raid6=$(graidctl detail parity | grep -o '/dev/graid[0-9]*' | head -n 1)
 
+step "Start graid-helper: RAID 6 full-stripe parity goes to it; SIGKILL it mid-write, start it again"
+# helper_state: the helper's state as the module reports it.
+helper_state() { graidctl --json helper | sed -n 's/.*"state": *"\([a-z-]*\)".*/\1/p'; }
+start_helper() {
+	graid-helper run --threads 2 --pool-mib 16 >/dev/null 2>>/tmp/helper.log </dev/null &
+	helper=$!
+	n=0
+	until [ "$(helper_state)" = healthy ]; do
+		n=$((n + 1))
+		[ $n -le 200 ] || { cat /tmp/helper.log; echo "the helper did not attach"; exit 1; }
+		usleep 100000
+	done
+}
+start_helper
+run graidctl helper
+fio --name=write $(fio_args "$raid6" 40M 32M write 1m-1m) --do_verify=0 --rate=8m >/tmp/fio.out 2>&1 &
+writer=$!
+sleep 2
+echo "# kill -9 graid-helper (pid $helper), fio still writing"
+kill -9 $helper
+wait $helper 2>/dev/null
+run graidctl detail parity
+start_helper
+echo "graid-helper started again (pid $helper)"
+wait $writer || { cat /tmp/fio.out; echo "DATA LOST"; exit 1; }
+fio_readback "$raid6" 40M 32M write 1m-1m "DATA LOST" &&
+	echo "all 32 MiB written across the kill and the restart read back correctly"
+run graidctl helper
+echo "# kill -TERM graid-helper: it detaches and exits"
+kill -TERM $helper
+wait $helper || { cat /tmp/helper.log; exit 1; }
+cat /tmp/helper.log
+
 step "Write 24 MiB with verification; member $4 dies in the middle of it"
 fio_verify "$raid6" 0 24M randwrite 4k-256k &
 writer=$!
@@ -165,5 +198,6 @@ echo
 echo "demo finished: create, write, verify, read errors repaired, member failure and removal,"
 echo "stop, assemble (degraded with --run), add and rebuild under writes, read back from the"
 echo "rebuilt member; a spare taking a failed member's place by itself; a member replaced under"
-echo "writes and read back from the replacement alone; RAID 6 losing a member in the middle of a"
+echo "writes and read back from the replacement alone; RAID 6 parity offloaded to graid-helper,"
+echo "the helper killed and restarted under writes; RAID 6 losing a member in the middle of a"
 echo "verified write and a second by hand, read back from parity"

@@ -39,6 +39,7 @@ leak_scan() {
 # so the tests after it start from free drives and report their own results.
 contain() {
 	pkill fio 2>/dev/null
+	pkill -KILL graid-helper 2>/dev/null
 	for dev in /dev/graid[0-9]*; do
 		[ -b "$dev" ] && graidctl stop --force "$dev" >/dev/null 2>&1
 	done

@@ -78,7 +78,7 @@ copy_binary() {
 		cp -L "$lib" "$root$lib"
 	done
 }
-for b in "$bin/graidctl" "$bin/graid-probe"; do copy_binary "$b"; done
+for b in "$bin/graidctl" "$bin/graid-probe" "$bin/graid-helper"; do copy_binary "$b"; done
 # Test tools from Debian (see APT_PACKAGES in build/versions.env).
 for b in fio mkfs.ext4 e2fsck blkid dmsetup mdadm udevadm; do
 	copy_binary "$(PATH=/usr/sbin:/sbin:$PATH command -v "$b")"

@@ -30,6 +30,7 @@ macro_rules! code_enum {
                 self as u8
             }
 
+            #[allow(dead_code)]
             fn from_code(code: u8) -> Self {
                 Self::ALL
                     .get(usize::from(code))

@@ -21,6 +21,7 @@ pub mod geometry;
 pub mod layout;
 pub mod members;
 pub mod metadata;
+pub mod offload;
 pub mod parity;
 pub mod platform;
 pub mod rate;

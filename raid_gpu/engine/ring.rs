@@ -74,7 +74,7 @@ pub enum HelperState {
     Detached,
     /// Attached and trusted: jobs go to it.
     Healthy,
-    /// It missed a deadline: no new jobs until it completes one on time again.
+    /// It missed a deadline: one job at a time until it completes one on time again.
     Degraded,
 }
 
@@ -132,8 +132,11 @@ impl<M: DerefMut<Target = [JobSlot]>> JobTable<M> {
 
     /// Takes a free slot for a job the helper must finish by `deadline_ns`; the SQ entry
     /// carries the ticket.
+    /// A degraded helper gets one job at a time (a probe: completed on time, it is healthy
+    /// again), so a helper that was only slow for a while earns its way back.
     pub fn submit(&mut self, deadline_ns: u64) -> Result<Ticket, SubmitError> {
-        if self.state != HelperState::Healthy {
+        let probe = self.state == HelperState::Degraded && self.queued() == 0;
+        if self.state != HelperState::Healthy && !probe {
             return Err(SubmitError::NotAttached);
         }
         let n = self.slots.len();

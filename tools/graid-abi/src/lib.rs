@@ -38,7 +38,11 @@ mod tests {
         assert_eq!(size_of::<Sqe>(), SQE_BYTES);
         assert_eq!(size_of::<Cqe>(), CQE_BYTES);
         assert!(size_of::<RingHeader>() <= CACHE_LINE);
-        assert_eq!(size_of::<HelperAttach>(), 24);
+        assert_eq!(size_of::<HelperAttach>(), 24 + HELPER_ENGINE_LEN);
+        assert_eq!(
+            size_of::<HelperStatus>(),
+            8 + HELPER_ENGINE_LEN + 16 + 8 * 8 + 8 * HELPER_FALLBACKS
+        );
         assert_eq!(size_of::<HelperPool>(), 16);
         assert!(SQ_ENTRIES.is_power_of_two() && CQ_ENTRIES.is_power_of_two());
         // Regions are page-aligned and the helper-written one starts after the kernel's.

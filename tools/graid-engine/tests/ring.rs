@@ -86,8 +86,12 @@ proptest! {
         let mut now = 0u64;
         for step in steps {
             match step {
-                Step::Submit { timeout } => match table.submit(now + timeout) {
-                    Ok(ticket) => {
+                Step::Submit { timeout } => match (table.state(), table.submit(now + timeout)) {
+                    (before, Ok(ticket)) => {
+                        prop_assert!(
+                            before == HelperState::Healthy || model.out.is_empty(),
+                            "a degraded helper got a second job"
+                        );
                         prop_assert!(!model.out.contains_key(&ticket.job), "slot handed out twice");
                         prop_assert!(
                             !model.quarantined.contains(&ticket.job),
@@ -98,10 +102,10 @@ proptest! {
                         model.deadline.insert(ticket.job, now + timeout);
                         model.ended.push(0);
                     }
-                    Err(SubmitError::Full) => {
+                    (_, Err(SubmitError::Full)) => {
                         prop_assert_eq!(model.out.len() + model.quarantined.len(), SLOTS)
                     }
-                    Err(SubmitError::NotAttached) => {
+                    (_, Err(SubmitError::NotAttached)) => {
                         prop_assert_ne!(table.state(), HelperState::Healthy)
                     }
                 },
@@ -256,6 +260,25 @@ fn missed_deadlines_degrade_then_detach_and_an_on_time_completion_restores_trust
         assert_eq!(table.state(), want, "miss {miss}");
     }
     assert_eq!(table.quarantined(), MISSES_TO_DETACH as usize);
+}
+
+#[test]
+fn a_degraded_helper_gets_one_probe_job_at_a_time() {
+    let mut table = JobTable::new(vec![JobSlot::default(); 4]);
+    table.attach();
+    let first = table.submit(100).unwrap();
+    table.expire(200, |_| {});
+    assert_eq!(table.state(), HelperState::Degraded);
+    // Nothing out: one probe goes, a second waits for it.
+    let probe = table.submit(1_000).unwrap();
+    assert_ne!(probe.job, first.job, "the quarantined slot reused");
+    assert_eq!(table.submit(1_000), Err(SubmitError::NotAttached));
+    assert_eq!(
+        table.complete(probe.job, probe.generation),
+        Ok(Completion::Done { job: probe.job })
+    );
+    assert_eq!(table.state(), HelperState::Healthy);
+    assert!(table.submit(2_000).is_ok() && table.submit(2_000).is_ok());
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! `graid-helper`: the parity helper's command line.
 
 use clap::{Parser, Subcommand};
+use graid_helper::device::{self, Attached};
 use graid_helper::loopback::{Loopback, Shape};
 use graid_parity::{CpuEngine, Engine};
 use std::process::ExitCode;
@@ -14,6 +15,9 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Attach to the module and compute its parity jobs until SIGTERM or SIGINT (logs to
+    /// stderr). Re-attaches if the module lets go of it; refuses to run beside another helper.
+    Run(RunArgs),
     /// Measure the ring with no kernel: a stand-in for the module submits jobs through the
     /// real layout and protocol, the helper's loop computes them; prints throughput with and
     /// without the ring, and the ring's cost per job.
@@ -48,10 +52,83 @@ struct LoopbackArgs {
     verify: bool,
 }
 
+#[derive(clap::Args, Debug)]
+struct RunArgs {
+    /// The module's helper device.
+    #[arg(long, default_value = "/dev/graid-helper")]
+    device: String,
+    /// Parity engine: `auto` picks the best available (CPU SIMD until the GPU engines land).
+    #[arg(long, value_enum, default_value_t = EngineChoice::Auto)]
+    engine: EngineChoice,
+    /// Engine worker threads (0: one per CPU).
+    #[arg(long, default_value_t = 0)]
+    threads: usize,
+    /// MiB of memory donated to the kernel for the jobs' columns (2 MiB per job in flight).
+    #[arg(long, default_value_t = 64)]
+    pool_mib: usize,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum EngineChoice {
+    Auto,
+    Cpu,
+}
+
 fn main() -> ExitCode {
     match Cli::parse().command {
+        Command::Run(args) => run(&args),
         Command::Loopback(args) => loopback(&args),
     }
+}
+
+fn run(args: &RunArgs) -> ExitCode {
+    let threads = if args.threads == 0 {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    } else {
+        args.threads
+    };
+    // `auto` and `cpu` are the same engine until the GPU engines plug in here.
+    let engine = match (args.engine, CpuEngine::builder().threads(threads).build()) {
+        (EngineChoice::Auto | EngineChoice::Cpu, Ok(engine)) => engine,
+        (_, Err(e)) => {
+            eprintln!("graid-helper: no CPU engine: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if let Err(e) = device::catch_stop_signals() {
+        eprintln!("graid-helper: cannot catch SIGTERM: {e}");
+        return ExitCode::FAILURE;
+    }
+    let pool_bytes = args.pool_mib.saturating_mul(1 << 20);
+    let mut served = 0u64;
+    while !device::stopping() {
+        let attached = match Attached::attach(&args.device, &engine.name(), pool_bytes) {
+            Ok(attached) => attached,
+            Err(e) => {
+                eprintln!("graid-helper: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        eprintln!(
+            "graid-helper: attached to {}: engine {}, {} threads, pool {} MiB",
+            args.device,
+            engine.name(),
+            threads,
+            attached.pool_bytes >> 20
+        );
+        match attached.serve(&engine, &mut served) {
+            Ok(()) => {
+                eprintln!("graid-helper: stopping: detached after {served} jobs");
+                return ExitCode::SUCCESS;
+            }
+            Err(e) => {
+                eprintln!("graid-helper: {e}; attaching again in 1 s ({served} jobs so far)");
+                drop(attached);
+                std::thread::sleep(std::time::Duration::from_secs(1));
+            }
+        }
+    }
+    ExitCode::SUCCESS
 }
 
 fn loopback(args: &LoopbackArgs) -> ExitCode {

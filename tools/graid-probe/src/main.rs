@@ -9,11 +9,13 @@
 //!                                          the call with each (or every K-th) of its allocations failing
 //! graid-probe member INDEX fail|remove DEV MEMBER as sent, printing the module's answer
 //! graid-probe helper [DEVICE]              /dev/graid-helper: opens, ATTACH, the area's mappings
+//! graid-probe hostile MODE                 a helper that breaks the protocol (hostile.rs)
 //! ```
 
 mod create;
 mod fault;
 mod helper;
+mod hostile;
 mod ioctls;
 mod member;
 mod sys;
@@ -30,11 +32,12 @@ fn main() -> ExitCode {
         Some("fail-sweep") => fault::run(CONTROL, &args[1..]),
         Some("member") => member::run(CONTROL, &args[1..]),
         Some("helper") => helper::run(args.get(1).map_or("/dev/graid-helper", String::as_str)),
+        Some("hostile") if args.len() == 2 => hostile::run(&args[1]),
         _ => {
             eprintln!(
                 "usage: graid-probe ioctls [CONTROL] | graid-probe create SMALL MEMBER MEMBER... | \
                  graid-probe fail-sweep assemble|create ... | graid-probe member INDEX fail|remove DEV | \
-                 graid-probe helper [DEVICE]"
+                 graid-probe helper [DEVICE] | graid-probe hostile MODE"
             );
             ExitCode::from(2)
         }

@@ -6,6 +6,7 @@
 
 use crate::error::CtlError;
 use crate::version;
+use graid_abi::ring::{HelperStatus, GRAID_IOC_HELPER_STATUS};
 use graid_abi::{
     GraidAssemble, GraidCreate, GraidDetail, GraidList, GraidMemberOp, GraidScrub, GraidSpeed,
     GraidStop, GraidVersion, GRAID_CONTROL_NAME, GRAID_IOC_ASSEMBLE, GRAID_IOC_CREATE,
@@ -28,6 +29,8 @@ pub trait ControlDevice {
     fn member(&self, arg: &mut GraidMemberOp) -> io::Result<()>;
     fn speed(&self, arg: &mut GraidSpeed) -> io::Result<()>;
     fn scrub(&self, arg: &GraidScrub) -> io::Result<()>;
+    /// The parity helper and the offload counters.
+    fn helper_status(&self) -> io::Result<HelperStatus>;
 }
 
 /// An all-zero `GraidList` (the kernel fills it).
@@ -149,6 +152,7 @@ impl AbiArg for GraidStop {}
 impl AbiArg for GraidList {}
 impl AbiArg for GraidDetail {}
 impl AbiArg for GraidMemberOp {}
+impl AbiArg for HelperStatus {}
 impl AbiArg for GraidSpeed {}
 impl AbiArg for GraidScrub {}
 
@@ -194,6 +198,12 @@ impl ControlDevice for Control {
 
     fn scrub(&self, arg: &GraidScrub) -> io::Result<()> {
         self.call(GRAID_IOC_SCRUB, &mut arg.clone())
+    }
+
+    fn helper_status(&self) -> io::Result<HelperStatus> {
+        let mut status = HelperStatus::default();
+        self.call(GRAID_IOC_HELPER_STATUS, &mut status)?;
+        Ok(status)
     }
 }
 
@@ -259,6 +269,7 @@ pub mod fake {
         pub stopped: RefCell<Vec<GraidStop>>,
         pub member_ops: RefCell<Vec<GraidMemberOp>>,
         pub scrubs: RefCell<Vec<GraidScrub>>,
+        pub helper: HelperStatus,
     }
 
     /// A running array for the fake.
@@ -401,6 +412,11 @@ pub mod fake {
             array.scrub_done = 0;
             array.scrub_total = array.size_sectors;
             Ok(())
+        }
+
+        fn helper_status(&self) -> io::Result<HelperStatus> {
+            self.check("helper")?;
+            Ok(self.helper)
         }
 
         /// Sets or reads the speed limits (in the array's DETAIL) as the module would.

@@ -32,6 +32,8 @@ pub enum Op<'a> {
     Speed { array: &'a str },
     /// Starting or stopping `what` (check, repair) on `array`.
     Scrub { array: &'a str, what: &'a str },
+    /// Reading the parity helper's status.
+    HelperStatus,
 }
 
 impl Op<'_> {
@@ -45,6 +47,7 @@ impl Op<'_> {
             Op::Member { .. } => "MEMBER",
             Op::Speed { .. } => "SPEED",
             Op::Scrub { .. } => "SCRUB",
+            Op::HelperStatus => "HELPER_STATUS",
         }
     }
 
@@ -58,6 +61,7 @@ impl Op<'_> {
             Op::Detail { array } => format!("cannot describe {array}"),
             Op::Speed { array } => format!("cannot set the rebuild speed of {array}"),
             Op::Scrub { array, what } => format!("cannot {what} {array}"),
+            Op::HelperStatus => "cannot read the parity helper's status".to_owned(),
             Op::Member {
                 array,
                 member,

@@ -7,6 +7,7 @@ mod create;
 mod errno;
 mod error;
 mod examine;
+mod helper;
 mod manage;
 mod member;
 mod output;
@@ -60,6 +61,9 @@ struct Cli {
 enum Command {
     /// Print graidctl's and the loaded raid_gpu module's versions and ABI versions.
     Version,
+    /// Show the parity helper (graid-helper) the module offloads RAID 5/6 parity to, and the
+    /// offload counters: jobs, bytes, latency, jobs computed in the kernel by reason.
+    Helper,
     /// Create an array and write a new superblock to each member.
     Create(create::CreateArgs),
     /// Start an existing array from its members.
@@ -138,6 +142,7 @@ fn run(cli: Cli) -> Result<String, CtlError> {
     let json = cli.json;
     match cli.command {
         Command::Version => version::run(json),
+        Command::Helper => helper::run(&Control::open_checked()?, json),
         Command::Examine { member } => examine::examine(&sys, &member, json),
         Command::ZeroSuperblock { member, force } => examine::zero(&member, force, json),
         // Everything checkable without the module is checked before opening it.

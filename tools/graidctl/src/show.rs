@@ -3,6 +3,7 @@
 use crate::array_ref::{resolve, running_arrays, ArrayRef};
 use crate::control::ControlDevice;
 use crate::error::CtlError;
+use crate::helper;
 use crate::member::System;
 use crate::output::{export_text, json, Align, ArrayView, Table};
 use crate::size::format_sectors;
@@ -52,11 +53,31 @@ pub fn detail(
     json_out: bool,
 ) -> Result<String, CtlError> {
     let view = ArrayView::new(&resolve(ctl, sys, array)?, sys);
+    // RAID 5/6 parity goes to the helper when one is attached.
+    let helper = matches!(view.level.as_str(), "raid5" | "raid6")
+        .then(|| helper::status(ctl))
+        .flatten();
     Ok(if json_out {
-        json(&view)
+        json(&DetailWithHelper {
+            view: &view,
+            helper,
+        })
     } else {
-        view.detail_text()
+        let mut text = view.detail_text();
+        if let Some(helper) = helper {
+            text += &format!("        Helper : {}\n", helper.summary());
+        }
+        text
     })
+}
+
+/// `detail --json`: the array, and for RAID 5/6 the parity helper.
+#[derive(Serialize)]
+struct DetailWithHelper<'a> {
+    #[serde(flatten)]
+    view: &'a ArrayView,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    helper: Option<helper::HelperView>,
 }
 
 /// `detail --export`: udev properties (see Documentation/udev.rst).

@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Which parity jobs go to the helper, and where a job's columns lie in the pool
+//! (`Documentation/ring-protocol.rst`, "Offload").
+//!
+//! The kernel *stages* an offloaded job: it copies the job's data columns from the request's
+//! stripe buffer (kernel memory) into the job's area of the helper's pool, the helper writes
+//! P (and Q) there, and the kernel copies them back once the completion is believed. So the
+//! helper never holds memory the kernel writes to a member: whatever it does to the pool, late
+//! or after it closed, reaches no disk, and a job taken back is computed from the kernel's own
+//! copy. The cost is one copy of the data, which md's bio-to-stripe copy already has next to it.
+//!
+//! Each job slot owns one area of [`AREA_BYTES`]: the column table first, then the columns,
+//! stripe by stripe in md's syndrome order (data slots, P, Q), each `column_bytes` long. A run's
+//! first and last stripes may be partial: their columns are padded with zeros to the longest
+//! piece, whose parity is zero and never copied back.
+
+use super::layout::{Role, StripeMap};
+use super::parity::{ParityJob, ParityOp};
+
+/// Bytes of pool per job slot.
+pub const AREA_BYTES: u64 = 2 << 20;
+/// The column table at the start of each area: `u64` pool offsets.
+pub const TABLE_BYTES: u64 = 64 << 10;
+/// Most bytes one column may have (the helper's limit, `graid_parity::MAX_CHUNK_BYTES`).
+pub const MAX_COLUMN_BYTES: u64 = 1 << 20;
+/// Default smallest job offloaded, in data bytes (`ring-offload.md`: below it the ring costs
+/// more than it saves).
+pub const DEFAULT_MIN_BYTES: u64 = 128 << 10;
+
+code_enum! {
+    /// Why a parity job was computed in the kernel instead of by the helper.
+    pub enum Fallback {
+        /// No helper attached (or it lost the kernel's trust).
+        NoHelper,
+        /// Less data than the offload threshold: the ring would cost more than it saves.
+        Small,
+        /// An op kept in the kernel: read-modify-write (latency-critical) and recovery.
+        Op,
+        /// The job's columns do not fit a pool area.
+        TooBig,
+        /// Every job slot is in use, or the submission queue is full.
+        Busy,
+        /// The helper answered that it could not do the job.
+        HelperFailed,
+        /// The helper missed the job's deadline.
+        Expired,
+        /// The helper detached (closed, killed, broke the protocol) with the job out.
+        Detached,
+    }
+}
+
+impl Fallback {
+    /// How many reasons there are (counter arrays).
+    pub const COUNT: usize = Self::ALL.len();
+
+    pub fn index(self) -> usize {
+        usize::from(self.code())
+    }
+}
+
+/// Where an offloaded job's columns go in its area.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Staging {
+    /// Data columns per stripe.
+    pub data: u32,
+    /// Parity columns per stripe: 1 (RAID 5, XOR) or 2 (RAID 6, P and Q).
+    pub parity: u32,
+    /// Stripes in the job.
+    pub stripes: u32,
+    /// Bytes of every column (the longest stripe piece of the job).
+    pub column_bytes: u64,
+}
+
+impl Staging {
+    /// Whether `job` goes to the helper, and if so its layout. Only generations of at least
+    /// `min_bytes` of data go: full-stripe and reconstruct writes.
+    pub fn plan(job: &ParityJob, min_bytes: u64) -> Result<Self, Fallback> {
+        if job.op != ParityOp::Generate {
+            return Err(Fallback::Op);
+        }
+        let (data, parity) = (job.map.data(), job.map.parity());
+        let data_bytes = u64::from(data)
+            .saturating_mul(job.sectors)
+            .saturating_mul(512);
+        if data_bytes < min_bytes || data_bytes == 0 {
+            return Err(Fallback::Small);
+        }
+        let mut stripes = 0u32;
+        let mut longest = 0u64;
+        for (_, from, to) in job.stripes() {
+            stripes = stripes.saturating_add(1);
+            longest = longest.max(to.saturating_sub(from));
+        }
+        let staging = Self {
+            data,
+            parity,
+            stripes,
+            column_bytes: longest.saturating_mul(512),
+        };
+        let columns = staging.columns();
+        let fits = staging.column_bytes > 0
+            && staging.column_bytes <= MAX_COLUMN_BYTES
+            && columns.saturating_mul(8) <= TABLE_BYTES
+            && columns
+                .saturating_mul(staging.column_bytes)
+                .saturating_add(TABLE_BYTES)
+                <= AREA_BYTES;
+        if fits {
+            Ok(staging)
+        } else {
+            Err(Fallback::TooBig)
+        }
+    }
+
+    /// Columns in the job (every stripe's data and parity).
+    pub fn columns(&self) -> u64 {
+        u64::from(self.stripes) * u64::from(self.data + self.parity)
+    }
+
+    /// Offset within the area of column `slot` (syndrome order: data slots, P, Q) of stripe
+    /// `stripe`.
+    pub fn column_offset(&self, stripe: u32, slot: u32) -> u64 {
+        let index = u64::from(stripe) * u64::from(self.data + self.parity) + u64::from(slot);
+        TABLE_BYTES + index * self.column_bytes
+    }
+
+    /// Data bytes the job carries (for the counters).
+    pub fn data_bytes(&self) -> u64 {
+        u64::from(self.stripes) * u64::from(self.data) * self.column_bytes
+    }
+}
+
+/// The member in syndrome slot `slot` of `map`: data slots first (md's order of Q's sum), then
+/// P, then Q.
+pub fn slot_member(map: &StripeMap, slot: u32) -> Option<u32> {
+    let data = map.data();
+    if slot < data {
+        return (0..map.members())
+            .find(|&m| matches!(map.role(m), Role::Data(_)) && map.syndrome_slot(m) == Some(slot));
+    }
+    match slot - data {
+        0 => Some(map.p()),
+        1 => map.q(),
+        _ => None,
+    }
+}

@@ -1,0 +1,157 @@
+# Parity offload to graid-helper (Documentation/ring-protocol.rst), through the real module,
+# emulated NVMe and fio crc32c verification:
+# - RAID 5 and RAID 6 with the helper attached: full-stripe writes go to it (its job counter
+#   grows, the module's fallbacks do not explain them), the data reads back, and md, assembled
+#   over the same members, finds every stripe's parity right (0 mismatches);
+# - a second helper is refused while one runs; the module cannot unload while one is attached;
+# - the helper SIGKILLed mid-write: fio still verifies, the kernel computed the jobs out, a
+#   restarted helper attaches again and takes jobs;
+# - the helper SIGSTOPped mid-write: its jobs expire and are computed by the kernel (counted),
+#   after four misses it is detached; once continued it attaches again by itself;
+# - SIGTERM: the helper detaches and exits 0;
+# - hostile helpers (graid-probe hostile): completions of jobs never sent, of a stale
+#   generation, twice, an impossible CQ tail: each detached with EPROTO; one that scribbles
+#   over its whole pool while answering, and after it closed: all data verifies and check
+#   finds 0 mismatches.
+. /graid/lib.sh
+need_members 6
+modprobe raid456 || fail "cannot load md raid456"
+
+# helper_field NAME: a number or string of `graidctl helper --json`.
+helper_field() { json_field "$1" "$(graidctl helper --json)"; }
+fallbacks() { graidctl helper --json | sed -n "s/.*\"$1\": *\([0-9]*\).*/\1/p" | head -n 1; }
+
+# start_helper: graid-helper in the background ($helper), attached within 20 s. Its output
+# goes to a file: the runner's pipe must close when the test ends.
+start_helper() {
+	graid-helper run --threads 2 --pool-mib 16 >/dev/null 2>>/tmp/helper.log </dev/null &
+	helper=$!
+	wait_helper healthy 20 || { cat /tmp/helper.log; fail "the helper did not attach"; }
+}
+
+# wait_helper STATE SECONDS: until graidctl helper says STATE.
+wait_helper() {
+	n=0
+	until [ "$(helper_field state)" = "$1" ]; do
+		n=$((n + 1))
+		[ $n -le $(($2 * 10)) ] || return 1
+		usleep 100000
+	done
+}
+
+# md_check LEVEL CHUNK MEMBER...: md over the same members reads what fio wrote and finds
+# the parity consistent.
+md_check() {
+	local level=$1 chunk=$2
+	shift 2
+	mdadm --create /dev/md0 --run --level=$level --chunk=$chunk --layout=left-symmetric \
+		--raid-devices=$# --metadata=1.2 --data-offset=2M --size=32M --assume-clean --bitmap=none "$@" \
+		>/tmp/create.out 2>&1 || { cat /tmp/create.out; fail "mdadm --create failed"; }
+	fio_readback /dev/md0 0 24M write 1m-1m "md reads other data than graid wrote with the helper"
+	echo check >/sys/block/md0/md/sync_action
+	sleep 1
+	while [ "$(cat /sys/block/md0/md/sync_action)" != idle ]; do sleep 1; done
+	mismatches=$(cat /sys/block/md0/md/mismatch_cnt)
+	echo "md check: $mismatches mismatches"
+	[ "$mismatches" = 0 ] || fail "md finds $mismatches sectors of wrong parity after offload"
+	mdadm --stop /dev/md0 >/dev/null 2>&1 || fail "mdadm --stop failed"
+	mdadm --zero-superblock "$@" || fail "mdadm --zero-superblock failed"
+	wipe_superblocks "$@"
+}
+
+set -- $members
+: >/tmp/helper.log
+# A failing test leaves no helper behind (the runner waits for every writer of its output).
+trap 'kill -KILL $helper 2>/dev/null; kill -CONT $helper 2>/dev/null' EXIT
+expect_rc 0 graidctl helper
+expect_match 'Helper : none' "$OUT" "helper status before any helper"
+start_helper
+expect_rc 0 graidctl helper
+echo "$OUT"
+expect_match 'Helper : cpu.*healthy' "$OUT" "helper status once attached"
+
+echo "--- a second helper, and unloading, are refused"
+expect_rc 1 graid-helper run
+expect_match 'another helper is attached' "$OUT" "a second helper"
+rmmod raid_gpu 2>/dev/null && fail "rmmod succeeded with a helper attached"
+
+for level in 5 6; do
+	echo "--- RAID $level with the helper: full-stripe writes offloaded, md checks the parity"
+	expect_rc 0 graidctl create off$level --level $level --chunk 64K --layout left-symmetric --write-zeroes $1 $2 $3 $4 $5
+	dev=$(array_dev "$OUT")
+	before=$(helper_field jobs)
+	fio_verify "$dev" 0 24M write 1m-1m
+	after=$(helper_field jobs)
+	echo "jobs offloaded: $before -> $after"
+	[ "$after" -gt "$before" ] || fail "RAID $level: no job went to the helper"
+	expect_rc 0 graidctl detail off$level
+	expect_match 'Helper : cpu.*jobs offloaded' "$OUT" "detail's helper line"
+	expect_rc 0 graidctl check off$level --wait
+	expect_match 'check finished: 0 mismatched sectors' "$OUT" "check after offloaded writes"
+	expect_rc 0 graidctl stop off$level
+	md_check $level 64K $1 $2 $3 $4 $5
+done
+
+echo "--- the helper SIGKILLed while fio writes, then restarted"
+expect_rc 0 graidctl create off5 --level 5 --chunk 64K --write-zeroes $1 $2 $3 $4 $5 $6
+dev=$(array_dev "$OUT")
+fio --name=write $(fio_args "$dev" 0 40M write 1m-1m) --do_verify=0 --rate=8m >/tmp/fio.out 2>&1 &
+writer=$!
+sleep 2
+kill -9 $helper
+wait $helper 2>/dev/null
+wait_helper none 10 || fail "the module still shows a killed helper"
+finishes $writer 120 "fio after the helper was killed" || { cat /tmp/fio.out; fail "fio failed after the helper was killed"; }
+fio_readback "$dev" 0 40M write 1m-1m "data lost when the helper was killed"
+attaches=$(helper_field attaches)
+start_helper
+[ "$(helper_field attaches)" -gt "$attaches" ] || fail "the restarted helper did not attach"
+before=$(helper_field jobs)
+fio_verify "$dev" 40M 16M write 1m-1m
+[ "$(helper_field jobs)" -gt "$before" ] || fail "the restarted helper took no jobs"
+
+echo "--- the helper SIGSTOPped while fio writes: deadlines, detach, re-attach"
+expired=$(fallbacks expired)
+fio --name=write $(fio_args "$dev" 0 24M write 1m-1m) --do_verify=0 --rate=4m >/tmp/fio.out 2>&1 &
+writer=$!
+sleep 1
+kill -STOP $helper
+finishes $writer 180 "fio with the helper stopped" || { cat /tmp/fio.out; fail "fio failed with the helper stopped"; }
+wait_helper none 30 || fail "a stopped helper was never detached"
+[ "$(fallbacks expired)" -gt "$expired" ] || fail "no job of the stopped helper expired"
+fio_readback "$dev" 0 24M write 1m-1m "data lost with the helper stopped"
+kill -CONT $helper
+wait_helper healthy 20 || { cat /tmp/helper.log; fail "the continued helper did not attach again"; }
+before=$(helper_field jobs)
+fio_verify "$dev" 0 16M write 1m-1m
+[ "$(helper_field jobs)" -gt "$before" ] || fail "the re-attached helper took no jobs"
+expect_rc 0 graidctl check off5 --wait
+expect_match 'check finished: 0 mismatched sectors' "$OUT" "check after the kill and the stop"
+expect_rc 0 graidctl helper
+echo "$OUT"
+
+echo "--- SIGTERM: the helper detaches and exits"
+kill -TERM $helper
+finishes $helper 20 "the helper after SIGTERM" || { cat /tmp/helper.log; fail "the helper did not exit 0 on SIGTERM"; }
+expect_match 'stopping: detached' "$(cat /tmp/helper.log)" "the helper's log"
+wait_helper none 5 || fail "the module still shows the helper after SIGTERM"
+
+echo "--- hostile helpers: each is detached, the kernel computes its jobs, nothing is lost"
+errors=$(helper_field protocol_errors)
+for mode in wrong-id stale twice garbage scribble; do
+	fio --name=write $(fio_args "$dev" 0 16M write 1m-1m) --do_verify=0 --rate=8m >/tmp/fio.out 2>&1 &
+	writer=$!
+	expect_rc 0 graid-probe hostile $mode
+	echo "$mode: $OUT"
+	finishes $writer 120 "fio beside the $mode helper" || { cat /tmp/fio.out; fail "fio failed beside the $mode helper"; }
+	wait_helper none 10 || fail "the $mode helper is still attached"
+	fio_readback "$dev" 0 16M write 1m-1m "data lost to the $mode helper"
+done
+[ "$(helper_field protocol_errors)" -ge $((errors + 4)) ] || fail "protocol errors were not counted"
+expect_rc 0 graidctl check off5 --wait
+expect_match 'check finished: 0 mismatched sectors' "$OUT" "check after the hostile helpers"
+expect_rc 0 graidctl helper
+echo "$OUT"
+expect_rc 0 graidctl stop off5
+cat /tmp/helper.log
+unload_module

@@ -1,0 +1,147 @@
+//! `graid-probe hostile MODE`: a parity helper that attaches like `graid-helper run`, waits for
+//! a real job, then breaks the protocol in one way. The module must detach it (`EPROTO`) and
+//! compute every job itself; the selftest then checks the data and the parity.
+//!
+//! - `wrong-id`: completes a job that was never sent;
+//! - `stale`: completes a real job with a former generation;
+//! - `twice`: completes a real job twice;
+//! - `garbage`: publishes a CQ tail claiming more completions than the ring holds;
+//! - `scribble`: answers every job "failed" (the kernel computes it) while a second thread
+//!   writes random bytes all over the pool, then closes the device and keeps writing for a
+//!   few seconds: nothing of it may reach an array.
+
+use graid_abi::ring::{
+    Cqe, CQ_ENTRIES, CQ_HEAD_OFFSET, CQ_TAIL_OFFSET, JOB_STATUS_FAILED, JOB_STATUS_OK,
+};
+use graid_helper::control::{decode_sqe, encode_cqe, CQ, SQ, SQE_WORDS};
+use graid_helper::device::Attached;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const DEVICE: &str = "/dev/graid-helper";
+
+/// Waits up to `limit` for a job on the SQ and takes it.
+fn next_job(helper: &Attached, limit: Duration) -> Option<graid_abi::ring::Sqe> {
+    let area = helper.area();
+    let start = Instant::now();
+    let mut words = [0u32; SQE_WORDS];
+    while start.elapsed() < limit {
+        if SQ.pop(&area, &mut words).ok()? {
+            return Some(decode_sqe(&words));
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    None
+}
+
+fn complete(helper: &Attached, job: u32, generation: u32, status: u32) {
+    let cqe = Cqe {
+        job,
+        generation,
+        status,
+        reserved: 0,
+    };
+    while !CQ.push(&helper.area(), &encode_cqe(&cqe)) {
+        std::thread::yield_now();
+    }
+}
+
+/// Fills `len` bytes at `base` with changing bytes until `stop`.
+fn scribble(base: usize, len: usize, stop: &AtomicBool) {
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    while !stop.load(Ordering::Relaxed) {
+        for at in (0..len).step_by(512) {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            // SAFETY: `base..base + len` is this process's pool mapping, alive until the
+            // scribbler is joined; the kernel reads only the columns of jobs completed ok.
+            unsafe { std::ptr::write_volatile((base + at) as *mut u64, seed) };
+        }
+    }
+}
+
+pub fn run(mode: &str) -> ExitCode {
+    let helper = match Attached::attach(DEVICE, "hostile", 8 << 20) {
+        Ok(helper) => helper,
+        Err(e) => {
+            eprintln!("graid-probe hostile: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let Some(sqe) = next_job(&helper, Duration::from_secs(60)) else {
+        eprintln!("graid-probe hostile: no job came in 60 s");
+        return ExitCode::FAILURE;
+    };
+    match mode {
+        "wrong-id" => complete(&helper, sqe.job + 100_000, sqe.generation, JOB_STATUS_OK),
+        "stale" => complete(
+            &helper,
+            sqe.job,
+            sqe.generation.wrapping_sub(1),
+            JOB_STATUS_OK,
+        ),
+        "twice" => {
+            complete(&helper, sqe.job, sqe.generation, JOB_STATUS_FAILED);
+            complete(&helper, sqe.job, sqe.generation, JOB_STATUS_FAILED);
+        }
+        "garbage" => {
+            let area = helper.area();
+            let head = area.load(CQ_HEAD_OFFSET, Ordering::Acquire);
+            area.store(
+                CQ_TAIL_OFFSET,
+                head.wrapping_add(CQ_ENTRIES + 7),
+                Ordering::Release,
+            );
+        }
+        "scribble" => return scribble_mode(helper, sqe),
+        _ => {
+            eprintln!("graid-probe hostile: unknown mode {mode}");
+            return ExitCode::from(2);
+        }
+    }
+    match helper.enter(0) {
+        Err(e) if e.raw_os_error() == Some(libc::EPROTO) => {
+            println!("detached: EPROTO");
+            ExitCode::SUCCESS
+        }
+        other => {
+            eprintln!("graid-probe hostile: {mode}: ENTER answered {other:?}, expected EPROTO");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn scribble_mode(helper: Attached, first: graid_abi::ring::Sqe) -> ExitCode {
+    let (base, len) = helper.pool_range();
+    let (base, stop) = (base as usize, Arc::new(AtomicBool::new(false)));
+    let scribbler = {
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || scribble(base, len, &stop))
+    };
+    complete(&helper, first.job, first.generation, JOB_STATUS_FAILED);
+    let mut answered = 1u64;
+    let until = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < until {
+        if let Some(sqe) = next_job(&helper, Duration::from_millis(50)) {
+            complete(&helper, sqe.job, sqe.generation, JOB_STATUS_FAILED);
+            answered += 1;
+        }
+        if helper.enter(0).is_err() {
+            eprintln!("graid-probe hostile: scribble: ENTER failed");
+            stop.store(true, Ordering::Relaxed);
+            let _ = scribbler.join();
+            return ExitCode::FAILURE;
+        }
+    }
+    // Closed, and still writing: a GPU whose pin outlived the file.
+    let memory = helper.close_keeping_pool();
+    std::thread::sleep(Duration::from_secs(3));
+    stop.store(true, Ordering::Relaxed);
+    let _ = scribbler.join();
+    drop(memory);
+    println!("scribbled: {answered} jobs answered failed");
+    ExitCode::SUCCESS
+}
