@@ -39,7 +39,7 @@ help:
 	@echo "  vm-shell       interactive shell in the VM"
 	@echo "  bench          graid vs md RAID 0/1/10/5/6 fio benchmark in the VM (not part of test;"
 	@echo "                 BENCH_MEMBERS=nullblk for null_blk members, BENCH_LEVELS='5 6')"
-	@echo "  bench-offload  RAID 5/6 writes and rebuild, parity in the kernel vs graid-helper, in the VM"
+	@echo "  bench-offload  RAID 5/6 full-stripe writes, parity in the kernel vs graid-helper, in the VM"
 	@echo "  bench-ring     the parity ring's own cost, natively on the host: graid-helper's loopback"
 	@echo "                 (no kernel) against the same jobs computed directly"
 	@echo "  clean          remove build outputs (keeps the kernel cache)"
@@ -94,8 +94,8 @@ vm-shell: module tools
 demo: module tools
 	selftests/vm.sh selftests/demo.sh
 
-# RAID 5/6 1 MiB sequential writes and a rebuild with parity in the kernel and with
-# graid-helper attached, alternating in one VM run (selftests/bench-offload.sh).
+# RAID 5/6 1 MiB sequential writes with parity in the kernel and with graid-helper attached,
+# alternating in one VM run (selftests/bench-offload.sh), about 5 minutes under TCG.
 bench-offload: module tools
 	GRAID_VM_WORK=$(CURDIR)/out/vm-bench-offload selftests/vm.sh selftests/bench-offload.sh
 

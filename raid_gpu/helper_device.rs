@@ -647,6 +647,9 @@ impl HelperDevice {
 impl PinnedDrop for HelperDevice {
     fn drop(self: Pin<&mut Self>) {
         DEVICE.store(ptr::null_mut(), Ordering::Release);
+        // Before the fields go: the deadline check locks `helper`. Nothing queues it again (no
+        // helper is attached while the module unloads: its open file holds the module).
+        self.deadlines.cancel();
     }
 }
 

@@ -187,6 +187,12 @@ impl<T: WorkHandler> DelayedWorker<T> {
         unsafe { shim::graid_queue_delayed_work_ms(self.queue, self.work.get(), ms) };
     }
 
+    /// Takes `T::run` off the timer or the queue and waits for a running one to end.
+    pub(crate) fn cancel(&self) {
+        // SAFETY: the work item lives as long as `self`.
+        unsafe { bindings::cancel_delayed_work_sync(self.work.get()) };
+    }
+
     /// # Safety
     ///
     /// Called by the workqueue for the work item of a live `DelayedWorker<T>`.
