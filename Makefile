@@ -97,7 +97,10 @@ demo: module tools
 # RAID 5/6 1 MiB sequential writes with parity in the kernel and with graid-helper attached,
 # alternating in one VM run (selftests/bench-offload.sh), about 5 minutes under TCG.
 bench-offload: module tools
-	GRAID_VM_WORK=$(CURDIR)/out/vm-bench-offload selftests/vm.sh selftests/bench-offload.sh
+	set -o pipefail; mkdir -p out; \
+	GRAID_VM_WORK=$(CURDIR)/out/vm-bench-offload selftests/vm.sh --disks 6 --disk-size 512 \
+		selftests/bench-offload.sh | tee out/bench-offload.txt; rc=$$?; \
+		rm -f out/vm-bench-offload/nvme*.img; exit $$rc
 
 # graid vs md: RAID 0/1/10 on four (RAID 1: two) and RAID 5/6 on six 512 MiB NVMe drives
 # (BENCH_MEMBERS=nullblk: memory-backed null_blk devices; BENCH_LEVELS picks levels), about

@@ -16,7 +16,7 @@
 //! deadlines) is computed by the kernel from its own copy of the data: every job ends exactly
 //! once.
 
-use crate::engine::offload::{Fallback, Staging, AREA_BYTES, DEFAULT_MIN_BYTES};
+use crate::engine::offload::{cost_update, route, Fallback, Route, Staging, AREA_BYTES, DEFAULT_MIN_BYTES};
 use crate::engine::parity::ParityJob;
 use crate::engine::ring::{ring_pending, Completion, HelperState, JobSlot, JobTable};
 use crate::errno;
@@ -79,22 +79,47 @@ const EPOLLRDNORM: u32 = 0x40;
 /// initialisation completes, cleared when it is dropped (after every array is gone).
 static DEVICE: AtomicPtr<HelperDevice> = AtomicPtr::new(ptr::null_mut());
 
+/// A job the kernel computes: if it was one the helper could have taken, its data bytes, so
+/// the caller measures the kernel's cost ([`kernel_measured`]).
+pub(crate) struct KernelJob {
+    pub(crate) measure_bytes: Option<u64>,
+}
+
 /// Sends `job` of request `rq` of `io` to the helper. `Ok`: the job is the helper's, and ends
 /// through `io`'s [`ArrayIo::parity_by_helper`] or [`ArrayIo::parity_by_kernel`], later, exactly
 /// once. `Err`: nothing was sent; the caller computes it (the reason is counted).
-pub(crate) fn offload(io: &ArrayIo, rq: RqRef, job: &ParityJob) -> Result<(), Fallback> {
+pub(crate) fn offload(io: &ArrayIo, rq: RqRef, job: &ParityJob) -> Result<(), KernelJob> {
     let device = DEVICE.load(Ordering::Acquire);
     if device.is_null() {
-        return Err(Fallback::NoHelper);
+        return Err(KernelJob { measure_bytes: None });
     }
     // SAFETY: set only while the device is alive; arrays (the callers) are gone before it is
     // dropped.
     let device = unsafe { &*device };
-    let sent = device.submit(io, rq, job);
-    if let Err(reason) = sent {
+    let staging = match Staging::plan(job, min_bytes()) {
+        Ok(staging) => staging,
+        Err(reason) => {
+            device.stats.fallback(reason);
+            return Err(KernelJob { measure_bytes: None });
+        }
+    };
+    device.submit(io, rq, job, &staging).map_err(|reason| {
         device.stats.fallback(reason);
+        KernelJob {
+            measure_bytes: Some(staging.data_bytes()),
+        }
+    })
+}
+
+/// The kernel computed `bytes` of data of a job the helper could have taken in `ns`.
+pub(crate) fn kernel_measured(bytes: u64, ns: u64) {
+    let device = DEVICE.load(Ordering::Acquire);
+    if !device.is_null() {
+        // SAFETY: as in `offload`.
+        let cost = &unsafe { &*device }.kernel_cost;
+        // Racing updates lose a sample at worst.
+        cost.store(cost_update(cost.load(Ordering::Relaxed), bytes, ns), Ordering::Relaxed);
     }
-    sent
 }
 
 /// The helper and the offload counters (`GRAID_IOC_HELPER_STATUS`).
@@ -110,6 +135,11 @@ pub(crate) fn status() -> HelperStatus {
 /// Milliseconds a job may take before the kernel computes it.
 fn deadline_ms() -> u32 {
     (*crate::module_parameters::offload_deadline_ms.value()).max(1)
+}
+
+/// Whether jobs go to the faster side (the default), or every eligible job to the helper.
+fn balanced() -> bool {
+    *crate::module_parameters::offload_balance.value() != 0
 }
 
 /// Smallest job offloaded, in data bytes.
@@ -286,7 +316,12 @@ impl Attachment {
     /// Consumes the completions the helper published, each checked by the job table; the
     /// jobs that ended go to `list`, their parity already copied back (or a reason to compute
     /// it in the kernel).
-    fn reap(&mut self, list: &mut KVec<Finished>, stats: &Stats) -> Result<(), ProtocolError> {
+    fn reap(
+        &mut self,
+        list: &mut KVec<Finished>,
+        stats: &Stats,
+        helper_cost: &AtomicU64,
+    ) -> Result<(), ProtocolError> {
         let tail = self.load(CQ_TAIL_OFFSET, Ordering::Acquire)?;
         let count = ring_pending(self.cq_head, tail, CQ_ENTRIES).ok_or(ProtocolError)?;
         if count > 0 {
@@ -308,7 +343,7 @@ impl Attachment {
                 .complete(cqe.job, cqe.generation)
                 .map_err(|_| ProtocolError)?;
             if let Completion::Done { job } = done {
-                let mut shadow = pool
+                let shadow = pool
                     .shadows
                     .get_mut(job as usize)
                     .and_then(Option::take)
@@ -320,10 +355,13 @@ impl Attachment {
                     let area = Pool::area(job);
                     if io.stage_out(shadow.rq, &shadow.job, &shadow.staging, &pool.pages, area) {
                         fallback = None;
-                        stats.completed(now.saturating_sub(shadow.sent_ns));
+                        let latency = now.saturating_sub(shadow.sent_ns);
+                        stats.completed(latency);
+                        let old = helper_cost.load(Ordering::Relaxed);
+                        let cost = cost_update(old, shadow.staging.data_bytes(), latency);
+                        helper_cost.store(cost, Ordering::Relaxed);
                     }
                 }
-                shadow.sent_ns = now;
                 // The list has room for every slot, and each slot ends once per reap.
                 let _ = list.push_within_capacity(Finished { shadow, fallback });
             }
@@ -381,6 +419,12 @@ pub(crate) struct HelperDevice {
     #[pin]
     deadlines: DelayedWorker<HelperDevice>,
     stats: Stats,
+    /// Nanoseconds per KiB of data: the kernel computing an eligible job, the helper from
+    /// submission to completion (0: not measured; reset when a helper attaches).
+    kernel_cost: AtomicU64,
+    helper_cost: AtomicU64,
+    /// Eligible jobs so far (which ones probe the other side).
+    eligible: AtomicU64,
 }
 
 impl HelperDevice {
@@ -394,6 +438,9 @@ impl HelperDevice {
             // SAFETY: the worker is a field of the value `this` points at.
             deadlines <- unsafe { DelayedWorker::new(this.as_ptr(), c"graid_offload") },
             stats: Stats::default(),
+            kernel_cost: AtomicU64::new(0),
+            helper_cost: AtomicU64::new(0),
+            eligible: AtomicU64::new(0),
         })
         .pin_chain(|device| {
             DEVICE.store(ptr::from_ref(&*device).cast_mut(), Ordering::Release);
@@ -429,9 +476,24 @@ impl HelperDevice {
         });
     }
 
-    /// See [`offload`].
-    fn submit(&self, io: &ArrayIo, rq: RqRef, job: &ParityJob) -> Result<(), Fallback> {
-        let staging = Staging::plan(job, min_bytes())?;
+    /// See [`offload`]: `job`, planned as `staging`, to the helper if it is attached, no
+    /// slower than the kernel (`engine::offload::route`) and has room.
+    fn submit(
+        &self,
+        io: &ArrayIo,
+        rq: RqRef,
+        job: &ParityJob,
+        staging: &Staging,
+    ) -> Result<(), Fallback> {
+        let staging = *staging;
+        if balanced() {
+            let n = self.eligible.fetch_add(1, Ordering::Relaxed);
+            let kernel = self.kernel_cost.load(Ordering::Relaxed);
+            let helper = self.helper_cost.load(Ordering::Relaxed);
+            if route(kernel, helper, n) == Route::Kernel {
+                return Err(Fallback::Slower);
+            }
+        }
         let op = if staging.parity == 2 { JOB_OP_PQ } else { JOB_OP_XOR };
         let data_columns = u8::try_from(staging.data).map_err(|_| Fallback::TooBig)?;
         let column_bytes = u32::try_from(staging.column_bytes).map_err(|_| Fallback::TooBig)?;
@@ -553,6 +615,7 @@ impl HelperDevice {
             pool: None,
         });
         self.stats.attaches.fetch_add(1, Ordering::Relaxed);
+        self.helper_cost.store(0, Ordering::Relaxed);
         Ok(0)
     }
 
@@ -622,7 +685,9 @@ impl HelperDevice {
                 Some(pool) => pool.finished_list()?,
                 None => KVec::new(),
             };
-            let answer = a.reap(&mut list, &self.stats).and_then(|()| a.pending());
+            let answer = a
+                .reap(&mut list, &self.stats, &self.helper_cost)
+                .and_then(|()| a.pending());
             let Ok(pending) = answer else {
                 self.stats.protocol_errors.fetch_add(1, Ordering::Relaxed);
                 self.detach(helper, list);

@@ -792,9 +792,21 @@ impl Platform for ArrayIo {
 
     /// To the helper when the offload takes it (`helper_device.rs`), else here and now.
     fn compute_parity(&self, rq: RqRef, job: &ParityJob) {
-        if helper_device::offload(self, rq, job).is_err() {
+        let Err(kernel) = helper_device::offload(self, rq, job) else {
+            return;
+        };
+        let Some(bytes) = kernel.measure_bytes else {
             self.parity_by_kernel(rq, job);
-        }
+            return;
+        };
+        // A job the helper could have taken: the kernel's cost is measured (offload policy).
+        let start = self.epoch.elapsed();
+        let ok = self
+            .with_buffer(rq, |buffer| stripe_io::compute(buffer, job))
+            .unwrap_or(false);
+        let ns = u64::try_from((self.epoch.elapsed() - start).as_nanos()).unwrap_or(0);
+        helper_device::kernel_measured(bytes, ns);
+        self.engine.parity_done(self, rq, ok);
     }
 
     fn member_event(&self, member: u32, event: MemberEvent) {

@@ -52,6 +52,10 @@ module! {
             default: 4294967295,
             description: "Smallest parity job sent to the helper, in KiB of data (default 128; 0: every generation)",
         },
+        offload_balance: u32 {
+            default: 1,
+            description: "1: each parity job goes to whichever of the helper and the kernel is faster now (the slower gets one job in 16); 0: every eligible job to the helper (tests)",
+        },
         offload_deadline_ms: u32 {
             default: 1000,
             description: "Milliseconds the helper has for a job before the kernel computes it",

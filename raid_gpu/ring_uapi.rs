@@ -230,8 +230,9 @@ pub const HELPER_FALLBACK_NAMES: [&str; HELPER_FALLBACKS] = [
     "helper-failed",
     "expired",
     "detached",
+    "slower",
 ];
-pub const HELPER_FALLBACKS: usize = 8;
+pub const HELPER_FALLBACKS: usize = 9;
 
 /// Answer of [`GRAID_IOC_HELPER_STATUS`] (on the control device, `/dev/graid-control`): the
 /// helper and the offload counters since the module loaded.

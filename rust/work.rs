@@ -19,6 +19,18 @@ pub(crate) trait WorkHandler: Send + Sync {
     fn run(&self);
 }
 
+/// An ordered workqueue named `name` that runs under memory pressure (`WQ_MEM_RECLAIM`).
+fn ordered_reclaim_queue(name: &'static CStr) -> Result<*mut bindings::workqueue_struct> {
+    // SAFETY: `name` is a NUL-terminated string; the flags are valid.
+    let queue = unsafe {
+        shim::graid_alloc_ordered_workqueue(name.as_char_ptr(), bindings::wq_flags_WQ_MEM_RECLAIM)
+    };
+    if queue.is_null() {
+        return Err(ENOMEM);
+    }
+    Ok(queue)
+}
+
 /// An ordered, memory-reclaim-safe workqueue with one work item that calls `T::run` on the
 /// value it is embedded in.
 ///
@@ -61,19 +73,7 @@ impl<T: WorkHandler> Worker<T> {
                     )
                 }
             }),
-            queue: {
-                // SAFETY: `name` is a NUL-terminated string; the flags are valid.
-                let queue = unsafe {
-                    shim::graid_alloc_ordered_workqueue(
-                        name.as_char_ptr(),
-                        bindings::wq_flags_WQ_MEM_RECLAIM,
-                    )
-                };
-                if queue.is_null() {
-                    return Err(ENOMEM);
-                }
-                queue
-            },
+            queue: ordered_reclaim_queue(name)?,
             owner,
             _owner: PhantomData,
         })
@@ -107,13 +107,9 @@ impl<T: WorkHandler> Worker<T> {
         // SAFETY: `work` is the `work` field of a `Worker<T>` (only ever queued by `kick`).
         let this = unsafe { &*kernel::container_of!(Opaque::cast_from(work), Self, work) };
         // NOIO: the worker finishes I/O; reclaim must not wait on it.
-        // SAFETY: paired with the restore below, on this task.
-        let flags = unsafe { shim::graid_memalloc_noio_save() };
         // SAFETY: the owner outlives its worker (type invariant), which is cancelled before
         // either goes away.
-        unsafe { (*this.owner).run() };
-        // SAFETY: as above.
-        unsafe { shim::graid_memalloc_noio_restore(flags) };
+        noio_scope(|| unsafe { (*this.owner).run() });
     }
 }
 
@@ -162,19 +158,7 @@ impl<T: WorkHandler> DelayedWorker<T> {
                 // SAFETY: `slot` is valid for writes and pinned; `run` matches `work_func_t`.
                 unsafe { shim::graid_init_delayed_work(slot, Some(Self::run)) }
             }),
-            queue: {
-                // SAFETY: `name` is a NUL-terminated string; the flags are valid.
-                let queue = unsafe {
-                    shim::graid_alloc_ordered_workqueue(
-                        name.as_char_ptr(),
-                        bindings::wq_flags_WQ_MEM_RECLAIM,
-                    )
-                };
-                if queue.is_null() {
-                    return Err(ENOMEM);
-                }
-                queue
-            },
+            queue: ordered_reclaim_queue(name)?,
             owner,
             _owner: PhantomData,
         })
@@ -202,12 +186,8 @@ impl<T: WorkHandler> DelayedWorker<T> {
         // SAFETY: `dwork` is the `work` field of a `DelayedWorker<T>` (only ever queued by
         // `run_after`).
         let this = unsafe { &*kernel::container_of!(Opaque::cast_from(dwork), Self, work) };
-        // SAFETY: paired with the restore below, on this task.
-        let flags = unsafe { shim::graid_memalloc_noio_save() };
         // SAFETY: the owner outlives its worker (type invariant).
-        unsafe { (*this.owner).run() };
-        // SAFETY: as above.
-        unsafe { shim::graid_memalloc_noio_restore(flags) };
+        noio_scope(|| unsafe { (*this.owner).run() });
     }
 }
 

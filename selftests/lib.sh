@@ -186,3 +186,20 @@ finishes() {
 	done
 	wait "$1"
 }
+
+# md_check_and_stop WHAT MEMBER...: runs md's own "check" on /dev/md0 (made over MEMBER... by the
+# caller), fails the test with WHAT if md finds any stripe's parity wrong, then stops md and
+# blanks the members.
+md_check_and_stop() {
+	local what=$1
+	shift
+	echo check >/sys/block/md0/md/sync_action
+	sleep 1
+	while [ "$(cat /sys/block/md0/md/sync_action)" != idle ]; do sleep 1; done
+	mismatches=$(cat /sys/block/md0/md/mismatch_cnt)
+	echo "md check: $mismatches mismatches"
+	[ "$mismatches" = 0 ] || fail "md finds $mismatches sectors of wrong parity $what"
+	mdadm --stop /dev/md0 >/dev/null 2>&1 || fail "mdadm --stop failed"
+	mdadm --zero-superblock "$@" || fail "mdadm --zero-superblock failed"
+	wipe_superblocks "$@"
+}

@@ -47,6 +47,8 @@ code_enum! {
         Expired,
         /// The helper detached (closed, killed, broke the protocol) with the job out.
         Detached,
+        /// The helper takes longer per byte than the kernel now ([`route`]).
+        Slower,
     }
 }
 
@@ -143,5 +145,41 @@ pub fn slot_member(map: &StripeMap, slot: u32) -> Option<u32> {
         0 => Some(map.p()),
         1 => map.q(),
         _ => None,
+    }
+}
+
+/// Where an eligible job goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Route {
+    Helper,
+    Kernel,
+}
+
+/// One job in this many goes the other way than the costs say, so both costs stay measured.
+pub const PROBE_EVERY: u64 = 16;
+
+/// A cost (nanoseconds per KiB of data) updated with `ns` for `bytes`: an exponentially
+/// weighted average (1/8 weight to the new sample); 0 means not measured yet.
+pub fn cost_update(old: u64, bytes: u64, ns: u64) -> u64 {
+    let sample = ns.saturating_mul(1024) / bytes.max(1);
+    let sample = sample.max(1);
+    if old == 0 {
+        sample
+    } else {
+        (old.saturating_mul(7).saturating_add(sample)) / 8
+    }
+}
+
+/// Where eligible job number `n` goes, given the kernel's cost of computing a job and the
+/// helper's from submission to completion (its queueing and wake-ups included, so the
+/// comparison leans towards the kernel): the helper while it is no slower or not measured yet,
+/// else the kernel; every [`PROBE_EVERY`]-th job goes the other way. Offload therefore never
+/// makes an array slower for long: a helper slower than the kernel gets one job in 16.
+pub fn route(kernel_cost: u64, helper_cost: u64, n: u64) -> Route {
+    let helper_first = kernel_cost == 0 || helper_cost == 0 || helper_cost <= kernel_cost;
+    let probe = n % PROBE_EVERY == PROBE_EVERY - 1;
+    match (helper_first, probe) {
+        (true, false) | (false, true) => Route::Helper,
+        _ => Route::Kernel,
     }
 }

@@ -39,15 +39,7 @@ raid_case() {
 		>/tmp/create.out 2>&1 || { cat /tmp/create.out; fail "mdadm --create failed"; }
 	fio_readback /dev/md0 0 8M randwrite 4k-256k "md reads other data than graid wrote (random)"
 	fio_readback /dev/md0 8M 8M write 8k-1m "md reads other data than graid wrote (sequential)"
-	echo check >/sys/block/md0/md/sync_action
-	sleep 1
-	while [ "$(cat /sys/block/md0/md/sync_action)" != idle ]; do sleep 1; done
-	mismatches=$(cat /sys/block/md0/md/mismatch_cnt)
-	echo "md check: $mismatches mismatches"
-	[ "$mismatches" = 0 ] || fail "md finds $mismatches sectors of inconsistent parity"
-	mdadm --stop /dev/md0 >/dev/null 2>&1 || fail "mdadm --stop failed"
-	mdadm --zero-superblock "$@" || fail "mdadm --zero-superblock failed"
-	wipe_superblocks "$@"
+	md_check_and_stop "(written by graid)" "$@"
 }
 
 set -- $members

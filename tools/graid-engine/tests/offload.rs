@@ -5,7 +5,8 @@ use graid_engine::geometry::ParityLayout;
 use graid_engine::layout::StripeMap;
 use graid_engine::members::MemberSet;
 use graid_engine::offload::{
-    slot_member, Fallback, Staging, AREA_BYTES, DEFAULT_MIN_BYTES, TABLE_BYTES,
+    cost_update, route, slot_member, Fallback, Route, Staging, AREA_BYTES, DEFAULT_MIN_BYTES,
+    PROBE_EVERY, TABLE_BYTES,
 };
 use graid_engine::parity::{ParityJob, ParityOp};
 use proptest::prelude::*;
@@ -136,4 +137,39 @@ fn a_run_over_several_stripes_pads_its_short_pieces_to_the_longest() {
     assert_eq!(staging.column_offset(0, 0), TABLE_BYTES);
     assert_eq!(staging.column_offset(1, 0), TABLE_BYTES + 5 * 128 * 512);
     assert_eq!(staging.data_bytes(), 3 * 4 * 128 * 512);
+}
+
+#[test]
+fn the_faster_side_gets_the_jobs_and_the_slower_one_a_probe_in_sixteen() {
+    let share = |kernel, helper| {
+        (0..PROBE_EVERY * 10)
+            .filter(|&n| route(kernel, helper, n) == Route::Helper)
+            .count() as u64
+    };
+    let all = PROBE_EVERY * 10;
+    // Nothing measured yet, or the helper no slower: the helper, but for the kernel's probes.
+    assert_eq!(share(0, 0), all - 10);
+    assert_eq!(share(100, 0), all - 10);
+    assert_eq!(share(100, 100), all - 10);
+    // A slower helper gets only its probes.
+    assert_eq!(share(100, 101), 10);
+    assert_eq!(share(100, 5000), 10);
+}
+
+#[test]
+fn costs_follow_the_measurements() {
+    // 1 ms for 1 MiB: 1000 ns per KiB.
+    let first = cost_update(0, 1 << 20, 1_000_000);
+    assert_eq!(first, 976);
+    // Samples pull the average towards them, an eighth at a time.
+    let mut cost = first;
+    for _ in 0..64 {
+        cost = cost_update(cost, 1 << 20, 2_000_000);
+    }
+    assert!((1900..=1953).contains(&cost), "{cost}");
+    assert_eq!(
+        cost_update(0, 0, 0),
+        1,
+        "never 0 (not measured) once measured"
+    );
 }

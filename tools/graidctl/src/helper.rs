@@ -167,7 +167,7 @@ mod tests {
             latency_total_ns: 990 * 250_000,
             latency_max_ns: 9_000_000,
             protocol_errors: 1,
-            fallbacks: [5, 7, 0, 0, 0, 0, 10, 0],
+            fallbacks: [5, 7, 0, 0, 0, 0, 10, 0, 0],
         }
     }
 

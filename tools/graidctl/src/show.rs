@@ -211,6 +211,31 @@ ROLE  DEVICE        STATE    READS  WRITES     READ  WRITTEN  ERRORS  CORRECTED
     }
 
     #[test]
+    fn detail_of_a_parity_array_shows_the_helper() {
+        let sys = FakeSystem::with_disks(&["nvme0n1", "nvme1n1", "nvme2n1"]);
+        let mut ctl = FakeControl::with(vec![
+            array(0, "p", 5, &[(259, 0, 0), (259, 1, 0), (259, 2, 0)]),
+            array(1, "m", 1, &[(259, 0, 0), (259, 1, 0)]),
+        ]);
+        ctl.helper.state = graid_abi::ring::HELPER_STATE_HEALTHY;
+        ctl.helper.engine[..3].copy_from_slice(b"cpu");
+        ctl.helper.pid = 7;
+        ctl.helper.jobs = 12;
+        let text = detail(&ctl, &sys, &parse("p").unwrap(), false).unwrap();
+        assert!(
+            text.contains("Helper : cpu (pid 7), healthy: 12 jobs offloaded, 0 in the kernel\n"),
+            "{text}"
+        );
+        let json = detail(&ctl, &sys, &parse("p").unwrap(), true).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(v["helper"]["jobs"], 12);
+        assert_eq!(v["name"], "p");
+        // A mirror has no parity: no helper line.
+        let text = detail(&ctl, &sys, &parse("m").unwrap(), false).unwrap();
+        assert!(!text.contains("Helper"), "{text}");
+    }
+
+    #[test]
     fn detail_json_shape() {
         let (ctl, sys) = setup();
         let out = detail(&ctl, &sys, &parse("/dev/graid0").unwrap(), true).unwrap();
