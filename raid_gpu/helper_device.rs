@@ -16,7 +16,9 @@
 //! deadlines) is computed by the kernel from its own copy of the data: every job ends exactly
 //! once.
 
-use crate::engine::offload::{cost_update, route, Fallback, Route, Staging, AREA_BYTES, DEFAULT_MIN_BYTES};
+use crate::engine::offload::{
+    cost_update, probe_due, route, Fallback, Route, Staging, AREA_BYTES, DEFAULT_MIN_BYTES,
+};
 use crate::engine::parity::ParityJob;
 use crate::engine::ring::{ring_pending, Completion, HelperState, JobSlot, JobTable};
 use crate::errno;
@@ -423,8 +425,8 @@ pub(crate) struct HelperDevice {
     /// submission to completion (0: not measured; reset when a helper attaches).
     kernel_cost: AtomicU64,
     helper_cost: AtomicU64,
-    /// Eligible jobs so far (which ones probe the other side).
-    eligible: AtomicU64,
+    /// When a job last went the other way than the costs say (`engine::offload::route`).
+    last_probe_ns: AtomicU64,
 }
 
 impl HelperDevice {
@@ -440,7 +442,7 @@ impl HelperDevice {
             stats: Stats::default(),
             kernel_cost: AtomicU64::new(0),
             helper_cost: AtomicU64::new(0),
-            eligible: AtomicU64::new(0),
+            last_probe_ns: AtomicU64::new(0),
         })
         .pin_chain(|device| {
             DEVICE.store(ptr::from_ref(&*device).cast_mut(), Ordering::Release);
@@ -486,14 +488,6 @@ impl HelperDevice {
         staging: &Staging,
     ) -> Result<(), Fallback> {
         let staging = *staging;
-        if balanced() {
-            let n = self.eligible.fetch_add(1, Ordering::Relaxed);
-            let kernel = self.kernel_cost.load(Ordering::Relaxed);
-            let helper = self.helper_cost.load(Ordering::Relaxed);
-            if route(kernel, helper, n) == Route::Kernel {
-                return Err(Fallback::Slower);
-            }
-        }
         let op = if staging.parity == 2 { JOB_OP_PQ } else { JOB_OP_XOR };
         let data_columns = u8::try_from(staging.data).map_err(|_| Fallback::TooBig)?;
         let column_bytes = u32::try_from(staging.column_bytes).map_err(|_| Fallback::TooBig)?;
@@ -505,6 +499,21 @@ impl HelperDevice {
             _ => return Err(Fallback::Busy),
         }
         let pool = a.pool.as_mut().ok_or(Fallback::NoHelper)?;
+        if balanced() {
+            let now = now_ns();
+            let last = self.last_probe_ns.load(Ordering::Relaxed);
+            // One caller wins a due probe.
+            let probe = probe_due(now, last)
+                && self
+                    .last_probe_ns
+                    .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                    .is_ok();
+            let kernel = self.kernel_cost.load(Ordering::Relaxed);
+            let helper = self.helper_cost.load(Ordering::Relaxed);
+            if route(kernel, helper, probe) == Route::Kernel {
+                return Err(Fallback::Slower);
+            }
+        }
         let sent_ns = now_ns();
         let deadline = sent_ns.saturating_add(u64::from(deadline_ms()) * 1_000_000);
         let ticket = pool.jobs.submit(deadline).map_err(|e| match e {

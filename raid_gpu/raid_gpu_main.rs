@@ -54,7 +54,7 @@ module! {
         },
         offload_balance: u32 {
             default: 1,
-            description: "1: each parity job goes to whichever of the helper and the kernel is faster now (the slower gets one job in 16); 0: every eligible job to the helper (tests)",
+            description: "1: each parity job goes to whichever of the helper and the kernel is faster now (the slower gets one job a second); 0: every eligible job to the helper (tests)",
         },
         offload_deadline_ms: u32 {
             default: 1000,

@@ -155,8 +155,9 @@ pub enum Route {
     Kernel,
 }
 
-/// One job in this many goes the other way than the costs say, so both costs stay measured.
-pub const PROBE_EVERY: u64 = 16;
+/// How often a job goes the other way than the costs say, so both costs stay measured: one
+/// job a second (nanoseconds). A slower side so costs at most one job's delay a second.
+pub const PROBE_INTERVAL_NS: u64 = 1_000_000_000;
 
 /// A cost (nanoseconds per KiB of data) updated with `ns` for `bytes`: an exponentially
 /// weighted average (1/8 weight to the new sample); 0 means not measured yet.
@@ -170,16 +171,21 @@ pub fn cost_update(old: u64, bytes: u64, ns: u64) -> u64 {
     }
 }
 
-/// Where eligible job number `n` goes, given the kernel's cost of computing a job and the
-/// helper's from submission to completion (its queueing and wake-ups included, so the
-/// comparison leans towards the kernel): the helper while it is no slower or not measured yet,
-/// else the kernel; every [`PROBE_EVERY`]-th job goes the other way. Offload therefore never
-/// makes an array slower for long: a helper slower than the kernel gets one job in 16.
-pub fn route(kernel_cost: u64, helper_cost: u64, n: u64) -> Route {
+/// Whether a probe is due at `now_ns`, the last one having gone at `last_ns`.
+pub fn probe_due(now_ns: u64, last_ns: u64) -> bool {
+    now_ns.saturating_sub(last_ns) >= PROBE_INTERVAL_NS
+}
+
+/// Where an eligible job goes, given the kernel's cost of computing a job and the helper's
+/// from submission to completion (its queueing and wake-ups included, so the comparison leans
+/// towards the kernel): the helper while it is no slower or not measured yet, else the kernel;
+/// a `probe` goes the other way. Offload therefore never makes an array slower for long: a
+/// helper slower than the kernel gets one job a second.
+pub fn route(kernel_cost: u64, helper_cost: u64, probe: bool) -> Route {
     let helper_first = kernel_cost == 0 || helper_cost == 0 || helper_cost <= kernel_cost;
-    let probe = n % PROBE_EVERY == PROBE_EVERY - 1;
-    match (helper_first, probe) {
-        (true, false) | (false, true) => Route::Helper,
-        _ => Route::Kernel,
+    if helper_first != probe {
+        Route::Helper
+    } else {
+        Route::Kernel
     }
 }

@@ -5,8 +5,8 @@ use graid_engine::geometry::ParityLayout;
 use graid_engine::layout::StripeMap;
 use graid_engine::members::MemberSet;
 use graid_engine::offload::{
-    cost_update, route, slot_member, Fallback, Route, Staging, AREA_BYTES, DEFAULT_MIN_BYTES,
-    PROBE_EVERY, TABLE_BYTES,
+    cost_update, probe_due, route, slot_member, Fallback, Route, Staging, AREA_BYTES,
+    DEFAULT_MIN_BYTES, PROBE_INTERVAL_NS, TABLE_BYTES,
 };
 use graid_engine::parity::{ParityJob, ParityOp};
 use proptest::prelude::*;
@@ -140,20 +140,21 @@ fn a_run_over_several_stripes_pads_its_short_pieces_to_the_longest() {
 }
 
 #[test]
-fn the_faster_side_gets_the_jobs_and_the_slower_one_a_probe_in_sixteen() {
-    let share = |kernel, helper| {
-        (0..PROBE_EVERY * 10)
-            .filter(|&n| route(kernel, helper, n) == Route::Helper)
-            .count() as u64
-    };
-    let all = PROBE_EVERY * 10;
-    // Nothing measured yet, or the helper no slower: the helper, but for the kernel's probes.
-    assert_eq!(share(0, 0), all - 10);
-    assert_eq!(share(100, 0), all - 10);
-    assert_eq!(share(100, 100), all - 10);
-    // A slower helper gets only its probes.
-    assert_eq!(share(100, 101), 10);
-    assert_eq!(share(100, 5000), 10);
+fn the_faster_side_gets_the_jobs_and_the_slower_one_a_probe_a_second() {
+    for probe in [false, true] {
+        let helper = |kernel, helper| (route(kernel, helper, probe) == Route::Helper) != probe;
+        // Nothing measured yet, or the helper no slower: the helper (a probe: the kernel).
+        assert!(helper(0, 0));
+        assert!(helper(100, 0));
+        assert!(helper(0, 100));
+        assert!(helper(100, 100));
+        // A slower helper: the kernel (a probe: the helper).
+        assert!(!helper(100, 101));
+        assert!(!helper(100, 5000));
+    }
+    assert!(probe_due(PROBE_INTERVAL_NS, 0));
+    assert!(!probe_due(PROBE_INTERVAL_NS - 1, 0));
+    assert!(!probe_due(5, 10), "a clock read before the last probe");
 }
 
 #[test]
