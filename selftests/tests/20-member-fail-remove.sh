@@ -15,8 +15,10 @@ set -- $members
 d0=$1 d1=$2 d2=$3 d3=$4
 
 role_state() { # ROLE: the state of that role in `graidctl --json detail fr`
+	# Each member's object alone (up to its closing brace: RAID 5/6 details go on with the
+	# helper's object, which has a state of its own).
 	graidctl --json detail fr | tr -d '\n ' | sed 's/},{/}\n{/g' | grep "\"role\":$1," |
-		sed -n 's/.*"state":"\([a-z]*\)".*/\1/p'
+		sed 's/}.*//' | sed -n 's/.*"state":"\([a-z]*\)".*/\1/p'
 }
 # under_fio WHAT CMD...: runs CMD while verified random writes run on the array; both must pass.
 under_fio() {
