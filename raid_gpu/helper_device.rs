@@ -22,6 +22,7 @@ use crate::engine::offload::{
 use crate::engine::parity::ParityJob;
 use crate::engine::ring::{ring_pending, Completion, HelperState, JobSlot, JobTable};
 use crate::errno;
+use crate::staging::{stage_in, stage_out};
 use crate::io::{ArrayIo, RqRef};
 use crate::kernel_ext::{
     capability::require_sys_admin,
@@ -355,7 +356,8 @@ impl Attachment {
                     // SAFETY: see `Shadow`.
                     let io = unsafe { &*shadow.io };
                     let area = Pool::area(job);
-                    if io.stage_out(shadow.rq, &shadow.job, &shadow.staging, &pool.pages, area) {
+                    let (job, staging) = (&shadow.job, &shadow.staging);
+                    if io.stage(shadow.rq, |b| stage_out(b, job, staging, &pool.pages, area)) {
                         fallback = None;
                         let latency = now.saturating_sub(shadow.sent_ns);
                         stats.completed(latency);
@@ -521,7 +523,7 @@ impl HelperDevice {
             crate::engine::ring::SubmitError::Full => Fallback::Busy,
         })?;
         let area = Pool::area(ticket.job);
-        let staged = io.stage_in(rq, job, &staging, &pool.pages, area);
+        let staged = io.stage(rq, |b| stage_in(b, job, &staging, &pool.pages, area));
         let sqe = Sqe {
             job: ticket.job,
             generation: ticket.generation,

@@ -26,10 +26,7 @@ use crate::kernel_ext::{
     work::{noio_scope, RequestWork, WorkHandler, WorkQueue, Worker},
 };
 use crate::member_devices::{MemberDevices, SpareDevice};
-use crate::engine::offload::Staging;
 use crate::helper_device;
-use crate::kernel_ext::pin::PinnedPages;
-use crate::staging;
 use crate::stripe_io::{self, Reserve, StripeBuffer};
 use crate::superblock_io::SuperblockWriter;
 use core::ptr;
@@ -792,21 +789,9 @@ impl Platform for ArrayIo {
 
     /// To the helper when the offload takes it (`helper_device.rs`), else here and now.
     fn compute_parity(&self, rq: RqRef, job: &ParityJob) {
-        let Err(kernel) = helper_device::offload(self, rq, job) else {
-            return;
-        };
-        let Some(bytes) = kernel.measure_bytes else {
-            self.parity_by_kernel(rq, job);
-            return;
-        };
-        // A job the helper could have taken: the kernel's cost is measured (offload policy).
-        let start = self.epoch.elapsed();
-        let ok = self
-            .with_buffer(rq, |buffer| stripe_io::compute(buffer, job))
-            .unwrap_or(false);
-        let ns = u64::try_from((self.epoch.elapsed() - start).as_nanos()).unwrap_or(0);
-        helper_device::kernel_measured(bytes, ns);
-        self.engine.parity_done(self, rq, ok);
+        if let Err(kernel) = helper_device::offload(self, rq, job) {
+            self.compute_in_kernel(rq, job, kernel.measure_bytes);
+        }
     }
 
     fn member_event(&self, member: u32, event: MemberEvent) {
@@ -871,9 +856,20 @@ impl Platform for ArrayIo {
 impl ArrayIo {
     /// Computes `job` of `rq` in the kernel and moves the request on.
     pub(crate) fn parity_by_kernel(&self, rq: RqRef, job: &ParityJob) {
+        self.compute_in_kernel(rq, job, None);
+    }
+
+    /// [`Self::parity_by_kernel`]; with `measure_bytes` (a job the helper could have taken, of
+    /// that much data) the computation is timed for the offload policy.
+    fn compute_in_kernel(&self, rq: RqRef, job: &ParityJob, measure_bytes: Option<u64>) {
+        let start = measure_bytes.map(|_| self.epoch.elapsed());
         let ok = self
             .with_buffer(rq, |buffer| stripe_io::compute(buffer, job))
             .unwrap_or(false);
+        if let (Some(bytes), Some(start)) = (measure_bytes, start) {
+            let ns = u64::try_from((self.epoch.elapsed() - start).as_nanos()).unwrap_or(0);
+            helper_device::kernel_measured(bytes, ns);
+        }
         self.engine.parity_done(self, rq, ok);
     }
 
@@ -882,31 +878,10 @@ impl ArrayIo {
         self.engine.parity_done(self, rq, true);
     }
 
-    /// Copies the data of `rq`'s `job` into the pool area at `area` (`staging.rs`). False if
-    /// the request has no buffer or the copy failed.
-    pub(crate) fn stage_in(
-        &self,
-        rq: RqRef,
-        job: &ParityJob,
-        staging: &Staging,
-        pool: &PinnedPages,
-        area: usize,
-    ) -> bool {
-        self.with_buffer(rq, |b| staging::stage_in(b, job, staging, pool, area).is_ok())
-            .unwrap_or(false)
-    }
-
-    /// Copies the parity of `rq`'s `job` back from the pool area at `area`.
-    pub(crate) fn stage_out(
-        &self,
-        rq: RqRef,
-        job: &ParityJob,
-        staging: &Staging,
-        pool: &PinnedPages,
-        area: usize,
-    ) -> bool {
-        self.with_buffer(rq, |b| staging::stage_out(b, job, staging, pool, area).is_ok())
-            .unwrap_or(false)
+    /// Runs a staging copy (`staging.rs`) on `rq`'s stripe buffer: false if the request has no
+    /// buffer or the copy failed.
+    pub(crate) fn stage(&self, rq: RqRef, copy: impl FnOnce(&mut StripeBuffer) -> Result) -> bool {
+        self.with_buffer(rq, |b| copy(b).is_ok()).unwrap_or(false)
     }
 
     /// Makes `buffer` `rq`'s stripe buffer. True.
