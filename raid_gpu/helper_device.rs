@@ -8,7 +8,8 @@
 //! indices) read-only, H2K (its indices, the CQ) read-write. `HELPER_IOC_REGISTER_POOL` pins
 //! the memory it donates for the jobs' columns. From then on [`offload`] sends RAID 5/6
 //! generations to it: the data is staged into the job's area of the pool (`staging.rs`), the
-//! job published on the SQ, and the request waits. `HELPER_IOC_ENTER` consumes its completions,
+//! job published on the SQ, and the request waits. [`offload_and_wait`] does the same for the
+//! rebuild's and the scrub's jobs (recoveries too), whose worker sleeps until the job ends. `HELPER_IOC_ENTER` consumes its completions,
 //! each checked by the job state machine (`engine/ring.rs`) before the parity is copied back;
 //! with `HELPER_ENTER_WAIT` it sleeps until jobs are published (`poll` says the same). A job
 //! past its deadline, one the helper could not do, and every job out when it detaches
@@ -17,13 +18,15 @@
 //! once.
 
 use crate::engine::offload::{
-    cost_update, probe_due, route, Fallback, Route, Staging, AREA_BYTES, DEFAULT_MIN_BYTES,
+    cost_update, probe_due, route, verify_due, Fallback, Offloadable, Route, Staging, AREA_BYTES,
+    DEFAULT_MIN_BYTES,
 };
 use crate::engine::parity::ParityJob;
 use crate::engine::ring::{ring_pending, Completion, HelperState, JobSlot, JobTable};
 use crate::errno;
-use crate::staging::{stage_in, stage_out};
+use crate::staging::{stage_in, stage_out, verify};
 use crate::io::{ArrayIo, RqRef};
+use crate::stripe_io::StripeBuffer;
 use crate::kernel_ext::{
     capability::require_sys_admin,
     misc::MiscOps,
@@ -33,15 +36,17 @@ use crate::kernel_ext::{
 use crate::ring_uapi::{
     self, Cqe, HelperAttach, HelperEnter, HelperPool, HelperStatus, RingHeader, Sqe,
     CONTROL_BYTES, CQE_BYTES, CQ_ENTRIES, CQ_HEAD_OFFSET, CQ_OFFSET, CQ_TAIL_OFFSET,
-    H2K_OFFSET, HELPER_ENGINE_LEN, HELPER_ENTER_WAIT, HELPER_FALLBACKS,
+    H2K_OFFSET, HELPER_ENGINE_LEN, HELPER_ENTER_WAIT, HELPER_FALLBACKS, HELPER_FALLBACK_NAMES,
     HELPER_STATE_DEGRADED, HELPER_STATE_HEALTHY, HELPER_STATE_NONE, HELPER_STATE_NO_POOL,
-    JOB_OP_PQ, JOB_OP_XOR, JOB_STATUS_OK, K2H_BYTES, POOL_MAX_BYTES, POOL_MIN_BYTES,
-    POOL_UNIT_BYTES, RING_ABI_VERSION, RING_FEATURES, RING_MAGIC, SQE_BYTES, SQ_ENTRIES,
+    JOB_OP_PQ, JOB_OP_RECOVER, JOB_OP_XOR, JOB_STATUS_OK, K2H_BYTES, POOL_MAX_BYTES, POOL_MIN_BYTES,
+    POOL_UNIT_BYTES, RING_ABI_VERSION, RING_FEATURES, RING_FEATURE_RECOVER, RING_MAGIC, SQE_BYTES,
+    SQ_ENTRIES,
     SQ_HEAD_OFFSET, SQ_OFFSET, SQ_TAIL_OFFSET,
 };
 use core::mem::size_of;
+use pin_init::stack_pin_init;
 use core::ptr;
-use core::sync::atomic::{fence, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{fence, AtomicPtr, AtomicBool, AtomicU32, AtomicU64, Ordering};
 use kernel::{
     alloc::flags::{GFP_KERNEL, __GFP_ZERO},
     bindings,
@@ -50,7 +55,7 @@ use kernel::{
     new_mutex, new_poll_condvar,
     page::{Page, PAGE_SIZE},
     prelude::*,
-    sync::{poll::PollCondVar, poll::PollTable, Mutex, MutexGuard},
+    sync::{poll::PollCondVar, poll::PollTable, Completion as Done, Mutex, MutexGuard},
     transmute::{AsBytes, FromBytes},
     uaccess::{UserPtr, UserSlice},
 };
@@ -99,19 +104,34 @@ pub(crate) fn offload(io: &ArrayIo, rq: RqRef, job: &ParityJob) -> Result<(), Ke
     // SAFETY: set only while the device is alive; arrays (the callers) are gone before it is
     // dropped.
     let device = unsafe { &*device };
-    let staging = match Staging::plan(job, min_bytes()) {
-        Ok(staging) => staging,
-        Err(reason) => {
-            device.stats.fallback(reason);
-            return Err(KernelJob { measure_bytes: None });
-        }
-    };
-    device.submit(io, rq, job, &staging).map_err(|reason| {
-        device.stats.fallback(reason);
-        KernelJob {
-            measure_bytes: Some(staging.data_bytes()),
-        }
-    })
+    let staging = device.plan(job, Offloadable::Generate)?;
+    let owner = Owner::Request { io, rq };
+    device.submit(owner, job, &staging).map_err(|reason| device.refused(reason, &staging))
+}
+
+/// Sends `job` on `buffer` to the helper and waits until it ends: `Ok`, the helper's result is
+/// in `buffer`; `Err`, the caller computes it. For the rebuild and the scrub, whose worker may
+/// sleep: recoveries go too. The wait is bounded by the job's deadline.
+pub(crate) fn offload_and_wait(buffer: &mut StripeBuffer, job: &ParityJob) -> Result<(), KernelJob> {
+    let device = DEVICE.load(Ordering::Acquire);
+    if device.is_null() {
+        return Err(KernelJob { measure_bytes: None });
+    }
+    // SAFETY: as in `offload`; the worker that calls this belongs to an array.
+    let device = unsafe { &*device };
+    let staging = device.plan(job, Offloadable::GenerateAndRecover)?;
+    stack_pin_init!(let waiter = Waiter::new(buffer));
+    let owner = Owner::Waiter(ptr::from_ref(&*waiter));
+    device
+        .submit(owner, job, &staging)
+        .map_err(|reason| device.refused(reason, &staging))?;
+    // Ends exactly once (the job table): completed, expired, or taken back at a detach.
+    waiter.done.wait_for_completion();
+    if waiter.by_helper.load(Ordering::Relaxed) {
+        Ok(())
+    } else {
+        Err(KernelJob { measure_bytes: None })
+    }
 }
 
 /// The kernel computed `bytes` of data of a job the helper could have taken in `ns`.
@@ -135,9 +155,52 @@ pub(crate) fn status() -> HelperStatus {
     unsafe { &*device }.status()
 }
 
+/// `/sys/kernel/debug/graid/offload`: [`status`] as `name: value` lines (what `graidctl helper
+/// --json` shows, for scripts and bug reports without graidctl).
+pub(crate) fn write_stats(_: &(), f: &mut kernel::fmt::Formatter<'_>) -> kernel::fmt::Result {
+    let s = status();
+    let state = match s.state {
+        HELPER_STATE_HEALTHY => "healthy",
+        HELPER_STATE_DEGRADED => "degraded",
+        HELPER_STATE_NO_POOL => "no-pool",
+        _ => "none",
+    };
+    let end = s.engine.iter().position(|&b| b == 0).unwrap_or(s.engine.len());
+    let engine = s.engine.get(..end).and_then(|e| core::str::from_utf8(e).ok()).unwrap_or("?");
+    writeln!(f, "state: {state}\nengine: {engine}\npid: {}", s.pid)?;
+    let counters = [
+        ("pool_bytes", s.pool_bytes),
+        ("slots", u64::from(s.slots)),
+        ("queued", u64::from(s.queued)),
+        ("attaches", s.attaches),
+        ("jobs", s.jobs),
+        ("bytes", s.bytes),
+        ("background_jobs", s.background_jobs),
+        ("recover_jobs", s.recover_jobs),
+        ("verified_jobs", s.verified_jobs),
+        ("completed", s.completed),
+        ("batches", s.batches),
+        ("latency_total_ns", s.latency_total_ns),
+        ("latency_max_ns", s.latency_max_ns),
+        ("protocol_errors", s.protocol_errors),
+    ];
+    for (name, value) in counters {
+        writeln!(f, "{name}: {value}")?;
+    }
+    for (name, value) in HELPER_FALLBACK_NAMES.iter().zip(s.fallbacks) {
+        writeln!(f, "in_kernel.{name}: {value}")?;
+    }
+    Ok(())
+}
+
 /// Milliseconds a job may take before the kernel computes it.
 fn deadline_ms() -> u32 {
     (*crate::module_parameters::offload_deadline_ms.value()).max(1)
+}
+
+/// Whether the kernel checks the helper's results: 0 never, 1 sampled (the default), 2 all.
+fn verify_mode() -> u32 {
+    *crate::module_parameters::offload_verify.value()
 }
 
 /// Whether jobs go to the faster side (the default), or every eligible job to the helper.
@@ -160,17 +223,61 @@ fn now_ns() -> u64 {
     u64::try_from(unsafe { bindings::ktime_get() }).unwrap_or(0)
 }
 
+/// Who a job is for.
+#[derive(Clone, Copy)]
+enum Owner {
+    /// A request of an array: moved on when the job ends.
+    Request { io: *const ArrayIo, rq: RqRef },
+    /// A task sleeping in [`offload_and_wait`].
+    Waiter(*const Waiter),
+}
+
+impl Owner {
+    /// Runs a staging copy or check on the owner's stripe buffer; `None` if it has none.
+    fn stage<R>(self, copy: impl FnOnce(&mut StripeBuffer) -> R) -> Option<R> {
+        match self {
+            // SAFETY: see `Shadow`.
+            Self::Request { io, rq } => unsafe { &*io }.stage(rq, copy),
+            // SAFETY: the waiter sleeps until its job ends and touches its buffer only after:
+            // until then the buffer is the job's, used under the device's lock only.
+            Self::Waiter(waiter) => Some(copy(unsafe { &mut *(*waiter).buffer })),
+        }
+    }
+}
+
+/// A task waiting for its job (on its stack, in [`offload_and_wait`]).
+#[pin_data]
+struct Waiter {
+    #[pin]
+    done: Done,
+    /// The waiter's stripe buffer: the job's columns come from it and go back to it.
+    buffer: *mut StripeBuffer,
+    /// Whether the helper did the job (else the waiter computes it), written before `done`.
+    by_helper: AtomicBool,
+}
+
+impl Waiter {
+    fn new(buffer: &mut StripeBuffer) -> impl PinInit<Self> {
+        let buffer = ptr::from_mut(buffer);
+        pin_init!(Self {
+            done <- Done::new(),
+            buffer,
+            by_helper: AtomicBool::new(false),
+        })
+    }
+}
+
 /// The kernel's record of a job out (the *shadow*): the truth, whatever the SQ entry says now.
 struct Shadow {
-    io: *const ArrayIo,
-    rq: RqRef,
+    owner: Owner,
     job: ParityJob,
     staging: Staging,
     sent_ns: u64,
 }
 
-// SAFETY: `io` points at an array that outlives its requests (a request with a job out has not
-// ended, so its array is alive), usable from any thread; `RqRef` is a request handle.
+// SAFETY: an owner's `io` points at an array that outlives its requests (a request with a job
+// out has not ended, so its array is alive), usable from any thread; `RqRef` is a request
+// handle; a waiter lives until its job ends, and only its completion and atomics are shared.
 unsafe impl Send for Shadow {}
 
 /// A job that ended, handled once the lock is dropped.
@@ -181,16 +288,27 @@ struct Finished {
 }
 
 impl Finished {
-    /// Ends the job on its array: parity done, or computed now by the kernel.
+    /// Ends the job: its request moves on (with the parity done, or computed now by the
+    /// kernel), or its waiter wakes up.
     fn run(self, stats: &Stats) {
-        let Shadow { io, rq, job, .. } = self.shadow;
-        // SAFETY: see `Shadow`.
-        let io = unsafe { &*io };
-        match self.fallback {
-            None => io.parity_by_helper(rq),
-            Some(reason) => {
-                stats.fallback(reason);
-                io.parity_by_kernel(rq, &job);
+        let Shadow { owner, job, .. } = self.shadow;
+        if let Some(reason) = self.fallback {
+            stats.fallback(reason);
+        }
+        match owner {
+            Owner::Request { io, rq } => {
+                // SAFETY: see `Shadow`.
+                let io = unsafe { &*io };
+                match self.fallback {
+                    None => io.parity_by_helper(rq),
+                    Some(_) => io.parity_by_kernel(rq, &job),
+                }
+            }
+            Owner::Waiter(waiter) => {
+                // SAFETY: see `Shadow`; nothing touches the waiter after `complete_all`.
+                let waiter = unsafe { &*waiter };
+                waiter.by_helper.store(self.fallback.is_none(), Ordering::Relaxed);
+                waiter.done.complete_all();
             }
         }
     }
@@ -201,6 +319,9 @@ struct Pool {
     pages: PinnedPages,
     jobs: JobTable<KVec<JobSlot>>,
     shadows: KVec<Option<Shadow>>,
+    /// Completions checked by the kernel and found right, and when the last check ran.
+    verified: u64,
+    last_verify_ns: u64,
 }
 
 impl Pool {
@@ -226,6 +347,9 @@ impl Pool {
     }
 }
 
+// Every reason has its counter and its name in the ABI.
+const _: () = assert!(Fallback::COUNT == HELPER_FALLBACKS);
+
 /// Offload counters since the module loaded.
 #[derive(Default)]
 struct Stats {
@@ -237,6 +361,9 @@ struct Stats {
     latency_total_ns: AtomicU64,
     latency_max_ns: AtomicU64,
     protocol_errors: AtomicU64,
+    background_jobs: AtomicU64,
+    recover_jobs: AtomicU64,
+    verified_jobs: AtomicU64,
     fallbacks: [AtomicU64; HELPER_FALLBACKS],
 }
 
@@ -263,6 +390,8 @@ struct Attachment {
     sq_tail: u32,
     cq_head: u32,
     engine: [u8; HELPER_ENGINE_LEN],
+    /// `RING_FEATURE_*` in force.
+    features: u64,
     pid: u32,
     pool: Option<Pool>,
 }
@@ -353,21 +482,44 @@ impl Attachment {
                     .ok_or(ProtocolError)?;
                 let mut fallback = Some(Fallback::HelperFailed);
                 if cqe.status == JOB_STATUS_OK {
-                    // SAFETY: see `Shadow`.
-                    let io = unsafe { &*shadow.io };
                     let area = Pool::area(job);
                     let (job, staging) = (&shadow.job, &shadow.staging);
-                    if io.stage(shadow.rq, |b| stage_out(b, job, staging, &pool.pages, area)) {
-                        fallback = None;
-                        let latency = now.saturating_sub(shadow.sent_ns);
-                        stats.completed(latency);
-                        let old = helper_cost.load(Ordering::Relaxed);
-                        let cost = cost_update(old, shadow.staging.data_bytes(), latency);
-                        helper_cost.store(cost, Ordering::Relaxed);
+                    let mode = verify_mode();
+                    let check = mode != 0
+                        && verify_due(pool.verified, now, pool.last_verify_ns, mode >= 2);
+                    // Checked: the kernel computes the job and compares (its own result stays);
+                    // else the helper's result is copied back.
+                    let right = if check {
+                        pool.last_verify_ns = now;
+                        shadow.owner.stage(|b| verify(b, job, staging, &pool.pages, area))
+                    } else {
+                        let copy = |b: &mut StripeBuffer| stage_out(b, job, staging, &pool.pages, area);
+                        shadow.owner.stage(|b| copy(b).map(|()| true))
+                    };
+                    match right {
+                        Some(Ok(true)) => {
+                            fallback = None;
+                            if check {
+                                pool.verified += 1;
+                                stats.verified_jobs.fetch_add(1, Ordering::Relaxed);
+                            }
+                            let latency = now.saturating_sub(shadow.sent_ns);
+                            stats.completed(latency);
+                            let old = helper_cost.load(Ordering::Relaxed);
+                            let cost = cost_update(old, shadow.staging.data_bytes(), latency);
+                            helper_cost.store(cost, Ordering::Relaxed);
+                        }
+                        Some(Ok(false)) => fallback = Some(Fallback::Wrong),
+                        _ => {}
                     }
                 }
+                let wrong = fallback == Some(Fallback::Wrong);
                 // The list has room for every slot, and each slot ends once per reap.
                 let _ = list.push_within_capacity(Finished { shadow, fallback });
+                if wrong {
+                    pr_warn!("graid: parity helper returned a wrong result: detached\n");
+                    return Err(ProtocolError);
+                }
             }
             self.cq_head = self.cq_head.wrapping_add(1);
         }
@@ -480,21 +632,41 @@ impl HelperDevice {
         });
     }
 
-    /// See [`offload`]: `job`, planned as `staging`, to the helper if it is attached, no
-    /// slower than the kernel (`engine::offload::route`) and has room.
-    fn submit(
-        &self,
-        io: &ArrayIo,
-        rq: RqRef,
-        job: &ParityJob,
-        staging: &Staging,
-    ) -> Result<(), Fallback> {
+    /// `job`'s layout in an area if it may go to the helper (`ops`), else the reason (counted).
+    fn plan(&self, job: &ParityJob, ops: Offloadable) -> Result<Staging, KernelJob> {
+        Staging::plan(job, min_bytes(), ops).map_err(|reason| {
+            self.stats.fallback(reason);
+            KernelJob { measure_bytes: None }
+        })
+    }
+
+    /// `staging`'s job was refused by [`Self::submit`] for `reason` (counted): the kernel
+    /// computes it, and measures that.
+    fn refused(&self, reason: Fallback, staging: &Staging) -> KernelJob {
+        self.stats.fallback(reason);
+        KernelJob {
+            measure_bytes: Some(staging.data_bytes()),
+        }
+    }
+
+    /// See [`offload`]: `job` of `owner`, planned as `staging`, to the helper if it is
+    /// attached, does the op, is no slower than the kernel (`engine::offload::route`) and has
+    /// room.
+    fn submit(&self, owner: Owner, job: &ParityJob, staging: &Staging) -> Result<(), Fallback> {
         let staging = *staging;
-        let op = if staging.parity == 2 { JOB_OP_PQ } else { JOB_OP_XOR };
+        let op = match (staging.lost, staging.parity) {
+            (Some(_), _) => JOB_OP_RECOVER,
+            (None, 2) => JOB_OP_PQ,
+            (None, _) => JOB_OP_XOR,
+        };
         let data_columns = u8::try_from(staging.data).map_err(|_| Fallback::TooBig)?;
+        let parity_columns = u8::try_from(staging.parity).map_err(|_| Fallback::TooBig)?;
         let column_bytes = u32::try_from(staging.column_bytes).map_err(|_| Fallback::TooBig)?;
         let mut helper = self.helper.lock();
         let a = helper.attached.as_mut().ok_or(Fallback::NoHelper)?;
+        if op == JOB_OP_RECOVER && a.features & RING_FEATURE_RECOVER == 0 {
+            return Err(Fallback::Op);
+        }
         // A full SQ (or an impossible head: ENTER will tell) sends nothing.
         match a.pending() {
             Ok(pending) if pending < SQ_ENTRIES => {}
@@ -523,14 +695,15 @@ impl HelperDevice {
             crate::engine::ring::SubmitError::Full => Fallback::Busy,
         })?;
         let area = Pool::area(ticket.job);
-        let staged = io.stage(rq, |b| stage_in(b, job, &staging, &pool.pages, area));
+        let staged = owner
+            .stage(|b| stage_in(b, job, &staging, &pool.pages, area))
+            .is_some_and(|r| r.is_ok());
         let sqe = Sqe {
             job: ticket.job,
             generation: ticket.generation,
             op,
             data_columns,
-            fail_a: u8::MAX,
-            fail_b: u8::MAX,
+            parity_columns,
             stripes: staging.stripes,
             column_bytes,
             columns_offset: area as u64,
@@ -545,8 +718,7 @@ impl HelperDevice {
         }
         if let Some(slot) = a.pool.as_mut().and_then(|p| p.shadows.get_mut(ticket.job as usize)) {
             *slot = Some(Shadow {
-                io,
-                rq,
+                owner,
                 job: *job,
                 staging,
                 sent_ns,
@@ -555,6 +727,12 @@ impl HelperDevice {
         drop(helper);
         self.stats.jobs.fetch_add(1, Ordering::Relaxed);
         self.stats.bytes.fetch_add(staging.data_bytes(), Ordering::Relaxed);
+        if matches!(owner, Owner::Waiter(_)) {
+            self.stats.background_jobs.fetch_add(1, Ordering::Relaxed);
+        }
+        if op == JOB_OP_RECOVER {
+            self.stats.recover_jobs.fetch_add(1, Ordering::Relaxed);
+        }
         self.jobs.notify_all();
         self.deadlines.run_after(deadline_ms());
         Ok(())
@@ -591,6 +769,9 @@ impl HelperDevice {
         status.latency_total_ns = s.latency_total_ns.load(Ordering::Relaxed);
         status.latency_max_ns = s.latency_max_ns.load(Ordering::Relaxed);
         status.protocol_errors = s.protocol_errors.load(Ordering::Relaxed);
+        status.background_jobs = s.background_jobs.load(Ordering::Relaxed);
+        status.recover_jobs = s.recover_jobs.load(Ordering::Relaxed);
+        status.verified_jobs = s.verified_jobs.load(Ordering::Relaxed);
         for (out, counter) in status.fallbacks.iter_mut().zip(&s.fallbacks) {
             *out = counter.load(Ordering::Relaxed);
         }
@@ -622,6 +803,7 @@ impl HelperDevice {
             sq_tail: 0,
             cq_head: 0,
             engine: req.engine,
+            features: req.features,
             pid: u32::try_from(pid).unwrap_or(0),
             pool: None,
         });
@@ -663,6 +845,8 @@ impl HelperDevice {
             pages,
             jobs,
             shadows,
+            verified: 0,
+            last_verify_ns: 0,
         };
         let mut helper = self.helper.lock();
         let owner = helper.owns(file);

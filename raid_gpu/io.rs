@@ -704,9 +704,13 @@ impl Platform for ArrayIo {
         kernel::time::delay::fsleep(kernel::time::Delta::from_millis(i64::from(ms)));
     }
 
+    /// To the helper when the offload takes it (the worker waits), else here and now.
     fn rebuild_compute(&self, job: &ParityJob) -> bool {
-        self.with_rebuild_buffer(|buffer| stripe_io::compute(buffer, job))
-            .unwrap_or(false)
+        self.with_rebuild_buffer(|buffer| match helper_device::offload_and_wait(buffer, job) {
+            Ok(()) => true,
+            Err(kernel) => self.compute_timed(buffer, job, kernel.measure_bytes),
+        })
+        .unwrap_or(false)
     }
 
     fn queue_stripe_work(&self, rq: RqRef) {
@@ -862,15 +866,22 @@ impl ArrayIo {
     /// [`Self::parity_by_kernel`]; with `measure_bytes` (a job the helper could have taken, of
     /// that much data) the computation is timed for the offload policy.
     fn compute_in_kernel(&self, rq: RqRef, job: &ParityJob, measure_bytes: Option<u64>) {
-        let start = measure_bytes.map(|_| self.epoch.elapsed());
         let ok = self
-            .with_buffer(rq, |buffer| stripe_io::compute(buffer, job))
+            .with_buffer(rq, |buffer| self.compute_timed(buffer, job, measure_bytes))
             .unwrap_or(false);
+        self.engine.parity_done(self, rq, ok);
+    }
+
+    /// Computes `job` on `buffer`; with `measure_bytes` (a job the helper could have taken, of
+    /// that much data) timed for the offload policy.
+    fn compute_timed(&self, buffer: &mut StripeBuffer, job: &ParityJob, measure_bytes: Option<u64>) -> bool {
+        let start = measure_bytes.map(|_| self.epoch.elapsed());
+        let ok = stripe_io::compute(buffer, job);
         if let (Some(bytes), Some(start)) = (measure_bytes, start) {
             let ns = u64::try_from((self.epoch.elapsed() - start).as_nanos()).unwrap_or(0);
             helper_device::kernel_measured(bytes, ns);
         }
-        self.engine.parity_done(self, rq, ok);
+        ok
     }
 
     /// The helper's parity of `rq`'s job is in its buffer: the request moves on.
@@ -878,10 +889,10 @@ impl ArrayIo {
         self.engine.parity_done(self, rq, true);
     }
 
-    /// Runs a staging copy (`staging.rs`) on `rq`'s stripe buffer: false if the request has no
-    /// buffer or the copy failed.
-    pub(crate) fn stage(&self, rq: RqRef, copy: impl FnOnce(&mut StripeBuffer) -> Result) -> bool {
-        self.with_buffer(rq, |b| copy(b).is_ok()).unwrap_or(false)
+    /// Runs a staging copy or check (`staging.rs`) on `rq`'s stripe buffer; `None` if the
+    /// request has none.
+    pub(crate) fn stage<R>(&self, rq: RqRef, copy: impl FnOnce(&mut StripeBuffer) -> R) -> Option<R> {
+        self.with_buffer(rq, copy)
     }
 
     /// Makes `buffer` `rq`'s stripe buffer. True.

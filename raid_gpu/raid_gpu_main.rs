@@ -56,6 +56,10 @@ module! {
             default: 1,
             description: "1: each parity job goes to whichever of the helper and the kernel is faster now (the slower gets one job a second); 0: every eligible job to the helper (tests)",
         },
+        offload_verify: u32 {
+            default: 1,
+            description: "Checking the helper's results (a wrong one detaches it): 0 never; 1 every job of a new helper's first 16, then one a second; 2 every job",
+        },
         offload_deadline_ms: u32 {
             default: 1000,
             description: "Milliseconds the helper has for a job before the kernel computes it",
@@ -65,6 +69,9 @@ module! {
 
 #[pin_data]
 struct RaidGpuModule {
+    /// `/sys/kernel/debug/graid/offload` (`helper_device::write_stats`). First, so it is
+    /// removed (and its readers drained) before the devices it reads go.
+    offload_stats: Pin<KBox<kernel::debugfs::File<()>>>,
     #[pin]
     control: MiscRegistration<control::Control>,
     /// Where the parity helper attaches (`helper_device.rs`).
@@ -75,7 +82,13 @@ struct RaidGpuModule {
 impl kernel::InPlaceModule for RaidGpuModule {
     fn init(module: &'static ThisModule) -> impl PinInit<Self, Error> {
         pr_info!("raid_gpu {} loaded (ABI {})\n", MODULE_VERSION, uapi::GRAID_ABI_VERSION);
+        let debugfs = kernel::debugfs::Dir::new(c"graid");
+        let offload_stats = KBox::pin_init(
+            debugfs.read_callback_file(c"offload", (), &helper_device::write_stats),
+            GFP_KERNEL,
+        );
         try_pin_init!(Self {
+            offload_stats: offload_stats?,
             // Root only: the control device creates and destroys arrays.
             control <- MiscRegistration::register(c"graid-control", 0o600, module, control::Control::new()),
             // Root only, one helper at a time.

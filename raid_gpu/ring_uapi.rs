@@ -45,8 +45,10 @@ pub const CONTROL_BYTES: u64 = K2H_BYTES + H2K_BYTES;
 /// Features the kernel offers and the helper accepts ([`HelperAttach::features`]).
 /// Jobs may carry several stripes (one job per batch, columns contiguous per stripe).
 pub const RING_FEATURE_BATCH: u64 = 1;
+/// The helper does [`JOB_OP_RECOVER`] (rebuild, scrub and degraded reads may go to it).
+pub const RING_FEATURE_RECOVER: u64 = 2;
 /// Every feature this ABI defines.
-pub const RING_FEATURES: u64 = RING_FEATURE_BATCH;
+pub const RING_FEATURES: u64 = RING_FEATURE_BATCH | RING_FEATURE_RECOVER;
 
 /// The start of K2H: what the helper checks before it trusts anything else.
 #[repr(C)]
@@ -94,9 +96,15 @@ pub const JOB_OP_XOR: u8 = 1;
 /// P and Q of the data columns.
 pub const JOB_OP_PQ: u8 = 2;
 /// Check: P (and Q) of the data compared with the stored ones; the result says whether equal.
+/// Reserved: the kernel does not send it (a scrub compares in the kernel).
 pub const JOB_OP_CHECK: u8 = 3;
-/// Recover data column `fail_a` (and `fail_b`) from the others and P (and Q).
+/// Rebuild each stripe's lost columns (at most `parity_columns`, any of data, P and Q) from the
+/// others. The *lost table* follows the column table: two bytes per stripe, the syndrome slots
+/// lost (data `0..data_columns`, P = `data_columns`, Q = `data_columns + 1`), [`NO_SLOT`] for
+/// none. Only with [`RING_FEATURE_RECOVER`].
 pub const JOB_OP_RECOVER: u8 = 4;
+/// A lost-table entry naming no column.
+pub const NO_SLOT: u8 = u8::MAX;
 
 /// A job, written by the kernel into the SQ. 64 bytes.
 #[repr(C)]
@@ -109,16 +117,18 @@ pub struct Sqe {
     pub op: u8,
     /// Data columns per stripe (P and Q follow them in `columns`).
     pub data_columns: u8,
-    /// RECOVER: the lost data columns (`u8::MAX`: none).
-    pub fail_a: u8,
-    pub fail_b: u8,
+    /// Parity columns per stripe: 1 (RAID 5) or 2 (RAID 6). XOR and PQ imply it (an ABI 2
+    /// kernel without [`RING_FEATURE_RECOVER`] wrote 0xff here); RECOVER needs it.
+    pub parity_columns: u8,
+    pub reserved0: u8,
     /// Stripes in the job.
     pub stripes: u32,
     /// Bytes of each column (a multiple of 512).
     pub column_bytes: u32,
     pub reserved: u32,
-    /// Offset in the data pool of the job's column table: `stripes * (data_columns + 2)` u64
-    /// pool offsets, stripe by stripe, each column's data at that offset.
+    /// Offset in the data pool of the job's column table: `stripes * (data_columns +
+    /// parity_columns)` u64 pool offsets, stripe by stripe, each column's data at that offset
+    /// (for RECOVER, the lost table right after it).
     pub columns_offset: u64,
     /// Echoed back untouched (the kernel's own cookie; never trusted).
     pub tag: u64,
@@ -231,8 +241,9 @@ pub const HELPER_FALLBACK_NAMES: [&str; HELPER_FALLBACKS] = [
     "expired",
     "detached",
     "slower",
+    "wrong",
 ];
-pub const HELPER_FALLBACKS: usize = 9;
+pub const HELPER_FALLBACKS: usize = 10;
 
 /// Answer of [`GRAID_IOC_HELPER_STATUS`] (on the control device, `/dev/graid-control`): the
 /// helper and the offload counters since the module loaded.
@@ -263,6 +274,12 @@ pub struct HelperStatus {
     pub latency_max_ns: u64,
     /// Helpers detached for breaking the protocol.
     pub protocol_errors: u64,
+    /// Of the jobs sent, those of the rebuild and the scrub (their worker waits for them), and
+    /// the recoveries ([`JOB_OP_RECOVER`]).
+    pub background_jobs: u64,
+    pub recover_jobs: u64,
+    /// Completions the kernel recomputed and compared (`engine::offload::verify_due`).
+    pub verified_jobs: u64,
     /// Parity jobs computed in the kernel, by reason (`HELPER_FALLBACK_NAMES`).
     pub fallbacks: [u64; HELPER_FALLBACKS],
 }

@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Copies between a request's stripe buffer and a job's area of the helper's pool, as
-//! `engine/offload.rs` lays it out: the data columns in (with the column table), the parity
-//! columns back out once the helper's completion is believed.
+//! Copies between a stripe buffer (a request's, or the rebuild's) and a job's area of the
+//! helper's pool, as `engine/offload.rs` lays it out: the columns the helper reads in (with the
+//! column table, and a recovery's lost table), the columns it computed back out once its
+//! completion is believed.
 
-use crate::engine::offload::{slot_member, Staging};
+use crate::engine::offload::{lost_slots, slot_member, Staging};
 use crate::engine::parity::ParityJob;
 use crate::kernel_ext::pin::PinnedPages;
-use crate::stripe_io::StripeBuffer;
+use crate::stripe_io::{self, StripeBuffer};
 use kernel::prelude::*;
 
 /// Each stripe piece of `job`: its index, roles, and byte range `[at, at + len)` of the columns.
@@ -24,9 +25,9 @@ fn offset(area: usize, relative: u64) -> Result<usize> {
         .ok_or(EINVAL)
 }
 
-/// Writes `job`'s column table and data columns into the area at byte `area` of `pool`
-/// (padding each short piece with zeros). `EINVAL` if a column is not in the buffer or the
-/// area is not in the pool.
+/// Writes `job`'s column table (and lost table) and the columns the helper reads into the area
+/// at byte `area` of `pool` (padding each short piece with zeros). `EINVAL` if a column is not
+/// in the buffer or the area is not in the pool.
 pub(crate) fn stage_in(
     buf: &mut StripeBuffer,
     job: &ParityJob,
@@ -36,13 +37,19 @@ pub(crate) fn stage_in(
 ) -> Result {
     let width = staging.data + staging.parity;
     for (t, map, at, len) in pieces(job) {
+        if let Some(lost) = staging.lost {
+            let slots = lost_slots(&map, lost).ok_or(EINVAL)?;
+            let entry = staging.lost_table_offset() + u64::from(t) * 2;
+            // SAFETY: `slots` is a local array of 2 bytes.
+            unsafe { pool.write(offset(area, entry)?, slots.as_ptr(), slots.len())? };
+        }
         for slot in 0..width {
             let column = offset(area, staging.column_offset(t, slot))?;
             let entry = u64::from(t) * u64::from(width) + u64::from(slot);
             let bytes = u64::try_from(column).map_err(|_| EINVAL)?.to_le_bytes();
             // SAFETY: `bytes` is a local array of 8 bytes.
             unsafe { pool.write(offset(area, entry * 8)?, bytes.as_ptr(), bytes.len())? };
-            if slot >= staging.data {
+            if !staging.copies(&map, slot).0 {
                 continue;
             }
             let member = slot_member(&map, slot).ok_or(EINVAL)?;
@@ -58,7 +65,8 @@ pub(crate) fn stage_in(
     Ok(())
 }
 
-/// Copies `job`'s parity columns from the area at byte `area` of `pool` into the buffer.
+/// Copies the columns the helper computed for `job` (parity, or what a recovery rebuilt) from
+/// the area at byte `area` of `pool` into the buffer.
 pub(crate) fn stage_out(
     buf: &mut StripeBuffer,
     job: &ParityJob,
@@ -67,7 +75,10 @@ pub(crate) fn stage_out(
     area: usize,
 ) -> Result {
     for (t, map, at, len) in pieces(job) {
-        for slot in staging.data..staging.data + staging.parity {
+        for slot in 0..staging.data + staging.parity {
+            if !staging.copies(&map, slot).1 {
+                continue;
+            }
             let column = offset(area, staging.column_offset(t, slot))?;
             let member = slot_member(&map, slot).ok_or(EINVAL)?;
             let dst = buf.at(member, at, len).ok_or(EINVAL)?;
@@ -76,4 +87,37 @@ pub(crate) fn stage_out(
         }
     }
     Ok(())
+}
+
+/// Computes `job` on `buf` in the kernel and compares the result with what the helper wrote
+/// into the area at byte `area` of `pool` (its claim of the same job): `Ok(true)` if they
+/// agree. Either way `buf` then holds the kernel's result. A recovery compares only the data it
+/// rebuilt (the kernel's recovery need not regenerate a lost P or Q beside lost data; the
+/// rebuild generates them next). `EINVAL` if the kernel cannot compute the job.
+pub(crate) fn verify(
+    buf: &mut StripeBuffer,
+    job: &ParityJob,
+    staging: &Staging,
+    pool: &PinnedPages,
+    area: usize,
+) -> Result<bool> {
+    if !stripe_io::compute(buf, job) {
+        return Err(EINVAL);
+    }
+    for (t, map, at, len) in pieces(job) {
+        for slot in 0..staging.data + staging.parity {
+            let rebuilt_parity = staging.lost.is_some() && slot >= staging.data;
+            if !staging.copies(&map, slot).1 || rebuilt_parity {
+                continue;
+            }
+            let column = offset(area, staging.column_offset(t, slot))?;
+            let member = slot_member(&map, slot).ok_or(EINVAL)?;
+            let ours = buf.at(member, at, len).ok_or(EINVAL)?;
+            // SAFETY: `ours` is `len` bytes of the buffer's column (`at` checked them).
+            if !unsafe { pool.same(column, ours, len)? } {
+                return Ok(false);
+            }
+        }
+    }
+    Ok(true)
 }

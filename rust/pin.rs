@@ -180,6 +180,32 @@ impl PinnedPages {
         })
     }
 
+    /// Whether the `len` bytes at `offset` of the pinned range equal those at `src`.
+    ///
+    /// # Safety
+    ///
+    /// `src` is valid for reads of `len` bytes.
+    pub(crate) unsafe fn same(&self, offset: usize, src: *const u8, len: usize) -> Result<bool> {
+        let mut same = true;
+        self.pieces(offset, len, |page, within, done, piece| {
+            if !same {
+                return Ok(());
+            }
+            // SAFETY: a pinned page (see `page`), mapped for this task until the unmap below.
+            let base = unsafe { bindings::kmap_local_page(page.as_ptr()) }.cast::<u8>();
+            // SAFETY: `within + piece <= PAGE_SIZE` (`pieces`); the helper may be writing these
+            // bytes (a hostile one): they are only compared, and a torn read compares unequal.
+            let theirs = unsafe { core::slice::from_raw_parts(base.wrapping_add(within), piece) };
+            // SAFETY: `src + done` has `piece` readable bytes (the caller's promise).
+            let ours = unsafe { core::slice::from_raw_parts(src.wrapping_add(done), piece) };
+            same = theirs == ours;
+            // SAFETY: mapped above, on this task.
+            unsafe { bindings::kunmap_local(base.cast()) };
+            Ok(())
+        })?;
+        Ok(same)
+    }
+
     /// Zeroes `len` bytes at `offset` of the pinned range.
     pub(crate) fn zero(&self, offset: usize, len: usize) -> Result {
         self.pieces(offset, len, |page, within, _, piece| {

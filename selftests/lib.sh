@@ -203,3 +203,26 @@ md_check_and_stop() {
 	mdadm --zero-superblock "$@" || fail "mdadm --zero-superblock failed"
 	wipe_superblocks "$@"
 }
+
+# The parity helper (tests 26, 27). helper_field NAME: a number or string of `graidctl helper
+# --json`; fallbacks REASON: its count of jobs computed in the kernel for REASON.
+helper_field() { json_field "$1" "$(graidctl helper --json)"; }
+fallbacks() { graidctl helper --json | sed -n "s/.*\"$1\": *\([0-9]*\).*/\1/p" | head -n 1; }
+
+# start_helper: graid-helper in the background ($helper), attached within 20 s. Its output
+# goes to a file: the runner's pipe must close when the test ends.
+start_helper() {
+	graid-helper run --threads 2 --pool-mib 16 >/dev/null 2>>/tmp/helper.log </dev/null &
+	helper=$!
+	wait_helper healthy 20 || { cat /tmp/helper.log; fail "the helper did not attach"; }
+}
+
+# wait_helper STATE SECONDS: until graidctl helper says STATE.
+wait_helper() {
+	n=0
+	until [ "$(helper_field state)" = "$1" ]; do
+		n=$((n + 1))
+		[ $n -le $(($2 * 10)) ] || return 1
+		usleep 100000
+	done
+}

@@ -16,6 +16,7 @@
 //! piece, whose parity is zero and never copied back.
 
 use super::layout::{Role, StripeMap};
+use super::members::MemberSet;
 use super::parity::{ParityJob, ParityOp};
 
 /// Bytes of pool per job slot.
@@ -35,7 +36,8 @@ code_enum! {
         NoHelper,
         /// Less data than the offload threshold: the ring would cost more than it saves.
         Small,
-        /// An op kept in the kernel: read-modify-write (latency-critical) and recovery.
+        /// An op kept in the kernel: read-modify-write (latency-critical), and recovery on the
+        /// request path or for a helper that does not do it.
         Op,
         /// The job's columns do not fit a pool area.
         TooBig,
@@ -49,6 +51,9 @@ code_enum! {
         Detached,
         /// The helper takes longer per byte than the kernel now ([`route`]).
         Slower,
+        /// The helper answered OK, but the kernel's check of its result ([`verify_due`]) found
+        /// it wrong: the kernel's result is used and the helper detached.
+        Wrong,
     }
 }
 
@@ -72,15 +77,39 @@ pub struct Staging {
     pub stripes: u32,
     /// Bytes of every column (the longest stripe piece of the job).
     pub column_bytes: u64,
+    /// A recovery: the members lost (the helper rebuilds them, stripe by stripe, from the
+    /// others; the lost table follows the column table). `None`: a generation.
+    pub lost: Option<MemberSet>,
+}
+
+/// Which ops a caller lets go to the helper.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Offloadable {
+    /// Generations only: the request path (its recoveries are degraded reads, latency-bound).
+    Generate,
+    /// Generations and recoveries: rebuild and scrub, whose worker waits for the job.
+    GenerateAndRecover,
 }
 
 impl Staging {
-    /// Whether `job` goes to the helper, and if so its layout. Only generations of at least
-    /// `min_bytes` of data go: full-stripe and reconstruct writes.
-    pub fn plan(job: &ParityJob, min_bytes: u64) -> Result<Self, Fallback> {
-        if job.op != ParityOp::Generate {
-            return Err(Fallback::Op);
-        }
+    /// Whether `job` goes to the helper, and if so its layout. Generations (full-stripe and
+    /// reconstruct writes, a scrub's parity) and, where `ops` allows, recoveries (a rebuild's)
+    /// of at least `min_bytes` of data go; read-modify-writes never.
+    pub fn plan(job: &ParityJob, min_bytes: u64, ops: Offloadable) -> Result<Self, Fallback> {
+        let lost = match (job.op, ops) {
+            (ParityOp::Generate, _) => None,
+            (ParityOp::Recover { lost }, Offloadable::GenerateAndRecover) => {
+                // Every stripe must be recoverable from what is left.
+                if job
+                    .stripes()
+                    .any(|(map, _, _)| lost_slots(&map, lost).is_none())
+                {
+                    return Err(Fallback::Op);
+                }
+                Some(lost)
+            }
+            _ => return Err(Fallback::Op),
+        };
         let (data, parity) = (job.map.data(), job.map.parity());
         let data_bytes = u64::from(data)
             .saturating_mul(job.sectors)
@@ -99,11 +128,15 @@ impl Staging {
             parity,
             stripes,
             column_bytes: longest.saturating_mul(512),
+            lost,
         };
         let columns = staging.columns();
         let fits = staging.column_bytes > 0
             && staging.column_bytes <= MAX_COLUMN_BYTES
-            && columns.saturating_mul(8) <= TABLE_BYTES
+            && staging
+                .lost_table_offset()
+                .saturating_add(staging.lost_table_bytes())
+                <= TABLE_BYTES
             && columns
                 .saturating_mul(staging.column_bytes)
                 .saturating_add(TABLE_BYTES)
@@ -131,6 +164,50 @@ impl Staging {
     pub fn data_bytes(&self) -> u64 {
         u64::from(self.stripes) * u64::from(self.data) * self.column_bytes
     }
+
+    /// Offset within the area of the lost table (right after the column table).
+    pub fn lost_table_offset(&self) -> u64 {
+        self.columns().saturating_mul(8)
+    }
+
+    /// Bytes of the lost table: two per stripe for a recovery, none for a generation.
+    pub fn lost_table_bytes(&self) -> u64 {
+        if self.lost.is_some() {
+            u64::from(self.stripes) * 2
+        } else {
+            0
+        }
+    }
+
+    /// Whether the kernel copies column `slot` of stripe `map` into the area (the data of a
+    /// generation; what survives of a recovery) and whether it copies it back out (a
+    /// generation's parity; what a recovery rebuilt).
+    pub fn copies(&self, map: &StripeMap, slot: u32) -> (bool, bool) {
+        match self.lost {
+            None => (slot < self.data, slot >= self.data),
+            Some(lost) => {
+                let gone = slot_member(map, slot).is_none_or(|m| lost.contains(m));
+                (!gone, gone)
+            }
+        }
+    }
+}
+
+/// A lost-table entry naming no column (the ring's `NO_SLOT`).
+pub const NO_SLOT: u8 = u8::MAX;
+
+/// The syndrome slots of `map`'s members in `lost` (data slots, then P, then Q), [`NO_SLOT`]
+/// where fewer than two; `None` if more are lost than the parity rebuilds.
+pub fn lost_slots(map: &StripeMap, lost: MemberSet) -> Option<[u8; 2]> {
+    let mut slots = [NO_SLOT; 2];
+    let mut count = 0usize;
+    for slot in 0..map.data() + map.parity() {
+        if slot_member(map, slot).is_some_and(|m| lost.contains(m)) {
+            *slots.get_mut(count)? = u8::try_from(slot).ok()?;
+            count += 1;
+        }
+    }
+    (count <= map.parity() as usize).then_some(slots)
 }
 
 /// The member in syndrome slot `slot` of `map`: data slots first (md's order of Q's sum), then
@@ -153,6 +230,20 @@ pub fn slot_member(map: &StripeMap, slot: u32) -> Option<u32> {
 pub enum Route {
     Helper,
     Kernel,
+}
+
+/// Completions of a newly attached helper that the kernel checks, every one.
+pub const VERIFY_FIRST: u64 = 16;
+/// After those, one completion is checked per this many nanoseconds.
+pub const VERIFY_INTERVAL_NS: u64 = 1_000_000_000;
+
+/// Whether the kernel recomputes a completed job and compares its result with the helper's,
+/// the helper having passed `verified` checks since it attached and the last check having been
+/// at `last_ns`: every one of a new helper's first [`VERIFY_FIRST`], then one a second (or
+/// every one, `always`). A helper that answers OK with wrong parity is so caught at its first
+/// job, or within a second if it turns: the protocol checks alone cannot see it.
+pub fn verify_due(verified: u64, now_ns: u64, last_ns: u64, always: bool) -> bool {
+    always || verified < VERIFY_FIRST || now_ns.saturating_sub(last_ns) >= VERIFY_INTERVAL_NS
 }
 
 /// How often a job goes the other way than the costs say, so both costs stay measured: one
@@ -178,11 +269,13 @@ pub fn probe_due(now_ns: u64, last_ns: u64) -> bool {
 
 /// Where an eligible job goes, given the kernel's cost of computing a job and the helper's
 /// from submission to completion (its queueing and wake-ups included, so the comparison leans
-/// towards the kernel): the helper while it is no slower or not measured yet, else the kernel;
-/// a `probe` goes the other way. Offload therefore never makes an array slower for long: a
-/// helper slower than the kernel gets one job a second.
+/// towards the kernel): the helper once it is measured and no slower (or the kernel is not
+/// measured yet), else the kernel; a `probe` goes the other way. So a new helper gets one job
+/// (a probe) until its first completion says what it costs, not a burst it may be slow at, and
+/// offload never makes an array slower for long: a helper slower than the kernel gets one job
+/// a second.
 pub fn route(kernel_cost: u64, helper_cost: u64, probe: bool) -> Route {
-    let helper_first = kernel_cost == 0 || helper_cost == 0 || helper_cost <= kernel_cost;
+    let helper_first = helper_cost != 0 && (kernel_cost == 0 || helper_cost <= kernel_cost);
     if helper_first != probe {
         Route::Helper
     } else {

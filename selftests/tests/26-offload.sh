@@ -11,8 +11,9 @@
 # - SIGTERM: the helper detaches and exits 0;
 # - hostile helpers (graid-probe hostile): completions of jobs never sent, of a stale
 #   generation, twice, an impossible CQ tail: each detached with EPROTO; one that scribbles
-#   over its whole pool while answering, and after it closed: all data verifies and check
-#   finds 0 mismatches.
+#   over its whole pool while answering, and after it closed; one that answers OK with random
+#   parity (a liar: the kernel's check of a new helper's results catches it, "wrong" counted):
+#   all data verifies and check finds 0 mismatches.
 . /graid/lib.sh
 # Every eligible job to the helper, however slow it is under emulation (the default sends each
 # job to the faster side: under TCG mostly the kernel; tools/graid-engine tests that policy).
@@ -21,27 +22,6 @@ modprobe raid_gpu offload_balance=0 || fail "modprobe raid_gpu offload_balance=0
 need_members 6
 modprobe raid456 || fail "cannot load md raid456"
 
-# helper_field NAME: a number or string of `graidctl helper --json`.
-helper_field() { json_field "$1" "$(graidctl helper --json)"; }
-fallbacks() { graidctl helper --json | sed -n "s/.*\"$1\": *\([0-9]*\).*/\1/p" | head -n 1; }
-
-# start_helper: graid-helper in the background ($helper), attached within 20 s. Its output
-# goes to a file: the runner's pipe must close when the test ends.
-start_helper() {
-	graid-helper run --threads 2 --pool-mib 16 >/dev/null 2>>/tmp/helper.log </dev/null &
-	helper=$!
-	wait_helper healthy 20 || { cat /tmp/helper.log; fail "the helper did not attach"; }
-}
-
-# wait_helper STATE SECONDS: until graidctl helper says STATE.
-wait_helper() {
-	n=0
-	until [ "$(helper_field state)" = "$1" ]; do
-		n=$((n + 1))
-		[ $n -le $(($2 * 10)) ] || return 1
-		usleep 100000
-	done
-}
 
 # md_check LEVEL CHUNK MEMBER...: md over the same members reads what fio wrote and finds
 # the parity consistent.
@@ -134,7 +114,8 @@ wait_helper none 5 || fail "the module still shows the helper after SIGTERM"
 
 echo "--- hostile helpers: each is detached, the kernel computes its jobs, nothing is lost"
 errors=$(helper_field protocol_errors)
-for mode in wrong-id stale twice garbage scribble; do
+wrong=$(fallbacks wrong)
+for mode in wrong-id stale twice garbage scribble liar; do
 	fio --name=write $(fio_args "$dev" 0 16M write 1m-1m) --do_verify=0 --rate=8m >/tmp/fio.out 2>&1 &
 	writer=$!
 	expect_rc 0 graid-probe hostile $mode
@@ -143,7 +124,8 @@ for mode in wrong-id stale twice garbage scribble; do
 	wait_helper none 10 || fail "the $mode helper is still attached"
 	fio_readback "$dev" 0 16M write 1m-1m "data lost to the $mode helper"
 done
-[ "$(helper_field protocol_errors)" -ge $((errors + 4)) ] || fail "protocol errors were not counted"
+[ "$(helper_field protocol_errors)" -ge $((errors + 5)) ] || fail "protocol errors were not counted"
+[ "$(fallbacks wrong)" -gt "$wrong" ] || fail "the liar's wrong result was not counted"
 expect_rc 0 graidctl check off5 --wait
 expect_match 'check finished: 0 mismatched sectors' "$OUT" "check after the hostile helpers"
 expect_rc 0 graidctl helper

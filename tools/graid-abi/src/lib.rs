@@ -41,7 +41,7 @@ mod tests {
         assert_eq!(size_of::<HelperAttach>(), 24 + HELPER_ENGINE_LEN);
         assert_eq!(
             size_of::<HelperStatus>(),
-            8 + HELPER_ENGINE_LEN + 16 + 8 * 8 + 8 * HELPER_FALLBACKS
+            8 + HELPER_ENGINE_LEN + 16 + 11 * 8 + 8 * HELPER_FALLBACKS
         );
         assert_eq!(size_of::<HelperPool>(), 16);
         assert!(SQ_ENTRIES.is_power_of_two() && CQ_ENTRIES.is_power_of_two());

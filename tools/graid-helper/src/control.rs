@@ -117,7 +117,7 @@ pub fn encode_sqe(sqe: &Sqe) -> [u32; SQE_WORDS] {
     let mut w = [0u32; SQE_WORDS];
     w[0] = sqe.job;
     w[1] = sqe.generation;
-    w[2] = u32::from_le_bytes([sqe.op, sqe.data_columns, sqe.fail_a, sqe.fail_b]);
+    w[2] = u32::from_le_bytes([sqe.op, sqe.data_columns, sqe.parity_columns, sqe.reserved0]);
     w[3] = sqe.stripes;
     w[4] = sqe.column_bytes;
     w[5] = sqe.reserved;
@@ -127,14 +127,14 @@ pub fn encode_sqe(sqe: &Sqe) -> [u32; SQE_WORDS] {
 }
 
 pub fn decode_sqe(w: &[u32; SQE_WORDS]) -> Sqe {
-    let [op, data_columns, fail_a, fail_b] = w[2].to_le_bytes();
+    let [op, data_columns, parity_columns, reserved0] = w[2].to_le_bytes();
     Sqe {
         job: w[0],
         generation: w[1],
         op,
         data_columns,
-        fail_a,
-        fail_b,
+        parity_columns,
+        reserved0,
         stripes: w[3],
         column_bytes: w[4],
         reserved: w[5],
@@ -184,8 +184,8 @@ mod tests {
             generation: 9,
             op: 2,
             data_columns: 8,
-            fail_a: 0xff,
-            fail_b: 0xfe,
+            parity_columns: 0xff,
+            reserved0: 0xfe,
             stripes: 3,
             column_bytes: 65536,
             columns_offset: 0x1_2345_6000,
@@ -215,8 +215,8 @@ mod tests {
             generation: 0x0506_0708,
             op: 1,
             data_columns: 2,
-            fail_a: 3,
-            fail_b: 4,
+            parity_columns: 3,
+            reserved0: 4,
             stripes: 5,
             column_bytes: 6,
             reserved: 7,

@@ -7,28 +7,46 @@ use crate::exec::Pool;
 use crate::serve::serve_batch;
 use graid_abi::ring::{
     HelperAttach, HelperEnter, HelperPool, RingHeader, CONTROL_BYTES, H2K_BYTES, H2K_OFFSET,
-    HEARTBEAT_OFFSET, HELPER_ENGINE_LEN, HELPER_ENTER_WAIT, HELPER_IOC_ATTACH, HELPER_IOC_DETACH,
-    HELPER_IOC_ENTER, HELPER_IOC_REGISTER_POOL, K2H_BYTES, POOL_UNIT_BYTES, RING_ABI_VERSION,
-    RING_FEATURES, RING_MAGIC,
+    HEARTBEAT_OFFSET, HELPER_ENGINE_LEN, HELPER_IOC_ATTACH, HELPER_IOC_DETACH, HELPER_IOC_ENTER,
+    HELPER_IOC_REGISTER_POOL, K2H_BYTES, POOL_UNIT_BYTES, RING_ABI_VERSION, RING_FEATURES,
+    RING_MAGIC,
 };
 use graid_parity::Engine;
 use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
 
 /// Jobs taken off the SQ per batch at most.
 const BATCH: usize = 256;
 
 /// Set by SIGTERM and SIGINT: finish the batch, detach, exit.
 static STOP: AtomicBool = AtomicBool::new(false);
+/// The self-pipe the stop signals write to (-1: none), and its read end, which the idle wait
+/// polls beside the device: a signal that comes just before the wait still ends it.
+static STOP_PIPE_WRITE: AtomicI32 = AtomicI32::new(-1);
+static STOP_PIPE_READ: AtomicI32 = AtomicI32::new(-1);
 
 extern "C" fn on_stop(_signal: libc::c_int) {
     STOP.store(true, Ordering::SeqCst);
+    let fd = STOP_PIPE_WRITE.load(Ordering::SeqCst);
+    if fd >= 0 {
+        // SAFETY: write(2) is async-signal-safe; one byte from a local. A full pipe (the byte
+        // is already there) is fine.
+        let _ = unsafe { libc::write(fd, [1u8].as_ptr().cast(), 1) };
+    }
 }
 
-/// Makes SIGTERM and SIGINT set [`STOP`] and interrupt a sleeping ENTER (no `SA_RESTART`).
+/// Makes SIGTERM and SIGINT set [`STOP`] and wake the idle wait (a self-pipe it polls; no
+/// `SA_RESTART`, so a blocking call returns `EINTR` too).
 pub fn catch_stop_signals() -> io::Result<()> {
+    let mut fds = [-1; 2];
+    // SAFETY: `fds` has room for the two descriptors.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK | libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    STOP_PIPE_READ.store(fds[0], Ordering::SeqCst);
+    STOP_PIPE_WRITE.store(fds[1], Ordering::SeqCst);
     for signal in [libc::SIGTERM, libc::SIGINT] {
         // SAFETY: a zeroed sigaction is valid; the handler only stores an atomic
         // (async-signal-safe).
@@ -200,6 +218,32 @@ impl Attached {
         ControlArea::new(slice).expect("the mapping is the whole area")
     }
 
+    /// Sleeps until jobs are pending, the module lets go (`EINVAL`), or a stop signal came
+    /// (the self-pipe: even one that came just before).
+    fn wait_for_jobs(&self) -> io::Result<()> {
+        let mut fds = [
+            libc::pollfd {
+                fd: self.fd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            // Ignored by poll while negative (no stop signals caught).
+            libc::pollfd {
+                fd: STOP_PIPE_READ.load(Ordering::SeqCst),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        // SAFETY: `fds` is two valid pollfd entries.
+        if unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if fds[0].revents & (libc::POLLERR | libc::POLLHUP) != 0 {
+            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        }
+        Ok(())
+    }
+
     /// `HELPER_IOC_ENTER` with `flags`: the jobs pending, or the errno.
     pub fn enter(&self, flags: u32) -> io::Result<u32> {
         let mut enter = HelperEnter { flags, pending: 0 };
@@ -238,12 +282,15 @@ impl Attached {
             *served += done as u64;
             beat = beat.wrapping_add(1);
             area.store(HEARTBEAT_OFFSET, beat, Ordering::Relaxed);
-            // Completions committed; sleep only when nothing was done.
-            let mut enter = HelperEnter {
-                flags: if done == 0 { HELPER_ENTER_WAIT } else { 0 },
-                pending: 0,
-            };
-            if let Err(e) = ioctl(&self.fd, HELPER_IOC_ENTER, &mut enter) {
+            // Completions committed; sleep only when nothing was done and nothing is pending.
+            let mut enter = HelperEnter::default();
+            let entered = ioctl(&self.fd, HELPER_IOC_ENTER, &mut enter).and_then(|()| {
+                match (done, enter.pending) {
+                    (0, 0) => self.wait_for_jobs(),
+                    _ => Ok(()),
+                }
+            });
+            if let Err(e) = entered {
                 match e.raw_os_error() {
                     Some(libc::EINTR) => continue,
                     Some(libc::EPROTO) | Some(libc::EINVAL) => return Err(HelperError::Detached),

@@ -5,8 +5,10 @@
 //! overlapping memory (within the job or with another job of the batch), or an op this helper
 //! does not do, is answered `JOB_STATUS_FAILED` (the kernel then computes it), never acted on.
 
-use graid_abi::ring::{Sqe, JOB_OP_PQ, JOB_OP_XOR, JOB_STATUS_FAILED, JOB_STATUS_OK};
-use graid_parity::{Engine, Job, CHUNK_ALIGN, MAX_CHUNK_BYTES, MAX_MEMBERS};
+use graid_abi::ring::{
+    Sqe, JOB_OP_PQ, JOB_OP_RECOVER, JOB_OP_XOR, JOB_STATUS_FAILED, JOB_STATUS_OK, NO_SLOT,
+};
+use graid_parity::{Chunk, Engine, Job, Recover, CHUNK_ALIGN, MAX_CHUNK_BYTES, MAX_MEMBERS};
 
 /// Most stripes one job may carry.
 pub const MAX_STRIPES_PER_JOB: u32 = 4096;
@@ -37,6 +39,8 @@ struct Checked {
     parity: usize,
     column_bytes: usize,
     columns: Vec<Span>,
+    /// RECOVER: each stripe's lost slots (none for a generation).
+    lost: Vec<[u8; 2]>,
 }
 
 impl Pool {
@@ -71,12 +75,26 @@ impl Pool {
         Some(u64::from_le_bytes(bytes))
     }
 
+    /// The two bytes at `offset`, if they lie in the pool (a lost-table entry).
+    fn read_pair(&self, offset: usize) -> Option<[u8; 2]> {
+        if offset.checked_add(2)? > self.len {
+            return None;
+        }
+        let mut pair = [0u8; 2];
+        // SAFETY: in bounds (checked); a plain copy, as in `read_u64`.
+        unsafe { std::ptr::copy_nonoverlapping(self.base.add(offset), pair.as_mut_ptr(), 2) };
+        Some(pair)
+    }
+
     /// Checks `sqe` and finds its columns, or `None` if it is not a job this helper does on
     /// this pool.
     fn check(&self, sqe: &Sqe) -> Option<Checked> {
         let parity = match sqe.op {
             JOB_OP_XOR => 1,
             JOB_OP_PQ => 2,
+            JOB_OP_RECOVER if matches!(sqe.parity_columns, 1 | 2) => {
+                usize::from(sqe.parity_columns)
+            }
             _ => return None,
         };
         let data = usize::from(sqe.data_columns);
@@ -107,12 +125,24 @@ impl Pool {
                 len: column_bytes,
             });
         }
+        let mut lost = Vec::new();
+        if sqe.op == JOB_OP_RECOVER {
+            let at = table.checked_add(count.checked_mul(8)?)?;
+            for stripe in 0..usize::try_from(sqe.stripes).ok()? {
+                let pair = self.read_pair(at.checked_add(stripe * 2)?)?;
+                if !valid_lost(pair, data + parity, parity) {
+                    return None;
+                }
+                lost.push(pair);
+            }
+        }
         Some(Checked {
             op: sqe.op,
             data,
             parity,
             column_bytes,
             columns,
+            lost,
         })
     }
 
@@ -143,8 +173,9 @@ impl Pool {
         }
         let mut jobs: Vec<Job<'_>> = Vec::new();
         for (_, job) in &accepted {
-            for stripe in job.columns.chunks_exact(job.data + job.parity) {
-                jobs.push(self.stripe_job(job, stripe));
+            for (t, stripe) in job.columns.chunks_exact(job.data + job.parity).enumerate() {
+                // A recovery's stripe with nothing lost has nothing to do.
+                jobs.extend(self.stripe_job(job, t, stripe));
             }
         }
         if engine.compute(&mut jobs).is_ok() {
@@ -155,8 +186,11 @@ impl Pool {
         status
     }
 
-    /// One stripe of `job` as a parity job on the pool's memory.
-    fn stripe_job(&self, job: &Checked, stripe: &[Span]) -> Job<'_> {
+    /// Stripe `t` of `job` as a parity job on the pool's memory (`None`: nothing to do).
+    fn stripe_job(&self, job: &Checked, t: usize, stripe: &[Span]) -> Option<Job<'_>> {
+        if job.op == JOB_OP_RECOVER {
+            return self.recover_job(job, job.lost.get(t)?, stripe);
+        }
         let (data, parity) = stripe.split_at(job.data);
         // SAFETY: every span lies in the pool (checked), is disjoint from every other span of
         // the batch (checked), and belongs to the helper until the job's completion (the
@@ -171,9 +205,40 @@ impl Pool {
             .map(|s| unsafe { std::slice::from_raw_parts_mut(self.base.add(s.start), s.len) });
         let p = parity.next().unwrap_or_default();
         debug_assert_eq!(p.len(), job.column_bytes);
-        match (job.op, parity.next()) {
+        Some(match (job.op, parity.next()) {
             (JOB_OP_PQ, Some(q)) => Job::GenPq { data, p, q },
             _ => Job::Xor { data, p },
-        }
+        })
     }
+
+    /// A recovery's stripe: the `lost` slots are rebuilt from the others.
+    fn recover_job(&self, job: &Checked, lost: &[u8; 2], stripe: &[Span]) -> Option<Job<'_>> {
+        if lost.iter().all(|&s| s == NO_SLOT) {
+            return None;
+        }
+        let mut chunks = stripe.iter().enumerate().map(|(slot, s)| {
+            if lost.contains(&u8::try_from(slot).unwrap_or(NO_SLOT)) {
+                // SAFETY: as in `stripe_job`.
+                Chunk::Lost(unsafe {
+                    std::slice::from_raw_parts_mut(self.base.add(s.start), s.len)
+                })
+            } else {
+                // SAFETY: as in `stripe_job`.
+                Chunk::Intact(unsafe { std::slice::from_raw_parts(self.base.add(s.start), s.len) })
+            }
+        });
+        let data: Vec<Chunk<'_>> = chunks.by_ref().take(job.data).collect();
+        let p = chunks.next()?;
+        let q = chunks.next();
+        Some(Job::Recover(Recover { data, p, q }))
+    }
+}
+
+/// Whether a lost-table entry names one or two distinct slots of a stripe of `width` columns,
+/// at most `parity` of them (a stripe with none lost is valid: nothing to do).
+fn valid_lost(pair: [u8; 2], width: usize, parity: usize) -> bool {
+    let named: Vec<u8> = pair.into_iter().filter(|&s| s != NO_SLOT).collect();
+    named.len() <= parity
+        && named.iter().all(|&s| usize::from(s) < width)
+        && !(named.len() == 2 && named[0] == named[1])
 }

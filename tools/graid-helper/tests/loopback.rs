@@ -1,7 +1,10 @@
 //! The helper through the whole ring protocol with a stand-in for the module, and its refusal
 //! of jobs that name memory it must not touch.
 
-use graid_abi::ring::{Sqe, JOB_OP_CHECK, JOB_OP_PQ, JOB_OP_XOR, JOB_STATUS_FAILED, JOB_STATUS_OK};
+use graid_abi::ring::{
+    Sqe, JOB_OP_CHECK, JOB_OP_PQ, JOB_OP_RECOVER, JOB_OP_XOR, JOB_STATUS_FAILED, JOB_STATUS_OK,
+    NO_SLOT,
+};
 use graid_helper::exec::Pool;
 use graid_helper::loopback::{Loopback, Shape};
 use graid_parity::{AlignedBuf, CpuEngine, Engine, ReferenceEngine};
@@ -114,6 +117,102 @@ fn jobs_naming_memory_the_helper_must_not_touch_fail_and_the_rest_of_the_batch_r
     assert!(t.buffer[4 * 4096..5 * 4096].iter().all(|&b| b == 5));
     // And nothing the refused jobs named as parity was written.
     assert!(t.buffer[8 * 4096..10 * 4096].iter().all(|&b| b == 0));
+}
+
+/// A 4+2 RAID 6 job of `stripes` stripes in a fresh pool (table at 0, columns from 64 KiB),
+/// its data filled with a pattern and P and Q generated: the pool and each column's offset.
+fn generated_raid6(stripes: usize) -> (TestPool, Vec<usize>) {
+    const COLUMN: usize = 4096;
+    let width = 6;
+    let offsets: Vec<usize> = (0..stripes * width)
+        .map(|i| 64 * 1024 + i * COLUMN)
+        .collect();
+    let mut t = TestPool::new(64 * 1024 + offsets.len() * COLUMN);
+    t.table(0, &offsets.iter().map(|&o| o as u64).collect::<Vec<_>>());
+    for (i, &o) in offsets.iter().enumerate() {
+        for (j, b) in t.buffer[o..o + COLUMN].iter_mut().enumerate() {
+            *b = (i * 31 + j * 7 + j / 256) as u8;
+        }
+    }
+    let generate = Sqe {
+        stripes: stripes as u32,
+        ..job(JOB_OP_PQ, 4, COLUMN as u32, 0)
+    };
+    assert_eq!(
+        t.pool().execute(&[generate], &ReferenceEngine),
+        [JOB_STATUS_OK]
+    );
+    (t, offsets)
+}
+
+#[test]
+fn a_recovery_rebuilds_each_stripes_lost_columns_whatever_their_role() {
+    const COLUMN: usize = 4096;
+    let stripes = 5;
+    let (mut t, offsets) = generated_raid6(stripes);
+    let good = t.buffer.to_vec();
+    // Per stripe: one data column, data and P, data and Q, two data, nothing.
+    let lost: [[u8; 2]; 5] = [[1, NO_SLOT], [0, 4], [3, 5], [1, 2], [NO_SLOT, NO_SLOT]];
+    let lost_table = 64 * 1024 - 64;
+    for (s, pair) in lost.iter().enumerate() {
+        for &slot in pair.iter().filter(|&&x| x != NO_SLOT) {
+            let o = offsets[s * 6 + usize::from(slot)];
+            t.buffer[o..o + COLUMN].fill(0xEE);
+        }
+    }
+    // The lost table right after the column table (30 entries): move the table to fit.
+    let table_at = lost_table - stripes * 6 * 8;
+    t.table(
+        table_at,
+        &offsets.iter().map(|&o| o as u64).collect::<Vec<_>>(),
+    );
+    for (s, pair) in lost.iter().enumerate() {
+        t.buffer[lost_table + s * 2..lost_table + s * 2 + 2].copy_from_slice(pair);
+    }
+    let recover = Sqe {
+        stripes: stripes as u32,
+        parity_columns: 2,
+        ..job(JOB_OP_RECOVER, 4, COLUMN as u32, table_at as u64)
+    };
+    assert_eq!(
+        t.pool().execute(&[recover], &CpuEngine::new().unwrap()),
+        [JOB_STATUS_OK]
+    );
+    for &o in &offsets {
+        assert!(
+            t.buffer[o..o + COLUMN] == good[o..o + COLUMN],
+            "column at {o} differs"
+        );
+    }
+}
+
+#[test]
+fn a_recovery_with_a_bad_lost_table_is_refused_untouched() {
+    const COLUMN: usize = 4096;
+    let (mut t, offsets) = generated_raid6(1);
+    let table_at = 1024;
+    t.table(
+        table_at,
+        &offsets.iter().map(|&o| o as u64).collect::<Vec<_>>(),
+    );
+    let lost_at = table_at + 6 * 8;
+    let recover = |parity_columns| Sqe {
+        parity_columns,
+        ..job(JOB_OP_RECOVER, 4, COLUMN as u32, table_at as u64)
+    };
+    let before = t.buffer.to_vec();
+    // More lost than the parity rebuilds, a slot past the stripe, the same slot twice, and
+    // a parity count a stripe cannot have.
+    for (pair, parity) in [([0, 1], 1), ([0, 6], 2), ([2, 2], 2), ([0, NO_SLOT], 3)] {
+        t.buffer[lost_at..lost_at + 2].copy_from_slice(&pair);
+        let status = t.pool().execute(&[recover(parity)], &ReferenceEngine);
+        assert_eq!(status, [JOB_STATUS_FAILED], "{pair:?} with parity {parity}");
+        t.buffer[lost_at..lost_at + 2].copy_from_slice(&before[lost_at..lost_at + 2]);
+        assert!(
+            t.buffer[..] == before[..],
+            "a refused job wrote into the pool"
+        );
+    }
 }
 
 #[test]

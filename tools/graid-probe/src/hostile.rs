@@ -8,10 +8,14 @@
 //! - `garbage`: publishes a CQ tail claiming more completions than the ring holds;
 //! - `scribble`: answers every job "failed" (the kernel computes it) while a second thread
 //!   writes random bytes all over the pool, then closes the device and keeps writing for a
-//!   few seconds: nothing of it may reach an array.
+//!   few seconds: nothing of it may reach an array;
+//! - `liar`: keeps to the protocol but answers every job OK with random bytes where the
+//!   parity should be: the kernel's check of its results must catch it (the first jobs of a
+//!   helper are all checked) before any reaches a member.
 
 use graid_abi::ring::{
-    Cqe, CQ_ENTRIES, CQ_HEAD_OFFSET, CQ_TAIL_OFFSET, JOB_STATUS_FAILED, JOB_STATUS_OK,
+    Cqe, CQ_ENTRIES, CQ_HEAD_OFFSET, CQ_TAIL_OFFSET, JOB_OP_PQ, JOB_OP_XOR, JOB_STATUS_FAILED,
+    JOB_STATUS_OK,
 };
 use graid_helper::control::{decode_sqe, encode_cqe, CQ, SQ, SQE_WORDS};
 use graid_helper::device::Attached;
@@ -45,6 +49,38 @@ fn complete(helper: &Attached, job: u32, generation: u32, status: u32) {
     };
     while !CQ.push(&helper.area(), &encode_cqe(&cqe)) {
         std::thread::yield_now();
+    }
+}
+
+/// Writes changing bytes over every column of `sqe`'s area (its table read for where they
+/// are), as a helper that computes nothing but claims it did.
+fn lie(base: usize, len: usize, sqe: &graid_abi::ring::Sqe) {
+    let table = sqe.columns_offset as usize;
+    let parity = match sqe.op {
+        JOB_OP_XOR => 1,
+        JOB_OP_PQ => 2,
+        _ => usize::from(sqe.parity_columns.min(2)),
+    };
+    let columns = (usize::from(sqe.data_columns) + parity) * sqe.stripes as usize;
+    let column_bytes = sqe.column_bytes as usize;
+    let mut seed = u64::from(sqe.generation) | 1;
+    for i in 0..columns {
+        let entry = table + i * 8;
+        if entry + 8 > len {
+            return;
+        }
+        // SAFETY: inside this process's pool mapping (checked), 8-aligned (the kernel's table).
+        let start = unsafe { std::ptr::read_volatile((base + entry) as *const u64) } as usize;
+        for at in (0..column_bytes).step_by(8) {
+            if start + at + 8 > len {
+                break;
+            }
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            // SAFETY: as above; the job's columns are the helper's until it completes it.
+            unsafe { std::ptr::write_volatile((base + start + at) as *mut u64, seed) };
+        }
     }
 }
 
@@ -97,6 +133,11 @@ pub fn run(mode: &str) -> ExitCode {
             );
         }
         "scribble" => return scribble_mode(helper, sqe),
+        "liar" => {
+            let (base, len) = helper.pool_range();
+            lie(base as usize, len, &sqe);
+            complete(&helper, sqe.job, sqe.generation, JOB_STATUS_OK);
+        }
         _ => {
             eprintln!("graid-probe hostile: unknown mode {mode}");
             return ExitCode::from(2);

@@ -9,7 +9,7 @@
 //!                                          the call with each (or every K-th) of its allocations failing
 //! graid-probe member INDEX fail|remove DEV MEMBER as sent, printing the module's answer
 //! graid-probe helper [DEVICE]              /dev/graid-helper: opens, ATTACH, the area's mappings
-//! graid-probe hostile MODE                 a helper that breaks the protocol (hostile.rs)
+//! graid-probe hostile MODE                 a helper that breaks the protocol or lies (hostile.rs)
 //! ```
 
 mod create;

@@ -25,6 +25,11 @@ pub struct HelperView {
     pub attaches: u64,
     pub jobs: u64,
     pub bytes: u64,
+    /// Of `jobs`, the rebuild's and the scrub's, and the recoveries.
+    pub background_jobs: u64,
+    pub recover_jobs: u64,
+    /// Completions the kernel recomputed and compared.
+    pub verified_jobs: u64,
     pub completed: u64,
     pub batches: u64,
     pub latency_avg_us: u64,
@@ -57,6 +62,9 @@ impl HelperView {
             attaches: s.attaches,
             jobs: s.jobs,
             bytes: s.bytes,
+            background_jobs: s.background_jobs,
+            recover_jobs: s.recover_jobs,
+            verified_jobs: s.verified_jobs,
             completed: s.completed,
             batches: s.batches,
             latency_avg_us: s.latency_total_ns / s.completed.max(1) / 1000,
@@ -107,11 +115,19 @@ impl HelperView {
             self.batches
         );
         out += &format!(
+            "    Background : {} jobs of rebuild and scrub, {} recoveries\n",
+            self.background_jobs, self.recover_jobs
+        );
+        out += &format!(
+            "       Checked : {} results recomputed by the kernel\n",
+            self.verified_jobs
+        );
+        out += &format!(
             "       Latency : {} us average, {} us longest\n",
             self.latency_avg_us, self.latency_max_us
         );
         out += &format!(
-            "     Attaches : {}, detached for protocol errors: {}\n",
+            "      Attaches : {}, detached for protocol errors: {}\n",
             self.attaches, self.protocol_errors
         );
         let reasons: Vec<String> = self
@@ -167,7 +183,10 @@ mod tests {
             latency_total_ns: 990 * 250_000,
             latency_max_ns: 9_000_000,
             protocol_errors: 1,
-            fallbacks: [5, 7, 0, 0, 0, 0, 10, 0, 0],
+            background_jobs: 40,
+            recover_jobs: 25,
+            verified_jobs: 30,
+            fallbacks: [5, 7, 0, 0, 0, 0, 10, 0, 0, 1],
         }
     }
 
@@ -178,7 +197,7 @@ mod tests {
         let text = run(&ctl, false).unwrap();
         assert!(
             text.contains(
-                "Helper : cpu-avx2 (pid 42), healthy: 1000 jobs offloaded, 22 in the kernel"
+                "Helper : cpu-avx2 (pid 42), healthy: 1000 jobs offloaded, 23 in the kernel"
             ),
             "{text}"
         );
@@ -187,11 +206,18 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("In kernel : expired 10, no-helper 5, small 7"),
+            text.contains("In kernel : expired 10, no-helper 5, small 7, wrong 1"),
             "{text}"
         );
         let value: serde_json::Value = serde_json::from_str(&run(&ctl, true).unwrap()).unwrap();
+        assert!(
+            text.contains("Background : 40 jobs of rebuild and scrub, 25 recoveries"),
+            "{text}"
+        );
         assert_eq!(value["jobs"], 1000);
+        assert_eq!(value["recover_jobs"], 25);
+        assert_eq!(value["verified_jobs"], 30);
+        assert!(text.contains("Checked : 30 results"), "{text}");
         assert_eq!(value["fallbacks"]["expired"], 10);
         assert_eq!(value["engine"], "cpu-avx2");
     }
