@@ -1,6 +1,6 @@
 //! graid's parity helper: takes parity jobs off the module's ring (`Documentation/
-//! ring-protocol.rst`), computes them with a `graid_parity` engine (CPU SIMD now, GPUs next)
-//! and completes them.
+//! ring-protocol.rst`), computes them with a `graid_parity` engine (CPU SIMD, or Vulkan with
+//! the CPU as its fallback: `engines`) and completes them.
 //!
 //! The ring's control area seen through atomics (`control`), the jobs checked against the data
 //! pool and computed in batches (`exec`), the loop body (`serve`), the helper attached to the
@@ -12,6 +12,7 @@
 
 pub mod control;
 pub mod device;
+pub mod engines;
 pub mod exec;
 pub mod loopback;
 pub mod serve;

@@ -2,8 +2,8 @@
 
 use clap::{Parser, Subcommand};
 use graid_helper::device::{self, Attached};
+use graid_helper::engines::{self, EngineChoice};
 use graid_helper::loopback::{Loopback, Shape};
-use graid_parity::{CpuEngine, Engine};
 use std::process::ExitCode;
 
 #[derive(Parser, Debug)]
@@ -50,6 +50,9 @@ struct LoopbackArgs {
     /// Check every job's parity against the reference engine (slow).
     #[arg(long)]
     verify: bool,
+    /// Parity engine (see `run`).
+    #[arg(long, value_enum, default_value_t = EngineChoice::Cpu)]
+    engine: EngineChoice,
 }
 
 #[derive(clap::Args, Debug)]
@@ -57,7 +60,8 @@ struct RunArgs {
     /// The module's helper device.
     #[arg(long, default_value = "/dev/graid-helper")]
     device: String,
-    /// Parity engine: `auto` picks the best available (CPU SIMD until the GPU engines land).
+    /// Parity engine: `cpu` (SIMD), `vulkan` (a Vulkan device for generations, the CPU for the
+    /// rest and whenever the device fails), `auto` (Vulkan on a real GPU, else the CPU).
     #[arg(long, value_enum, default_value_t = EngineChoice::Auto)]
     engine: EngineChoice,
     /// Engine worker threads (0: one per CPU).
@@ -66,12 +70,6 @@ struct RunArgs {
     /// MiB of memory donated to the kernel for the jobs' columns (2 MiB per job in flight).
     #[arg(long, default_value_t = 64)]
     pool_mib: usize,
-}
-
-#[derive(clap::ValueEnum, Clone, Copy, Debug)]
-enum EngineChoice {
-    Auto,
-    Cpu,
 }
 
 fn main() -> ExitCode {
@@ -87,11 +85,10 @@ fn run(args: &RunArgs) -> ExitCode {
     } else {
         args.threads
     };
-    // `auto` and `cpu` are the same engine until the GPU engines plug in here.
-    let engine = match (args.engine, CpuEngine::builder().threads(threads).build()) {
-        (EngineChoice::Auto | EngineChoice::Cpu, Ok(engine)) => engine,
-        (_, Err(e)) => {
-            eprintln!("graid-helper: no CPU engine: {e}");
+    let engine = match engines::build(args.engine, threads) {
+        Ok(engine) => engine,
+        Err(e) => {
+            eprintln!("graid-helper: {e}");
             return ExitCode::FAILURE;
         }
     };
@@ -116,7 +113,7 @@ fn run(args: &RunArgs) -> ExitCode {
             threads,
             attached.pool_bytes >> 20
         );
-        match attached.serve(&engine, &mut served) {
+        match attached.serve(engine.as_ref(), &mut served) {
             Ok(()) => {
                 eprintln!("graid-helper: stopping: detached after {served} jobs");
                 return ExitCode::SUCCESS;
@@ -132,10 +129,10 @@ fn run(args: &RunArgs) -> ExitCode {
 }
 
 fn loopback(args: &LoopbackArgs) -> ExitCode {
-    let engine = match CpuEngine::builder().threads(args.threads).build() {
+    let engine = match engines::build(args.engine, args.threads) {
         Ok(engine) => engine,
         Err(e) => {
-            eprintln!("graid-helper: no CPU engine: {e}");
+            eprintln!("graid-helper: {e}");
             return ExitCode::FAILURE;
         }
     };
@@ -147,8 +144,8 @@ fn loopback(args: &LoopbackArgs) -> ExitCode {
     };
     let (jobs, in_flight) = (args.jobs, args.in_flight.max(1));
     let loopback = Loopback::new(shape, in_flight);
-    let report = loopback.run(jobs, &engine, in_flight, args.verify);
-    let direct = loopback.direct(jobs, &engine, in_flight);
+    let report = loopback.run(jobs, engine.as_ref(), in_flight, args.verify);
+    let direct = loopback.direct(jobs, engine.as_ref(), in_flight);
     let gb = (shape.data_bytes() * jobs as u64) as f64 / 1e9;
     let ring_s = report.elapsed.as_secs_f64();
     let direct_s = direct.as_secs_f64();

@@ -215,25 +215,23 @@ fn a_recovery_with_a_bad_lost_table_is_refused_untouched() {
     }
 }
 
+/// An engine that fails every batch (a broken GPU, a bad SIMD path).
+struct Broken;
+
+impl Engine for Broken {
+    fn name(&self) -> String {
+        "broken".into()
+    }
+    fn compute(&self, _: &mut [graid_parity::Job<'_>]) -> Result<(), graid_parity::ParityError> {
+        Err(graid_parity::ParityError::Backend {
+            engine: "broken",
+            reason: "device lost".into(),
+        })
+    }
+}
+
 #[test]
 fn an_engine_that_fails_fails_the_batch_not_the_helper() {
-    struct Broken;
-    impl Engine for Broken {
-        fn name(&self) -> String {
-            "broken".into()
-        }
-        fn compute(
-            &self,
-            _: &mut [graid_parity::Job<'_>],
-        ) -> Result<(), graid_parity::ParityError> {
-            Err(graid_parity::ParityError::MemberCount {
-                job: 0,
-                members: 0,
-                min: 3,
-                max: 32,
-            })
-        }
-    }
     let mut t = TestPool::new(32 * 1024);
     t.table(0, &[4096, 8192, 12288]);
     let pool = t.pool();
@@ -241,4 +239,91 @@ fn an_engine_that_fails_fails_the_batch_not_the_helper() {
         pool.execute(&[job(JOB_OP_XOR, 2, 4096, 0)], &Broken),
         [JOB_STATUS_FAILED]
     );
+}
+
+/// Whether the Vulkan tests must run (`make test` sets it, with lavapipe installed).
+fn vulkan_required() -> bool {
+    std::env::var("GRAID_REQUIRE_VULKAN").is_ok_and(|v| v == "1")
+}
+
+#[test]
+fn the_vulkan_engine_through_the_whole_ring_protocol() {
+    use graid_helper::engines::{build, EngineChoice};
+    let engine = match build(EngineChoice::Vulkan, 2) {
+        Ok(engine) => engine,
+        Err(e) => {
+            assert!(!vulkan_required(), "GRAID_REQUIRE_VULKAN=1 but {e}");
+            eprintln!("skipping: {e}");
+            return;
+        }
+    };
+    for (data, parity, stripes) in [(4, 2, 1), (3, 1, 3), (8, 2, 2)] {
+        let shape = Shape {
+            data,
+            parity,
+            column_bytes: 16384,
+            stripes,
+        };
+        let report = Loopback::new(shape, 8).run(200, engine.as_ref(), 5, true);
+        assert_eq!(report.refused, 0, "{shape:?}: completions refused");
+        assert_eq!(report.failed, 0, "{shape:?}: wrong parity or a failed job");
+    }
+}
+
+/// Golden P/Q and a recovery in one batch through `engine`, checked against the oracle.
+fn mixed_batch(engine: &dyn Engine) {
+    use graid_parity::{Chunk, Job, Recover};
+    let len = 4096;
+    let fill = |seed: u8| {
+        let bytes: Vec<u8> = (0..len)
+            .map(|i| (i as u8).wrapping_mul(seed) ^ seed)
+            .collect();
+        AlignedBuf::from_slice(&bytes)
+    };
+    let data: Vec<AlignedBuf> = (1..=4).map(fill).collect();
+    let (mut p, mut q) = (AlignedBuf::zeroed(len), AlignedBuf::zeroed(len));
+    let (mut p_ref, mut q_ref) = (AlignedBuf::zeroed(len), AlignedBuf::zeroed(len));
+    let slices = || data.iter().map(|d| &d[..]).collect::<Vec<_>>();
+    let mut reference = [Job::GenPq {
+        data: slices(),
+        p: &mut p_ref[..],
+        q: &mut q_ref[..],
+    }];
+    ReferenceEngine.compute(&mut reference).unwrap();
+    drop(reference);
+    // Data column 2 lost: rebuilt from the rest and the reference P.
+    let mut rebuilt = AlignedBuf::zeroed(len);
+    let mut jobs = vec![
+        Job::Recover(Recover {
+            data: vec![
+                Chunk::Intact(&data[0][..]),
+                Chunk::Intact(&data[1][..]),
+                Chunk::Lost(&mut rebuilt[..]),
+                Chunk::Intact(&data[3][..]),
+            ],
+            p: Chunk::Intact(&p_ref[..]),
+            q: Some(Chunk::Intact(&q_ref[..])),
+        }),
+        Job::GenPq {
+            data: slices(),
+            p: &mut p[..],
+            q: &mut q[..],
+        },
+    ];
+    engine.compute(&mut jobs).expect("the mixed batch");
+    drop(jobs);
+    assert!(p[..] == p_ref[..] && q[..] == q_ref[..], "P or Q differs");
+    assert!(rebuilt[..] == data[2][..], "the recovery differs");
+}
+
+#[test]
+fn a_gpu_first_engine_does_every_kind_of_job_and_survives_a_failing_gpu() {
+    use graid_helper::engines::{build, EngineChoice, GpuFirst};
+    let failing = GpuFirst::new(Broken, CpuEngine::new().unwrap());
+    mixed_batch(&failing);
+    assert_eq!(failing.gpu_failures(), 1, "the GPU's failure was not seen");
+    match build(EngineChoice::Vulkan, 1) {
+        Ok(engine) => mixed_batch(engine.as_ref()),
+        Err(e) => assert!(!vulkan_required(), "GRAID_REQUIRE_VULKAN=1 but {e}"),
+    }
 }

@@ -84,4 +84,11 @@ pub enum ParityError {
     UnknownLevel(String),
     #[error("could not start the parity thread pool: {0}")]
     ThreadPool(String),
+    #[error("job {job}: the {engine} engine does not do this kind of job")]
+    JobUnsupported { job: usize, engine: &'static str },
+    #[error("the {engine} engine failed: {reason}")]
+    Backend {
+        engine: &'static str,
+        reason: String,
+    },
 }

@@ -1,0 +1,189 @@
+//! The Vulkan engine against the byte-at-a-time oracle (`graid_parity::ReferenceEngine`) on
+//! whatever device the machine has: Mesa's lavapipe in CI. Without a Vulkan device the tests
+//! say so and pass, unless `GRAID_REQUIRE_VULKAN=1` (as `make test` sets it, with lavapipe
+//! installed by `make deps`) makes that a failure.
+
+use graid_parity::{AlignedBuf, Engine, Job, ParityError, ReferenceEngine};
+use graid_vulkan::VulkanEngine;
+use proptest::prelude::*;
+use std::sync::OnceLock;
+
+/// The engine, made once for all tests (a device is slow to open on lavapipe).
+fn engine() -> Option<&'static VulkanEngine> {
+    static ENGINE: OnceLock<Option<VulkanEngine>> = OnceLock::new();
+    ENGINE
+        .get_or_init(|| match VulkanEngine::new() {
+            Ok(engine) => {
+                eprintln!("graid-vulkan tests on {}", engine.device_name());
+                Some(engine)
+            }
+            Err(e) => {
+                let required = std::env::var("GRAID_REQUIRE_VULKAN").is_ok_and(|v| v == "1");
+                assert!(
+                    !required,
+                    "GRAID_REQUIRE_VULKAN=1 but no Vulkan engine: {e}"
+                );
+                eprintln!("skipping the Vulkan tests: {e}");
+                None
+            }
+        })
+        .as_ref()
+}
+
+/// Columns of `len` bytes filled from `seed`.
+fn columns(count: usize, len: usize, seed: u64) -> Vec<AlignedBuf> {
+    let mut x = seed | 1;
+    (0..count)
+        .map(|_| {
+            let bytes: Vec<u8> = (0..len)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x as u8
+                })
+                .collect();
+            AlignedBuf::from_slice(&bytes)
+        })
+        .collect()
+}
+
+/// P (and Q) of `data` by `engine`.
+fn generate(engine: &dyn Engine, data: &[AlignedBuf], raid6: bool) -> (AlignedBuf, AlignedBuf) {
+    let len = data[0].len();
+    let (mut p, mut q) = (AlignedBuf::zeroed(len), AlignedBuf::zeroed(len));
+    let data: Vec<&[u8]> = data.iter().map(|d| &d[..]).collect();
+    let mut jobs = if raid6 {
+        vec![Job::GenPq {
+            data,
+            p: &mut p[..],
+            q: &mut q[..],
+        }]
+    } else {
+        vec![Job::Xor {
+            data,
+            p: &mut p[..],
+        }]
+    };
+    engine.compute(&mut jobs).expect("compute");
+    drop(jobs);
+    (p, q)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    #[test]
+    fn p_and_q_match_the_oracle(
+        data in 2usize..=30,
+        raid6 in any::<bool>(),
+        len_units in 1usize..=64,
+        seed in any::<u64>(),
+    ) {
+        let Some(gpu) = engine() else { return Ok(()) };
+        let len = len_units * 512;
+        let columns = columns(data, len, seed);
+        let (p, q) = generate(gpu, &columns, raid6);
+        let (p_ref, q_ref) = generate(&ReferenceEngine, &columns, raid6);
+        prop_assert!(p[..] == p_ref[..], "P differs");
+        if raid6 {
+            prop_assert!(q[..] == q_ref[..], "Q differs");
+        }
+    }
+}
+
+#[test]
+fn a_batch_of_many_stripes_and_shapes_in_one_call() {
+    let Some(gpu) = engine() else { return };
+    // Several jobs of different widths and lengths, big ones too (1 MiB columns).
+    let shapes = [
+        (4, true, 1 << 20),
+        (3, false, 4096),
+        (16, true, 65536),
+        (2, true, 512),
+    ];
+    let inputs: Vec<Vec<AlignedBuf>> = shapes
+        .iter()
+        .enumerate()
+        .map(|(i, &(d, _, len))| columns(d, len, i as u64 + 7))
+        .collect();
+    let mut outputs: Vec<(AlignedBuf, AlignedBuf)> = shapes
+        .iter()
+        .map(|&(_, _, len)| (AlignedBuf::zeroed(len), AlignedBuf::zeroed(len)))
+        .collect();
+    let mut jobs: Vec<Job<'_>> = Vec::new();
+    for ((input, (p, q)), &(_, raid6, _)) in inputs.iter().zip(outputs.iter_mut()).zip(&shapes) {
+        let data: Vec<&[u8]> = input.iter().map(|d| &d[..]).collect();
+        jobs.push(if raid6 {
+            Job::GenPq {
+                data,
+                p: &mut p[..],
+                q: &mut q[..],
+            }
+        } else {
+            Job::Xor {
+                data,
+                p: &mut p[..],
+            }
+        });
+    }
+    gpu.compute(&mut jobs).expect("compute the batch");
+    drop(jobs);
+    for ((input, (p, q)), &(_, raid6, _)) in inputs.iter().zip(&outputs).zip(&shapes) {
+        let (p_ref, q_ref) = generate(&ReferenceEngine, input, raid6);
+        assert!(p[..] == p_ref[..], "P differs");
+        if raid6 {
+            assert!(q[..] == q_ref[..], "Q differs");
+        }
+    }
+}
+
+#[test]
+fn md_golden_vector_for_q() {
+    let Some(gpu) = engine() else { return };
+    // Data bytes 1, 2, 3 in slots 0, 1, 2: Q = 1 + 2*2 + 4*3 = 1 ^ 4 ^ 12 = 9 in GF(2^8);
+    // P = 1 ^ 2 ^ 3 = 0. And 0x80 in slot 1: 2 * 0x80 = 0x100 mod 0x11d = 0x1d.
+    let data: Vec<AlignedBuf> = [1u8, 2, 3]
+        .iter()
+        .map(|&b| AlignedBuf::from_slice(&[b; 512]))
+        .collect();
+    let (p, q) = generate(gpu, &data, true);
+    assert!(p.iter().all(|&b| b == 0));
+    assert!(q.iter().all(|&b| b == 9), "Q = {}", q[0]);
+    let data: Vec<AlignedBuf> = [0u8, 0x80]
+        .iter()
+        .map(|&b| AlignedBuf::from_slice(&[b; 512]))
+        .collect();
+    let (_, q) = generate(gpu, &data, true);
+    assert!(q.iter().all(|&b| b == 0x1d), "Q = {:#x}", q[0]);
+}
+
+#[test]
+fn jobs_it_does_not_do_are_refused_before_anything_is_written() {
+    let Some(gpu) = engine() else { return };
+    let data = columns(3, 512, 1);
+    let (mut p, mut q) = (AlignedBuf::zeroed(512), AlignedBuf::zeroed(512));
+    let mut lost = AlignedBuf::zeroed(512);
+    let mut jobs = vec![
+        Job::GenPq {
+            data: data.iter().map(|d| &d[..]).collect(),
+            p: &mut p[..],
+            q: &mut q[..],
+        },
+        Job::Recover(graid_parity::Recover {
+            data: vec![
+                graid_parity::Chunk::Lost(&mut lost[..]),
+                graid_parity::Chunk::Intact(&data[1][..]),
+            ],
+            p: graid_parity::Chunk::Intact(&data[2][..]),
+            q: None,
+        }),
+    ];
+    let result = gpu.compute(&mut jobs);
+    assert!(
+        matches!(result, Err(ParityError::JobUnsupported { job: 1, .. })),
+        "{result:?}"
+    );
+    drop(jobs);
+    assert!(p.iter().all(|&b| b == 0), "P written by a refused batch");
+}
