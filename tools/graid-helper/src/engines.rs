@@ -91,4 +91,9 @@ impl<G: Engine> Engine for GpuFirst<G> {
         }
         Ok(())
     }
+
+    unsafe fn share_memory(&self, region: Option<(*mut u8, usize)>) -> bool {
+        // SAFETY: the caller's promise, passed on.
+        unsafe { self.gpu.share_memory(region) }
+    }
 }

@@ -42,6 +42,8 @@ pub struct Report {
     pub refused: usize,
     /// Jobs answered with a status other than OK.
     pub failed: usize,
+    /// Whether the engine took the pool for its device (`Engine::share_memory`).
+    pub shared: bool,
 }
 
 /// A loopback: the control area, the pool and the job slots of one run.
@@ -65,7 +67,9 @@ impl Loopback {
     pub fn new(shape: Shape, slots: usize) -> Self {
         let table_bytes = (shape.columns() * 8).div_ceil(4096) * 4096;
         let slot_bytes = table_bytes + shape.columns() * shape.column_bytes;
-        let mut pool_buffer = AlignedBuf::zeroed_page_aligned(slot_bytes * slots);
+        // Whole pages, as the helper's real pool: a device may import only those.
+        let mut pool_buffer =
+            AlignedBuf::zeroed_page_aligned((slot_bytes * slots).next_multiple_of(4096));
         let base = pool_buffer.as_mut_ptr();
         let words = (0..CONTROL_BYTES / 4).map(|_| AtomicU32::new(0)).collect();
         let this = Self {
@@ -184,11 +188,14 @@ impl Loopback {
             (0..self.slots).for_each(|slot| self.fill(slot, slot as u64));
         }
         let stop = AtomicBool::new(false);
+        // SAFETY: the pool lives as long as `self`, and is forgotten before this returns.
+        let shared = unsafe { engine.share_memory(Some(self.pool_region())) };
         let mut report = Report {
             jobs,
             elapsed: Duration::ZERO,
             refused: 0,
             failed: 0,
+            shared,
         };
         let op = if self.shape.parity == 2 {
             JOB_OP_PQ
@@ -257,7 +264,14 @@ impl Loopback {
             report.elapsed = started.elapsed();
             stop.store(true, Ordering::Release);
         });
+        // SAFETY: forgetting needs nothing.
+        unsafe { engine.share_memory(None) };
         report
+    }
+
+    /// The pool as the engine may share it.
+    fn pool_region(&self) -> (*mut u8, usize) {
+        (self.base, self.pool_buffer.len())
     }
 
     /// The same jobs computed straight by `engine`, with no ring: the baseline the ring's
@@ -279,6 +293,8 @@ impl Loopback {
                 ..Sqe::default()
             })
             .collect();
+        // SAFETY: as in `run`.
+        unsafe { engine.share_memory(Some(self.pool_region())) };
         let started = Instant::now();
         let mut done = 0;
         while done < jobs {
@@ -286,6 +302,9 @@ impl Loopback {
             pool.execute(&sqes[..n], engine);
             done += n;
         }
-        started.elapsed()
+        let elapsed = started.elapsed();
+        // SAFETY: forgetting needs nothing.
+        unsafe { engine.share_memory(None) };
+        elapsed
     }
 }

@@ -106,14 +106,24 @@ fn run(args: &RunArgs) -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
+        // SAFETY: the pool stays mapped while `attached` lives, and is forgotten before it goes.
+        let shared = unsafe { engine.share_memory(Some(attached.pool_range())) };
         eprintln!(
-            "graid-helper: attached to {}: engine {}, {} threads, pool {} MiB",
+            "graid-helper: attached to {}: engine {}, {} threads, pool {} MiB{}",
             args.device,
             engine.name(),
             threads,
-            attached.pool_bytes >> 20
+            attached.pool_bytes >> 20,
+            if shared {
+                ", shared with the device"
+            } else {
+                ""
+            }
         );
-        match attached.serve(engine.as_ref(), &mut served) {
+        let served_or = attached.serve(engine.as_ref(), &mut served);
+        // SAFETY: forgetting needs nothing.
+        unsafe { engine.share_memory(None) };
+        match served_or {
             Ok(()) => {
                 eprintln!("graid-helper: stopping: detached after {served} jobs");
                 return ExitCode::SUCCESS;
@@ -150,14 +160,19 @@ fn loopback(args: &LoopbackArgs) -> ExitCode {
     let ring_s = report.elapsed.as_secs_f64();
     let direct_s = direct.as_secs_f64();
     println!(
-        "{}+{} x {} KiB, {} stripe(s)/job, {} jobs, {} in flight, engine {}",
+        "{}+{} x {} KiB, {} stripe(s)/job, {} jobs, {} in flight, engine {}{}",
         args.data,
         args.parity,
         args.chunk_kib,
         args.stripes,
         jobs,
         in_flight,
-        engine.name()
+        engine.name(),
+        if report.shared {
+            ", pool shared with the device"
+        } else {
+            ""
+        }
     );
     println!(
         "through the ring: {:.2} GB/s, {:.1} us/job; direct: {:.2} GB/s, {:.1} us/job; \

@@ -12,6 +12,20 @@ pub trait Engine: Send + Sync {
     /// Computes every job of the batch. All jobs are validated first: on error nothing has
     /// been written.
     fn compute(&self, jobs: &mut [Job<'_>]) -> Result<(), ParityError>;
+
+    /// Memory most jobs' buffers will lie in (the helper's pool), which an engine may map for
+    /// its device once instead of copying every job (`None`: forget it). Returns whether it
+    /// did; the CPU engines need nothing and say no.
+    ///
+    /// # Safety
+    ///
+    /// `base..base + len` stays valid memory until the next call or the engine's drop.
+    // Unsafe to call, not to implement here: the caller vouches for memory the engine keeps.
+    #[allow(unsafe_code)]
+    unsafe fn share_memory(&self, region: Option<(*mut u8, usize)>) -> bool {
+        let _ = region;
+        false
+    }
 }
 
 fn validate_all(jobs: &[Job<'_>]) -> Result<(), ParityError> {

@@ -1,8 +1,11 @@
 //! The Vulkan objects behind the engine: one device and queue, the parity pipeline, and one
 //! host-visible storage buffer the batches are staged in (grown as needed).
 
+mod shared;
+
 use ash::vk;
 use graid_parity::Job;
+use shared::{HostImport, Shared};
 
 /// The SPIR-V of `shaders/parity.wgsl` (build.rs).
 const PARITY_SPV: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/parity.spv"));
@@ -80,16 +83,27 @@ pub(crate) struct Gpu {
     /// The device's largest storage buffer, capped at [`MAX_STAGING_BYTES`].
     max_bytes: u64,
     max_groups: u32,
+    /// The device's largest storage buffer, uncapped (an imported pool may be bigger than the
+    /// staging buffer ever is).
+    max_range: u64,
+    /// Import support, if the device has `VK_EXT_external_memory_host`.
+    host_import: Option<HostImport>,
     shader: vk::ShaderModule,
     set_layout: vk::DescriptorSetLayout,
     pipeline_layout: vk::PipelineLayout,
     pipeline: vk::Pipeline,
     descriptor_pool: vk::DescriptorPool,
+    /// The staging buffer's descriptor set, and the shared region's.
     descriptor_set: vk::DescriptorSet,
+    shared_set: vk::DescriptorSet,
     command_pool: vk::CommandPool,
     command: vk::CommandBuffer,
     fence: vk::Fence,
     staging: Option<Staging>,
+    shared: Option<Shared>,
+    /// Jobs computed in place in the shared region, and jobs staged.
+    pub(crate) shared_jobs: u64,
+    pub(crate) staged_jobs: u64,
 }
 
 // SAFETY: Vulkan handles may be used from any thread given external synchronisation, which the
@@ -123,7 +137,7 @@ impl Gpu {
             )
         }
         .map_err(vk_err("vkCreateInstance"))?;
-        let (physical, family, props, device) = match Self::open_device(&instance) {
+        let (physical, family, props, device, import) = match Self::open_device(&instance) {
             Ok(opened) => opened,
             Err(e) => {
                 // SAFETY: nothing made from the instance survives.
@@ -148,24 +162,38 @@ impl Gpu {
             gpu_device: preference(props.device_type) < preference(vk::PhysicalDeviceType::CPU),
             max_bytes: u64::from(props.limits.max_storage_buffer_range).min(MAX_STAGING_BYTES),
             max_groups: props.limits.max_compute_work_group_count[0],
+            max_range: u64::from(props.limits.max_storage_buffer_range),
+            host_import: None,
             shader: vk::ShaderModule::null(),
             set_layout: vk::DescriptorSetLayout::null(),
             pipeline_layout: vk::PipelineLayout::null(),
             pipeline: vk::Pipeline::null(),
             descriptor_pool: vk::DescriptorPool::null(),
             descriptor_set: vk::DescriptorSet::null(),
+            shared_set: vk::DescriptorSet::null(),
             command_pool: vk::CommandPool::null(),
             command: vk::CommandBuffer::null(),
             fence: vk::Fence::null(),
             staging: None,
+            shared: None,
+            shared_jobs: 0,
+            staged_jobs: 0,
         };
+        if let Some(alignment) = import {
+            gpu.host_import = Some(HostImport {
+                ext: ash::ext::external_memory_host::Device::new(&gpu.instance, &gpu.device),
+                alignment,
+            });
+        }
         gpu.build_pipeline()?;
         gpu.build_commands(family)?;
         Ok(gpu)
     }
 
     /// The preferred device with a compute queue, opened: it, the queue's family, its
-    /// properties and the logical device.
+    /// properties, the logical device, and the host pointer alignment it imports at if it has
+    /// `VK_EXT_external_memory_host` (enabled then).
+    #[allow(clippy::type_complexity)]
     fn open_device(
         instance: &ash::Instance,
     ) -> Result<
@@ -174,6 +202,7 @@ impl Gpu {
             u32,
             vk::PhysicalDeviceProperties,
             ash::Device,
+            Option<u64>,
         ),
         VulkanError,
     > {
@@ -203,12 +232,20 @@ impl Gpu {
         let queue_info = vk::DeviceQueueCreateInfo::default()
             .queue_family_index(family)
             .queue_priorities(&priorities);
-        let device_info =
-            vk::DeviceCreateInfo::default().queue_create_infos(std::slice::from_ref(&queue_info));
+        let import = host_import_alignment(instance, physical);
+        let extensions = [ash::ext::external_memory_host::NAME.as_ptr()];
+        let enabled = if import.is_some() {
+            &extensions[..]
+        } else {
+            &[]
+        };
+        let device_info = vk::DeviceCreateInfo::default()
+            .queue_create_infos(std::slice::from_ref(&queue_info))
+            .enabled_extension_names(enabled);
         // SAFETY: a valid create info for a device of this instance; destroyed in `drop`.
         let device = unsafe { instance.create_device(physical, &device_info, None) }
             .map_err(vk_err("vkCreateDevice"))?;
-        Ok((physical, family, props, device))
+        Ok((physical, family, props, device, import))
     }
 
     pub(crate) fn device_name(&self) -> &str {
@@ -273,18 +310,19 @@ impl Gpu {
         self.pipeline = pipelines.first().copied().unwrap_or_default();
         let size = vk::DescriptorPoolSize::default()
             .ty(vk::DescriptorType::STORAGE_BUFFER)
-            .descriptor_count(1);
+            .descriptor_count(2);
         // SAFETY: as above.
         self.descriptor_pool = unsafe {
             d.create_descriptor_pool(
                 &vk::DescriptorPoolCreateInfo::default()
-                    .max_sets(1)
+                    .max_sets(2)
                     .pool_sizes(std::slice::from_ref(&size)),
                 None,
             )
         }
         .map_err(vk_err("vkCreateDescriptorPool"))?;
-        // SAFETY: a set of the pool just made, with its layout.
+        let layouts = [self.set_layout, self.set_layout];
+        // SAFETY: two sets of the pool just made, with its layout.
         let sets = unsafe {
             d.allocate_descriptor_sets(
                 &vk::DescriptorSetAllocateInfo::default()
@@ -294,6 +332,7 @@ impl Gpu {
         }
         .map_err(vk_err("vkAllocateDescriptorSets"))?;
         self.descriptor_set = sets.first().copied().unwrap_or_default();
+        self.shared_set = sets.get(1).copied().unwrap_or_default();
         Ok(())
     }
 
@@ -346,19 +385,8 @@ impl Gpu {
         let buffer = unsafe { d.create_buffer(&info, None) }.map_err(vk_err("vkCreateBuffer"))?;
         // SAFETY: the buffer just made.
         let needs = unsafe { d.get_buffer_memory_requirements(buffer) };
-        // SAFETY: a device of this instance.
-        let types = unsafe {
-            self.instance
-                .get_physical_device_memory_properties(self.physical)
-        };
         let wanted = vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT;
-        let index = (0..types.memory_type_count).find(|&i| {
-            needs.memory_type_bits & (1 << i) != 0
-                && types.memory_types[i as usize]
-                    .property_flags
-                    .contains(wanted)
-        });
-        let Some(index) = index else {
+        let Some(index) = self.memory_type(needs.memory_type_bits, wanted) else {
             // SAFETY: the buffer is unused.
             unsafe { d.destroy_buffer(buffer, None) };
             return Err(vk_err("no host-visible coherent memory")(
@@ -393,17 +421,7 @@ impl Gpu {
                 return Err(vk_err("bind and map the staging buffer")(result));
             }
         };
-        let buffer_info = vk::DescriptorBufferInfo::default()
-            .buffer(buffer)
-            .offset(0)
-            .range(vk::WHOLE_SIZE);
-        let write = vk::WriteDescriptorSet::default()
-            .dst_set(self.descriptor_set)
-            .dst_binding(0)
-            .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
-            .buffer_info(std::slice::from_ref(&buffer_info));
-        // SAFETY: the set is not in use (no batch runs: we hold `&mut self`).
-        unsafe { d.update_descriptor_sets(std::slice::from_ref(&write), &[]) };
+        self.bind_set(self.descriptor_set, buffer);
         self.staging = Some(Staging {
             buffer,
             memory,
@@ -411,6 +429,39 @@ impl Gpu {
             bytes,
         });
         Ok(mapped)
+    }
+
+    /// A memory type among `bits` with `wanted` properties.
+    fn memory_type(&self, bits: u32, wanted: vk::MemoryPropertyFlags) -> Option<u32> {
+        // SAFETY: a device of this instance.
+        let types = unsafe {
+            self.instance
+                .get_physical_device_memory_properties(self.physical)
+        };
+        (0..types.memory_type_count).find(|&i| {
+            bits & (1 << i) != 0
+                && types.memory_types[i as usize]
+                    .property_flags
+                    .contains(wanted)
+        })
+    }
+
+    /// Points descriptor set `set` at the whole of `buffer`.
+    fn bind_set(&self, set: vk::DescriptorSet, buffer: vk::Buffer) {
+        let buffer_info = vk::DescriptorBufferInfo::default()
+            .buffer(buffer)
+            .offset(0)
+            .range(vk::WHOLE_SIZE);
+        let write = vk::WriteDescriptorSet::default()
+            .dst_set(set)
+            .dst_binding(0)
+            .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+            .buffer_info(std::slice::from_ref(&buffer_info));
+        // SAFETY: the set is not in use (no batch runs while the engine's lock is held).
+        unsafe {
+            self.device
+                .update_descriptor_sets(std::slice::from_ref(&write), &[])
+        };
     }
 
     fn free_staging(&mut self) {
@@ -423,15 +474,21 @@ impl Gpu {
         }
     }
 
-    /// Computes the generations in `jobs` (all `Xor` or `GenPq`, validated), as many per
-    /// submission as fit the staging buffer.
+    /// Computes the generations in `jobs` (all `Xor` or `GenPq`, validated): those whose
+    /// columns lie in the shared region in place, the others staged, as many per submission as
+    /// fit the staging buffer.
     pub(crate) fn generate(&mut self, jobs: &mut [Job<'_>]) -> Result<(), VulkanError> {
+        let places: Vec<Option<u32>> = jobs.iter().map(|job| self.shared_base(job)).collect();
         let mut start = 0;
         while start < jobs.len() {
             let mut end = start;
             let mut bytes = 0u64;
             while let Some(job) = jobs.get(end) {
-                let size = job_bytes(job);
+                let size = if places[end].is_some() {
+                    0
+                } else {
+                    job_bytes(job)
+                };
                 if size > self.max_bytes {
                     return Err(VulkanError::TooBig {
                         bytes: size,
@@ -444,39 +501,66 @@ impl Gpu {
                 bytes += size;
                 end += 1;
             }
-            self.submit(&mut jobs[start..end], bytes)?;
+            self.submit(&mut jobs[start..end], &places[start..end], bytes)?;
             start = end;
         }
         Ok(())
     }
 
-    /// Stages `jobs` (`bytes` in all), runs the shader once per job, copies P and Q back.
-    fn submit(&mut self, jobs: &mut [Job<'_>], bytes: u64) -> Result<(), VulkanError> {
-        let mapped = self.staging(bytes)?;
+    /// Runs the shader once per job of `jobs`: in place where `places` gives the job's word
+    /// offset in the shared region, else staged (`bytes` in all) and P and Q copied back.
+    fn submit(
+        &mut self,
+        jobs: &mut [Job<'_>],
+        places: &[Option<u32>],
+        bytes: u64,
+    ) -> Result<(), VulkanError> {
+        let mapped = if bytes > 0 {
+            self.staging(bytes)?
+        } else {
+            std::ptr::null_mut()
+        };
+        // Per job: its dispatch, and whether it is staged.
         let mut params = Vec::with_capacity(jobs.len());
         let mut at = 0usize;
-        for job in jobs.iter() {
+        for (job, place) in jobs.iter().zip(places) {
             let (data, pq) = match job {
                 Job::Xor { data, .. } => (data, false),
                 Job::GenPq { data, .. } => (data, true),
                 _ => continue,
             };
             let len = data.first().map_or(0, |d| d.len());
-            for column in data {
-                // SAFETY: `at + len` lies within the staging buffer (sized from `job_bytes`).
-                unsafe { std::ptr::copy_nonoverlapping(column.as_ptr(), mapped.add(at), len) };
-                at += len;
-            }
-            params.push(Params {
-                base: ((at - data.len() * len) / 4) as u32,
+            let base = match place {
+                Some(base) => *base,
+                None => {
+                    let first = at;
+                    for column in data {
+                        // SAFETY: `at + len` lies within the staging buffer (sized from
+                        // `job_bytes`).
+                        unsafe {
+                            std::ptr::copy_nonoverlapping(column.as_ptr(), mapped.add(at), len)
+                        };
+                        at += len;
+                    }
+                    at += len * if pq { 2 } else { 1 };
+                    (first / 4) as u32
+                }
+            };
+            let p = Params {
+                base,
                 words: (len / 4) as u32,
                 data: data.len() as u32,
                 pq: u32::from(pq),
-            });
-            at += len * if pq { 2 } else { 1 };
+            };
+            params.push((p, place.is_none()));
         }
         self.run(&params)?;
-        for (job, p) in jobs.iter_mut().zip(&params) {
+        for (job, (p, staged)) in jobs.iter_mut().zip(&params) {
+            if !staged {
+                self.shared_jobs += 1;
+                continue;
+            }
+            self.staged_jobs += 1;
             let len = p.words as usize * 4;
             let parity_at = (p.base + p.data * p.words) as usize * 4;
             let copy_out = |dst: &mut [u8], offset: usize| {
@@ -496,7 +580,9 @@ impl Gpu {
     }
 
     /// Records one dispatch per job, submits, and waits.
-    fn run(&mut self, params: &[Params]) -> Result<(), VulkanError> {
+    /// `params` pairs each dispatch with whether it runs on the staging buffer (else the shared
+    /// region).
+    fn run(&mut self, params: &[(Params, bool)]) -> Result<(), VulkanError> {
         let d = &self.device;
         let cb = self.command;
         // SAFETY: the command buffer is not pending (every submission is waited for); the
@@ -511,21 +597,30 @@ impl Gpu {
             )
             .map_err(vk_err("vkBeginCommandBuffer"))?;
             d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, self.pipeline);
-            d.cmd_bind_descriptor_sets(
-                cb,
-                vk::PipelineBindPoint::COMPUTE,
-                self.pipeline_layout,
-                0,
-                &[self.descriptor_set],
-                &[],
-            );
-            for p in params {
+            let mut bound = None;
+            for (p, staged) in params {
                 let groups = p.words.div_ceil(WORKGROUP);
                 if groups > self.max_groups {
                     return Err(VulkanError::TooBig {
                         bytes: u64::from(p.words) * 4,
                         max: u64::from(self.max_groups) * u64::from(WORKGROUP) * 4,
                     });
+                }
+                let set = if *staged {
+                    self.descriptor_set
+                } else {
+                    self.shared_set
+                };
+                if bound != Some(set) {
+                    d.cmd_bind_descriptor_sets(
+                        cb,
+                        vk::PipelineBindPoint::COMPUTE,
+                        self.pipeline_layout,
+                        0,
+                        &[set],
+                        &[],
+                    );
+                    bound = Some(set);
                 }
                 d.cmd_push_constants(
                     cb,
@@ -583,6 +678,7 @@ impl Drop for Gpu {
         unsafe {
             let _ = self.device.device_wait_idle();
             self.free_staging();
+            self.free_shared();
             let d = &self.device;
             d.destroy_fence(self.fence, None);
             d.destroy_command_pool(self.command_pool, None);
@@ -595,4 +691,22 @@ impl Drop for Gpu {
             self.instance.destroy_instance(None);
         }
     }
+}
+
+/// The host pointer alignment `physical` imports memory at, if it has
+/// `VK_EXT_external_memory_host`.
+fn host_import_alignment(instance: &ash::Instance, physical: vk::PhysicalDevice) -> Option<u64> {
+    // SAFETY: a device of this instance.
+    let extensions = unsafe { instance.enumerate_device_extension_properties(physical) }.ok()?;
+    let has = extensions
+        .iter()
+        .any(|e| e.extension_name_as_c_str() == Ok(ash::ext::external_memory_host::NAME));
+    if !has {
+        return None;
+    }
+    let mut host = vk::PhysicalDeviceExternalMemoryHostPropertiesEXT::default();
+    let mut props = vk::PhysicalDeviceProperties2::default().push_next(&mut host);
+    // SAFETY: as above; Vulkan 1.1 (the instance's version) has the query.
+    unsafe { instance.get_physical_device_properties2(physical, &mut props) };
+    Some(host.min_imported_host_pointer_alignment)
 }

@@ -6,10 +6,11 @@
 //! [`VulkanEngine::new`] says so and nothing else changes. Any device works, Mesa's lavapipe
 //! (CPU) included, which is how CI runs it.
 //!
-//! This first engine stages: a batch's columns are copied into one host-visible buffer, the
-//! shader runs once per job over it, and P and Q are copied back. Importing the ring's pool
-//! without a copy (`VK_EXT_external_memory_host`) and the other job kinds (read-modify-write,
-//! recovery, which it refuses for now: the caller computes them) come next.
+//! Memory: the helper's pool is imported for the device (`share_memory`, with
+//! `VK_EXT_external_memory_host` where the device has it), and a job whose columns lie in it
+//! back to back is computed in place, without a copy. Any other job is staged: its columns
+//! are copied into a host-visible buffer, and P and Q copied back. The other job kinds
+//! (read-modify-write, recovery) it refuses for now: the caller computes them.
 
 mod gpu;
 
@@ -45,6 +46,14 @@ impl VulkanEngine {
         self.gpu.lock().is_ok_and(|gpu| gpu.is_gpu())
     }
 
+    /// Jobs computed in place in the shared region (no copy), and jobs staged, so far.
+    pub fn jobs_in_place_and_staged(&self) -> (u64, u64) {
+        self.gpu
+            .lock()
+            .map(|gpu| (gpu.shared_jobs, gpu.staged_jobs))
+            .unwrap_or_default()
+    }
+
     /// The device's name, as its driver gives it.
     pub fn device_name(&self) -> String {
         self.gpu
@@ -77,5 +86,22 @@ impl Engine for VulkanEngine {
             engine: ENGINE,
             reason: e.to_string(),
         })
+    }
+
+    /// Imports the region for the device (`VK_EXT_external_memory_host`): jobs whose columns
+    /// lie in it back to back are then computed in place. False, with the reason on stderr,
+    /// where the device cannot: those jobs are staged.
+    #[allow(unsafe_code)]
+    unsafe fn share_memory(&self, region: Option<(*mut u8, usize)>) -> bool {
+        let Ok(mut gpu) = self.gpu.lock() else {
+            return false;
+        };
+        match gpu.share(region) {
+            Ok(shared) => shared,
+            Err(e) => {
+                eprintln!("graid-vulkan: the pool is staged, not shared: {e}");
+                false
+            }
+        }
     }
 }

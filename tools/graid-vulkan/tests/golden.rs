@@ -187,3 +187,80 @@ fn jobs_it_does_not_do_are_refused_before_anything_is_written() {
     drop(jobs);
     assert!(p.iter().all(|&b| b == 0), "P written by a refused batch");
 }
+
+/// A RAID 6 job over one stripe laid out back to back in `s`: `data` columns, P, Q.
+fn stripe_job(s: &mut [u8], data: usize, len: usize) -> Job<'_> {
+    let (d, pq) = s.split_at_mut(data * len);
+    let (p, q) = pq.split_at_mut(len);
+    Job::GenPq {
+        data: d.chunks(len).collect(),
+        p,
+        q,
+    }
+}
+
+#[test]
+fn jobs_in_shared_memory_are_computed_in_place() {
+    use graid_parity::Engine as _;
+    let Some(gpu) = engine() else { return };
+    // A page-aligned "pool" holding two RAID 6 stripes back to back (4 data, P, Q), as the
+    // ring lays them out, and a third job outside it (staged).
+    let (data, len) = (4, 8192);
+    let mut pool = AlignedBuf::zeroed_page_aligned(2 * (data + 2) * len);
+    let base = pool.as_mut_ptr();
+    // SAFETY: `pool` outlives its use here, and is forgotten before it goes.
+    let shared = unsafe { gpu.share_memory(Some((base, pool.len()))) };
+    let required = std::env::var("GRAID_REQUIRE_VULKAN").is_ok_and(|v| v == "1");
+    if !shared {
+        assert!(
+            !required,
+            "the device did not take the pool (VK_EXT_external_memory_host)"
+        );
+        eprintln!("skipping: the device cannot import host memory");
+        return;
+    }
+    let sources = columns(2 * data, len, 99);
+    for (i, source) in sources.iter().enumerate() {
+        let column = (i / data) * (data + 2) + i % data;
+        pool[column * len..(column + 1) * len].copy_from_slice(source);
+    }
+    let outside = columns(3, len, 5);
+    let (mut p3, mut q3) = (AlignedBuf::zeroed(len), AlignedBuf::zeroed(len));
+    let (before_in_place, before_staged) = gpu.jobs_in_place_and_staged();
+    {
+        let (first, second) = pool.split_at_mut((data + 2) * len);
+        let mut jobs = vec![
+            stripe_job(first, data, len),
+            stripe_job(second, data, len),
+            Job::GenPq {
+                data: outside.iter().map(|d| &d[..]).collect(),
+                p: &mut p3[..],
+                q: &mut q3[..],
+            },
+        ];
+        gpu.compute(&mut jobs).expect("compute");
+    }
+    let (in_place, staged) = gpu.jobs_in_place_and_staged();
+    // SAFETY: forgetting needs nothing.
+    unsafe { gpu.share_memory(None) };
+    assert_eq!(
+        in_place - before_in_place,
+        2,
+        "the pool's jobs were not computed in place"
+    );
+    assert_eq!(staged - before_staged, 1, "the outside job was not staged");
+    for s in 0..2 {
+        let (p_ref, q_ref) = generate(&ReferenceEngine, &sources[s * data..(s + 1) * data], true);
+        let at = s * (data + 2) * len;
+        assert!(
+            pool[at + data * len..at + (data + 1) * len] == p_ref[..],
+            "P of stripe {s}"
+        );
+        assert!(
+            pool[at + (data + 1) * len..at + (data + 2) * len] == q_ref[..],
+            "Q of stripe {s}"
+        );
+    }
+    let (p_ref, q_ref) = generate(&ReferenceEngine, &outside, true);
+    assert!(p3[..] == p_ref[..] && q3[..] == q_ref[..], "the staged job");
+}
