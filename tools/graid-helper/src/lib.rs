@@ -15,4 +15,5 @@ pub mod device;
 pub mod engines;
 pub mod exec;
 pub mod loopback;
+pub mod memory_probe;
 pub mod serve;

@@ -22,6 +22,16 @@ enum Command {
     /// real layout and protocol, the helper's loop computes them; prints throughput with and
     /// without the ring, and the ring's cost per job.
     Loopback(LoopbackArgs),
+    /// Which kinds of host memory the engine's device imports as a shared pool (anonymous,
+    /// transparent huge pages, hugetlbfs, memfd, shared anonymous); one line each.
+    MemoryProbe(MemoryProbeArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct MemoryProbeArgs {
+    /// Parity engine (see `run`).
+    #[arg(long, value_enum, default_value_t = EngineChoice::Vulkan)]
+    engine: EngineChoice,
 }
 
 #[derive(clap::Args, Debug)]
@@ -72,10 +82,39 @@ struct RunArgs {
     pool_mib: usize,
 }
 
+/// CPU seconds this process has used, every thread (a CPU Vulkan device's too).
+fn cpu_seconds() -> f64 {
+    // SAFETY: a zeroed rusage is valid; getrusage fills it.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid pointer to a rusage.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+        return 0.0;
+    }
+    let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    seconds(usage.ru_utime) + seconds(usage.ru_stime)
+}
+
 fn main() -> ExitCode {
     match Cli::parse().command {
         Command::Run(args) => run(&args),
         Command::Loopback(args) => loopback(&args),
+        Command::MemoryProbe(args) if args.engine == EngineChoice::Cpu => {
+            println!("the CPU engine imports nothing: it computes in the pool where it is");
+            ExitCode::SUCCESS
+        }
+        Command::MemoryProbe(args) => match engines::build(args.engine, 1) {
+            Ok(engine) => {
+                println!("engine {}", engine.name());
+                for line in graid_helper::memory_probe::run(engine.as_ref()) {
+                    println!("{line}");
+                }
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("graid-helper: {e}");
+                ExitCode::FAILURE
+            }
+        },
     }
 }
 
@@ -155,7 +194,9 @@ fn loopback(args: &LoopbackArgs) -> ExitCode {
     let (jobs, in_flight) = (args.jobs, args.in_flight.max(1));
     let loopback = Loopback::new(shape, in_flight);
     let report = loopback.run(jobs, engine.as_ref(), in_flight, args.verify);
+    let cpu_before = cpu_seconds();
     let direct = loopback.direct(jobs, engine.as_ref(), in_flight);
+    let cpu_direct = cpu_seconds() - cpu_before;
     let gb = (shape.data_bytes() * jobs as u64) as f64 / 1e9;
     let ring_s = report.elapsed.as_secs_f64();
     let direct_s = direct.as_secs_f64();
@@ -183,6 +224,13 @@ fn loopback(args: &LoopbackArgs) -> ExitCode {
         direct_s * 1e6 / jobs as f64,
         (ring_s - direct_s) * 1e6 / jobs as f64,
         direct_s / ring_s
+    );
+    // The ring's run polls on both sides (a stand-in with no kernel to sleep in), so only the
+    // direct run says what the engine costs the CPUs.
+    println!(
+        "direct: {:.2} s of CPU per GB ({:.0}% of one core)",
+        cpu_direct / gb,
+        cpu_direct * 100.0 / direct_s
     );
     if report.failed > 0 || report.refused > 0 {
         eprintln!(

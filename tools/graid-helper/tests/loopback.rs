@@ -327,3 +327,25 @@ fn a_gpu_first_engine_does_every_kind_of_job_and_survives_a_failing_gpu() {
         Err(e) => assert!(!vulkan_required(), "GRAID_REQUIRE_VULKAN=1 but {e}"),
     }
 }
+
+#[test]
+fn the_memory_probe_sees_the_pool_kind_imported_and_the_cpu_importing_nothing() {
+    use graid_helper::engines::{build, EngineChoice};
+    use graid_helper::memory_probe;
+    let lines = memory_probe::run(&ReferenceEngine);
+    assert_eq!(lines.len(), 5);
+    assert!(
+        lines.iter().all(|l| !l.ends_with(": imported")),
+        "{lines:?}"
+    );
+    match build(EngineChoice::Vulkan, 1) {
+        Ok(engine) => {
+            let lines = memory_probe::run(engine.as_ref());
+            assert_eq!(
+                lines[0], "anonymous (the helper's pool): imported",
+                "{lines:?}"
+            );
+        }
+        Err(e) => assert!(!vulkan_required(), "GRAID_REQUIRE_VULKAN=1 but {e}"),
+    }
+}

@@ -30,6 +30,10 @@ pub enum VulkanError {
     },
     #[error("a job of {bytes} bytes does not fit the device's {max}-byte buffer")]
     TooBig { bytes: u64, max: u64 },
+    #[error("the pool is not on the device's {alignment}-byte import alignment")]
+    Misaligned { alignment: u64 },
+    #[error("a pool of {bytes} bytes is more than the device's {max}-byte storage buffer")]
+    PoolTooBig { bytes: u64, max: u64 },
     #[error("the device did not finish a batch in {} s", BATCH_TIMEOUT_NS / 1_000_000_000)]
     Timeout,
 }

@@ -44,8 +44,13 @@ impl Gpu {
             .as_ref()
             .ok_or_else(|| unsupported(vk::Result::ERROR_EXTENSION_NOT_PRESENT))?;
         let aligned = |v: usize| (v as u64).is_multiple_of(import.alignment.max(1));
-        if !aligned(base as usize) || !aligned(len) || len as u64 > self.max_range || len == 0 {
-            return Err(VulkanError::TooBig {
+        if !aligned(base as usize) || !aligned(len) || len == 0 {
+            return Err(VulkanError::Misaligned {
+                alignment: import.alignment,
+            });
+        }
+        if len as u64 > self.max_range {
+            return Err(VulkanError::PoolTooBig {
                 bytes: len as u64,
                 max: self.max_range,
             });
