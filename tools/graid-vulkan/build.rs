@@ -2,10 +2,10 @@
 
 use std::path::PathBuf;
 
-fn main() {
-    let source_path = "shaders/parity.wgsl";
+fn compile(name: &str) {
+    let source_path = format!("shaders/{name}.wgsl");
     println!("cargo::rerun-if-changed={source_path}");
-    let source = std::fs::read_to_string(source_path).expect("read the shader");
+    let source = std::fs::read_to_string(&source_path).expect("read the shader");
     let module = naga::front::wgsl::parse_str(&source)
         .unwrap_or_else(|e| panic!("{source_path}: {}", e.emit_to_string(&source)));
     let info = naga::valid::Validator::new(
@@ -25,6 +25,11 @@ fn main() {
     )
     .expect("SPIR-V out");
     let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-    let out = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR")).join("parity.spv");
+    let out = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR")).join(format!("{name}.spv"));
     std::fs::write(out, bytes).expect("write the SPIR-V");
+}
+
+fn main() {
+    compile("parity");
+    compile("recover");
 }

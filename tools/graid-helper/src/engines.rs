@@ -1,5 +1,5 @@
 //! Which engine computes a batch: `--engine cpu` (SIMD, `graid_parity::CpuEngine`), `vulkan`
-//! (a Vulkan device for the generations, the CPU for every job it does not do, and for its
+//! (a Vulkan device for generations and recoveries, the CPU for every job it does not do, and for its
 //! whole share again if the device fails: no job is lost to a GPU error or hang), and `auto`
 //! (Vulkan on a real GPU, else the CPU: a CPU implementation such as lavapipe is slower than
 //! the SIMD engine).
@@ -36,7 +36,7 @@ pub fn build(choice: EngineChoice, threads: usize) -> Result<Box<dyn Engine>, St
     }
 }
 
-/// A GPU engine (`G`) for the generations, the CPU for the rest and as its fallback.
+/// A GPU engine (`G`) for what it does, the CPU for the rest and as its fallback.
 pub struct GpuFirst<G = VulkanEngine> {
     gpu: G,
     cpu: CpuEngine,
@@ -59,9 +59,9 @@ impl<G: Engine> GpuFirst<G> {
     }
 }
 
-/// Whether the GPU engine does `job`.
+/// Whether the GPU engine does `job` (all but read-modify-write).
 fn for_gpu(job: &Job<'_>) -> bool {
-    matches!(job, Job::Xor { .. } | Job::GenPq { .. })
+    !matches!(job, Job::Update(_))
 }
 
 impl<G: Engine> Engine for GpuFirst<G> {

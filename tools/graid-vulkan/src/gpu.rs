@@ -1,6 +1,7 @@
 //! The Vulkan objects behind the engine: one device and queue, the parity pipeline, and one
 //! host-visible storage buffer the batches are staged in (grown as needed).
 
+mod plan;
 mod shared;
 
 use ash::vk;
@@ -9,6 +10,8 @@ use shared::{HostImport, Shared};
 
 /// The SPIR-V of `shaders/parity.wgsl` (build.rs).
 const PARITY_SPV: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/parity.spv"));
+/// The SPIR-V of `shaders/recover.wgsl`.
+const RECOVER_SPV: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/recover.spv"));
 /// Invocations per workgroup (the shader's `@workgroup_size`).
 const WORKGROUP: u32 = 64;
 /// The staging buffer never grows past this (nor past the device's storage buffer range).
@@ -43,27 +46,17 @@ fn vk_err(what: &'static str) -> impl FnOnce(vk::Result) -> VulkanError {
     move |result| VulkanError::Vk { what, result }
 }
 
-/// The push constants (`Params` in the shader).
-#[repr(C)]
-#[derive(Clone, Copy, Default)]
-struct Params {
-    base: u32,
-    words: u32,
-    data: u32,
-    pq: u32,
+/// The push constants as bytes (native order, as the shader reads them).
+fn constant_bytes(constants: &plan::Constants) -> Vec<u8> {
+    constants.iter().flat_map(|v| v.to_ne_bytes()).collect()
 }
 
-impl Params {
-    fn bytes(&self) -> [u8; 16] {
-        let mut out = [0u8; 16];
-        for (i, v) in [self.base, self.words, self.data, self.pq]
-            .iter()
-            .enumerate()
-        {
-            out[i * 4..i * 4 + 4].copy_from_slice(&v.to_le_bytes());
-        }
-        out
-    }
+/// One dispatch: its shader, constants (with the base), and whether it runs on the staging
+/// buffer (else the shared region).
+struct Dispatch {
+    recover: bool,
+    constants: plan::Constants,
+    staged: bool,
 }
 
 /// The staging buffer, persistently mapped.
@@ -92,10 +85,13 @@ pub(crate) struct Gpu {
     max_range: u64,
     /// Import support, if the device has `VK_EXT_external_memory_host`.
     host_import: Option<HostImport>,
+    /// The generation and the recovery shaders and pipelines.
     shader: vk::ShaderModule,
+    recover_shader: vk::ShaderModule,
     set_layout: vk::DescriptorSetLayout,
     pipeline_layout: vk::PipelineLayout,
     pipeline: vk::Pipeline,
+    recover_pipeline: vk::Pipeline,
     descriptor_pool: vk::DescriptorPool,
     /// The staging buffer's descriptor set, and the shared region's.
     descriptor_set: vk::DescriptorSet,
@@ -169,9 +165,11 @@ impl Gpu {
             max_range: u64::from(props.limits.max_storage_buffer_range),
             host_import: None,
             shader: vk::ShaderModule::null(),
+            recover_shader: vk::ShaderModule::null(),
             set_layout: vk::DescriptorSetLayout::null(),
             pipeline_layout: vk::PipelineLayout::null(),
             pipeline: vk::Pipeline::null(),
+            recover_pipeline: vk::Pipeline::null(),
             descriptor_pool: vk::DescriptorPool::null(),
             descriptor_set: vk::DescriptorSet::null(),
             shared_set: vk::DescriptorSet::null(),
@@ -260,16 +258,9 @@ impl Gpu {
         self.gpu_device
     }
 
-    /// The shader, its one storage buffer binding and push constants, the compute pipeline.
+    /// The shaders, their one storage buffer binding and push constants, the pipelines.
     fn build_pipeline(&mut self) -> Result<(), VulkanError> {
         let d = &self.device;
-        let code = ash::util::read_spv(&mut std::io::Cursor::new(PARITY_SPV))
-            .map_err(|_| vk_err("read the SPIR-V")(vk::Result::ERROR_INVALID_SHADER_NV))?;
-        // SAFETY: valid SPIR-V (naga validated it at build time); destroyed in `drop`.
-        self.shader = unsafe {
-            d.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(&code), None)
-        }
-        .map_err(vk_err("vkCreateShaderModule"))?;
         let binding = vk::DescriptorSetLayoutBinding::default()
             .binding(0)
             .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
@@ -287,7 +278,7 @@ impl Gpu {
         let push = vk::PushConstantRange::default()
             .stage_flags(vk::ShaderStageFlags::COMPUTE)
             .offset(0)
-            .size(std::mem::size_of::<Params>() as u32);
+            .size(std::mem::size_of::<plan::Constants>() as u32);
         let layouts = [self.set_layout];
         // SAFETY: as above.
         self.pipeline_layout = unsafe {
@@ -299,19 +290,9 @@ impl Gpu {
             )
         }
         .map_err(vk_err("vkCreatePipelineLayout"))?;
-        let stage = vk::PipelineShaderStageCreateInfo::default()
-            .stage(vk::ShaderStageFlags::COMPUTE)
-            .module(self.shader)
-            .name(c"main");
-        let info = vk::ComputePipelineCreateInfo::default()
-            .stage(stage)
-            .layout(self.pipeline_layout);
-        // SAFETY: as above.
-        let pipelines = unsafe {
-            d.create_compute_pipelines(vk::PipelineCache::null(), std::slice::from_ref(&info), None)
-        }
-        .map_err(|(_, result)| vk_err("vkCreateComputePipelines")(result))?;
-        self.pipeline = pipelines.first().copied().unwrap_or_default();
+        (self.shader, self.pipeline) = self.build_shader(PARITY_SPV)?;
+        (self.recover_shader, self.recover_pipeline) = self.build_shader(RECOVER_SPV)?;
+        let d = &self.device;
         let size = vk::DescriptorPoolSize::default()
             .ty(vk::DescriptorType::STORAGE_BUFFER)
             .descriptor_count(2);
@@ -338,6 +319,37 @@ impl Gpu {
         self.descriptor_set = sets.first().copied().unwrap_or_default();
         self.shared_set = sets.get(1).copied().unwrap_or_default();
         Ok(())
+    }
+
+    /// A shader module from `spv` and its compute pipeline (on the pipeline layout).
+    fn build_shader(&self, spv: &[u8]) -> Result<(vk::ShaderModule, vk::Pipeline), VulkanError> {
+        let d = &self.device;
+        let code = ash::util::read_spv(&mut std::io::Cursor::new(spv))
+            .map_err(|_| vk_err("read the SPIR-V")(vk::Result::ERROR_INVALID_SHADER_NV))?;
+        // SAFETY: valid SPIR-V (naga validated it at build time); destroyed in `drop`.
+        let module = unsafe {
+            d.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(&code), None)
+        }
+        .map_err(vk_err("vkCreateShaderModule"))?;
+        let stage = vk::PipelineShaderStageCreateInfo::default()
+            .stage(vk::ShaderStageFlags::COMPUTE)
+            .module(module)
+            .name(c"main");
+        let info = vk::ComputePipelineCreateInfo::default()
+            .stage(stage)
+            .layout(self.pipeline_layout);
+        // SAFETY: as above.
+        let pipelines = unsafe {
+            d.create_compute_pipelines(vk::PipelineCache::null(), std::slice::from_ref(&info), None)
+        };
+        match pipelines {
+            Ok(p) => Ok((module, p.first().copied().unwrap_or_default())),
+            Err((_, result)) => {
+                // SAFETY: the module is unused.
+                unsafe { d.destroy_shader_module(module, None) };
+                Err(vk_err("vkCreateComputePipelines")(result))
+            }
+        }
     }
 
     /// The command buffer the batches are recorded in, and the fence they are waited on with.
@@ -478,10 +490,10 @@ impl Gpu {
         }
     }
 
-    /// Computes the generations in `jobs` (all `Xor` or `GenPq`, validated): those whose
-    /// columns lie in the shared region in place, the others staged, as many per submission as
-    /// fit the staging buffer.
-    pub(crate) fn generate(&mut self, jobs: &mut [Job<'_>]) -> Result<(), VulkanError> {
+    /// Computes `jobs` (generations and recoveries, validated): those whose columns lie in the
+    /// shared region in place, the others staged, as many per submission as fit the staging
+    /// buffer.
+    pub(crate) fn compute(&mut self, jobs: &mut [Job<'_>]) -> Result<(), VulkanError> {
         let places: Vec<Option<u32>> = jobs.iter().map(|job| self.shared_base(job)).collect();
         let mut start = 0;
         while start < jobs.len() {
@@ -511,8 +523,9 @@ impl Gpu {
         Ok(())
     }
 
-    /// Runs the shader once per job of `jobs`: in place where `places` gives the job's word
-    /// offset in the shared region, else staged (`bytes` in all) and P and Q copied back.
+    /// Runs a shader once per job of `jobs`: in place where `places` gives the job's word
+    /// offset in the shared region, else staged (`bytes` in all): the columns it reads copied
+    /// in, those it writes copied back.
     fn submit(
         &mut self,
         jobs: &mut [Job<'_>],
@@ -524,69 +537,70 @@ impl Gpu {
         } else {
             std::ptr::null_mut()
         };
-        // Per job: its dispatch, and whether it is staged.
-        let mut params = Vec::with_capacity(jobs.len());
+        let mut dispatches = Vec::with_capacity(jobs.len());
         let mut at = 0usize;
         for (job, place) in jobs.iter().zip(places) {
-            let (data, pq) = match job {
-                Job::Xor { data, .. } => (data, false),
-                Job::GenPq { data, .. } => (data, true),
-                _ => continue,
+            let Some(plan) = plan::plan(job) else {
+                continue;
             };
-            let len = data.first().map_or(0, |d| d.len());
+            let len = plan.columns.first().map_or(0, |c| c.len());
             let base = match place {
                 Some(base) => *base,
                 None => {
                     let first = at;
-                    for column in data {
-                        // SAFETY: `at + len` lies within the staging buffer (sized from
-                        // `job_bytes`).
-                        unsafe {
-                            std::ptr::copy_nonoverlapping(column.as_ptr(), mapped.add(at), len)
-                        };
+                    for (column, written) in plan.columns.iter().zip(&plan.written) {
+                        if !written {
+                            // SAFETY: `at + len` lies within the staging buffer (sized from
+                            // `job_bytes`).
+                            unsafe {
+                                std::ptr::copy_nonoverlapping(column.as_ptr(), mapped.add(at), len)
+                            };
+                        }
                         at += len;
                     }
-                    at += len * if pq { 2 } else { 1 };
                     (first / 4) as u32
                 }
             };
-            let p = Params {
-                base,
-                words: (len / 4) as u32,
-                data: data.len() as u32,
-                pq: u32::from(pq),
-            };
-            params.push((p, place.is_none()));
+            let mut constants = plan.constants;
+            constants[0] = base;
+            dispatches.push(Dispatch {
+                recover: plan.recover,
+                constants,
+                staged: place.is_none(),
+            });
         }
-        self.run(&params)?;
-        for (job, (p, staged)) in jobs.iter_mut().zip(&params) {
-            if !staged {
+        self.run(&dispatches)?;
+        for (job, dispatch) in jobs.iter_mut().zip(&dispatches) {
+            if !dispatch.staged {
                 self.shared_jobs += 1;
                 continue;
             }
             self.staged_jobs += 1;
-            let len = p.words as usize * 4;
-            let parity_at = (p.base + p.data * p.words) as usize * 4;
-            let copy_out = |dst: &mut [u8], offset: usize| {
-                // SAFETY: the job's parity columns, written by the shader, within the buffer.
-                unsafe { std::ptr::copy_nonoverlapping(mapped.add(offset), dst.as_mut_ptr(), len) };
+            let Some(plan) = plan::plan(job) else {
+                continue;
             };
-            match job {
-                Job::Xor { p: pp, .. } => copy_out(pp, parity_at),
-                Job::GenPq { p: pp, q, .. } => {
-                    copy_out(pp, parity_at);
-                    copy_out(q, parity_at + len);
-                }
-                _ => {}
+            let len = dispatch.constants[1] as usize * 4;
+            let base = dispatch.constants[0] as usize * 4;
+            let slots: Vec<usize> = (0..plan.written.len())
+                .filter(|&i| plan.written[i])
+                .collect();
+            drop(plan);
+            for (slot, dst) in slots.into_iter().zip(plan::written_mut(job)) {
+                // SAFETY: the column the shader wrote, within the staging buffer.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        mapped.add(base + slot * len),
+                        dst.as_mut_ptr(),
+                        len,
+                    )
+                };
             }
         }
         Ok(())
     }
 
-    /// Records one dispatch per job, submits, and waits.
-    /// `params` pairs each dispatch with whether it runs on the staging buffer (else the shared
-    /// region).
-    fn run(&mut self, params: &[(Params, bool)]) -> Result<(), VulkanError> {
+    /// Records `dispatches`, submits, and waits.
+    fn run(&mut self, dispatches: &[Dispatch]) -> Result<(), VulkanError> {
         let d = &self.device;
         let cb = self.command;
         // SAFETY: the command buffer is not pending (every submission is waited for); the
@@ -600,17 +614,26 @@ impl Gpu {
                     .flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT),
             )
             .map_err(vk_err("vkBeginCommandBuffer"))?;
-            d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, self.pipeline);
-            let mut bound = None;
-            for (p, staged) in params {
-                let groups = p.words.div_ceil(WORKGROUP);
+            let (mut bound, mut pipeline) = (None, None);
+            for dispatch in dispatches {
+                let words = dispatch.constants[1];
+                let groups = words.div_ceil(WORKGROUP);
                 if groups > self.max_groups {
                     return Err(VulkanError::TooBig {
-                        bytes: u64::from(p.words) * 4,
+                        bytes: u64::from(words) * 4,
                         max: u64::from(self.max_groups) * u64::from(WORKGROUP) * 4,
                     });
                 }
-                let set = if *staged {
+                let wanted = if dispatch.recover {
+                    self.recover_pipeline
+                } else {
+                    self.pipeline
+                };
+                if pipeline != Some(wanted) {
+                    d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, wanted);
+                    pipeline = Some(wanted);
+                }
+                let set = if dispatch.staged {
                     self.descriptor_set
                 } else {
                     self.shared_set
@@ -631,7 +654,7 @@ impl Gpu {
                     self.pipeline_layout,
                     vk::ShaderStageFlags::COMPUTE,
                     0,
-                    &p.bytes(),
+                    &constant_bytes(&dispatch.constants),
                 );
                 d.cmd_dispatch(cb, groups, 1, 1);
             }
@@ -665,14 +688,11 @@ impl Gpu {
     }
 }
 
-/// Bytes a generation job stages: its data columns and its parity.
+/// Bytes a job stages: all its columns.
 fn job_bytes(job: &Job<'_>) -> u64 {
-    let (columns, len) = match job {
-        Job::Xor { data, p } => (data.len() + 1, p.len()),
-        Job::GenPq { data, p, .. } => (data.len() + 2, p.len()),
-        _ => (0, 0),
-    };
-    (columns * len) as u64
+    plan::plan(job).map_or(0, |p| {
+        (p.columns.len() * p.columns.first().map_or(0, |c| c.len())) as u64
+    })
 }
 
 impl Drop for Gpu {
@@ -688,9 +708,11 @@ impl Drop for Gpu {
             d.destroy_command_pool(self.command_pool, None);
             d.destroy_descriptor_pool(self.descriptor_pool, None);
             d.destroy_pipeline(self.pipeline, None);
+            d.destroy_pipeline(self.recover_pipeline, None);
             d.destroy_pipeline_layout(self.pipeline_layout, None);
             d.destroy_descriptor_set_layout(self.set_layout, None);
             d.destroy_shader_module(self.shader, None);
+            d.destroy_shader_module(self.recover_shader, None);
             d.destroy_device(None);
             self.instance.destroy_instance(None);
         }

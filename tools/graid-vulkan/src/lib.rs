@@ -1,5 +1,6 @@
-//! graid's Vulkan parity engine: md's P (RAID 5) and P+Q (RAID 6) computed by a compute shader
-//! (`shaders/parity.wgsl`, compiled to SPIR-V by naga at build time), behind
+//! graid's Vulkan parity engine: md's P (RAID 5) and P+Q (RAID 6), and the recovery of one or
+//! two lost columns of any role, computed by compute shaders (`shaders/parity.wgsl`,
+//! `shaders/recover.wgsl`, compiled to SPIR-V by naga at build time), behind
 //! `graid_parity::Engine`.
 //!
 //! The Vulkan loader is opened at run time: without one, or without a device that computes,
@@ -9,8 +10,8 @@
 //! Memory: the helper's pool is imported for the device (`share_memory`, with
 //! `VK_EXT_external_memory_host` where the device has it), and a job whose columns lie in it
 //! back to back is computed in place, without a copy. Any other job is staged: its columns
-//! are copied into a host-visible buffer, and P and Q copied back. The other job kinds
-//! (read-modify-write, recovery) it refuses for now: the caller computes them.
+//! are copied into a host-visible buffer, and what the shader wrote copied back.
+//! Read-modify-write it refuses for now: the caller computes it.
 
 mod gpu;
 
@@ -71,7 +72,7 @@ impl Engine for VulkanEngine {
     fn compute(&self, jobs: &mut [Job<'_>]) -> Result<(), ParityError> {
         for (index, job) in jobs.iter().enumerate() {
             job.validate(index)?;
-            if !matches!(job, Job::Xor { .. } | Job::GenPq { .. }) {
+            if matches!(job, Job::Update(_)) {
                 return Err(ParityError::JobUnsupported {
                     job: index,
                     engine: ENGINE,
@@ -82,7 +83,7 @@ impl Engine for VulkanEngine {
             engine: ENGINE,
             reason: "an earlier batch panicked".into(),
         })?;
-        gpu.generate(jobs).map_err(|e| ParityError::Backend {
+        gpu.compute(jobs).map_err(|e| ParityError::Backend {
             engine: ENGINE,
             reason: e.to_string(),
         })

@@ -20,16 +20,6 @@ pub(super) struct Shared {
     len: usize,
 }
 
-/// The columns of a generation job, in the shader's order: data, P, then Q.
-fn job_columns<'a>(job: &'a Job<'_>) -> Option<Vec<&'a [u8]>> {
-    let (data, p, q) = match job {
-        Job::Xor { data, p } => (data, &**p, None),
-        Job::GenPq { data, p, q } => (data, &**p, Some(&**q)),
-        _ => return None,
-    };
-    Some(data.iter().copied().chain([p]).chain(q).collect())
-}
-
 impl Gpu {
     /// Imports `base..base + len` for the device, forgetting the region before; `None` only
     /// forgets. `Ok(false)` with no region; `Err` says why it could not (jobs are then staged).
@@ -140,7 +130,7 @@ impl Gpu {
     /// it, back to back in the shader's order.
     pub(super) fn shared_base(&self, job: &Job<'_>) -> Option<u32> {
         let shared = self.shared.as_ref()?;
-        let columns = job_columns(job)?;
+        let columns = super::plan::plan(job)?.columns;
         let len = columns.first()?.len();
         let first = columns.first()?.as_ptr() as usize;
         let in_order = columns
