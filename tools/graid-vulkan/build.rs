@@ -2,10 +2,14 @@
 
 use std::path::PathBuf;
 
+/// Compiles `shaders/{name}.wgsl`, with `shaders/gf.wgsl` before it (WGSL has no includes).
 fn compile(name: &str) {
     let source_path = format!("shaders/{name}.wgsl");
     println!("cargo::rerun-if-changed={source_path}");
-    let source = std::fs::read_to_string(&source_path).expect("read the shader");
+    println!("cargo::rerun-if-changed=shaders/gf.wgsl");
+    let prelude = std::fs::read_to_string("shaders/gf.wgsl").expect("read gf.wgsl");
+    let body = std::fs::read_to_string(&source_path).expect("read the shader");
+    let source = format!("{prelude}\n{body}");
     let module = naga::front::wgsl::parse_str(&source)
         .unwrap_or_else(|e| panic!("{source_path}: {}", e.emit_to_string(&source)));
     let info = naga::valid::Validator::new(

@@ -3,6 +3,7 @@
 // The job's columns lie back to back in `columns`, `words` u32 each, from word `base`: the
 // data columns in md's syndrome order, then P, then Q. P is their XOR; Q is md's syndrome,
 // sum of g^i * D_i over GF(2^8) with polynomial 0x11d, by Horner's rule from the last column.
+// `gf.wgsl` comes first (build.rs).
 
 struct Params {
     // First word of the job's first column.
@@ -17,12 +18,6 @@ struct Params {
 
 @group(0) @binding(0) var<storage, read_write> columns: array<u32>;
 var<immediate> params: Params;
-
-// Each byte of `x` times g = 2 in GF(2^8) mod 0x11d.
-fn times_two(x: u32) -> u32 {
-    let carries = (x >> 7u) & 0x01010101u;
-    return ((x << 1u) & 0xfefefefeu) ^ (carries * 0x1du);
-}
 
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) id: vec3<u32>) {

@@ -9,6 +9,7 @@
 //   2: data x and P lost: Dx = c0 * (Q + the others' syndrome), c0 = g^-x; P regenerated;
 //   3: data x and y lost: Dx = c0 * Pxy + c1 * Qxy, Dy = Pxy + Dx (md's raid6_2data_recov);
 //   4: only parity lost: regenerated.
+// `gf.wgsl` comes first (build.rs).
 
 struct Recovery {
     base: u32,
@@ -24,29 +25,6 @@ struct Recovery {
 
 @group(0) @binding(0) var<storage, read_write> columns: array<u32>;
 var<immediate> r: Recovery;
-
-fn times_two(x: u32) -> u32 {
-    let carries = (x >> 7u) & 0x01010101u;
-    return ((x << 1u) & 0xfefefefeu) ^ (carries * 0x1du);
-}
-
-// Each byte of `x` times the constant byte `c`, in GF(2^8) mod 0x11d.
-fn times(x: u32, c: u32) -> u32 {
-    var acc = 0u;
-    var v = x;
-    var k = c & 0xffu;
-    loop {
-        if (k == 0u) {
-            break;
-        }
-        if ((k & 1u) != 0u) {
-            acc = acc ^ v;
-        }
-        v = times_two(v);
-        k = k >> 1u;
-    }
-    return acc;
-}
 
 fn at(slot: u32, w: u32) -> u32 {
     return r.base + slot * r.words + w;
