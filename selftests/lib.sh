@@ -209,10 +209,12 @@ md_check_and_stop() {
 helper_field() { json_field "$1" "$(graidctl helper --json)"; }
 fallbacks() { graidctl helper --json | sed -n "s/.*\"$1\": *\([0-9]*\).*/\1/p" | head -n 1; }
 
-# start_helper: graid-helper in the background ($helper), attached within 20 s. Its output
-# goes to a file: the runner's pipe must close when the test ends.
+# start_helper: graid-helper in the background ($helper; engine $HELPER_ENGINE, default auto),
+# attached within 20 s. Its output goes to a file: the runner's pipe must close when the test
+# ends.
 start_helper() {
-	graid-helper run --threads 2 --pool-mib 16 >/dev/null 2>>/tmp/helper.log </dev/null &
+	graid-helper run --engine "${HELPER_ENGINE:-auto}" --threads 2 --pool-mib 16 \
+		>/dev/null 2>>/tmp/helper.log </dev/null &
 	helper=$!
 	wait_helper healthy 20 || { cat /tmp/helper.log; fail "the helper did not attach"; }
 }
@@ -225,4 +227,56 @@ wait_helper() {
 		[ $n -le $(($2 * 10)) ] || return 1
 		usleep 100000
 	done
+}
+
+# small_slices DEV...: a 24 MiB dm-linear slice of each DEV (s0, s1, ...; short rebuilds),
+# blank, listed in $slices; unslice removes them. DM_DISABLE_UDEV=1 must be exported.
+small_slices() {
+	i=0
+	slices=
+	for d in "$@"; do
+		dmsetup --noudevsync create s$i --table "0 49152 linear $d 0" || fail "dmsetup create failed"
+		slices="$slices /dev/mapper/s$i"
+		i=$((i + 1))
+	done
+	wipe_superblocks $slices
+}
+unslice() {
+	for s in $slices; do dmsetup --noudevsync remove "${s#/dev/mapper/}"; done
+}
+
+# wait_rebuilt ARRAY SECONDS: until no member of ARRAY is rebuilding.
+wait_rebuilt() {
+	n=0
+	while graidctl --json detail "$1" | grep -q '"state": *"rebuilding"'; do
+		n=$((n + 1))
+		[ $n -le $(($2 * 5)) ] || fail "the rebuild did not end in $2 s: $(graidctl detail "$1")"
+		usleep 200000
+	done
+}
+
+# fail_remove ARRAY SLICE: fails and removes slice SLICE (s0, ...) of ARRAY, and blanks it;
+# add_back ARRAY SLICE: adds it again, and its rebuild starts.
+fail_remove() {
+	expect_rc 0 graidctl fail "$1" /dev/mapper/$2
+	expect_rc 0 graidctl remove "$1" /dev/mapper/$2
+	wipe_superblocks /dev/mapper/$2
+}
+add_back() {
+	expect_rc 0 graidctl add "$1" /dev/mapper/$2
+	expect_match "rebuilding" "$OUT" "add's report"
+}
+
+# md_agrees LEVEL SIZE READ WHAT MEMBER...: md assembled over MEMBER... as graid lays them out
+# (64 KiB chunks, left-symmetric, data 2 MiB in, SIZE of each) reads back the first READ of
+# fio's 1 MiB sequential writes, and its own check finds every stripe's parity right (the
+# raw parity graid or its helper wrote); then md is stopped and the members blanked.
+md_agrees() {
+	local level=$1 size=$2 read=$3 what=$4
+	shift 4
+	mdadm --create /dev/md0 --run --level=$level --chunk=64K --layout=left-symmetric \
+		--raid-devices=$# --metadata=1.2 --data-offset=2M --size=$size --assume-clean --bitmap=none "$@" \
+		>/tmp/create.out 2>&1 || { cat /tmp/create.out; fail "mdadm --create failed"; }
+	fio_readback /dev/md0 0 "$read" write 1m-1m "md reads other data than graid wrote $what"
+	md_check_and_stop "$what" "$@"
 }

@@ -132,6 +132,34 @@ for ((i = 0; i < disks; i++)); do
 	drives+=(-device "nvme,serial=graid-nvme$i,drive=nvm$i")
 done
 
+# The Vulkan disk: Mesa's lavapipe, the Vulkan loader and their libraries on a small read-only
+# ext4 image (too big for the initramfs), made once per package versions; the guest sees it as
+# /dev/vda (selftests/tests/28-offload-vulkan.sh). None when the host has no lavapipe.
+vulkan_disk() {
+	local libdir=/usr/lib/x86_64-linux-gnu
+	local lvp=$libdir/libvulkan_lvp.so loader=$libdir/libvulkan.so.1
+	[ -f "$lvp" ] && [ -f "$loader" ] || return 0
+	local key img tmp
+	key=$({ dpkg-query -W -f='${Package} ${Version}\n' mesa-vulkan-drivers libvulkan1 2>/dev/null ||
+		sha256sum "$lvp"; } | sha256sum | cut -c1-16)
+	img=$GRAID_CACHE/vulkan-disk/$key.img
+	if ! [ -f "$img" ]; then
+		tmp=$(mktemp -d)
+		mkdir -p "$tmp/lib"
+		cp -L "$loader" "$lvp" "$tmp/lib/"
+		for lib in $(ldd "$lvp" | grep -o '/[^ ]*'); do cp -Ln "$lib" "$tmp/lib/"; done
+		printf '{"file_format_version": "1.0.0", "ICD": {"library_path": "/vulkan/lib/libvulkan_lvp.so", "api_version": "1.3.0"}}\n' \
+			>"$tmp/lvp_icd.json"
+		mkdir -p "$(dirname "$img")"
+		mkfs.ext4 -q -F -L graid-vulkan -d "$tmp" "$img.tmp" "$(($(du -sm "$tmp" | cut -f1) + 32))M"
+		mv "$img.tmp" "$img"
+		rm -rf "$tmp"
+	fi
+	drives+=(-drive "if=none,id=vulkan,file=$img,format=raw,readonly=on"
+		-device "virtio-blk-pci,drive=vulkan")
+}
+vulkan_disk
+
 qemu=(qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp "$cpus" -m "$mem"
 	-nodefaults -no-reboot -display none
 	-kernel "$kdir/arch/x86/boot/bzImage" -initrd "$work/initramfs.cpio.gz"

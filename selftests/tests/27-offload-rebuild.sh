@@ -17,40 +17,13 @@ need_members 6
 modprobe raid456 || fail "cannot load md raid456"
 export DM_DISABLE_UDEV=1
 
-# wait_rebuilt SECONDS: until no member of r6 is rebuilding.
-wait_rebuilt() {
-	n=0
-	while graidctl --json detail r6 | grep -q '"state": *"rebuilding"'; do
-		n=$((n + 1))
-		[ $n -le $(($1 * 5)) ] || fail "the rebuild did not end in $1 s: $(graidctl detail r6)"
-		usleep 200000
-	done
-}
-# fail_remove SLICE: fails and removes SLICE, and blanks it; add_back SLICE: adds it again, and
-# its rebuild starts.
-fail_remove() {
-	expect_rc 0 graidctl fail r6 /dev/mapper/$1
-	expect_rc 0 graidctl remove r6 /dev/mapper/$1
-	wipe_superblocks /dev/mapper/$1
-}
-add_back() {
-	expect_rc 0 graidctl add r6 /dev/mapper/$1
-	expect_match "rebuilding" "$OUT" "add's report"
-}
 # 4 KiB of random bytes at data-area sector $2 of slice $1 (its data area starts 2 MiB in).
 scribble() {
 	dd if=/dev/urandom of=/dev/mapper/$1 bs=4096 count=1 seek=$(((4096 + $2) / 8)) oflag=direct \
 		conv=notrunc 2>/dev/null || fail "cannot write to $1"
 }
 
-set -- $members
-i=0
-for d in "$@"; do
-	dmsetup --noudevsync create s$i --table "0 49152 linear $d 0" || fail "dmsetup create failed"
-	i=$((i + 1))
-done
-slices="/dev/mapper/s0 /dev/mapper/s1 /dev/mapper/s2 /dev/mapper/s3 /dev/mapper/s4 /dev/mapper/s5"
-wipe_superblocks $slices
+small_slices $members
 : >/tmp/helper.log
 trap 'kill -KILL $helper 2>/dev/null; kill -CONT $helper 2>/dev/null' EXIT
 start_helper
@@ -59,19 +32,19 @@ echo "--- two members lost, rebuilt one after the other by the helper"
 expect_rc 0 graidctl create r6 --level 6 --chunk 64K --layout left-symmetric --write-zeroes $slices
 dev=$(array_dev "$OUT")
 fio_verify "$dev" 0 32M write 1m-1m
-fail_remove s1
-fail_remove s4
+fail_remove r6 s1
+fail_remove r6 s4
 fio_verify "$dev" 32M 16M randwrite 4k-256k
 recoveries=$(helper_field recover_jobs)
 background=$(helper_field background_jobs)
-add_back s1
-wait_rebuilt 300
+add_back r6 s1
+wait_rebuilt r6 300
 echo "recover jobs: $recoveries -> $(helper_field recover_jobs)"
 [ "$(helper_field recover_jobs)" -gt "$recoveries" ] || fail "no recovery of the double rebuild went to the helper"
 [ "$(helper_field background_jobs)" -gt "$background" ] || fail "no rebuild job was counted as background"
 recoveries=$(helper_field recover_jobs)
-add_back s4
-wait_rebuilt 300
+add_back r6 s4
+wait_rebuilt r6 300
 [ "$(helper_field recover_jobs)" -gt "$recoveries" ] || fail "no recovery of the single rebuild went to the helper"
 fio_readback "$dev" 0 32M write 1m-1m "data lost across the helper's rebuilds"
 fio_readback "$dev" 32M 16M randwrite 4k-256k "degraded writes lost across the helper's rebuilds"
@@ -91,23 +64,23 @@ expect_rc 0 graidctl check r6 --wait
 expect_match 'check finished: 0 mismatched sectors' "$OUT" "check after the repair"
 
 echo "--- the helper SIGKILLed mid-rebuild: the kernel finishes it"
-fail_remove s2
-add_back s2
+fail_remove r6 s2
+add_back r6 s2
 usleep 500000
 kill -9 $helper
 wait $helper 2>/dev/null
 wait_helper none 10 || fail "the module still shows a killed helper"
-wait_rebuilt 300
+wait_rebuilt r6 300
 fio_readback "$dev" 0 32M write 1m-1m "data lost when the helper was killed mid-rebuild"
 
 echo "--- the helper SIGSTOPped mid-rebuild: its jobs expire, the kernel finishes it"
 start_helper
 expired=$(fallbacks expired)
-fail_remove s3
-add_back s3
+fail_remove r6 s3
+add_back r6 s3
 usleep 500000
 kill -STOP $helper
-wait_rebuilt 300
+wait_rebuilt r6 300
 [ "$(fallbacks expired)" -gt "$expired" ] || fail "no rebuild job of the stopped helper expired"
 kill -CONT $helper
 wait_helper healthy 20 || { cat /tmp/helper.log; fail "the continued helper did not attach again"; }
@@ -128,12 +101,8 @@ expect_match 'in_kernel.expired: [1-9]' "$stats" "debugfs's fallback counters"
 expect_rc 0 graidctl stop r6
 
 echo "--- md over the same slices finds the parity right"
-mdadm --create /dev/md0 --run --level=6 --chunk=64K --layout=left-symmetric --raid-devices=6 \
-	--metadata=1.2 --data-offset=2M --size=20M --assume-clean --bitmap=none $slices \
-	>/tmp/create.out 2>&1 || { cat /tmp/create.out; fail "mdadm --create failed"; }
-fio_readback /dev/md0 0 32M write 1m-1m "md reads other data than graid rebuilt with the helper"
-md_check_and_stop "after the helper's rebuilds" $slices
+md_agrees 6 20M 32M "after the helper's rebuilds" $slices
 kill -TERM $helper
 finishes $helper 20 "the helper after SIGTERM" || fail "the helper did not exit 0 on SIGTERM"
-for i in 0 1 2 3 4 5; do dmsetup --noudevsync remove s$i; done
+unslice
 unload_module
