@@ -87,6 +87,15 @@ const EPOLLRDNORM: u32 = 0x40;
 /// initialisation completes, cleared when it is dropped (after every array is gone).
 static DEVICE: AtomicPtr<HelperDevice> = AtomicPtr::new(ptr::null_mut());
 
+/// The helper device, if registered.
+fn device() -> Option<&'static HelperDevice> {
+    let device = DEVICE.load(Ordering::Acquire);
+    // SAFETY: set only while the device is alive. Its users are arrays (gone before it is
+    // dropped), the control device and the debugfs file (both dropped before it: the module's
+    // fields come first).
+    (!device.is_null()).then(|| unsafe { &*device })
+}
+
 /// A job the kernel computes: if it was one the helper could have taken, its data bytes, so
 /// the caller measures the kernel's cost ([`kernel_measured`]).
 pub(crate) struct KernelJob {
@@ -97,13 +106,7 @@ pub(crate) struct KernelJob {
 /// through `io`'s [`ArrayIo::parity_by_helper`] or [`ArrayIo::parity_by_kernel`], later, exactly
 /// once. `Err`: nothing was sent; the caller computes it (the reason is counted).
 pub(crate) fn offload(io: &ArrayIo, rq: RqRef, job: &ParityJob) -> Result<(), KernelJob> {
-    let device = DEVICE.load(Ordering::Acquire);
-    if device.is_null() {
-        return Err(KernelJob { measure_bytes: None });
-    }
-    // SAFETY: set only while the device is alive; arrays (the callers) are gone before it is
-    // dropped.
-    let device = unsafe { &*device };
+    let device = device().ok_or(KernelJob { measure_bytes: None })?;
     let staging = device.plan(job, Offloadable::Generate)?;
     let owner = Owner::Request { io, rq };
     device.submit(owner, job, &staging).map_err(|reason| device.refused(reason, &staging))
@@ -113,12 +116,7 @@ pub(crate) fn offload(io: &ArrayIo, rq: RqRef, job: &ParityJob) -> Result<(), Ke
 /// in `buffer`; `Err`, the caller computes it. For the rebuild and the scrub, whose worker may
 /// sleep: recoveries go too. The wait is bounded by the job's deadline.
 pub(crate) fn offload_and_wait(buffer: &mut StripeBuffer, job: &ParityJob) -> Result<(), KernelJob> {
-    let device = DEVICE.load(Ordering::Acquire);
-    if device.is_null() {
-        return Err(KernelJob { measure_bytes: None });
-    }
-    // SAFETY: as in `offload`; the worker that calls this belongs to an array.
-    let device = unsafe { &*device };
+    let device = device().ok_or(KernelJob { measure_bytes: None })?;
     let staging = device.plan(job, Offloadable::GenerateAndRecover)?;
     stack_pin_init!(let waiter = Waiter::new(buffer));
     let owner = Owner::Waiter(ptr::from_ref(&*waiter));
@@ -136,10 +134,8 @@ pub(crate) fn offload_and_wait(buffer: &mut StripeBuffer, job: &ParityJob) -> Re
 
 /// The kernel computed `bytes` of data of a job the helper could have taken in `ns`.
 pub(crate) fn kernel_measured(bytes: u64, ns: u64) {
-    let device = DEVICE.load(Ordering::Acquire);
-    if !device.is_null() {
-        // SAFETY: as in `offload`.
-        let cost = &unsafe { &*device }.kernel_cost;
+    if let Some(device) = device() {
+        let cost = &device.kernel_cost;
         // Racing updates lose a sample at worst.
         cost.store(cost_update(cost.load(Ordering::Relaxed), bytes, ns), Ordering::Relaxed);
     }
@@ -147,12 +143,7 @@ pub(crate) fn kernel_measured(bytes: u64, ns: u64) {
 
 /// The helper and the offload counters (`GRAID_IOC_HELPER_STATUS`).
 pub(crate) fn status() -> HelperStatus {
-    let device = DEVICE.load(Ordering::Acquire);
-    if device.is_null() {
-        return HelperStatus::default();
-    }
-    // SAFETY: as in `offload`; the control device is dropped before this one.
-    unsafe { &*device }.status()
+    device().map_or_else(HelperStatus::default, HelperDevice::status)
 }
 
 /// `/sys/kernel/debug/graid/offload`: [`status`] as `name: value` lines (what `graidctl helper
