@@ -13,7 +13,11 @@ mkdir -p /vulkan
 mount -t ext4 -o ro /dev/vda /vulkan || fail "cannot mount the Vulkan disk"
 export LD_LIBRARY_PATH=/vulkan/lib VK_ICD_FILENAMES=/vulkan/lvp_icd.json HELPER_ENGINE=vulkan
 unload_module
-modprobe raid_gpu offload_balance=0 || fail "modprobe raid_gpu offload_balance=0 failed"
+# lavapipe is a CPU emulated by TCG here: a batch can take seconds, and a helper that misses
+# the default 1 s deadlines is detached before the rebuild's jobs reach it (tests 26 and 27
+# test the deadlines; this one the Vulkan engine's results).
+modprobe raid_gpu offload_balance=0 offload_deadline_ms=20000 ||
+	fail "modprobe raid_gpu offload_balance=0 offload_deadline_ms=20000 failed"
 need_members 6
 modprobe raid456 || fail "cannot load md raid456"
 export DM_DISABLE_UDEV=1
