@@ -5,7 +5,7 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 .PHONY: help deps kernel module rust-analyzer tools host-test lint emulated-test vm-test soak test vm-run vm-shell bench-offload \
-	demo bench bench-ring clean
+	demo bench bench-ring ptx clean
 
 CARGO ?= cargo
 CARGO_TOOLS := $(CARGO) --locked
@@ -40,6 +40,7 @@ help:
 	@echo "  bench          graid vs md RAID 0/1/10/5/6 fio benchmark in the VM (not part of test;"
 	@echo "                 BENCH_MEMBERS=nullblk for null_blk members, BENCH_LEVELS='5 6')"
 	@echo "  bench-offload  RAID 5/6 full-stripe writes, parity in the kernel vs graid-helper, in the VM"
+	@echo "  ptx            recompile the CUDA kernels' committed PTX (NVRTC from PyPI; lint checks it)"
 	@echo "  bench-ring     the parity ring's own cost, natively on the host: graid-helper's loopback"
 	@echo "                 (no kernel) against the same jobs computed directly"
 	@echo "  clean          remove build outputs (keeps the kernel cache)"
@@ -68,6 +69,8 @@ lint: deps
 	$(CARGO) fmt $(TOOLS) --all -- --check
 	$(CARGO_TOOLS) clippy $(TOOLS) --workspace --all-targets -- -D warnings
 	build/module.sh clippy
+	@# The CUDA engine's committed PTX is what its source compiles to (NVRTC from PyPI).
+	build/ptx.sh --check
 	@# Every document parses without a warning (Debian's python3-docutils).
 	for f in Documentation/*.rst; do /usr/bin/docutils --halt=warning "$$f" /dev/null || exit 1; done
 
@@ -81,6 +84,9 @@ soak: module tools
 
 # The parity engine's AVX-512 and GFNI levels on a CPU that has them, emulated: this machine
 # has neither. Needs the cached kernel (it boots it).
+ptx:
+	build/ptx.sh
+
 emulated-test: deps
 	build/emulated-parity.sh
 

@@ -36,4 +36,5 @@ fn compile(name: &str) {
 fn main() {
     compile("parity");
     compile("recover");
+    compile("update");
 }

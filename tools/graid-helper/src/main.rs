@@ -2,7 +2,7 @@
 
 use clap::{Parser, Subcommand};
 use graid_helper::device::{self, Attached};
-use graid_helper::engines::{self, EngineChoice};
+use graid_helper::engines::{self, EngineChoice, GpuOptions};
 use graid_helper::loopback::{Loopback, Shape};
 use std::process::ExitCode;
 
@@ -32,6 +32,8 @@ struct MemoryProbeArgs {
     /// Parity engine (see `run`).
     #[arg(long, value_enum, default_value_t = EngineChoice::Vulkan)]
     engine: EngineChoice,
+    #[command(flatten)]
+    gpu: GpuOptions,
 }
 
 #[derive(clap::Args, Debug)]
@@ -63,6 +65,8 @@ struct LoopbackArgs {
     /// Parity engine (see `run`).
     #[arg(long, value_enum, default_value_t = EngineChoice::Cpu)]
     engine: EngineChoice,
+    #[command(flatten)]
+    gpu: GpuOptions,
 }
 
 #[derive(clap::Args, Debug)]
@@ -70,10 +74,13 @@ struct RunArgs {
     /// The module's helper device.
     #[arg(long, default_value = "/dev/graid-helper")]
     device: String,
-    /// Parity engine: `cpu` (SIMD), `vulkan` (a Vulkan device for generations, the CPU for the
-    /// rest and whenever the device fails), `auto` (Vulkan on a real GPU, else the CPU).
+    /// Parity engine: `cpu` (SIMD), `cuda` or `vulkan` (that GPU for generations and
+    /// recoveries, the CPU for the rest and whenever the device fails), `auto` (CUDA, else
+    /// Vulkan on a real GPU, for batches of `--gpu-min-batch-kib` and more; else the CPU).
     #[arg(long, value_enum, default_value_t = EngineChoice::Auto)]
     engine: EngineChoice,
+    #[command(flatten)]
+    gpu: GpuOptions,
     /// Engine worker threads (0: one per CPU).
     #[arg(long, default_value_t = 0)]
     threads: usize,
@@ -102,7 +109,7 @@ fn main() -> ExitCode {
             println!("the CPU engine imports nothing: it computes in the pool where it is");
             ExitCode::SUCCESS
         }
-        Command::MemoryProbe(args) => match engines::build(args.engine, 1) {
+        Command::MemoryProbe(args) => match engines::build(args.engine, 1, &args.gpu) {
             Ok(engine) => {
                 println!("engine {}", engine.name());
                 for line in graid_helper::memory_probe::run(engine.as_ref()) {
@@ -124,7 +131,7 @@ fn run(args: &RunArgs) -> ExitCode {
     } else {
         args.threads
     };
-    let engine = match engines::build(args.engine, threads) {
+    let engine = match engines::build(args.engine, threads, &args.gpu) {
         Ok(engine) => engine,
         Err(e) => {
             eprintln!("graid-helper: {e}");
@@ -178,7 +185,7 @@ fn run(args: &RunArgs) -> ExitCode {
 }
 
 fn loopback(args: &LoopbackArgs) -> ExitCode {
-    let engine = match engines::build(args.engine, args.threads) {
+    let engine = match engines::build(args.engine, args.threads, &args.gpu) {
         Ok(engine) => engine,
         Err(e) => {
             eprintln!("graid-helper: {e}");

@@ -249,7 +249,7 @@ fn vulkan_required() -> bool {
 #[test]
 fn the_vulkan_engine_through_the_whole_ring_protocol() {
     use graid_helper::engines::{build, EngineChoice};
-    let engine = match build(EngineChoice::Vulkan, 2) {
+    let engine = match build(EngineChoice::Vulkan, 2, &Default::default()) {
         Ok(engine) => engine,
         Err(e) => {
             assert!(!vulkan_required(), "GRAID_REQUIRE_VULKAN=1 but {e}");
@@ -322,10 +322,63 @@ fn a_gpu_first_engine_does_every_kind_of_job_and_survives_a_failing_gpu() {
     let failing = GpuFirst::new(Broken, CpuEngine::new().unwrap());
     mixed_batch(&failing);
     assert_eq!(failing.gpu_failures(), 1, "the GPU's failure was not seen");
-    match build(EngineChoice::Vulkan, 1) {
+    match build(EngineChoice::Vulkan, 1, &Default::default()) {
         Ok(engine) => mixed_batch(engine.as_ref()),
         Err(e) => assert!(!vulkan_required(), "GRAID_REQUIRE_VULKAN=1 but {e}"),
     }
+}
+
+/// A stand-in GPU that counts the batches it computes (with the reference engine).
+#[derive(Default)]
+struct Counting(std::sync::atomic::AtomicU64);
+
+impl Engine for Counting {
+    fn name(&self) -> String {
+        "counting".into()
+    }
+    fn compute(&self, jobs: &mut [graid_parity::Job<'_>]) -> Result<(), graid_parity::ParityError> {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        ReferenceEngine.compute(jobs)
+    }
+}
+
+#[test]
+fn batches_smaller_than_the_minimum_stay_on_the_cpu() {
+    use graid_helper::engines::GpuFirst;
+    // The mixed batch has 6 + 6 columns of 4 KiB: 48 KiB.
+    let engine =
+        GpuFirst::new(Counting::default(), CpuEngine::new().unwrap()).min_batch(48 * 1024 + 1);
+    mixed_batch(&engine);
+    assert_eq!(
+        engine.gpu_and_small_batches(),
+        (0, 1),
+        "a small batch went to the GPU"
+    );
+    let engine = GpuFirst::new(Counting::default(), CpuEngine::new().unwrap()).min_batch(48 * 1024);
+    mixed_batch(&engine);
+    assert_eq!(
+        engine.gpu_and_small_batches(),
+        (1, 0),
+        "a large enough batch stayed on the CPU"
+    );
+}
+
+#[test]
+fn the_cuda_engine_is_asked_for_by_name_and_says_why_it_is_missing() {
+    use graid_helper::engines::{build, EngineChoice};
+    match build(EngineChoice::Cuda, 1, &Default::default()) {
+        Ok(engine) => {
+            assert!(engine.name().starts_with("cuda:"), "{}", engine.name());
+            mixed_batch(engine.as_ref());
+        }
+        Err(e) if !graid_cuda::driver_present() => {
+            assert_eq!(e, "no CUDA engine: no CUDA driver (libcuda.so.1 not found)")
+        }
+        Err(e) => eprintln!("a CUDA driver but no engine: {e}"),
+    }
+    // `auto` without CUDA or a real GPU is the CPU, never an error.
+    let engine = build(EngineChoice::Auto, 1, &Default::default()).expect("auto always builds");
+    mixed_batch(engine.as_ref());
 }
 
 #[test]
@@ -338,7 +391,7 @@ fn the_memory_probe_sees_the_pool_kind_imported_and_the_cpu_importing_nothing() 
         lines.iter().all(|l| !l.ends_with(": imported")),
         "{lines:?}"
     );
-    match build(EngineChoice::Vulkan, 1) {
+    match build(EngineChoice::Vulkan, 1, &Default::default()) {
         Ok(engine) => {
             let lines = memory_probe::run(engine.as_ref());
             assert_eq!(

@@ -24,6 +24,9 @@
 
 mod batch;
 mod buffer;
+#[cfg(feature = "conformance")]
+pub mod conformance;
+pub mod device;
 mod dispatch;
 mod engine;
 mod error;

@@ -1,10 +1,10 @@
 //! The Vulkan objects behind the engine: one device and queue, the parity pipeline, and one
 //! host-visible storage buffer the batches are staged in (grown as needed).
 
-mod plan;
 mod shared;
 
 use ash::vk;
+use graid_parity::device as plan;
 use graid_parity::Job;
 use shared::{HostImport, Shared};
 
@@ -12,6 +12,8 @@ use shared::{HostImport, Shared};
 const PARITY_SPV: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/parity.spv"));
 /// The SPIR-V of `shaders/recover.wgsl`.
 const RECOVER_SPV: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/recover.spv"));
+/// The SPIR-V of `shaders/update.wgsl`.
+const UPDATE_SPV: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/update.spv"));
 /// Invocations per workgroup (the shader's `@workgroup_size`).
 const WORKGROUP: u32 = 64;
 /// The staging buffer never grows past this (nor past the device's storage buffer range).
@@ -54,7 +56,7 @@ fn constant_bytes(constants: &plan::Constants) -> Vec<u8> {
 /// One dispatch: its shader, constants (with the base), and whether it runs on the staging
 /// buffer (else the shared region).
 struct Dispatch {
-    recover: bool,
+    kernel: plan::Kernel,
     constants: plan::Constants,
     staged: bool,
 }
@@ -88,10 +90,12 @@ pub(crate) struct Gpu {
     /// The generation and the recovery shaders and pipelines.
     shader: vk::ShaderModule,
     recover_shader: vk::ShaderModule,
+    update_shader: vk::ShaderModule,
     set_layout: vk::DescriptorSetLayout,
     pipeline_layout: vk::PipelineLayout,
     pipeline: vk::Pipeline,
     recover_pipeline: vk::Pipeline,
+    update_pipeline: vk::Pipeline,
     descriptor_pool: vk::DescriptorPool,
     /// The staging buffer's descriptor set, and the shared region's.
     descriptor_set: vk::DescriptorSet,
@@ -166,10 +170,12 @@ impl Gpu {
             host_import: None,
             shader: vk::ShaderModule::null(),
             recover_shader: vk::ShaderModule::null(),
+            update_shader: vk::ShaderModule::null(),
             set_layout: vk::DescriptorSetLayout::null(),
             pipeline_layout: vk::PipelineLayout::null(),
             pipeline: vk::Pipeline::null(),
             recover_pipeline: vk::Pipeline::null(),
+            update_pipeline: vk::Pipeline::null(),
             descriptor_pool: vk::DescriptorPool::null(),
             descriptor_set: vk::DescriptorSet::null(),
             shared_set: vk::DescriptorSet::null(),
@@ -292,6 +298,7 @@ impl Gpu {
         .map_err(vk_err("vkCreatePipelineLayout"))?;
         (self.shader, self.pipeline) = self.build_shader(PARITY_SPV)?;
         (self.recover_shader, self.recover_pipeline) = self.build_shader(RECOVER_SPV)?;
+        (self.update_shader, self.update_pipeline) = self.build_shader(UPDATE_SPV)?;
         let d = &self.device;
         let size = vk::DescriptorPoolSize::default()
             .ty(vk::DescriptorType::STORAGE_BUFFER)
@@ -548,8 +555,8 @@ impl Gpu {
                 Some(base) => *base,
                 None => {
                     let first = at;
-                    for (column, written) in plan.columns.iter().zip(&plan.written) {
-                        if !written {
+                    for (slot, column) in plan.columns.iter().enumerate() {
+                        if plan.reads(slot) {
                             // SAFETY: `at + len` lies within the staging buffer (sized from
                             // `job_bytes`).
                             unsafe {
@@ -564,7 +571,7 @@ impl Gpu {
             let mut constants = plan.constants;
             constants[0] = base;
             dispatches.push(Dispatch {
-                recover: plan.recover,
+                kernel: plan.kernel,
                 constants,
                 staged: place.is_none(),
             });
@@ -624,10 +631,10 @@ impl Gpu {
                         max: u64::from(self.max_groups) * u64::from(WORKGROUP) * 4,
                     });
                 }
-                let wanted = if dispatch.recover {
-                    self.recover_pipeline
-                } else {
-                    self.pipeline
+                let wanted = match dispatch.kernel {
+                    plan::Kernel::Generate => self.pipeline,
+                    plan::Kernel::Recover => self.recover_pipeline,
+                    plan::Kernel::Update => self.update_pipeline,
                 };
                 if pipeline != Some(wanted) {
                     d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, wanted);
@@ -677,10 +684,18 @@ impl Gpu {
             d.queue_submit(self.queue, std::slice::from_ref(&submit), self.fence)
                 .map_err(vk_err("vkQueueSubmit"))?;
             let waited = d.wait_for_fences(&[self.fence], true, BATCH_TIMEOUT_NS);
+            if waited.is_err() {
+                // Drain the device before the caller computes these jobs itself: no late
+                // write of the shader may land in a column (a shared pool slot) afterwards.
+                // A device that never drains holds this thread, and the kernel's deadlines
+                // then take the helper's jobs back.
+                let _ = d.device_wait_idle();
+            }
+            let reset = d
+                .reset_fences(&[self.fence])
+                .map_err(vk_err("vkResetFences"));
             match waited {
-                Ok(()) => d
-                    .reset_fences(&[self.fence])
-                    .map_err(vk_err("vkResetFences")),
+                Ok(()) => reset,
                 Err(vk::Result::TIMEOUT) => Err(VulkanError::Timeout),
                 Err(result) => Err(vk_err("vkWaitForFences")(result)),
             }
@@ -709,10 +724,12 @@ impl Drop for Gpu {
             d.destroy_descriptor_pool(self.descriptor_pool, None);
             d.destroy_pipeline(self.pipeline, None);
             d.destroy_pipeline(self.recover_pipeline, None);
+            d.destroy_pipeline(self.update_pipeline, None);
             d.destroy_pipeline_layout(self.pipeline_layout, None);
             d.destroy_descriptor_set_layout(self.set_layout, None);
             d.destroy_shader_module(self.shader, None);
             d.destroy_shader_module(self.recover_shader, None);
+            d.destroy_shader_module(self.update_shader, None);
             d.destroy_device(None);
             self.instance.destroy_instance(None);
         }

@@ -1,6 +1,7 @@
-//! graid's Vulkan parity engine: md's P (RAID 5) and P+Q (RAID 6), and the recovery of one or
-//! two lost columns of any role, computed by compute shaders (`shaders/parity.wgsl`,
-//! `shaders/recover.wgsl`, compiled to SPIR-V by naga at build time), behind
+//! graid's Vulkan parity engine: md's P (RAID 5) and P+Q (RAID 6), read-modify-write updates,
+//! and the recovery of one or two lost columns of any role, computed by compute shaders
+//! (`shaders/parity.wgsl`, `update.wgsl`, `recover.wgsl`, compiled to SPIR-V by naga at build
+//! time), behind
 //! `graid_parity::Engine`.
 //!
 //! The Vulkan loader is opened at run time: without one, or without a device that computes,
@@ -11,7 +12,6 @@
 //! `VK_EXT_external_memory_host` where the device has it), and a job whose columns lie in it
 //! back to back is computed in place, without a copy. Any other job is staged: its columns
 //! are copied into a host-visible buffer, and what the shader wrote copied back.
-//! Read-modify-write it refuses for now: the caller computes it.
 
 mod gpu;
 
@@ -70,15 +70,7 @@ impl Engine for VulkanEngine {
     }
 
     fn compute(&self, jobs: &mut [Job<'_>]) -> Result<(), ParityError> {
-        for (index, job) in jobs.iter().enumerate() {
-            job.validate(index)?;
-            if matches!(job, Job::Update(_)) {
-                return Err(ParityError::JobUnsupported {
-                    job: index,
-                    engine: ENGINE,
-                });
-            }
-        }
+        graid_parity::device::check(jobs, ENGINE)?;
         let mut gpu = self.gpu.lock().map_err(|_| ParityError::Backend {
             engine: ENGINE,
             reason: "an earlier batch panicked".into(),

@@ -130,7 +130,7 @@ impl Gpu {
     /// it, back to back in the shader's order.
     pub(super) fn shared_base(&self, job: &Job<'_>) -> Option<u32> {
         let shared = self.shared.as_ref()?;
-        let columns = super::plan::plan(job)?.columns;
+        let columns = graid_parity::device::plan(job)?.columns;
         let len = columns.first()?.len();
         let first = columns.first()?.as_ptr() as usize;
         let in_order = columns
