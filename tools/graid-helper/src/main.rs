@@ -74,9 +74,9 @@ struct RunArgs {
     /// The module's helper device.
     #[arg(long, default_value = "/dev/graid-helper")]
     device: String,
-    /// Parity engine: `cpu` (SIMD), `cuda` or `vulkan` (that GPU for generations and
-    /// recoveries, the CPU for the rest and whenever the device fails), `auto` (CUDA, else
-    /// Vulkan on a real GPU, for batches of `--gpu-min-batch-kib` and more; else the CPU).
+    /// Parity engine: `cpu` (SIMD), `cuda` or `vulkan` (that GPU for every job, the CPU
+    /// whenever the device fails), `auto` (CUDA, else Vulkan on a real GPU, for batches of
+    /// `--gpu-min-batch-kib` and more; else the CPU).
     #[arg(long, value_enum, default_value_t = EngineChoice::Auto)]
     engine: EngineChoice,
     #[command(flatten)]
