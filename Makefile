@@ -78,7 +78,8 @@ vm-test: module tools
 	selftests/run.sh
 
 # The VM suite with its long sweeps in full (16-fault-injection's CREATE sweep of a RAID 10 as
-# well as a RAID 6), beyond what `make test` runs.
+# well as a RAID 6, every allocation of each sweep) and the cases `make test` leaves out as
+# repeats of a harder one (13, 16, 18), beyond what `make test` runs.
 soak: module tools
 	GRAID_SOAK=1 VM_TIMEOUT=3600 selftests/run.sh
 
