@@ -160,6 +160,34 @@ fn gpu_bytes(job: &Job<'_>) -> Option<usize> {
     Some(plan.columns.len() * plan.columns.first().map_or(0, |c| c.len()))
 }
 
+/// A copy of the parity (P, then Q if any) of each read-modify-write among `jobs`, in order.
+fn updated_parity(jobs: &[Job<'_>]) -> Vec<Vec<u8>> {
+    jobs.iter()
+        .filter_map(|job| match job {
+            Job::Update(u) => Some([Some(&*u.p), u.q.as_deref()]),
+            _ => None,
+        })
+        .flatten()
+        .flatten()
+        .map(<[u8]>::to_vec)
+        .collect()
+}
+
+/// Puts back the parity `updated_parity` kept of the same `jobs`.
+fn restore_parity(jobs: &mut [Job<'_>], kept: &[Vec<u8>]) {
+    let columns = jobs
+        .iter_mut()
+        .filter_map(|job| match job {
+            Job::Update(u) => Some([Some(&mut *u.p), u.q.as_deref_mut()]),
+            _ => None,
+        })
+        .flatten()
+        .flatten();
+    for (column, before) in columns.zip(kept) {
+        column.copy_from_slice(before);
+    }
+}
+
 impl<G: Engine> Engine for GpuFirst<G> {
     fn name(&self) -> String {
         format!("{}+{}", self.gpu.name(), self.cpu.name())
@@ -181,16 +209,21 @@ impl<G: Engine> Engine for GpuFirst<G> {
             self.small_batches.fetch_add(1, Ordering::Relaxed);
             self.cpu.compute(gpu_jobs)?;
         } else if !gpu_jobs.is_empty() {
+            // A read-modify-write updates its parity in place: a device that fails part way
+            // may have written some of it, and the CPU redoing the job on that would apply
+            // the change twice. So the parity it started from is kept to put back.
+            let parity_before = updated_parity(gpu_jobs);
             match self.gpu.compute(gpu_jobs) {
                 Ok(()) => {
                     self.gpu_batches.fetch_add(1, Ordering::Relaxed);
                 }
                 Err(e) => {
                     // The device is done with the columns (the engines drain it before they
-                    // fail): the CPU does them all.
+                    // fail): the CPU does them all, from the parity they started with.
                     if self.gpu_failures.fetch_add(1, Ordering::Relaxed) == 0 {
                         eprintln!("graid-helper: {e}; the CPU computes the GPU's jobs");
                     }
+                    restore_parity(gpu_jobs, &parity_before);
                     self.cpu.compute(gpu_jobs)?;
                 }
             }

@@ -381,6 +381,68 @@ fn the_cuda_engine_is_asked_for_by_name_and_says_why_it_is_missing() {
     mixed_batch(engine.as_ref());
 }
 
+/// A GPU that computes the whole batch, then reports a failure: a device that fails after
+/// writing its results, or part of them.
+struct FailsAfterWriting;
+
+impl Engine for FailsAfterWriting {
+    fn name(&self) -> String {
+        "fails-after-writing".into()
+    }
+    fn compute(&self, jobs: &mut [graid_parity::Job<'_>]) -> Result<(), graid_parity::ParityError> {
+        ReferenceEngine.compute(jobs)?;
+        Err(graid_parity::ParityError::Backend {
+            engine: "fails-after-writing",
+            reason: "lost after the writes".into(),
+        })
+    }
+}
+
+#[test]
+fn a_gpu_failing_after_an_in_place_update_does_not_get_it_applied_twice() {
+    use graid_helper::engines::GpuFirst;
+    use graid_parity::{Change, Job, Update};
+    let len = 4096;
+    let column = |seed: u8| {
+        AlignedBuf::from_slice(
+            &(0..len)
+                .map(|i| (i as u8).wrapping_mul(seed) ^ seed)
+                .collect::<Vec<_>>(),
+        )
+    };
+    let old: Vec<AlignedBuf> = (1..=4).map(column).collect();
+    let new = column(99);
+    let parity_of = |data: &[&AlignedBuf]| {
+        let (mut p, mut q) = (AlignedBuf::zeroed(len), AlignedBuf::zeroed(len));
+        let mut job = [Job::GenPq {
+            data: data.iter().map(|d| &d[..]).collect(),
+            p: &mut p[..],
+            q: &mut q[..],
+        }];
+        ReferenceEngine.compute(&mut job).unwrap();
+        drop(job);
+        (p, q)
+    };
+    let (mut p, mut q) = parity_of(&old.iter().collect::<Vec<_>>());
+    let engine = GpuFirst::new(FailsAfterWriting, CpuEngine::new().unwrap());
+    let mut jobs = [Job::Update(Update {
+        data_chunks: 4,
+        changes: vec![Change {
+            index: 2,
+            old: &old[2][..],
+            new: &new[..],
+        }],
+        p: &mut p[..],
+        q: Some(&mut q[..]),
+    })];
+    engine.compute(&mut jobs).expect("the CPU takes over");
+    drop(jobs);
+    assert_eq!(engine.gpu_failures(), 1);
+    let (p_ref, q_ref) = parity_of(&[&old[0], &old[1], &new, &old[3]]);
+    assert!(p[..] == p_ref[..], "P updated twice (or not at all)");
+    assert!(q[..] == q_ref[..], "Q updated twice (or not at all)");
+}
+
 #[test]
 fn the_memory_probe_sees_the_pool_kind_imported_and_the_cpu_importing_nothing() {
     use graid_helper::engines::{build, EngineChoice};
