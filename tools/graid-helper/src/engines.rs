@@ -153,13 +153,6 @@ impl<G: Engine> GpuFirst<G> {
     }
 }
 
-/// Bytes of columns of `job` (read and written) if a GPU engine takes it
-/// (`graid_parity::device::plan`).
-fn gpu_bytes(job: &Job<'_>) -> Option<usize> {
-    let plan = device::plan(job)?;
-    Some(plan.columns.len() * plan.columns.first().map_or(0, |c| c.len()))
-}
-
 /// A copy of the parity (P, then Q if any) of each read-modify-write among `jobs`, in order.
 fn updated_parity(jobs: &[Job<'_>]) -> Vec<Vec<u8>> {
     jobs.iter()
@@ -198,13 +191,13 @@ impl<G: Engine> Engine for GpuFirst<G> {
             job.validate(index)?;
         }
         // The GPU's jobs first (the caller reads results, not positions).
-        jobs.sort_by_key(|job| gpu_bytes(job).is_none());
+        jobs.sort_by_key(|job| device::bytes(job).is_none());
         let split = jobs
             .iter()
-            .take_while(|job| gpu_bytes(job).is_some())
+            .take_while(|job| device::bytes(job).is_some())
             .count();
         let (gpu_jobs, cpu_jobs) = jobs.split_at_mut(split);
-        let bytes: usize = gpu_jobs.iter().filter_map(gpu_bytes).sum();
+        let bytes: usize = gpu_jobs.iter().filter_map(device::bytes).sum();
         if !gpu_jobs.is_empty() && bytes < self.min_batch {
             self.small_batches.fetch_add(1, Ordering::Relaxed);
             self.cpu.compute(gpu_jobs)?;

@@ -60,6 +60,26 @@ fn chunk<'a>(c: &'a Chunk<'_>) -> (&'a [u8], bool) {
     }
 }
 
+/// Bytes of columns the kernel of `job` reads or writes (its plan's columns times their
+/// length), without building the plan; `None` where [`plan`] is `None`. For routing and
+/// staging decisions on the hot path.
+pub fn bytes(job: &Job<'_>) -> Option<usize> {
+    let (columns, len) = match job {
+        Job::Xor { data, p } => (data.len() + 1, p.len()),
+        Job::GenPq { data, p, .. } => (data.len() + 2, p.len()),
+        Job::Recover(r) => (
+            r.data.len() + 1 + usize::from(r.q.is_some()),
+            chunk(&r.p).0.len(),
+        ),
+        Job::Update(u) if u.changes.len() > MAX_UPDATE_CHANGES => return None,
+        Job::Update(u) => (
+            2 * u.changes.len() + 1 + usize::from(u.q.is_some()),
+            u.p.len(),
+        ),
+    };
+    Some(columns * len)
+}
+
 /// Validates every job of a batch for a GPU engine named `engine`: each must be valid and
 /// of a shape the kernels take, else the batch is refused before anything is written.
 pub fn check(jobs: &[Job<'_>], engine: &'static str) -> Result<(), ParityError> {
@@ -210,5 +230,59 @@ pub fn written_mut<'a>(job: &'a mut Job<'_>) -> Vec<&'a mut [u8]> {
             })
             .collect(),
         Job::Update(u) => [&mut *u.p].into_iter().chain(u.q.as_deref_mut()).collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Change, Recover};
+
+    #[test]
+    fn bytes_are_the_plans_columns_times_their_length() {
+        let d = [[1u8; 64]; 4];
+        let (mut p, mut q) = ([0u8; 64], [0u8; 64]);
+        let (mut lost, old) = ([0u8; 64], [2u8; 64]);
+        let data = || d.iter().map(|c| &c[..]).collect::<Vec<_>>();
+        let check = |job: &Job<'_>| {
+            let plan = plan(job).unwrap();
+            assert_eq!(bytes(job), Some(plan.columns.len() * plan.columns[0].len()));
+        };
+        check(&Job::Xor {
+            data: data(),
+            p: &mut p[..],
+        });
+        check(&Job::GenPq {
+            data: data(),
+            p: &mut p[..],
+            q: &mut q[..],
+        });
+        check(&Job::Recover(Recover {
+            data: vec![
+                Chunk::Intact(&d[0]),
+                Chunk::Lost(&mut lost[..]),
+                Chunk::Intact(&d[2]),
+            ],
+            p: Chunk::Intact(&d[3]),
+            q: Some(Chunk::Intact(&old)),
+        }));
+        let (mut p2, mut q2) = ([0u8; 64], [0u8; 64]);
+        check(&Job::Update(Update {
+            data_chunks: 4,
+            changes: vec![
+                Change {
+                    index: 1,
+                    old: &old,
+                    new: &d[1],
+                },
+                Change {
+                    index: 3,
+                    old: &old,
+                    new: &d[3],
+                },
+            ],
+            p: &mut p2[..],
+            q: Some(&mut q2[..]),
+        }));
     }
 }

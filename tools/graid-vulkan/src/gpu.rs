@@ -705,9 +705,7 @@ impl Gpu {
 
 /// Bytes a job stages: all its columns.
 fn job_bytes(job: &Job<'_>) -> u64 {
-    plan::plan(job).map_or(0, |p| {
-        (p.columns.len() * p.columns.first().map_or(0, |c| c.len())) as u64
-    })
+    plan::bytes(job).unwrap_or(0) as u64
 }
 
 impl Drop for Gpu {
