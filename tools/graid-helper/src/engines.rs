@@ -4,18 +4,21 @@
 //!   it does not take, and for its whole share again if the device fails or times out, so no
 //!   job is lost to a GPU error or hang;
 //! - `auto`: CUDA if there is an NVIDIA GPU, else Vulkan on a real GPU, else the CPU (a CPU
-//!   Vulkan such as lavapipe is slower than SIMD). Batches too small to pay for the trip to
-//!   the device (`--gpu-min-batch-kib`) stay on the CPU: small writes keep their latency,
-//!   bulk writes, rebuilds and scrubs go to the GPU.
+//!   Vulkan such as lavapipe is slower than SIMD). Each batch is routed by size and load
+//!   (`route`): batches too small to pay for the trip to the device (`--gpu-min-batch-kib`)
+//!   stay on the CPU, so small writes keep their latency; bulk writes, rebuilds and scrubs go
+//!   to the GPU, unless a co-running job has made it slower than the CPU.
 //!
 //! What the CUDA engine may take of the GPU (streams, memory, time) is bounded by the
 //! `--gpu-*` options, so a co-running AI job keeps its GPU.
 
+use crate::route::{Route, Router};
 use graid_cuda::{CudaEngine, Limits};
 use graid_parity::{device, CpuEngine, Engine, Job, ParityError};
 use graid_vulkan::VulkanEngine;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 /// The engine a user asked for.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,7 +46,8 @@ pub struct GpuOptions {
     /// GPU no longer used.
     #[arg(long, default_value_t = 10_000)]
     pub gpu_timeout_ms: u64,
-    /// With `--engine auto`: a batch of fewer KiB of columns than this is computed by the CPU.
+    /// With `--engine auto`: a batch of fewer KiB of columns than this is computed by the CPU
+    /// (larger ones too while the GPU is slower than the CPU).
     #[arg(long, default_value_t = 1024)]
     pub gpu_min_batch_kib: usize,
 }
@@ -96,11 +100,11 @@ pub fn build(
         },
         EngineChoice::Auto => {
             if let Ok(engine) = CudaEngine::new(gpu.limits()) {
-                return Ok(Box::new(GpuFirst::new(engine, cpu).min_batch(min_batch)));
+                return Ok(Box::new(GpuFirst::new(engine, cpu).auto(min_batch)));
             }
             match VulkanEngine::new() {
                 Ok(engine) if engine.is_gpu() => {
-                    Ok(Box::new(GpuFirst::new(engine, cpu).min_batch(min_batch)))
+                    Ok(Box::new(GpuFirst::new(engine, cpu).auto(min_batch)))
                 }
                 _ => Ok(Box::new(cpu)),
             }
@@ -112,13 +116,23 @@ pub fn build(
 pub struct GpuFirst<G> {
     gpu: G,
     cpu: CpuEngine,
-    /// Bytes of columns a batch's GPU share needs to go to the GPU.
-    min_batch: usize,
+    /// Where each batch's GPU share goes.
+    router: Mutex<Router>,
     /// Batches the GPU failed, which the CPU computed instead.
     gpu_failures: AtomicU64,
-    /// Batches (shares of them) the GPU computed, and those the CPU did by the size policy.
-    gpu_batches: AtomicU64,
-    small_batches: AtomicU64,
+    /// Batches (shares of them) by where they went.
+    counts: Mutex<RouteCounts>,
+}
+
+/// How many batches' GPU shares went each way.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RouteCounts {
+    /// To the GPU, probes of a loaded GPU included.
+    pub gpu: u64,
+    /// To the CPU as smaller than the floor.
+    pub small: u64,
+    /// To the CPU while the GPU was the slower side, probes of the CPU included.
+    pub loaded: u64,
 }
 
 impl<G: Engine> GpuFirst<G> {
@@ -126,16 +140,24 @@ impl<G: Engine> GpuFirst<G> {
         Self {
             gpu,
             cpu,
-            min_batch: 0,
+            router: Mutex::new(Router::new(0, false)),
             gpu_failures: AtomicU64::new(0),
-            gpu_batches: AtomicU64::new(0),
-            small_batches: AtomicU64::new(0),
+            counts: Mutex::default(),
         }
     }
 
     /// Sends a batch to the GPU only if its GPU share has `bytes` of columns at least.
-    pub fn min_batch(mut self, bytes: usize) -> Self {
-        self.min_batch = bytes;
+    pub fn min_batch(self, bytes: usize) -> Self {
+        self.router(Router::new(bytes, false))
+    }
+
+    /// `--engine auto`: by size (`min_bytes`) and by load.
+    pub fn auto(self, min_bytes: usize) -> Self {
+        self.router(Router::new(min_bytes, true))
+    }
+
+    fn router(mut self, router: Router) -> Self {
+        self.router = Mutex::new(router);
         self
     }
 
@@ -144,13 +166,35 @@ impl<G: Engine> GpuFirst<G> {
         self.gpu_failures.load(Ordering::Relaxed)
     }
 
-    /// Batches the GPU computed, and batches left to the CPU as too small.
-    pub fn gpu_and_small_batches(&self) -> (u64, u64) {
-        (
-            self.gpu_batches.load(Ordering::Relaxed),
-            self.small_batches.load(Ordering::Relaxed),
-        )
+    /// Where the batches went.
+    pub fn route_counts(&self) -> RouteCounts {
+        *lock(&self.counts)
     }
+
+    fn count(&self, route: Route) {
+        let mut counts = lock(&self.counts);
+        match route {
+            Route::Gpu | Route::GpuProbe => counts.gpu += 1,
+            Route::Small => counts.small += 1,
+            Route::Loaded | Route::CpuProbe => counts.loaded += 1,
+        }
+    }
+
+    /// The GPU's share of a batch on the CPU, timed for the router if it was routed there by
+    /// load (a redo after a GPU failure is not).
+    fn on_cpu(&self, route: Route, jobs: &mut [Job<'_>], bytes: usize) -> Result<(), ParityError> {
+        let start = Instant::now();
+        self.cpu.compute(jobs)?;
+        lock(&self.router).took(route, bytes, start.elapsed());
+        Ok(())
+    }
+}
+
+/// The guarded value, also after a panic elsewhere (counters and rates stay usable).
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// A copy of the parity (P, then Q if any) of each read-modify-write among `jobs`, in order.
@@ -198,17 +242,21 @@ impl<G: Engine> Engine for GpuFirst<G> {
             .count();
         let (gpu_jobs, cpu_jobs) = jobs.split_at_mut(split);
         let bytes: usize = gpu_jobs.iter().filter_map(device::bytes).sum();
-        if !gpu_jobs.is_empty() && bytes < self.min_batch {
-            self.small_batches.fetch_add(1, Ordering::Relaxed);
-            self.cpu.compute(gpu_jobs)?;
+        let route = lock(&self.router).route(bytes, Instant::now());
+        if !gpu_jobs.is_empty() {
+            self.count(route);
+        }
+        if !gpu_jobs.is_empty() && !matches!(route, Route::Gpu | Route::GpuProbe) {
+            self.on_cpu(route, gpu_jobs, bytes)?;
         } else if !gpu_jobs.is_empty() {
             // A read-modify-write updates its parity in place: a device that fails part way
             // may have written some of it, and the CPU redoing the job on that would apply
             // the change twice. So the parity it started from is kept to put back.
             let parity_before = updated_parity(gpu_jobs);
+            let start = Instant::now();
             match self.gpu.compute(gpu_jobs) {
                 Ok(()) => {
-                    self.gpu_batches.fetch_add(1, Ordering::Relaxed);
+                    lock(&self.router).took(route, bytes, start.elapsed());
                 }
                 Err(e) => {
                     // The device is done with the columns (the engines drain it before they

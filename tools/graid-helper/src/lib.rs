@@ -16,4 +16,5 @@ pub mod engines;
 pub mod exec;
 pub mod loopback;
 pub mod memory_probe;
+pub mod route;
 pub mod serve;

@@ -349,18 +349,53 @@ fn batches_smaller_than_the_minimum_stay_on_the_cpu() {
     let engine =
         GpuFirst::new(Counting::default(), CpuEngine::new().unwrap()).min_batch(48 * 1024 + 1);
     mixed_batch(&engine);
+    let counts = engine.route_counts();
     assert_eq!(
-        engine.gpu_and_small_batches(),
+        (counts.gpu, counts.small),
         (0, 1),
         "a small batch went to the GPU"
     );
     let engine = GpuFirst::new(Counting::default(), CpuEngine::new().unwrap()).min_batch(48 * 1024);
     mixed_batch(&engine);
+    let counts = engine.route_counts();
     assert_eq!(
-        engine.gpu_and_small_batches(),
+        (counts.gpu, counts.small),
         (1, 0),
         "a large enough batch stayed on the CPU"
     );
+}
+
+/// A GPU that a co-running job keeps busy: every batch takes 30 ms.
+struct Busy;
+
+impl Engine for Busy {
+    fn name(&self) -> String {
+        "busy".into()
+    }
+    fn compute(&self, jobs: &mut [graid_parity::Job<'_>]) -> Result<(), graid_parity::ParityError> {
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        ReferenceEngine.compute(jobs)
+    }
+}
+
+#[test]
+fn auto_moves_batches_off_a_gpu_slower_than_the_cpu() {
+    use graid_helper::engines::GpuFirst;
+    let engine = GpuFirst::new(Busy, CpuEngine::new().unwrap()).auto(0);
+    for _ in 0..20 {
+        mixed_batch(&engine);
+    }
+    // The first batch measures the GPU, the second the CPU; the rest stay on the CPU until
+    // the GPU's next probe, a second later.
+    let counts = engine.route_counts();
+    assert!(counts.gpu <= 2, "a loaded GPU kept its batches: {counts:?}");
+    assert_eq!(counts.gpu + counts.loaded, 20, "{counts:?}");
+    // `--engine vulkan`/`cuda` use the GPU whatever its load.
+    let forced = GpuFirst::new(Busy, CpuEngine::new().unwrap());
+    for _ in 0..3 {
+        mixed_batch(&forced);
+    }
+    assert_eq!(forced.route_counts().gpu, 3);
 }
 
 #[test]
