@@ -4,7 +4,7 @@
 # Rust-enabled kernel build tree: make module KDIR=/path/to/linux-build
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
-.PHONY: help deps kernel module rust-analyzer tools host-test lint emulated-test vm-test soak test vm-run vm-shell bench-offload \
+.PHONY: help deps kernel module rust-analyzer tools host-test lint emulated-test vm-test crash-test soak test vm-run vm-shell bench-offload \
 	demo bench bench-ring ptx clean
 
 CARGO ?= cargo
@@ -34,7 +34,9 @@ help:
 	@echo "  lint           rustfmt and clippy on the tools, clippy on the module, docutils on"
 	@echo "                 Documentation/"
 	@echo "  emulated-test  parity engine tests on an emulated AVX-512/GFNI CPU (Bochs)"
-	@echo "  vm-test        VM selftests only (TESTS='name ...' to pick some)"
+	@echo "  vm-test        VM selftests only (TESTS='name ...' to pick some), then the crash rounds"
+	@echo "  crash-test     the crash rounds only: arrays written to while the VM is killed,"
+	@echo "                 resynced and verified on the next boot (CRASH_ROUNDS=n, 1)"
 	@echo "  vm-run         run SCRIPT=path in the VM (DISKS=n, DISK_SIZE_MB=n)"
 	@echo "  vm-shell       interactive shell in the VM"
 	@echo "  bench          graid vs md RAID 0/1/10/5/6 fio benchmark in the VM (not part of test;"
@@ -77,11 +79,16 @@ lint: deps
 vm-test: module tools
 	selftests/run.sh
 
+# The crash rounds alone (selftests/crash.sh; vm-test runs them after the other tests):
+# CRASH_ROUNDS=N machine kills (1).
+crash-test: module tools
+	selftests/crash.sh
+
 # The VM suite with its long sweeps in full (16-fault-injection's CREATE sweep of a RAID 10 as
-# well as a RAID 6, every allocation of each sweep) and the cases `make test` leaves out as
-# repeats of a harder one (13, 16, 18), beyond what `make test` runs.
+# well as a RAID 6, every allocation of each sweep), the cases `make test` leaves out as
+# repeats of a harder one (13, 16, 18), and eight crash rounds instead of two.
 soak: module tools
-	GRAID_SOAK=1 VM_TIMEOUT=3600 selftests/run.sh
+	GRAID_SOAK=1 CRASH_ROUNDS=$${CRASH_ROUNDS:-8} VM_TIMEOUT=3600 selftests/run.sh
 
 # The parity engine's AVX-512 and GFNI levels on a CPU that has them, emulated: this machine
 # has neither. Needs the cached kernel (it boots it).

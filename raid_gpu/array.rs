@@ -3,12 +3,12 @@
 //! One running array: its members, its `/dev/graidN` disk, and how it is created, started,
 //! described and stopped.
 //!
-//! The superblocks say "clean" only when the array was stopped with its copies known to be in
-//! sync. While it runs they say "not clean"; it starts that way (written before the disk
-//! appears) and only a stop writes "clean" again, and only if the copies were in sync: an
-//! array that was not cleanly stopped, or created without its mirrors in sync, stays unclean
-//! through every stop and start until a resync (a later feature) makes it clean. A start that
-//! fails after the first write leaves it "not clean" (safe: at worst a needless resync).
+//! The superblocks say "clean" while no write can be half done (`engine/safe_mode.rs`): a start
+//! writes "clean" before the disk appears, the first write marks the array dirty, a quiet
+//! period or the stop marks it clean again. Whether the copies or parity match is said apart,
+//! by the resync's position (`engine/scrub.rs`): an array assembled after a crash, or created
+//! without its copies in sync, resyncs by itself from the start or from where a clean stop
+//! left its resync.
 
 use crate::engine::admin::{AddError, FailError};
 use crate::engine::array::ArrayState;
@@ -210,6 +210,7 @@ impl Array {
             // The first update writes event 1.
             events: 0,
             clean: false,
+            resync_offset: RECOVERY_COMPLETE,
             level: params.level,
             chunk_sectors: params.chunk_sectors,
             members: nr,
@@ -239,7 +240,8 @@ impl Array {
         for member in members.into_iter() {
             present.push(Some(member), GFP_KERNEL)?;
         }
-        Self::start(index, superblock, geometry, present, KVec::new(), holder, in_sync)
+        let resync_from = (!in_sync).then_some(0);
+        Self::start(index, superblock, geometry, present, KVec::new(), holder, resync_from)
     }
 
     /// Starts an array from members carrying its superblocks, in role order (checked by the
@@ -254,18 +256,25 @@ impl Array {
         holder: Holder,
     ) -> Result<Pin<KBox<Array>>> {
         let geometry = freshest.geometry().map_err(|_| crate::errno::euclean())?;
-        let in_sync = freshest.clean || freshest.level == Level::Raid0;
-        if !in_sync {
-            pr_warn!(
-                "graid: {} was not stopped cleanly or its mirrors were never synchronised: reading one copy until a resync\n",
-                freshest.array_name.as_str()
-            );
-        }
-        Self::start(index, freshest, geometry, members, spares, holder, in_sync)
+        let name = freshest.array_name.as_str();
+        // After a crash while writing, the copies may differ anywhere.
+        let resync_from = if freshest.level == Level::Raid0 {
+            None
+        } else if !freshest.clean {
+            pr_warn!("graid: {} was not stopped cleanly: resynchronising it\n", name);
+            Some(0)
+        } else if freshest.resync_offset != RECOVERY_COMPLETE {
+            pr_info!("graid: {}: its resync goes on from sector {}\n", name, freshest.resync_offset);
+            Some(freshest.resync_offset)
+        } else {
+            None
+        };
+        Self::start(index, freshest, geometry, members, spares, holder, resync_from)
     }
 
-    /// Sets up the engine, writes every member's superblock ("not clean", events + 1) and
-    /// brings up the disk.
+    /// Sets up the engine, writes every member's superblock (clean, events + 1) and brings up
+    /// the disk; a resync from `resync_from` (array or member sectors, see
+    /// `Geometry::resync_sectors`) if the copies are not in sync.
     fn start(
         index: u32,
         superblock: Superblock,
@@ -273,8 +282,9 @@ impl Array {
         members: KVec<Option<Member>>,
         spares: KVec<SpareDevice>,
         holder: Holder,
-        in_sync: bool,
+        resync_from: Option<u64>,
     ) -> Result<Pin<KBox<Array>>> {
+        let in_sync = resync_from.is_none();
         let mut stack = KVec::with_capacity(members.len(), GFP_KERNEL)?;
         for m in members.iter().flatten() {
             stack.push((m.file.bdev(), superblock.data_offset), GFP_KERNEL)?;
@@ -301,7 +311,11 @@ impl Array {
             members: &stack,
         };
         let first_write = |io: &ArrayIo| {
-            io.engine.write_superblocks(io, false).map_err(|_| {
+            if let Some(sector) = resync_from {
+                io.engine.set_resync_start(sector);
+            }
+            io.engine.set_safe_mode_delay(crate::safe_mode_delay_ms());
+            io.engine.write_superblocks(io).map_err(|_| {
                 pr_err!("graid: {}: no member took the superblock\n", superblock.array_name.as_str());
                 EIO
             })
@@ -331,6 +345,9 @@ impl Array {
         array.running.store(true, Ordering::SeqCst);
         let io = array.io();
         io.engine.resume_rebuild(io);
+        if crate::auto_resync() {
+            io.engine.start_resync(io);
+        }
         if io.engine.takeover().is_some() {
             array.kick_takeover();
         }
@@ -801,7 +818,9 @@ impl Array {
     }
 
     /// SCRUB: starts a check or repair from the start (a running one starts over), or stops
-    /// one. `EOPNOTSUPP`: RAID 0; `EBUSY`: the array is not optimal (rebuild it first).
+    /// one (a resync pauses). While a resync is pending, a repair makes it go on. `EOPNOTSUPP`:
+    /// RAID 0; `EBUSY`: the array is not optimal (rebuild it first), or a check while a resync
+    /// is pending.
     pub(crate) fn scrub(&self, action: u32) -> Result {
         let io = self.io();
         let mode = match action {
@@ -815,7 +834,7 @@ impl Array {
         };
         io.engine.start_scrub(io, mode).map_err(|e| match e {
             ScrubError::NotRedundant => crate::errno::eopnotsupp(),
-            ScrubError::NotOptimal | ScrubError::Replacing => EBUSY,
+            ScrubError::NotOptimal | ScrubError::Replacing | ScrubError::ResyncPending => EBUSY,
         })
     }
 
@@ -860,6 +879,9 @@ impl Array {
         if engine.rebuild_stalled() {
             out.flags |= uapi::GRAID_DETAIL_REBUILD_STALLED;
         }
+        if engine.is_dirty() {
+            out.flags |= uapi::GRAID_DETAIL_DIRTY;
+        }
         out.member_data_sectors = engine.geometry().member_data_sectors();
         out.rebuilt_sectors = engine.rebuilt_sectors();
         (out.speed_min_kibs, out.speed_max_kibs) = engine.rebuild_speed();
@@ -868,6 +890,7 @@ impl Array {
             None => uapi::GRAID_SCRUB_IDLE,
             Some(ScrubMode::Check) => uapi::GRAID_SCRUB_CHECK,
             Some(ScrubMode::Repair) => uapi::GRAID_SCRUB_REPAIR,
+            Some(ScrubMode::Resync) => uapi::GRAID_SCRUB_RESYNC,
         };
         (out.scrub_done, out.scrub_total) = (scrub.done, scrub.total);
         out.mismatch_sectors = scrub.mismatches;
@@ -926,8 +949,9 @@ impl PinnedDrop for Array {
         // The rebuild's last checkpoint is the superblock update below.
         io.engine.hold_rebuild();
         io.quiesce_worker();
-        let clean = io.engine.in_sync();
-        if io.engine.write_superblocks(io, clean).is_err() {
+        // Nothing is in flight any more: clean, with a pending resync's position.
+        io.engine.mark_stopped();
+        if io.engine.write_superblocks(io).is_err() {
             pr_err!(
                 "graid: {}: final superblock update reached no member\n",
                 io.engine.superblock().array_name.as_str()

@@ -226,12 +226,18 @@ fn check_degraded_start(best: &Superblock, missing: MemberSet, run: bool) -> Res
         pr_err!("graid: {}: too many members missing to start: data would be lost\n", name);
         return Err(ENODEV);
     }
-    if best.level.has_parity() && !best.clean {
-        pr_err!("graid: {}: not stopped cleanly and degraded: its parity may not match its data; not started\n", name);
+    if best.level.has_parity() && !parity_in_sync(best) {
+        pr_err!("graid: {}: not stopped cleanly (or not resynchronised) and degraded: its parity may not match its data; not started\n", name);
         return Err(crate::errno::euclean());
     }
     pr_warn!("graid: {}: starting degraded, roles missing: {:#x}\n", name, missing.bits());
     Ok(())
+}
+
+/// The superblock says the parity matches the data: stopped (or idle) with no write in
+/// flight, and no resync pending.
+fn parity_in_sync(sb: &Superblock) -> bool {
+    sb.clean && sb.resync_offset == RECOVERY_COMPLETE
 }
 
 /// A member being rebuilt holds no data yet: some other copy must (`ENODEV` if not).
@@ -249,7 +255,7 @@ fn check_rebuild_sources(best: &Superblock, by_role: &[Option<Member>], missing:
         );
         return Err(ENODEV);
     }
-    if !rebuilding.is_empty() && best.level.has_parity() && !best.clean {
+    if !rebuilding.is_empty() && best.level.has_parity() && !parity_in_sync(best) {
         pr_err!(
             "graid: {}: not stopped cleanly with a member being rebuilt: its parity may not match its data; not started\n",
             best.array_name.as_str()

@@ -274,9 +274,12 @@ impl ArrayIo {
 
     /// Waits until the worker is idle for good, with the rebuild held
     /// ([`ArrayEngine::hold_rebuild`]): a rebuild step running now queues the worker once
-    /// more as it ends, and that run, finding the hold, queues nothing.
+    /// more as it ends, and that run, finding the hold, queues nothing (nor sets the safe-mode
+    /// timer, which is taken off before and after).
     pub(crate) fn quiesce_worker(&self) {
+        self.worker.cancel_timer();
         self.flush_worker();
+        self.worker.cancel_timer();
         self.worker.flush();
     }
 
@@ -576,6 +579,10 @@ impl Platform for ArrayIo {
 
     fn kick_worker(&self) {
         self.worker.kick();
+    }
+
+    fn kick_worker_after(&self, ms: u32) {
+        self.worker.kick_after(ms);
     }
 
     fn any_request(&self, mut pred: impl FnMut(&RequestState) -> bool) -> bool {

@@ -64,7 +64,25 @@ module! {
             default: 1000,
             description: "Milliseconds the helper has for a job before the kernel computes it",
         },
+        auto_resync: u32 {
+            default: 1,
+            description: "1: an array whose copies or parity are not known to match resyncs as soon as it runs; 0: its resync waits for `graidctl repair` (md's frozen sync_action)",
+        },
+        safe_mode_delay_ms: u32 {
+            default: 200,
+            description: "Milliseconds without writes after which an array is marked clean again (md's safe_mode_delay), for arrays started afterwards",
+        },
     },
+}
+
+/// Whether an array that needs a resync starts it when it starts.
+pub(crate) fn auto_resync() -> bool {
+    *module_parameters::auto_resync.value() != 0
+}
+
+/// The quiet period after which an idle array is marked clean (`engine/safe_mode.rs`).
+pub(crate) fn safe_mode_delay_ms() -> u32 {
+    (*module_parameters::safe_mode_delay_ms.value()).max(1)
 }
 
 #[pin_data]

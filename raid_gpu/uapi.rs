@@ -220,7 +220,8 @@ pub const GRAID_ARRAY_FAILED: u32 = 2;
 pub const GRAID_ARRAY_BROKEN: u32 = 3;
 
 /// [`GraidDetail::flags`]: the copies are not known to be in sync (an unclean shutdown, or
-/// created without `--assume-clean`/`--write-zeroes`); reads come from one fixed copy.
+/// created without `--assume-clean`/`--write-zeroes`); a resync runs (or waits) and reads of
+/// what it has not reached come from one fixed copy.
 pub const GRAID_DETAIL_RESYNC_PENDING: u32 = 1;
 
 /// Member states in [`GraidMemberDetail::state`].
@@ -235,6 +236,9 @@ pub const GRAID_MEMBER_REBUILDING: u32 = 3;
 
 /// [`GraidDetail::flags`]: the rebuild stopped: some data has no readable copy.
 pub const GRAID_DETAIL_REBUILD_STALLED: u32 = 2;
+/// [`GraidDetail::flags`]: the array is marked dirty (md's "active"): its superblocks say "not
+/// clean" while writes may be in flight; it is marked clean after a quiet period.
+pub const GRAID_DETAIL_DIRTY: u32 = 4;
 
 /// One member in [`GraidDetail`].
 #[repr(C)]
@@ -389,6 +393,8 @@ pub const GRAID_SCRUB_IDLE: u32 = 0;
 pub const GRAID_SCRUB_CHECK: u32 = 1;
 /// The same, and rewrite what differs (the other copies from the first, parity from data).
 pub const GRAID_SCRUB_REPAIR: u32 = 2;
+/// [`GraidDetail::scrub_action`]: the resync the array runs by itself (not asked for).
+pub const GRAID_SCRUB_RESYNC: u32 = 3;
 
 /// Argument of [`GRAID_IOC_SCRUB`]: starts (over) or stops a running array's scrub.
 #[repr(C)]

@@ -42,6 +42,9 @@ fn ordered_reclaim_queue(name: &'static CStr) -> Result<*mut bindings::workqueue
 pub(crate) struct Worker<T: WorkHandler> {
     #[pin]
     work: Opaque<bindings::work_struct>,
+    /// A timer that kicks `work` ([`Self::kick_after`]).
+    #[pin]
+    later: Opaque<bindings::delayed_work>,
     queue: *mut bindings::workqueue_struct,
     owner: *const T,
     _owner: PhantomData<T>,
@@ -73,10 +76,40 @@ impl<T: WorkHandler> Worker<T> {
                     )
                 }
             }),
+            later <- Opaque::ffi_init(|slot: *mut bindings::delayed_work| {
+                // SAFETY: `slot` is valid for writes and pinned; `kick_now` matches
+                // `work_func_t`.
+                unsafe { shim::graid_init_delayed_work(slot, Some(Self::kick_now)) }
+            }),
             queue: ordered_reclaim_queue(name)?,
             owner,
             _owner: PhantomData,
         })
+    }
+
+    /// Makes `T::run` run in `ms` milliseconds, or sooner when kicked; a timer already set
+    /// for earlier stands. Any context.
+    pub(crate) fn kick_after(&self, ms: u32) {
+        // SAFETY: the queue and the timer live as long as `self` (type invariant).
+        unsafe { shim::graid_queue_delayed_work_ms(self.queue, self.later.get(), ms) };
+    }
+
+    /// Takes a timer set by [`Self::kick_after`] off, waiting for one firing now.
+    pub(crate) fn cancel_timer(&self) {
+        // SAFETY: the timer lives as long as `self`.
+        unsafe { bindings::cancel_delayed_work_sync(self.later.get()) };
+    }
+
+    /// # Safety
+    ///
+    /// Called by the workqueue for the timer of a live `Worker<T>`.
+    unsafe extern "C" fn kick_now(work: *mut bindings::work_struct) {
+        // `work` is the first field of the `delayed_work`, so both have one address.
+        let dwork = work.cast::<bindings::delayed_work>();
+        // SAFETY: `dwork` is the `later` field of a `Worker<T>` (only ever queued by
+        // `kick_after`), which is live while its timer can fire (cancelled in `drop`).
+        let this = unsafe { &*kernel::container_of!(Opaque::cast_from(dwork), Self, later) };
+        this.kick();
     }
 
     /// Makes `T::run` run soon (again, if it is running now). Any context.
@@ -93,9 +126,10 @@ impl<T: WorkHandler> Worker<T> {
         unsafe { bindings::flush_work(self.work.get()) };
     }
 
-    /// Takes `T::run` off the queue if it is queued and waits for a running one to end (it
-    /// may be kicked again after).
+    /// Takes `T::run` off the queue (and its timer off) and waits for a running one to end
+    /// (it may be kicked again after).
     pub(crate) fn cancel(&self) {
+        self.cancel_timer();
         // SAFETY: the work item lives as long as `self`.
         unsafe { bindings::cancel_work_sync(self.work.get()) };
     }
@@ -117,8 +151,10 @@ impl<T: WorkHandler> Worker<T> {
 impl<T: WorkHandler> PinnedDrop for Worker<T> {
     fn drop(self: Pin<&mut Self>) {
         // SAFETY: the work item and queue are live (type invariant); nothing queues the work
-        // once its owner is being dropped, so after the cancel it never runs again.
+        // once its owner is being dropped, and the timer, which would, goes first, so after the
+        // cancels it never runs again.
         unsafe {
+            bindings::cancel_delayed_work_sync(self.later.get());
             bindings::cancel_work_sync(self.work.get());
             bindings::destroy_workqueue(self.queue);
         }

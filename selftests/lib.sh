@@ -36,6 +36,14 @@ load_module() {
 	[ -c /dev/graid-control ] || fail "/dev/graid-control did not appear"
 }
 
+# load_module_with PARAM=VALUE...: the module (re)loaded with these parameters (the test
+# unloads it at its end, as every test does, so the next one gets the defaults).
+load_module_with() {
+	unload_module
+	modprobe raid_gpu "$@" || fail "modprobe raid_gpu $* failed"
+	[ -c /dev/graid-control ] || fail "/dev/graid-control did not appear"
+}
+
 unload_module() {
 	module_loaded || return 0
 	# udev's rules run graidctl for an array's events (holding the control device, so the

@@ -2,7 +2,8 @@
 # Runs graid's VM selftests: boots test VMs, runs every selftests/tests/*.sh (or the ones named
 # in $TESTS, e.g. TESTS="module-load version"), then, when the whole list ran, boots the VM that
 # ran 99-reboot-prepare again on the same drive images and runs selftests/after-reboot/*.sh
-# (state that must survive a reboot). Prints TAP plus a final "N passed, N failed" line. Exits
+# (state that must survive a reboot), then the crash rounds (selftests/crash.sh; CRASH_ROUNDS=0
+# leaves them out). Prints TAP plus a final "N passed, N failed" line. Exits
 # non-zero if any test failed or a guest did not finish, or if any test skipped itself (a test
 # that cannot run here proves nothing; GRAID_ALLOW_SKIP=1 accepts skips, e.g. on a machine
 # without udev).
@@ -117,6 +118,16 @@ if [ -z "${TESTS:-}" ]; then
 	echo "# rebooting VM 0 on the same drives"
 	jobs=1 boot 0 --keep-disks -- "${after[@]}"
 	count "${#after[@]}" "$outs/0" "$(cat "$outs/0.rc")"
+fi
+# The crash rounds (selftests/crash.sh): their own VM boots, after everything else.
+if [ -z "${TESTS:-}" ] && [ "${CRASH_ROUNDS:-1}" != 0 ]; then
+	"$here/crash.sh" | tee "$outs/crash"
+	rc=${PIPESTATUS[0]}
+	p=$(sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\1/p' "$outs/crash" | tail -n 1)
+	f=$(sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\2/p' "$outs/crash" | tail -n 1)
+	passed=$((passed + ${p:-0}))
+	failed=$((failed + ${f:-1}))
+	((rc == 0)) || status=$rc
 fi
 if ((skipped > 0)); then
 	echo "# $skipped skipped$([ "${GRAID_ALLOW_SKIP:-0}" = 1 ] && echo ' (allowed by GRAID_ALLOW_SKIP=1)')"

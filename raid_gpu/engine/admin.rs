@@ -190,7 +190,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         if what & ADD_SPARE != 0 {
             if self.spares.insert(slot, uuid) {
                 // On error the array is broken, which `spare_added` reports.
-                let _ = self.write_superblocks(p, false);
+                let _ = self.write_superblocks(p);
                 self.want_takeover(p);
             }
             return;
@@ -206,7 +206,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         if what & REMOVE_SPARE != 0 {
             if self.spares.remove(slot) {
                 self.retire_slot(slot);
-                let _ = self.write_superblocks(p, false);
+                let _ = self.write_superblocks(p);
             }
             return;
         }
@@ -224,7 +224,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         self.restart_rebuild();
         p.member_event(member, MemberEvent::Added);
         // On error the array is broken, which `add_outcome` reports.
-        let _ = self.write_superblocks(p, false);
+        let _ = self.write_superblocks(p);
     }
 
     /// Slot-table entry `slot` is kept, faulty, so its device is refused if it comes back.

@@ -25,6 +25,7 @@ use super::platform::{MemberIo, Op, PieceInfo, Platform, Source, Status, WorkLis
 use super::rebuild::RebuildState;
 use super::replace::ReplaceState;
 use super::request::{PassResult, Phase, RequestState};
+use super::safe_mode::SafeMode;
 use super::scrub::ScrubState;
 use super::spares::Spares;
 use super::stripe::StripeLocks;
@@ -92,8 +93,10 @@ pub struct ArrayEngine<M> {
     pub(super) rebuild: RebuildState,
     /// A member's replacement (`replace.rs`).
     pub(super) replace: ReplaceState,
-    /// Check and repair (`scrub.rs`).
+    /// Check, repair and resync (`scrub.rs`).
     pub(super) scrub: ScrubState,
+    /// Dirty and clean (`safe_mode.rs`).
+    pub(super) safe_mode: SafeMode,
 }
 
 impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
@@ -132,6 +135,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             rebuild: RebuildState::new(),
             replace: ReplaceState::new(),
             scrub: ScrubState::new(),
+            safe_mode: SafeMode::new(),
         })
     }
 
@@ -216,6 +220,21 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
     pub(super) fn run_pass<P: Platform>(&self, p: &P, rq: P::Request, phase: Phase) {
         let state = p.state(rq);
         state.begin_pass(phase);
+        // A write waits until the superblocks say "not clean" (`safe_mode.rs`). SeqCst after
+        // `begin_pass`: a worker marking the array clean either sees this request in flight,
+        // or this load sees the array clean.
+        // (Not RAID 5/6 discards, which are refused below without touching a member.)
+        let changes_data = match state.op() {
+            Op::Write => true,
+            Op::Discard => !self.geometry.level().has_parity(),
+            Op::Read | Op::Flush => false,
+        };
+        if phase == Phase::Normal && changes_data && !self.write_may_go() {
+            state.set_idle(Phase::Waiting);
+            p.push(WorkList::Deferred, rq);
+            p.kick_worker();
+            return;
+        }
         if phase == Phase::Normal && self.geometry.level().has_parity() {
             match state.op() {
                 Op::Flush => {}
@@ -414,7 +433,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         let (start, sectors) = (state.start(), state.sectors());
         let pieces = self
             .geometry
-            .map_read(start, sectors, self.read_copy(start))
+            .map_read(start, sectors, self.read_copy(start, sectors))
             .map_err(|_| Status::IoError)?;
         let parity = self.geometry.level().has_parity();
         for piece in pieces {
@@ -527,12 +546,13 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         Ok(())
     }
 
-    /// Which copy serves a read starting at `start`. Spread over the copies by position (no
-    /// counter shared between CPUs on the read path); one fixed copy while the copies may
-    /// differ, so the same read always returns the same data.
-    fn read_copy(&self, start: u64) -> u32 {
+    /// Which copy serves a read of `sectors` at `start`. Spread over the copies by position
+    /// (no counter shared between CPUs on the read path); one fixed copy where the copies may
+    /// differ (not yet resynced), so the same read always returns the same data, the copy the
+    /// resync will keep.
+    fn read_copy(&self, start: u64, sectors: u64) -> u32 {
         let copies = u64::from(self.geometry.copies());
-        if copies <= 1 || !self.in_sync() {
+        if copies <= 1 || !self.synced(start, sectors) {
             return 0;
         }
         // 64 KiB regions, mixed (splitmix64's finaliser) so strided patterns spread too.

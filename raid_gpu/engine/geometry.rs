@@ -381,6 +381,16 @@ impl Geometry {
         self.array_sectors
     }
 
+    /// The sectors a resync or scrub walks through: the array's on mirrors (each copy of a
+    /// range compared), a member's on RAID 5/6 (each stripe row's data and parity).
+    pub fn resync_sectors(&self) -> u64 {
+        if self.level.has_parity() {
+            self.member_data_sectors
+        } else {
+            self.array_sectors
+        }
+    }
+
     /// How many copies of each sector the array keeps.
     pub fn copies(&self) -> u32 {
         match self.level {

@@ -47,11 +47,21 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         true
     }
 
-    /// Writes every working member's superblock with a new event count, `clean` as given and
-    /// every member not in use listed as faulty; failures are recorded once some member took the
-    /// update. `Err` if no member could be written (the array is then broken). Call from a
-    /// context that may sleep, as the only superblock writer (see the module comment).
-    pub fn write_superblocks<P: Platform>(&self, p: &P, clean: bool) -> Result<(), MetadataError> {
+    /// Writes every working member's superblock with a new event count, "clean" unless the
+    /// array is marked dirty (`safe_mode.rs`), the resync's position and every member not in
+    /// use listed as faulty; failures are recorded once some member took the update. `Err` if
+    /// no member could be written (the array is then broken). Call from a context that may
+    /// sleep, as the only superblock writer (see the module comment).
+    pub fn write_superblocks<P: Platform>(&self, p: &P) -> Result<(), MetadataError> {
+        self.write_superblocks_as(p, !self.is_dirty())
+    }
+
+    /// [`Self::write_superblocks`], saying `clean` as given (the dirty/clean changes).
+    pub(super) fn write_superblocks_as<P: Platform>(
+        &self,
+        p: &P,
+        clean: bool,
+    ) -> Result<(), MetadataError> {
         loop {
             let mut failing = MemberSet::EMPTY;
             let mut targets = MemberSet::EMPTY;
@@ -87,6 +97,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             }
             sb.events = self.events.load(Ordering::Acquire).saturating_add(1);
             sb.clean = clean;
+            sb.resync_offset = self.resync_offset();
             let failed =
                 p.write_superblocks(targets, |index| match self.members().get(index as usize) {
                     Some(m) => Superblock {

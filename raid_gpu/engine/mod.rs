@@ -29,6 +29,7 @@ pub mod rebuild;
 pub mod replace;
 pub mod request;
 pub mod ring;
+pub mod safe_mode;
 pub mod scrub;
 pub mod spares;
 pub mod stripe;

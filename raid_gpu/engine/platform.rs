@@ -224,6 +224,10 @@ pub trait Platform {
     /// process context, never twice at once (any context).
     fn kick_worker(&self);
 
+    /// Makes the worker run in `ms` milliseconds, or sooner when kicked; a timer already set
+    /// for earlier stands. Any context.
+    fn kick_worker_after(&self, ms: u32);
+
     /// True if some request in flight in the array satisfies `pred` (the worker only).
     fn any_request(&self, pred: impl FnMut(&RequestState) -> bool) -> bool;
 

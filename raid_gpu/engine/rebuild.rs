@@ -294,7 +294,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
                     if since >= CHECKPOINT_SECTORS {
                         self.rebuild.since_checkpoint.store(0, Ordering::Relaxed);
                         // On error the array is broken; the failure path reports it.
-                        let _ = self.write_superblocks(p, false);
+                        let _ = self.write_superblocks(p);
                     }
                     self.keep_pace(p, started, done);
                 }
@@ -302,7 +302,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             Err(StepError::TargetWrite) => {
                 // The new member fails, nothing else: it held no data anyone reads.
                 self.try_fail(p, target, MemberEvent::Failed);
-                let _ = self.write_superblocks(p, false);
+                let _ = self.write_superblocks(p);
             }
             Err(StepError::Unreadable) => {
                 self.rebuild.stalled.store(true, Ordering::Relaxed);
@@ -677,7 +677,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         state.set_recovery_offset(RECOVERY_COMPLETE);
         self.rebuild.rate.stop();
         self.rebuild.since_checkpoint.store(0, Ordering::Relaxed);
-        let _ = self.write_superblocks(p, false);
+        let _ = self.write_superblocks(p);
         p.member_event(target, MemberEvent::Rebuilt);
         // A second member may wait for its rebuild.
         p.kick_worker();

@@ -226,13 +226,13 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
                 self.retire_slot(old_slot);
                 self.replace.set_stage(ReplaceStage::Idle);
                 // On error the array is broken, which DETAIL shows.
-                let _ = self.write_superblocks(p, false);
+                let _ = self.write_superblocks(p);
                 p.member_event(r.role, MemberEvent::Replaced);
             }
             ReplaceStage::Failed => {
                 self.replace.set_stage(ReplaceStage::Idle);
                 // Records the replacement's entry as faulty.
-                let _ = self.write_superblocks(p, false);
+                let _ = self.write_superblocks(p);
             }
             ReplaceStage::Abandoned => {
                 self.replace.set_stage(ReplaceStage::Idle);

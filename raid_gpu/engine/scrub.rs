@@ -11,12 +11,28 @@
 //!
 //! The count (md's `mismatch_cnt`) is in 512-byte sectors: each sector of a copy, or of a P or
 //! Q, that differs from what it should hold counts once (md counts in 4 KiB units, as 8).
+//!
+//! # Resync
+//!
+//! A resync is a repair the array runs by itself while its copies or parity are not known to
+//! match: after a crash while it was writing, or when created without `--assume-clean` (md's
+//! resync). It differs from a repair in that:
+//! - it starts when the array does, from where the superblocks say it stopped (`resync_offset`
+//!   in a clean superblock; from 0 after a crash, when writes may have been half done
+//!   anywhere), and its position goes into every superblock written;
+//! - a degraded array holds it (not ends it) until the rebuild is done;
+//! - once it reaches the end the array is in sync: reads spread over the copies again and
+//!   RAID 5/6 may update parity by read-modify-write;
+//! - below its position the copies match, so reads there spread over them too (above it, one
+//!   fixed copy, the one the resync keeps);
+//! - a stop pauses it; `repair` goes on from its position; `check` waits for it.
 
 use super::array::{ArrayEngine, ArrayState};
 use super::members::{MemberSet, MemberState};
 use super::parity::{ParityJob, ParityOp};
 use super::platform::{Op, Platform, RebuildIo, MAX_REBUILD_BATCH};
 use super::rebuild::REBUILD_COLUMN_SECTORS;
+use super::superblock::RECOVERY_COMPLETE;
 use core::ops::Deref;
 use core::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 
@@ -27,6 +43,8 @@ pub enum ScrubMode {
     Check,
     /// Counts them and rewrites them.
     Repair,
+    /// A repair the array runs by itself to bring its copies or parity in sync (see above).
+    Resync,
 }
 
 /// Why a scrub could not start.
@@ -38,11 +56,18 @@ pub enum ScrubError {
     NotOptimal,
     /// A replace runs (its copy would miss what a repair rewrites).
     Replacing,
+    /// The copies are not in sync yet: a check would count the resync's work.
+    ResyncPending,
 }
 
 const IDLE: u8 = 0;
 const CHECK: u8 = 1;
 const REPAIR: u8 = 2;
+const RESYNC: u8 = 3;
+
+/// Resync sectors between the superblock updates that record its position while the array is
+/// clean (64 MiB of member data on RAID 5/6): a crash while idle goes on from there.
+const RESYNC_CHECKPOINT_SECTORS: u64 = 64 * 2048;
 
 /// The scrub's shared state.
 #[derive(Debug)]
@@ -93,6 +118,7 @@ pub struct ScrubProgress {
 impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
     /// Starts a scrub from the start (a running one starts over in `mode`) and kicks the
     /// worker.
+    /// While a resync is pending a check is refused and a repair goes on with the resync.
     pub fn start_scrub<P: Platform>(&self, p: &P, mode: ScrubMode) -> Result<(), ScrubError> {
         if !self.redundant() {
             return Err(ScrubError::NotRedundant);
@@ -103,6 +129,18 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         if self.replacement().is_some() {
             return Err(ScrubError::Replacing);
         }
+        if !self.in_sync() {
+            return match mode {
+                ScrubMode::Check => Err(ScrubError::ResyncPending),
+                ScrubMode::Repair | ScrubMode::Resync => {
+                    self.start_resync(p);
+                    Ok(())
+                }
+            };
+        }
+        if mode == ScrubMode::Resync {
+            return Ok(());
+        }
         let s = &self.scrub;
         s.generation.fetch_add(1, Ordering::SeqCst);
         s.done.store(0, Ordering::Relaxed);
@@ -110,14 +148,47 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         s.read_errors.store(0, Ordering::Relaxed);
         let code = match mode {
             ScrubMode::Check => CHECK,
-            ScrubMode::Repair => REPAIR,
+            ScrubMode::Repair | ScrubMode::Resync => REPAIR,
         };
         s.mode.store(code, Ordering::SeqCst);
         p.kick_worker();
         Ok(())
     }
 
-    /// Stops a running scrub where it is (its counts stay).
+    /// Where a resync starts (or goes on), for an array not in sync; before it runs.
+    pub fn set_resync_start(&self, sector: u64) {
+        self.scrub
+            .done
+            .store(sector.min(self.scrub_total()), Ordering::Relaxed);
+    }
+
+    /// Starts (or goes on with) the resync of an array not in sync, from its position; a
+    /// degraded array holds it until the rebuild is done. Nothing if the array is in sync.
+    pub fn start_resync<P: Platform>(&self, p: &P) {
+        if self.in_sync() || !self.redundant() {
+            return;
+        }
+        self.scrub.mode.store(RESYNC, Ordering::SeqCst);
+        p.kick_worker();
+    }
+
+    /// Where a pending resync goes on, in its own sectors (see
+    /// [`super::geometry::Geometry::resync_sectors`]);
+    /// [`RECOVERY_COMPLETE`] when the array is in sync.
+    pub fn resync_offset(&self) -> u64 {
+        if self.in_sync() {
+            RECOVERY_COMPLETE
+        } else {
+            self.scrub.done.load(Ordering::Relaxed)
+        }
+    }
+
+    /// The copies of array sectors `[start, start + sectors)` are known to match (mirrors).
+    pub(super) fn synced(&self, start: u64, sectors: u64) -> bool {
+        self.in_sync() || start.saturating_add(sectors) <= self.scrub.done.load(Ordering::Acquire)
+    }
+
+    /// Stops a running scrub where it is (its counts stay; a resync keeps its position).
     pub fn stop_scrub(&self) {
         self.rebuild.rate.stop();
         self.scrub.mode.store(IDLE, Ordering::SeqCst);
@@ -125,11 +196,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
 
     /// Sectors a scrub walks through: the array's (mirrors) or a member's (RAID 5/6).
     fn scrub_total(&self) -> u64 {
-        if self.geometry.level().has_parity() {
-            self.geometry.member_data_sectors()
-        } else {
-            self.geometry.array_sectors()
-        }
+        self.geometry.resync_sectors()
     }
 
     pub fn scrub_progress(&self) -> ScrubProgress {
@@ -138,6 +205,9 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             mode: match s.mode.load(Ordering::SeqCst) {
                 CHECK => Some(ScrubMode::Check),
                 REPAIR => Some(ScrubMode::Repair),
+                // Held while the array is degraded: not running (`graidctl wait` would wait
+                // for nothing); DETAIL's resync-pending flag still says it is due.
+                RESYNC if self.state() == ArrayState::Optimal => Some(ScrubMode::Resync),
                 _ => None,
             },
             done: s.done.load(Ordering::Relaxed),
@@ -151,8 +221,11 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
     /// kicks the worker again while there is more. Stops when the array is not optimal. The
     /// worker only, after the rebuild (which goes first).
     pub(super) fn scrub_step<P: Platform>(&self, p: &P) {
-        let Some(mode) = self.scrub_progress().mode else {
-            return;
+        let mode = match self.scrub.mode.load(Ordering::SeqCst) {
+            CHECK => ScrubMode::Check,
+            REPAIR => ScrubMode::Repair,
+            RESYNC => ScrubMode::Resync,
+            _ => return,
         };
         if self.background_held() || self.rebuild_target().is_some() {
             return;
@@ -161,7 +234,10 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             return;
         }
         if self.state() != ArrayState::Optimal {
-            self.stop_scrub();
+            // A resync waits for the rebuild (which kicks the worker as it ends).
+            if mode != ScrubMode::Resync {
+                self.stop_scrub();
+            }
             return;
         }
         let s = &self.scrub;
@@ -172,7 +248,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             return;
         }
         let end = at.saturating_add(REBUILD_COLUMN_SECTORS).min(total);
-        let repair = mode == ScrubMode::Repair;
+        let repair = mode != ScrubMode::Check;
         let started = p.now_ns();
         let done = if self.geometry.level().has_parity() {
             let Some((lo, hi)) = self.window_hull(0, at, end) else {
@@ -190,10 +266,19 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             p.kick_worker();
             return;
         }
-        s.done.store(end, Ordering::Relaxed);
+        // Release: a read that sees the new position sees the window's rewrites done.
+        s.done.store(end, Ordering::Release);
         if end >= total {
             self.stop_scrub();
+            if mode == ScrubMode::Resync {
+                self.in_sync.store(true, Ordering::SeqCst);
+                let _ = self.write_superblocks(p);
+            }
         } else {
+            let checkpoint = end / RESYNC_CHECKPOINT_SECTORS != at / RESYNC_CHECKPOINT_SECTORS;
+            if mode == ScrubMode::Resync && checkpoint && !self.is_dirty() {
+                let _ = self.write_superblocks(p);
+            }
             self.keep_pace(p, started, end - at);
         }
         p.kick_worker();

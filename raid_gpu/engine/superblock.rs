@@ -44,9 +44,12 @@ pub const FEATURES_COMPAT_KNOWN: u64 = 0;
 /// Incompatible features this code knows. A superblock with any other bit set is refused.
 pub const FEATURES_INCOMPAT_KNOWN: u64 = 0;
 
-/// State flag: the array was shut down cleanly, no resync needed.
+/// State flag: no write was in flight when this was written (the array was idle or
+/// stopped); without it, the copies or parity may differ anywhere.
 const STATE_CLEAN: u32 = 1 << 0;
-const STATE_KNOWN: u32 = STATE_CLEAN;
+/// State flag: a resync has not finished; [`offset::RESYNC_OFFSET`] says where it goes on.
+const STATE_RESYNC_PENDING: u32 = 1 << 1;
+const STATE_KNOWN: u32 = STATE_CLEAN | STATE_RESYNC_PENDING;
 
 /// Byte offsets of the fields. Everything not listed is reserved and written as zero.
 pub mod offset {
@@ -54,7 +57,7 @@ pub mod offset {
     pub const MAGIC: usize = 0x000;
     /// `u32` format version.
     pub const VERSION: usize = 0x008;
-    /// `u32` state flags (bit 0: clean).
+    /// `u32` state flags (bit 0: clean, bit 1: resync pending).
     pub const STATE: usize = 0x00C;
     /// `u64` compatible feature bits.
     pub const FEATURES_COMPAT: usize = 0x010;
@@ -94,6 +97,8 @@ pub mod offset {
     pub const JOURNAL_OFFSET: usize = 0x0B0;
     /// `u64` journal area size in sectors.
     pub const JOURNAL_SECTORS: usize = 0x0B8;
+    /// `u64` where a pending resync goes on (with the resync-pending state bit; else 0).
+    pub const RESYNC_OFFSET: usize = 0x0C0;
     /// `[u16; 64]` slot table.
     pub const SLOTS: usize = 0x100;
     /// End of the slot table.
@@ -305,8 +310,13 @@ pub struct Superblock {
     pub created: u64,
     /// Bumped on every metadata change; the freshest members win at assembly.
     pub events: u64,
-    /// No write was in flight when the array stopped: no resync needed.
+    /// No write was in flight when this was written: the copies or parity differ at most
+    /// where `resync_offset` says. Without it they may differ anywhere.
     pub clean: bool,
+    /// Where the resync goes on, if one is pending ([`RECOVERY_COMPLETE`]: none): array
+    /// sectors on RAID 1/10, member data-area sectors on RAID 5/6 (the resync's own walk).
+    /// Ignored where `clean` is not set (the resync then starts from 0).
+    pub resync_offset: u64,
     pub level: Level,
     /// Chunk size in sectors, 0 for RAID 1.
     pub chunk_sectors: u32,
@@ -382,6 +392,8 @@ pub enum SuperblockError {
         recovery_offset: u64,
         data_size: u64,
     },
+    /// The pending resync's position lies beyond the sectors it walks.
+    BadResyncOffset { resync_offset: u64, sectors: u64 },
 }
 
 impl fmt::Display for SuperblockError {
@@ -453,6 +465,13 @@ impl fmt::Display for SuperblockError {
             } => write!(
                 f,
                 "recovery offset {recovery_offset} is beyond the {data_size}-sector data area"
+            ),
+            Self::BadResyncOffset {
+                resync_offset,
+                sectors,
+            } => write!(
+                f,
+                "resync offset {resync_offset} is beyond the {sectors} sectors a resync walks"
             ),
         }
     }
@@ -534,6 +553,13 @@ impl Superblock {
             return Err(SuperblockError::BadRecoveryOffset {
                 recovery_offset: self.recovery_offset,
                 data_size: self.data_size,
+            });
+        }
+        let walk = geometry.resync_sectors();
+        if self.resync_offset != RECOVERY_COMPLETE && self.resync_offset > walk {
+            return Err(SuperblockError::BadResyncOffset {
+                resync_offset: self.resync_offset,
+                sectors: walk,
             });
         }
         Ok(geometry)
@@ -664,7 +690,9 @@ fn checksum(block: &[u8; SUPERBLOCK_SIZE]) -> u32 {
 pub fn encode(sb: &Superblock, block: &mut [u8; SUPERBLOCK_SIZE]) -> Result<(), SuperblockError> {
     sb.validate()?;
     *block = [0; SUPERBLOCK_SIZE];
-    let state = if sb.clean { STATE_CLEAN } else { 0 };
+    let pending = sb.resync_offset != RECOVERY_COMPLETE;
+    let state =
+        if sb.clean { STATE_CLEAN } else { 0 } | if pending { STATE_RESYNC_PENDING } else { 0 };
     // Unknown compatible features go, since their data in reserved bytes is not written back.
     let compat = sb.features_compat & FEATURES_COMPAT_KNOWN;
     put(block, offset::MAGIC, MAGIC);
@@ -689,6 +717,9 @@ pub fn encode(sb: &Superblock, block: &mut [u8; SUPERBLOCK_SIZE]) -> Result<(), 
     put_u64(block, offset::BITMAP_SECTORS, sb.bitmap.sectors);
     put_u64(block, offset::JOURNAL_OFFSET, sb.journal.offset);
     put_u64(block, offset::JOURNAL_SECTORS, sb.journal.sectors);
+    if pending {
+        put_u64(block, offset::RESYNC_OFFSET, sb.resync_offset);
+    }
     if let Some(table) = block.get_mut(offset::SLOTS..offset::SLOTS_END) {
         for (raw, slot) in table.chunks_exact_mut(2).zip(&sb.slots) {
             if let Some(pair) = raw.first_chunk_mut() {
@@ -750,6 +781,11 @@ pub fn decode(bytes: &[u8]) -> Result<Superblock, SuperblockError> {
         created: get_u64(block, offset::CREATED),
         events: get_u64(block, offset::EVENTS),
         clean: state & STATE_CLEAN != 0,
+        resync_offset: if state & STATE_RESYNC_PENDING != 0 {
+            get_u64(block, offset::RESYNC_OFFSET)
+        } else {
+            RECOVERY_COMPLETE
+        },
         level,
         chunk_sectors: get_u32(block, offset::CHUNK_SECTORS),
         members: get_u32(block, offset::MEMBERS),

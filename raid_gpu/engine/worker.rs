@@ -2,7 +2,8 @@
 
 //! The array's worker: one serialised task per array, in process context, that does what the
 //! I/O path must not: decide member failures, repair read errors, record failures in the
-//! superblocks (`metadata.rs`), and end the writes that waited for that.
+//! superblocks (`metadata.rs`), end the writes that waited for that, and mark the array dirty
+//! and clean (`safe_mode.rs`).
 //!
 //! # Member errors (md's rules)
 //!
@@ -31,10 +32,12 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         loop {
             let mut thawed = false;
             self.handle_fail_requests(p);
+            // Before the writes waiting for it are sent again.
+            self.mark_dirty_for_writes(p);
             p.take_all(WorkList::Deferred, |rq| thawed |= self.handle(p, rq));
             if self.failing.load(Ordering::SeqCst) > 0 {
                 // On error the array is broken, and the parked writes end with an error below.
-                let _ = self.write_superblocks(p, false);
+                let _ = self.write_superblocks(p);
             }
             self.release_parked(p);
             self.settle_replacement(p);
@@ -46,6 +49,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         self.handle_add_request(p);
         self.rebuild_step(p);
         self.scrub_step(p);
+        self.safe_mode_step(p);
     }
 
     /// Acts on one deferred request. True if it ended the last repair (writes may go again).

@@ -38,16 +38,23 @@ echo 0 >$dbg/failslab/verbose
 echo 0 >$dbg/fail_page_alloc/verbose
 
 echo "--- ASSEMBLE of an unsynced RAID 1 with each allocation failing in turn"
+# Resyncs wait to be asked for: the array stays unsynced through its stop and assemblies.
+load_module_with auto_resync=0
 expect_rc 0 graidctl create fi --level 1 $d0 $d1
-dev=$(echo "$OUT" | grep -o '/dev/graid[0-9]*' | head -n 1)
+dev=$(graidctl detail fi | grep -o '/dev/graid[0-9]*' | head -n 1)
 fio_verify "$dev" 0 8M randwrite 4k-64k
 expect_rc 0 graidctl stop fi
-# After each run nothing is left running and the superblocks still say "not clean"
+expect_match 'resync pending' "$(graidctl examine $d0)" "the superblock of a stopped unsynced array"
+# After each run nothing is left running and the superblocks still call for a resync
 # (graid-probe checks both; the runner checks dmesg).
 expect_rc 0 graid-probe fail-sweep $sweep assemble $d0 $d1
 echo "$OUT"
+# The last assembly worked: a repair makes the resync go on, to the end.
 expect_rc 0 graidctl --json detail fi
 expect_match '"resync_pending": true' "$OUT" "the unsynced state after the sweep"
+expect_rc 0 graidctl repair fi --wait
+expect_rc 0 graidctl --json detail fi
+expect_match '"resync_pending": false' "$OUT" "after the resync"
 dev=$(graidctl detail fi | grep -o '/dev/graid[0-9]*' | head -n 1)
 fio_readback "$dev" 0 8M randwrite 4k-64k "data lost across failed assemblies"
 expect_rc 0 graidctl stop fi

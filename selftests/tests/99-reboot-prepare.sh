@@ -1,6 +1,7 @@
 # Leaves a RAID 10 and a RAID 6 with verified data running when the VM powers off, for
 # after-reboot/01-assemble-after-reboot.sh to find on the next boot. Runs last. Created in
-# sync: the power-off while they run is what must make them "not clean". The RAID 10 is in the
+# sync and idle at the power-off (writes while the machine dies are the crash rounds' part:
+# selftests/crash.sh), so their superblocks say "clean" then. The RAID 10 is in the
 # middle of rebuilding its last member (capped at 1 MiB/s: its 254 MiB would take minutes),
 # which must resume from its last checkpoint after the reboot.
 . /graid/lib.sh

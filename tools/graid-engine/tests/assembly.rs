@@ -22,6 +22,7 @@ fn member(slot: u32, events: u64) -> Superblock {
         created: 0,
         events,
         clean: true,
+        resync_offset: RECOVERY_COMPLETE,
         level: Level::Raid1,
         chunk_sectors: 0,
         members: 2,

@@ -34,6 +34,7 @@ fn sample() -> Superblock {
         created: 1_767_225_600, // 2026-01-01T00:00:00Z
         events: 42,
         clean: true,
+        resync_offset: RECOVERY_COMPLETE,
         level: Level::Raid10,
         chunk_sectors: 128,
         members: 3,
@@ -150,6 +151,43 @@ fn raid5_golden_block() {
 
 const RAID5_GOLDEN_CHECKSUM: u32 = 0x2dbd_6a2b;
 
+/// A pending resync: state bit 1 and the position at 0x0C0; none: bit clear and zeroes there
+/// (so format-1 superblocks from before the field read as "no resync pending").
+#[test]
+fn a_pending_resync_is_state_bit_1_and_its_position() {
+    let mut sb = sample();
+    sb.clean = false;
+    sb.resync_offset = 0x1_0000;
+    let block = encoded(&sb);
+    assert_eq!(block[offset::STATE], 0b10, "not clean, resync pending");
+    assert_eq!(
+        block[offset::RESYNC_OFFSET..][..8],
+        0x1_0000u64.to_le_bytes()
+    );
+    assert_eq!(decode(&block), Ok(sb));
+    sb.resync_offset = RECOVERY_COMPLETE;
+    let block = encoded(&sb);
+    assert_eq!(block[offset::STATE], 0);
+    assert_eq!(block[offset::RESYNC_OFFSET..][..8], [0; 8]);
+    assert_eq!(decode(&block), Ok(sb));
+    // The bit with a zero position: from the start.
+    let mut block = encoded(&sample());
+    patch(&mut block, offset::STATE, &[0b11]);
+    assert_eq!(decode(&block).unwrap().resync_offset, 0);
+    // RAID 10 of 3 with 1 GiB members walks 1.5 GiB of array sectors.
+    let walk = 3 * (1u64 << 21) / 2;
+    assert_eq!(
+        rejected(|sb| sb.resync_offset = walk + 1),
+        SuperblockError::BadResyncOffset {
+            resync_offset: walk + 1,
+            sectors: walk
+        }
+    );
+    let mut at_end = sample();
+    at_end.resync_offset = walk;
+    assert_eq!(decode(&encoded(&at_end)), Ok(at_end));
+}
+
 #[test]
 fn golden_block_decodes() {
     assert_eq!(decode(&golden()), Ok(sample()));
@@ -181,6 +219,7 @@ fn documented_offsets() {
         (offset::BITMAP_SECTORS, 8),
         (offset::JOURNAL_OFFSET, 8),
         (offset::JOURNAL_SECTORS, 8),
+        (offset::RESYNC_OFFSET, 8),
         (offset::SLOTS, 2 * MAX_SLOTS),
         (offset::CHECKSUM, 4),
     ];
@@ -192,6 +231,7 @@ fn documented_offsets() {
     }
     assert_eq!(end, SUPERBLOCK_SIZE);
     assert_eq!(offset::EVENTS, 0x58);
+    assert_eq!(offset::RESYNC_OFFSET, 0xc0);
     assert_eq!(offset::SLOTS, 0x100);
     assert_eq!(offset::CHECKSUM, 0xffc);
 }
@@ -228,6 +268,7 @@ fn raid1_and_raid0_round_trip() {
             level,
             chunk_sectors: chunk,
             clean: false,
+            resync_offset: RECOVERY_COMPLETE,
             recovery_offset: RECOVERY_COMPLETE,
             bitmap: Area::NONE,
             journal: Area::NONE,
@@ -347,8 +388,8 @@ fn rejects_unknown_required_features() {
 #[test]
 fn rejects_unknown_state_flags() {
     assert_eq!(
-        decode_patched(offset::STATE, &3u32.to_le_bytes()),
-        Err(SuperblockError::UnknownState { bits: 2 })
+        decode_patched(offset::STATE, &7u32.to_le_bytes()),
+        Err(SuperblockError::UnknownState { bits: 4 })
     );
 }
 
@@ -717,6 +758,13 @@ prop_compose! {
             created,
             events,
             clean,
+            // Pending or not independently of the recovery offset (any position up to 2048 is
+            // within every array's resync walk).
+            resync_offset: if recovery == RECOVERY_COMPLETE {
+                events % 2049
+            } else {
+                RECOVERY_COMPLETE
+            },
             level,
             chunk_sectors: chunk,
             members,

@@ -3,8 +3,8 @@
 //! set to consider every allocation), for N = 1, 2, ... until the call no longer reaches the
 //! N-th (`--every K:F`: N = F, F + K, F + 2K, ... only, F in 1..=K, for a shorter sweep that
 //! still reaches past the last allocation). After each run: nothing is left running (a run that succeeded anyway, the allocation
-//! having a fallback, is stopped again), and a member superblock that said "not clean" still
-//! does. The kernel side of "cleanly" (no oops, no leak) is the test runner's dmesg and
+//! having a fallback, is stopped again), and a member superblock that called for a resync ("not
+//! clean", or a resync pending) still does. The kernel side of "cleanly" (no oops, no leak) is the test runner's dmesg and
 //! kmemleak checks.
 //!
 //! Prints one summary line; exits 1 on a violation, 2 when the calls could not be made.
@@ -38,12 +38,13 @@ pub fn run(control: &str, args: &[String]) -> ExitCode {
     }
 }
 
-/// The clean bit of `path`'s superblock (state word at byte 4096 + 0x0C), if it has one.
-fn superblock_clean(path: &str) -> Option<bool> {
+/// Whether `path`'s superblock (state word at byte 4096 + 0x0C), if it has one, calls for a
+/// resync: not clean (bit 0 clear), or a resync pending (bit 1).
+fn superblock_wants_resync(path: &str) -> Option<bool> {
     let file = std::fs::File::open(path).ok()?;
     let mut block = [0u8; 16];
     file.read_exact_at(&mut block, 4096).ok()?;
-    (&block[..8] == b"GRAID-SB").then_some(block[12] & 1 != 0)
+    (&block[..8] == b"GRAID-SB").then_some(block[12] & 1 == 0 || block[12] & 2 != 0)
 }
 
 /// `--every K:F` at the front of `args`: the stride and first N, and the rest of `args`.
@@ -79,7 +80,7 @@ fn sweep(control: &str, args: &[String]) -> Result<Result<String, String>, Strin
         .collect::<Result<_, _>>()?;
     let dirty_before: Vec<bool> = paths
         .iter()
-        .map(|p| superblock_clean(p) == Some(false))
+        .map(|p| superblock_wants_resync(p) == Some(true))
         .collect();
     for (failed, nth) in (first..=20_000).step_by(every as usize).enumerate() {
         // Built before the fault is armed: only the ioctl runs armed.
@@ -171,9 +172,9 @@ fn sweep(control: &str, args: &[String]) -> Result<Result<String, String>, Strin
             )));
         }
         for (path, &dirty) in paths.iter().zip(&dirty_before) {
-            if dirty && superblock_clean(path) != Some(false) {
+            if dirty && superblock_wants_resync(path) != Some(true) {
                 return Ok(Err(format!(
-                    "N={nth}: {what} ({}) left {path} marked clean, or without its superblock",
+                    "N={nth}: {what} ({}) left {path} in sync, or without its superblock",
                     errno_name(errno)
                 )));
             }

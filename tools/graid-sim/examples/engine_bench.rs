@@ -95,8 +95,10 @@ impl Platform for Null {
 
     fn kick_worker(&self) {}
 
-    fn any_request(&self, _pred: impl FnMut(&RequestState) -> bool) -> bool {
-        false
+    fn kick_worker_after(&self, _ms: u32) {}
+
+    fn any_request(&self, mut pred: impl FnMut(&RequestState) -> bool) -> bool {
+        pred(&self.state)
     }
 
     fn pause(&self) {}
@@ -162,6 +164,11 @@ fn main() {
             member_ios: Cell::new(0),
             ended: Cell::new(0),
         };
+        // The first write waits while the worker marks the array dirty; the rest go at once.
+        null.segment.set((0, 8));
+        null.engine.submit(&null, (), Op::Write, 0, 8);
+        null.engine.work(&null);
+        assert!(null.engine.is_dirty() || level == Level::Raid0);
         for sectors in [8u64, 128, 2048] {
             for op in [Op::Read, Op::Write] {
                 let mut rng = StdRng::seed_from_u64(1);

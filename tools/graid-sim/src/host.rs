@@ -19,7 +19,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Condvar, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Where member data starts, as on real members (the superblock area lies before it).
 pub const DATA_OFFSET: u64 = 4096;
@@ -175,11 +175,13 @@ impl Violations {
     }
 }
 
-/// The worker's wake-up flag.
+/// The worker's wake-up flag, and its timer.
 #[derive(Default)]
 pub struct Kick {
     pub pending: Mutex<bool>,
     pub wake: Condvar,
+    /// When the worker runs next without a kick (`kick_worker_after`).
+    pub timer: Mutex<Option<Instant>>,
 }
 
 /// The host home of one engine.
@@ -303,6 +305,7 @@ impl Host {
             disk.flushes.fetch_add(1, Ordering::Relaxed);
             return Status::Ok;
         }
+        self.check_dirty(io, disk);
         let first = io.member_sector;
         let len = io.info.sectors;
         if first < DATA_OFFSET || first + len > DATA_OFFSET + self.data_sectors || len == 0 {
@@ -381,6 +384,26 @@ impl Host {
 
     /// True if some member's newest superblock records `member` as faulty.
     /// A member I/O to or from the request's stripe buffer.
+    /// A request's write must not reach a member of a redundant array while the member's
+    /// last superblock says "clean" (`safe_mode.rs`): a crash then would skip the resync.
+    fn check_dirty(&self, io: &MemberIo<usize>, disk: &MemDisk) {
+        let g = self.engine.geometry();
+        if !io.info.op.is_write() || (g.copies() <= 1 && !g.level().has_parity()) {
+            return;
+        }
+        if disk
+            .superblocks
+            .lock()
+            .unwrap()
+            .last()
+            .is_some_and(|sb| sb.clean)
+        {
+            self.violations.report(format!(
+                "a write reached a member whose superblock says clean: {io:?}"
+            ));
+        }
+    }
+
     fn execute_buffer(
         &self,
         rq: usize,
@@ -390,6 +413,7 @@ impl Host {
         column: u32,
         offset: u64,
     ) -> Status {
+        self.check_dirty(io, disk);
         let (op, first, len) = (io.info.op, io.member_sector, io.info.sectors);
         let mut buffer = self.slot(rq).buffer.lock().unwrap();
         let Some(col) = buffer.get_mut(column as usize) else {
@@ -697,7 +721,18 @@ impl Host {
             {
                 let mut pending = self.kick.pending.lock().unwrap();
                 while !*pending && !stop.load(Ordering::Acquire) {
-                    pending = self.kick.wake.wait(pending).unwrap();
+                    let due = *self.kick.timer.lock().unwrap();
+                    match due {
+                        Some(at) if at <= Instant::now() => {
+                            *self.kick.timer.lock().unwrap() = None;
+                            *pending = true;
+                        }
+                        Some(at) => {
+                            let wait = at.saturating_duration_since(Instant::now());
+                            pending = self.kick.wake.wait_timeout(pending, wait).unwrap().0;
+                        }
+                        None => pending = self.kick.wake.wait(pending).unwrap(),
+                    }
                 }
                 if !*pending && stop.load(Ordering::Acquire) {
                     return;
@@ -838,6 +873,19 @@ impl Platform for Host {
 
     fn kick_worker(&self) {
         *self.kick.pending.lock().unwrap() = true;
+        self.kick.wake.notify_one();
+    }
+
+    fn kick_worker_after(&self, ms: u32) {
+        let at = Instant::now() + Duration::from_millis(u64::from(ms));
+        {
+            let mut timer = self.kick.timer.lock().unwrap();
+            if timer.is_none_or(|t| at < t) {
+                *timer = Some(at);
+            }
+        }
+        // The worker recomputes its wait.
+        let _guard = self.kick.pending.lock().unwrap();
         self.kick.wake.notify_one();
     }
 

@@ -57,6 +57,12 @@ pub struct Scenario {
     pub replace: Option<u32>,
     /// The replacement's device (the disk past the members').
     pub replacement_faults: Faults,
+    /// With `in_sync` false: the array resyncs while the submitters run, and the run waits
+    /// for the resync to end.
+    pub resync: bool,
+    /// (member, n): before the run, `n` sectors of this member's data area get values no
+    /// other copy or parity agrees with (a crash's half-done writes, for the resync to fix).
+    pub scribble: Option<(usize, u64)>,
 }
 
 impl Scenario {
@@ -82,6 +88,8 @@ impl Scenario {
             via_spare: false,
             replace: None,
             replacement_faults: Faults::default(),
+            resync: false,
+            scribble: None,
         }
     }
 
@@ -115,6 +123,7 @@ pub fn superblock(geometry: &Geometry, level: Level, chunk_sectors: u32) -> Supe
         created: 1_767_225_600,
         events: 7,
         clean: false,
+        resync_offset: RECOVERY_COMPLETE,
         level,
         chunk_sectors,
         members: geometry.members(),
@@ -289,6 +298,21 @@ pub fn run(scenario: &Scenario, seed: u64) -> Report {
         lose_member(&host, target, seed);
     }
     let replacing = scenario.replace.map(|role| (role, add_spare(&host, seed)));
+    if let Some((member, n)) = scenario.scribble {
+        let mut rng = StdRng::seed_from_u64(seed ^ 0x5c1b);
+        for _ in 0..n {
+            let s = rng.random_range(0..host.data_sectors);
+            // RAID 5/6: the parity of the stripe (the data has no other copy to differ from).
+            let member = if geometry.level().has_parity() {
+                let stripe = s / u64::from(geometry.chunk_sectors());
+                geometry.stripe_map(stripe).expect("a stripe").p() as usize
+            } else {
+                member
+            };
+            host.disks[member].sectors.lock().unwrap()[(DATA_OFFSET + s) as usize] ^=
+                0x5c1b_0000_0000;
+        }
+    }
     let threads = Threads::start(&host, io_rx, seed);
 
     // Each submitter owns one stretch of the array, so the model stays exact.
@@ -329,6 +353,9 @@ pub fn run(scenario: &Scenario, seed: u64) -> Report {
         thread::sleep(std::time::Duration::from_millis(5));
         host.engine.request_replace(&*host, role, slot);
     }
+    if scenario.resync {
+        host.engine.start_resync(&*host);
+    }
     let mut model = vec![None; array_sectors as usize];
     let mut errors = Vec::new();
     let (mut ok_read_sectors, mut ok_write_sectors) = (0, 0);
@@ -350,6 +377,9 @@ pub fn run(scenario: &Scenario, seed: u64) -> Report {
     if replacing.is_some() {
         finish_replace(&host, seed);
         wait_rebuilt(&host, seed);
+    }
+    if scenario.resync {
+        wait_resynced(&host, seed);
     }
     if scenario.level.has_parity() {
         // After a rebuild, through the rebuilt member too.
@@ -462,6 +492,18 @@ pub fn scrub_now(host: &Host, mode: ScrubMode, seed: u64) -> ScrubProgress {
         "seed {seed}: the scrub stopped early"
     );
     progress
+}
+
+/// Waits until the array is in sync (the worker thread runs the resync).
+pub fn wait_resynced(host: &Host, seed: u64) {
+    let start = std::time::Instant::now();
+    while !host.engine.in_sync() {
+        assert!(
+            start.elapsed() < HANG,
+            "seed {seed}: the resync never ended"
+        );
+        thread::sleep(std::time::Duration::from_millis(1));
+    }
 }
 
 /// Waits until no member is being rebuilt (the worker thread runs the rebuild).

@@ -279,7 +279,7 @@ fn mirror_sync_note(args: &CreateArgs, view: &ArrayView) -> &'static str {
     } else if args.assume_clean {
         "; mirrors taken as in sync (--assume-clean)"
     } else if view.resync_pending {
-        "; mirrors not in sync: resync pending, reads use one copy"
+        "; copies not in sync yet: resyncing"
     } else {
         ""
     }

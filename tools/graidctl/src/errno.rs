@@ -123,8 +123,8 @@ fn reason(op: &Op<'_>, errno: i32) -> String {
         },
         libc::EBUSY if matches!(op, Op::Scrub { .. }) => {
             "the array is not optimal (degraded or rebuilding): a check or repair needs every \
-             member in sync (graidctl wait for the rebuild first), or another member operation \
-             is running"
+             member in sync (graidctl wait for the rebuild first), another member operation \
+             is running, or (a check) the array is still resyncing (graidctl wait)"
                 .to_owned()
         }
         libc::EBUSY => match op {

@@ -39,6 +39,9 @@ pub struct ExamineView {
     pub created: u64,
     pub events: u64,
     pub clean: bool,
+    /// Where a pending resync goes on (array sectors on RAID 1/10, member sectors on 5/6);
+    /// null when none is pending.
+    pub resync_offset: Option<u64>,
     pub level: String,
     pub layout: u32,
     pub chunk_sectors: u32,
@@ -88,6 +91,7 @@ impl ExamineView {
             created: sb.created,
             events: sb.events,
             clean: sb.clean,
+            resync_offset: (sb.resync_offset != RECOVERY_COMPLETE).then_some(sb.resync_offset),
             level: sb.level.to_string(),
             layout: sb.level.layout(),
             chunk_sectors: sb.chunk_sectors,
@@ -151,10 +155,10 @@ impl ExamineView {
             ("Array Size", sectors(self.array_sectors)),
             (
                 "State",
-                if self.clean {
-                    "clean".to_owned()
-                } else {
-                    "dirty (resync needed)".to_owned()
+                match (self.clean, self.resync_offset) {
+                    (false, _) => "dirty (resync needed)".to_owned(),
+                    (true, None) => "clean".to_owned(),
+                    (true, Some(at)) => format!("clean, resync pending from sector {at}"),
                 },
             ),
             ("Events", self.events.to_string()),
@@ -309,6 +313,8 @@ mod tests {
         let mut sb = sample("golden", [0x10; 16], 1, 42);
         sb.recovery_offset = 4096;
         sb.clean = false;
+        // Ignored while not clean: the resync starts over.
+        sb.resync_offset = 1024;
         sb.slots[5] = Slot::Faulty;
         let file = image(&block(&sb));
         let path = file.str();
@@ -358,11 +364,28 @@ SLOT  STATE   ROLE
         assert_eq!(v["this_role"], 0);
         assert_eq!(v["this_state"], "active");
         assert_eq!(v["recovery_offset"], serde_json::Value::Null);
+        assert_eq!(v["resync_offset"], serde_json::Value::Null);
         assert_eq!(v["bitmap"], serde_json::Value::Null);
         assert_eq!(v["array_sectors"], 1 << 20);
         assert_eq!(v["slots"].as_array().unwrap().len(), 2);
         assert_eq!(v["slots"][1]["role"], 1);
-        assert_eq!(v.as_object().unwrap().len(), 24);
+        assert_eq!(v.as_object().unwrap().len(), 25);
+    }
+
+    #[test]
+    fn a_pending_resync_is_shown_with_its_position() {
+        let mut sb = sample("r", [0x33; 16], 0, 9);
+        sb.resync_offset = 2048;
+        let file = image(&block(&sb));
+        let text = examine(&RealSystem, file.str(), false).unwrap();
+        assert!(
+            text.contains("State : clean, resync pending from sector 2048\n"),
+            "{text}"
+        );
+        let v: serde_json::Value =
+            serde_json::from_str(&examine(&RealSystem, file.str(), true).unwrap()).unwrap();
+        assert_eq!(v["resync_offset"], 2048);
+        assert_eq!(v["clean"], true);
     }
 
     #[test]

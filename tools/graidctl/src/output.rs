@@ -6,11 +6,11 @@ use crate::size::{format_sectors, SECTOR_BYTES};
 use crate::uuid;
 use graid_abi::{
     GraidDetail, GraidMemberDetail, GRAID_ARRAY_BROKEN, GRAID_ARRAY_DEGRADED, GRAID_ARRAY_FAILED,
-    GRAID_ARRAY_OPTIMAL, GRAID_DETAIL_REBUILD_STALLED, GRAID_DETAIL_RESYNC_PENDING,
-    GRAID_MAX_MEMBERS, GRAID_MAX_SPARES, GRAID_MEMBER_ACTIVE, GRAID_MEMBER_FAULTY,
-    GRAID_MEMBER_MISSING, GRAID_MEMBER_REBUILDING, GRAID_REPLACE_ABANDONED, GRAID_REPLACE_COPYING,
-    GRAID_REPLACE_FAILED, GRAID_REPLACE_SWAPPING, GRAID_ROLE_NONE, GRAID_SCRUB_CHECK,
-    GRAID_SCRUB_REPAIR,
+    GRAID_ARRAY_OPTIMAL, GRAID_DETAIL_DIRTY, GRAID_DETAIL_REBUILD_STALLED,
+    GRAID_DETAIL_RESYNC_PENDING, GRAID_MAX_MEMBERS, GRAID_MAX_SPARES, GRAID_MEMBER_ACTIVE,
+    GRAID_MEMBER_FAULTY, GRAID_MEMBER_MISSING, GRAID_MEMBER_REBUILDING, GRAID_REPLACE_ABANDONED,
+    GRAID_REPLACE_COPYING, GRAID_REPLACE_FAILED, GRAID_REPLACE_SWAPPING, GRAID_ROLE_NONE,
+    GRAID_SCRUB_CHECK, GRAID_SCRUB_REPAIR, GRAID_SCRUB_RESYNC,
 };
 use serde::Serialize;
 
@@ -85,8 +85,12 @@ pub struct ArrayView {
     pub size_sectors: u64,
     pub size_bytes: u64,
     pub state: String,
-    /// The copies are not known to be in sync: reads use one copy until a resync.
+    /// The copies are not known to be in sync: a resync runs (or waits), and reads of what it
+    /// has not reached use one copy.
     pub resync_pending: bool,
+    /// The array is marked dirty: its superblocks say "not clean" while writes may be in
+    /// flight (md's "active"); marked clean after a quiet period.
+    pub dirty: bool,
     pub events: u64,
     pub open_count: u32,
     /// The rebuild under way, if any.
@@ -304,15 +308,16 @@ impl ArrayView {
             size_bytes: d.size_sectors.saturating_mul(SECTOR_BYTES),
             state: array_state_name(d.state),
             resync_pending: d.flags & GRAID_DETAIL_RESYNC_PENDING != 0,
+            dirty: d.flags & GRAID_DETAIL_DIRTY != 0,
             events: d.events,
             open_count: d.open_count,
             rebuilt_sectors: d.rebuilt_sectors,
             scrub: match d.scrub_action {
-                GRAID_SCRUB_CHECK | GRAID_SCRUB_REPAIR => Some(ScrubView {
-                    action: if d.scrub_action == GRAID_SCRUB_CHECK {
-                        "check"
-                    } else {
-                        "repair"
+                GRAID_SCRUB_CHECK | GRAID_SCRUB_REPAIR | GRAID_SCRUB_RESYNC => Some(ScrubView {
+                    action: match d.scrub_action {
+                        GRAID_SCRUB_CHECK => "check",
+                        GRAID_SCRUB_REPAIR => "repair",
+                        _ => "resync",
                     }
                     .to_owned(),
                     done_sectors: d.scrub_done,
@@ -410,9 +415,18 @@ impl ArrayView {
     /// Whether the copies are known to match, for people.
     pub fn sync_text(&self) -> &'static str {
         if self.resync_pending {
-            "resync pending (reads use one copy)"
+            "resync pending (reads use one copy until it passes)"
         } else {
             "in sync"
+        }
+    }
+
+    /// Whether writes may be in flight, for people (md's "active" and "clean").
+    pub fn marked_text(&self) -> &'static str {
+        if self.dirty {
+            "dirty (writing; a crash now means a resync)"
+        } else {
+            "clean"
         }
     }
 
@@ -436,7 +450,8 @@ impl ArrayView {
         }
     }
 
-    /// The check or repair for people: `check 40.0% (3 mismatched sectors so far)`, or empty.
+    /// The check, repair or resync for people: `check 40.0% (3 mismatched sectors so far)`,
+    /// or empty.
     pub fn scrub_text(&self) -> String {
         match &self.scrub {
             Some(s) => format!(
@@ -468,13 +483,17 @@ impl ArrayView {
             ),
             ("State", self.state.clone()),
             ("Sync", self.sync_text().to_owned()),
+            ("Marked", self.marked_text().to_owned()),
             ("Rebuild", self.rebuild_text()),
             ("Replace", self.replace_text()),
             ("Scrub", self.scrub_text()),
             (
                 "Mismatches",
                 if self.mismatch_sectors > 0 {
-                    format!("{} sectors (last check or repair)", self.mismatch_sectors)
+                    format!(
+                        "{} sectors (last check, repair or resync)",
+                        self.mismatch_sectors
+                    )
                 } else {
                     String::new()
                 },

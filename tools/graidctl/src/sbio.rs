@@ -166,6 +166,7 @@ pub mod testutil {
             created: 1_767_225_600,
             events,
             clean: true,
+            resync_offset: RECOVERY_COMPLETE,
             level: Level::Raid1,
             chunk_sectors: 0,
             members: 2,

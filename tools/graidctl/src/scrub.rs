@@ -99,7 +99,10 @@ pub fn run(
         return Ok(json(&ArrayView::new(&after, sys)));
     }
     Ok(if args.stop {
-        format!("graidctl: {label}: check or repair stopped\n")
+        format!(
+            "graidctl: {label}: check, repair or resync stopped (a resync goes on at the next \
+             repair or assembly)\n"
+        )
     } else {
         format!(
             "graidctl: {label}: {} started (graidctl wait follows it; graidctl detail shows \

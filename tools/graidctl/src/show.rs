@@ -96,7 +96,7 @@ mod tests {
     use crate::control::fake::{array, FakeControl};
     use crate::member::fake::FakeSystem;
     use graid_abi::{
-        GRAID_ARRAY_DEGRADED, GRAID_DETAIL_RESYNC_PENDING, GRAID_MEMBER_FAULTY,
+        GRAID_ARRAY_DEGRADED, GRAID_DETAIL_DIRTY, GRAID_DETAIL_RESYNC_PENDING, GRAID_MEMBER_FAULTY,
         GRAID_MEMBER_MISSING,
     };
 
@@ -112,7 +112,7 @@ mod tests {
             ],
         );
         degraded.state = GRAID_ARRAY_DEGRADED;
-        degraded.flags = GRAID_DETAIL_RESYNC_PENDING;
+        degraded.flags = GRAID_DETAIL_RESYNC_PENDING | GRAID_DETAIL_DIRTY;
         degraded.members[0].corrected = 2;
         degraded.size_sectors = 3 << 30;
         let ctl = FakeControl::with(vec![
@@ -168,7 +168,8 @@ DEVICE       NAME     LEVEL       SIZE  STATE     MEMBERS
     Chunk Size : -
     Array Size : 1.50 TiB (3221225472 sectors)
          State : degraded
-          Sync : resync pending (reads use one copy)
+          Sync : resync pending (reads use one copy until it passes)
+        Marked : dirty (writing; a crash now means a resync)
         Events : 7
     Open Count : 0
        Members : 3 (1 active, 0 rebuilding, 1 faulty, 1 missing)
@@ -248,6 +249,7 @@ ROLE  DEVICE        STATE    READS  WRITES     READ  WRITTEN  ERRORS  CORRECTED
                 "chunk_bytes",
                 "chunk_sectors",
                 "device",
+                "dirty",
                 "events",
                 "index",
                 "level",

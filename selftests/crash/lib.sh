@@ -1,0 +1,156 @@
+# Crash rounds (selftests/crash.sh boots them): arrays written to when the machine is killed,
+# assembled on the next boot, resynced, and every acknowledged write read back.
+#
+# One VM boot per round. Each boot verifies what the previous one left (crash/again.sh,
+# crash/last.sh), then writes until a random moment and kills the machine with sysrq 'b' (an
+# immediate reset, no sync, no unmount, the arrays running): crash/start.sh, crash/again.sh.
+# The drives are raw images with the host's cache below them, so everything a member
+# acknowledged survives, as after a power cut on drives without a volatile cache; what is lost is
+# everything the kernel held, the arrays' own state and the writes in flight.
+#
+# Four arrays, written at once: c1 (RAID 1 of 3), c10 (RAID 10 of 4), c5 (RAID 5 of 3), c6
+# (RAID 6 of 4). One mirror runs degraded in each round, c1 in even rounds and c10 in odd ones
+# (one member failed before the writes; it is added back after the next boot's checks). Each array's first $VERIFIED is written by one fio
+# job with crc32c headers, whose progress is saved when the crash is triggered (fio's
+# verify_state_save); the rest is written all the time by a second fio without checks, so the
+# crash comes while writes are in flight (the array dirty) wherever it falls. fio's state, and
+# what the round did, go to the last drive (the state drive) as a tar archive before the crash.
+. /graid/lib.sh
+
+ARRAYS="c1 c10 c5 c6"
+VERIFIED=12M
+STATE=/tmp/crash-state
+TTY=/dev/ttyS1
+
+# state_drive: the last emulated drive, by serial (device names change across boots).
+state_drive() {
+	for c in /sys/class/nvme/nvme*; do
+		# NVMe serials are padded with spaces.
+		[ "$(tr -d ' ' <"$c/serial" 2>/dev/null)" = "graid-nvme$((GRAID_DISKS - 1))" ] || continue
+		for ns in "$c"/nvme*n*; do [ -e "$ns/size" ] && echo "/dev/${ns##*/}"; done
+	done
+}
+
+# member_drives: the drives the arrays are made of (every emulated drive but the state drive).
+member_drives() {
+	s=$(state_drive)
+	graid_nvme_disks | grep -vx "$s"
+}
+
+save_state() {
+	s=$(state_drive)
+	[ -b "$s" ] || return 1
+	tar -C $STATE -cf - . | dd of="$s" bs=64k conv=fsync 2>/dev/null
+}
+
+load_state() {
+	rm -rf $STATE
+	mkdir -p $STATE
+	dd if="$(state_drive)" bs=64k 2>/dev/null | tar -C $STATE -xf - 2>/dev/null ||
+		fail "no state from the previous round on $(state_drive)"
+}
+
+# verified_jobs: one fio job per array, over its first $VERIFIED (the options every round's
+# writer and reader share: same blocks, same contents).
+verified_jobs() {
+	for a in $ARRAYS; do
+		dev=$(graidctl detail $a | grep -o '/dev/graid[0-9]*' | head -n 1)
+		[ -b "$dev" ] || fail "no device for $a"
+		echo --name=$a --filename=$dev --offset=0 --size=$VERIFIED --rw=randwrite \
+			--bsrange=4k-64k --direct=1 --ioengine=libaio --iodepth=8 --verify=crc32c \
+			--verify_fatal=1 --randrepeat=1
+	done
+}
+
+# write_and_crash ROUND: the round's writes, then the crash at a random moment (0.5-4 s into
+# them, or when the verified writes end, whichever is first).
+write_and_crash() {
+	round=$1
+	rm -rf $STATE
+	mkdir -p $STATE
+	echo "$round" >$STATE/round
+	# Degraded: one member of one mirror fails before the writes (c1 in even rounds, c10 in
+	# odd ones), so a single round has a degraded and an optimal mirror.
+	a=c1
+	[ $((round % 2)) = 1 ] && a=c10
+	m=$(graidctl --json detail $a | tr -d '\n ' | sed 's/.*"members":\[{[^}]*"device":"\([^"]*\)".*/\1/')
+	expect_rc 0 graidctl fail $a "$m"
+	expect_rc 0 graidctl remove $a "$m"
+	# Blank: added back as a new device after the crash.
+	wipe_superblocks "$m"
+	echo "$a" >$STATE/degraded
+	# The unchecked writer keeps every array busy past $VERIFIED.
+	fillers=
+	for a in $ARRAYS; do
+		dev=$(graidctl detail $a | grep -o '/dev/graid[0-9]*' | head -n 1)
+		fillers="$fillers --name=fill-$a --filename=$dev --offset=$VERIFIED --rw=randwrite --bsrange=4k-128k --direct=1 --ioengine=libaio --iodepth=4 --time_based --runtime=600 --norandommap"
+	done
+	fio $fillers >/dev/null 2>&1 &
+	ms=$((500 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 3500))
+	echo "round $round: the machine dies ${ms} ms into the writes"
+	echo "$ms" >$STATE/crash-ms
+	fio --aux-path=$STATE --do_verify=0 --trigger-timeout=${ms}ms \
+		--trigger="sh /graid/crash/die.sh" $(verified_jobs) >$STATE/fio.out 2>&1
+	# The verified writes ended first (their state is saved at the end): die now.
+	sh /graid/crash/die.sh
+	sleep 60
+	fail "the machine did not die"
+}
+
+# check_round: after the crash: assemble, the resync of every array that was dirty, fio's
+# verified writes read back (during the resync and after it), a check that finds every copy and
+# parity in agreement, the degraded members added back and rebuilt.
+check_round() {
+	load_state
+	round=$(cat $STATE/round)
+	echo "checking round $round (died $(cat $STATE/crash-ms) ms into the writes)"
+	dirty=
+	for d in $(member_drives); do
+		sb=$(graidctl examine "$d" 2>/dev/null) || continue
+		name=$(echo "$sb" | sed -n 's/.*Name : //p')
+		echo "$sb" | grep -q 'State : dirty' && dirty="$dirty $name"
+	done
+	dirty=$(echo $dirty | tr ' ' '\n' | sort -u | tr '\n' ' ')
+	echo "dirty at the crash: $dirty"
+	[ -n "$dirty" ] || fail "no array was dirty at the crash: the writes were not in flight"
+	expect_rc 0 graidctl assemble --scan --run
+	echo "$OUT"
+	for a in $dirty; do
+		expect_rc 0 graidctl --json detail $a
+		expect_match '"resync_pending": true' "$OUT" "$a after a crash while dirty"
+	done
+	# Every acknowledged write, read back while the resyncs run (or wait: a degraded array
+	# resyncs once it is rebuilt) ...
+	fio --aux-path=$STATE --verify_only --verify_state_load=1 --verify_state_save=0 $(verified_jobs) \
+		>/tmp/fio.out 2>&1 || { cat /tmp/fio.out; fail "acknowledged writes lost in round $round (before the resync)"; }
+	if [ -f $STATE/degraded ]; then
+		# The drives the degraded arrays lost were left blank: one back into each.
+		blank=
+		for d in $(member_drives); do
+			graidctl examine "$d" >/dev/null 2>&1 || blank="$blank $d"
+		done
+		set -- $blank
+		for a in $(cat $STATE/degraded); do
+			[ $# -gt 0 ] || fail "no blank drive to add back to $a"
+			expect_rc 0 graidctl add $a "$1"
+			shift
+		done
+	fi
+	for a in $ARRAYS; do
+		# A rebuild first, if any, then the resync.
+		expect_rc 0 graidctl wait $a
+		echo "$OUT"
+		expect_rc 0 graidctl wait $a
+		echo "$OUT"
+	done
+	# ... and after them (reads spread over every copy again).
+	fio --aux-path=$STATE --verify_only --verify_state_load=1 --verify_state_save=0 $(verified_jobs) \
+		>/tmp/fio.out 2>&1 || { cat /tmp/fio.out; fail "acknowledged writes lost in round $round (after the resync)"; }
+	for a in $ARRAYS; do
+		expect_rc 0 graidctl --json detail $a
+		expect_match '"resync_pending": false' "$OUT" "$a after its resync"
+		expect_rc 0 graidctl check $a --wait
+		echo "$OUT"
+		expect_match ' 0 mismatched sectors' "$OUT" "$a's copies or parity after the resync"
+	done
+}

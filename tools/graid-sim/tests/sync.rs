@@ -1,0 +1,155 @@
+//! Dirty/clean tracking and the resync, in the engine's host home: an idle array is marked
+//! clean and its next write waits until it is dirty again; a resync under load leaves every
+//! copy and every parity matching; a resync goes on from the position a superblock gave it.
+
+use graid_engine::geometry::{Level, ParityLayout};
+use graid_engine::platform::{Op, Status};
+use graid_engine::scrub::{ScrubError, ScrubMode};
+use graid_engine::superblock::RECOVERY_COMPLETE;
+use graid_sim::host::{Host, DATA_OFFSET};
+use graid_sim::stress::{
+    check_copies, check_mirrors_match, new_host, run, scrub_now, seeds, submit_inline, Scenario,
+};
+use std::time::{Duration, Instant};
+
+/// The newest superblock member 0 holds: (clean, resync offset, events).
+fn newest(host: &Host) -> (bool, u64, u64) {
+    let sbs = host.disks[0].superblocks.lock().unwrap();
+    let sb = sbs.last().expect("a superblock was written");
+    (sb.clean, sb.resync_offset, sb.events)
+}
+
+#[test]
+fn an_idle_array_is_marked_clean_and_its_next_write_marks_it_dirty_first() {
+    for (level, members, chunk) in [
+        (Level::Raid1, 2, 0),
+        (Level::Raid5(ParityLayout::LeftSymmetric), 3, 8),
+    ] {
+        let scenario = Scenario::new(level, members, chunk);
+        // No platform threads: `submit_inline` plays the worker, and so does the test.
+        let (host, _io_rx) = new_host(&scenario, 1);
+        host.engine.set_safe_mode_delay(20);
+        assert!(!host.engine.is_dirty(), "{level:?}: dirty before any write");
+        // A read needs nothing.
+        assert_eq!(submit_inline(&host, Op::Read, 0, 8), Some(Status::Ok));
+        assert!(host.disks[0].superblocks.lock().unwrap().is_empty());
+        let mut events = 0;
+        for round in 1..=3u64 {
+            // The write waits for the worker, which writes "not clean" first (the host fails
+            // the run if data reaches a member whose superblock says clean).
+            assert_eq!(
+                submit_inline(&host, Op::Write, 16 * round, 8),
+                Some(Status::Ok)
+            );
+            assert!(host.engine.is_dirty(), "{level:?}: round {round}");
+            let (clean, _, marked) = newest(&host);
+            assert!(!clean, "{level:?}: written while the superblock says clean");
+            if round > 1 {
+                assert_eq!(marked, events + 1, "{level:?}: one update per mark");
+            }
+            // More writes while dirty cost no update.
+            assert_eq!(submit_inline(&host, Op::Write, 64, 8), Some(Status::Ok));
+            assert_eq!(newest(&host).2, marked);
+            // Not before the quiet period...
+            host.engine.work(&*host);
+            assert!(host.engine.is_dirty(), "{level:?}: marked clean at once");
+            // ... but after it.
+            std::thread::sleep(Duration::from_millis(25));
+            host.engine.work(&*host);
+            assert!(!host.engine.is_dirty(), "{level:?}: not marked clean");
+            assert_eq!(newest(&host), (true, RECOVERY_COMPLETE, marked + 1));
+            events = marked + 1;
+        }
+        assert_eq!(host.engine.dirty_marks(), 3);
+        let violations = host.violations.0.lock().unwrap().clone();
+        assert!(violations.is_empty(), "{violations:#?}");
+    }
+}
+
+#[test]
+fn raid0_is_never_marked_dirty() {
+    let scenario = Scenario::new(Level::Raid0, 2, 8);
+    let (host, _io_rx) = new_host(&scenario, 1);
+    assert_eq!(submit_inline(&host, Op::Write, 0, 64), Some(Status::Ok));
+    assert!(!host.engine.is_dirty());
+    assert!(host.disks[0].superblocks.lock().unwrap().is_empty());
+}
+
+/// Makes `member`'s copy (or parity) differ from the others in `n` distinct places at and
+/// above member sector `from`, below `from + 4096`, and returns how many.
+fn scribble(host: &Host, member: usize, from: u64, n: u64) -> u64 {
+    let mut disk = host.disks[member].sectors.lock().unwrap();
+    for i in 0..n {
+        // An odd stride modulo a power of two: distinct sectors.
+        let s = from + (i * 7919) % 4096;
+        disk[(DATA_OFFSET + s) as usize] ^= 0x5a5a_0000 | s;
+    }
+    n
+}
+
+#[test]
+fn a_resync_under_load_leaves_every_copy_and_parity_matching() {
+    for seed in seeds(2) {
+        for (level, members, chunk) in [
+            (Level::Raid1, 3, 0),
+            (Level::Raid10, 4, 16),
+            (Level::Raid5(ParityLayout::LeftSymmetric), 4, 16),
+            (Level::Raid6(ParityLayout::LeftSymmetric), 5, 8),
+        ] {
+            let mut scenario = Scenario::new(level, members, chunk);
+            scenario.in_sync = false;
+            scenario.resync = true;
+            // Differing copies or parity before the run: the resync must find and fix them
+            // while the submitters write.
+            scenario.scribble = Some((1, 300));
+            let report = run(&scenario, seed);
+            assert!(report.errors.is_empty(), "seed {seed}: {:?}", report.errors);
+            let host = &*report.host;
+            assert!(host.engine.in_sync(), "seed {seed}: {level:?}");
+            check_copies(&report, seed);
+            if level.has_parity() {
+                let check = scrub_now(host, ScrubMode::Check, seed);
+                assert_eq!(check.mismatches, 0, "seed {seed}: {level:?} parity");
+            } else {
+                check_mirrors_match(&report, seed);
+            }
+            // The last superblock says so.
+            assert_eq!(newest(host).1, RECOVERY_COMPLETE, "seed {seed}: {level:?}");
+        }
+    }
+}
+
+#[test]
+fn a_resync_goes_on_from_its_position_and_a_check_waits_for_it() {
+    for (level, members, chunk) in [
+        (Level::Raid1, 2, 0),
+        (Level::Raid5(ParityLayout::LeftSymmetric), 3, 8),
+    ] {
+        let mut scenario = Scenario::new(level, members, chunk);
+        scenario.in_sync = false;
+        let (host, _io_rx) = new_host(&scenario, 3);
+        let walk = host.engine.scrub_progress().total;
+        let half = walk / 2;
+        // Member sectors of member 1 below and above the half way point (the same for a
+        // two-way mirror; RAID 5 walks member sectors).
+        let below = scribble(&host, 1, 0, 1);
+        let above = scribble(&host, 1, half, 20);
+        host.engine.set_resync_start(half);
+        assert_eq!(host.engine.resync_offset(), half);
+        assert_eq!(
+            host.engine.start_scrub(&*host, ScrubMode::Check),
+            Err(ScrubError::ResyncPending)
+        );
+        host.engine.start_resync(&*host);
+        let start = Instant::now();
+        while !host.engine.in_sync() {
+            assert!(start.elapsed() < Duration::from_secs(20), "no end");
+            host.engine.work(&*host);
+        }
+        let resync = host.engine.scrub_progress();
+        assert_eq!(resync.mismatches, above, "{level:?}: {resync:?}");
+        // What lay below the position was left alone: only a check finds it now.
+        let check = scrub_now(&host, ScrubMode::Check, 3);
+        assert_eq!(check.mismatches, below, "{level:?}");
+    }
+}
