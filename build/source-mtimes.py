@@ -7,7 +7,10 @@ every file new. Used by .ci/run with the cargo outputs cache.
     source-mtimes.py restore FILE   set the mtime recorded in FILE on every tracked file whose
                                     blob id is still the one recorded
 
-A file whose content changed keeps its new mtime, so what depends on it is rebuilt."""
+A file whose content changed keeps its new mtime, so what depends on it is rebuilt. The record
+names the checkout it was made in, and is only restored in that same place: outputs built in
+another directory carry its paths (CARGO_MANIFEST_DIR in the tests), so there everything is
+rebuilt."""
 import os
 import subprocess
 import sys
@@ -24,14 +27,20 @@ def tracked():
 
 def main():
     command, manifest = sys.argv[1:3]
+    root = os.getcwd()
     if command == "record":
         with open(manifest, "w") as f:
+            f.write(f"root\t{root}\n")
             for blob, path in tracked():
                 if os.path.isfile(path) and not os.path.islink(path):
                     f.write(f"{blob}\t{os.stat(path).st_mtime_ns}\t{path}\n")
     elif command == "restore":
         old = {}
         with open(manifest) as f:
+            first = f.readline().rstrip("\n").split("\t", 1)
+            if first != ["root", root]:
+                print(f"mtimes recorded in another checkout ({first[-1]}): not restored")
+                return
             for line in f:
                 blob, mtime, path = line.rstrip("\n").split("\t", 2)
                 old[path] = (blob, int(mtime))
