@@ -16,6 +16,7 @@ mod code_enum;
 pub mod admin;
 pub mod array;
 pub mod assembly;
+pub mod bitmap;
 pub mod crc32c;
 pub mod geometry;
 pub mod layout;

@@ -1,0 +1,268 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The write-intent bitmap's pure logic (md's bitmap): which regions a write dirties, the
+//! per-region state that lets writes go without a lock, and the on-disk blocks.
+//!
+//! # Regions
+//!
+//! The array's resync walk (array sectors on RAID 1/10, member sectors on RAID 5/6: see
+//! [`Geometry::resync_sectors`]) is cut into regions of a power-of-two size, one bit each. A
+//! set bit says "writes may have been in flight here": after a crash only those regions need a
+//! resync, and a member that was away only needs what was written meanwhile.
+//!
+//! # Writes without a lock
+//!
+//! Each region has one [`RegionState`], an atomic word: bit 31 says its bit is set on disk,
+//! the rest count the writes in flight there.
+//!
+//! - A write adds itself to the count first. If the bit was on disk, it goes.
+//! - Otherwise it waits for the worker. The worker writes the blocks of every region that waits
+//!   in one batch (`PREFLUSH | FUA`), then marks them on disk, then sends the waiting writes.
+//! - A region's bit is cleared lazily, by the worker, and only with no write in flight there:
+//!   one compare-and-swap from "on disk, no writes" to 0. A write that comes after it sees the
+//!   bit off and waits for the worker. The worker writes the cleared block before it sets the
+//!   bit again (it is one thread), so the disk ends with the bit set.
+//!
+//! Writes to different regions touch different words; writes to one region share one.
+//!
+//! # On disk
+//!
+//! The bitmap area holds 4096-byte blocks, each with [`BITS_PER_BLOCK`] bits (bit `r % 8` of
+//! byte `r / 8` of the block for region `r` of that block) and a CRC-32C of the rest in its
+//! last 4 bytes. A block whose checksum fails reads as every bit set: a damaged bitmap only
+//! costs a longer resync.
+
+use super::crc32c::crc32c;
+use super::geometry::Geometry;
+use core::ops::Range;
+use core::sync::atomic::{AtomicU32, Ordering};
+
+/// Region size by default: 64 MiB of the resync's walk (mdadm's default bitmap chunk).
+pub const DEFAULT_REGION_SECTORS: u64 = 64 * 2048;
+
+/// Smallest region: 4 KiB.
+pub const MIN_REGION_SECTORS: u64 = 8;
+
+/// Bytes of one on-disk block.
+pub const BLOCK_BYTES: usize = 4096;
+
+/// Sectors of one on-disk block.
+pub const BLOCK_SECTORS: u64 = (BLOCK_BYTES / 512) as u64;
+
+/// Regions one block records: every bit but the checksum's.
+pub const BITS_PER_BLOCK: u64 = ((BLOCK_BYTES - 4) * 8) as u64;
+
+/// The regions of an array's resync walk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Regions {
+    /// Power of two.
+    region_sectors: u64,
+    /// Sectors of the resync walk.
+    walk_sectors: u64,
+}
+
+impl Regions {
+    /// Regions of `region_sectors` (a power of two, at least [`MIN_REGION_SECTORS`]) over a
+    /// walk of `walk_sectors`; `None` for another size.
+    pub fn new(walk_sectors: u64, region_sectors: u64) -> Option<Self> {
+        (region_sectors.is_power_of_two() && region_sectors >= MIN_REGION_SECTORS).then_some(Self {
+            region_sectors,
+            walk_sectors,
+        })
+    }
+
+    /// The region size for a walk of `walk_sectors` whose bitmap must fit `area_sectors`: the
+    /// default, or the smallest larger power of two whose blocks fit. `None` if not even one
+    /// block fits.
+    pub fn fitting(walk_sectors: u64, area_sectors: u64) -> Option<Self> {
+        let blocks = area_sectors / BLOCK_SECTORS;
+        if blocks == 0 {
+            return None;
+        }
+        let mut region = DEFAULT_REGION_SECTORS;
+        loop {
+            let regions = Self::new(walk_sectors, region)?;
+            if regions.blocks() <= blocks {
+                return Some(regions);
+            }
+            region = region.checked_mul(2)?;
+        }
+    }
+
+    pub fn region_sectors(&self) -> u64 {
+        self.region_sectors
+    }
+
+    /// How many regions (bits) the walk has.
+    pub fn count(&self) -> u64 {
+        self.walk_sectors.div_ceil(self.region_sectors)
+    }
+
+    /// On-disk blocks the bits take.
+    pub fn blocks(&self) -> u64 {
+        self.count().div_ceil(BITS_PER_BLOCK)
+    }
+
+    /// Sectors of the bitmap area the blocks take.
+    pub fn area_sectors(&self) -> u64 {
+        self.blocks().saturating_mul(BLOCK_SECTORS)
+    }
+
+    /// The walk sectors region `region` covers.
+    pub fn span(&self, region: u64) -> Range<u64> {
+        let start = region.saturating_mul(self.region_sectors);
+        start.min(self.walk_sectors)
+            ..start
+                .saturating_add(self.region_sectors)
+                .min(self.walk_sectors)
+    }
+
+    /// The regions a run of walk sectors `[start, end)` touches (empty if it is empty).
+    pub fn of_walk(&self, start: u64, end: u64) -> Range<u64> {
+        let end = end.min(self.walk_sectors);
+        if start >= end {
+            return 0..0;
+        }
+        start / self.region_sectors..(end - 1) / self.region_sectors + 1
+    }
+
+    /// The regions a write of `sectors` array sectors at `start` dirties: the same array
+    /// sectors on mirrors; on RAID 5/6 the whole stripes it touches (their rows of member
+    /// sectors: their parity changes too).
+    pub fn of_write(&self, geometry: &Geometry, start: u64, sectors: u64) -> Range<u64> {
+        let end = start.saturating_add(sectors);
+        if sectors == 0 {
+            return 0..0;
+        }
+        if !geometry.level().has_parity() {
+            return self.of_walk(start, end);
+        }
+        let first = geometry.stripe_of(start);
+        let last = geometry.stripe_of(end - 1);
+        let rows = geometry.stripe_member_sector(first)
+            ..geometry
+                .stripe_member_sector(last)
+                .saturating_add(u64::from(geometry.chunk_sectors()));
+        self.of_walk(rows.start, rows.end)
+    }
+
+    /// Which block, and which bit of it, records region `region`.
+    pub fn place(region: u64) -> (u64, u64) {
+        (region / BITS_PER_BLOCK, region % BITS_PER_BLOCK)
+    }
+}
+
+/// Bit 31 of a [`RegionState`]: the region's bit is set on disk.
+const ON_DISK: u32 = 1 << 31;
+
+/// What a write must do before it goes (see [`RegionState::start_write`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriteStart {
+    /// The region's bit is on disk: go.
+    Go,
+    /// Wait for the worker to set the bit on disk (the write is counted already).
+    NeedBit,
+}
+
+/// One region's state: whether its bit is on disk, and the writes in flight there.
+#[derive(Debug, Default)]
+pub struct RegionState(AtomicU32);
+
+impl RegionState {
+    pub const fn new() -> Self {
+        Self(AtomicU32::new(0))
+    }
+
+    /// A write to the region begins: counted, and told whether it may go. SeqCst, against
+    /// [`Self::try_clear`]'s swap. Any context.
+    pub fn start_write(&self) -> WriteStart {
+        if self.0.fetch_add(1, Ordering::SeqCst) & ON_DISK != 0 {
+            WriteStart::Go
+        } else {
+            WriteStart::NeedBit
+        }
+    }
+
+    /// A write to the region ended (or gave up before it began). Any context.
+    pub fn end_write(&self) {
+        // Never below zero: every end follows its start.
+        let _ = self
+            .0
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |v| {
+                (v & !ON_DISK).checked_sub(1).map(|n| n | (v & ON_DISK))
+            });
+    }
+
+    /// The region's bit was written set (durably): writes may go. The worker only.
+    pub fn mark_on_disk(&self) {
+        self.0.fetch_or(ON_DISK, Ordering::SeqCst);
+    }
+
+    /// Clears the region's bit in memory if no write is in flight there; true if it did (the
+    /// worker then writes the block). The worker only.
+    pub fn try_clear(&self) -> bool {
+        self.0
+            .compare_exchange(ON_DISK, 0, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+    }
+
+    /// The bit is on disk.
+    pub fn on_disk(&self) -> bool {
+        self.0.load(Ordering::SeqCst) & ON_DISK != 0
+    }
+
+    /// Writes in flight in the region.
+    pub fn writes(&self) -> u32 {
+        self.0.load(Ordering::SeqCst) & !ON_DISK
+    }
+
+    /// A write waits for the bit: counted, and the bit not on disk.
+    pub fn waits(&self) -> bool {
+        let v = self.0.load(Ordering::SeqCst);
+        v & ON_DISK == 0 && v != 0
+    }
+
+    /// What the region's bit must say on disk now: set while it is on disk or a write waits
+    /// for it (a block written for another region then sets it early, which is harmless).
+    pub fn bit(&self) -> bool {
+        self.0.load(Ordering::SeqCst) != 0
+    }
+}
+
+/// Fills `out` with block `block` of the bitmap: bit `i` from `bit(region)` for the block's
+/// regions below `regions`, zero past them, the checksum last.
+pub fn encode_block(
+    block: u64,
+    regions: u64,
+    bit: impl Fn(u64) -> bool,
+    out: &mut [u8; BLOCK_BYTES],
+) {
+    *out = [0; BLOCK_BYTES];
+    let first = block.saturating_mul(BITS_PER_BLOCK);
+    let (bits, crc) = out.split_at_mut(BLOCK_BYTES - 4);
+    for (i, byte) in (0u64..).zip(bits.iter_mut()) {
+        for b in 0..8u64 {
+            let region = first + i * 8 + b;
+            if region < regions && bit(region) {
+                *byte |= 1 << b;
+            }
+        }
+    }
+    crc.copy_from_slice(&crc32c(bits).to_le_bytes());
+}
+
+/// Whether `block`'s checksum holds.
+pub fn block_intact(block: &[u8; BLOCK_BYTES]) -> bool {
+    let (bits, crc) = block.split_at(BLOCK_BYTES - 4);
+    crc32c(bits).to_le_bytes() == crc
+}
+
+/// Bit `index` of a block read from disk: from its bits if its checksum holds, else set.
+pub fn block_bit(block: &[u8; BLOCK_BYTES], index: u64) -> bool {
+    if !block_intact(block) || index >= BITS_PER_BLOCK {
+        return true;
+    }
+    block
+        .get((index / 8) as usize)
+        .is_none_or(|byte| byte & (1 << (index % 8)) != 0)
+}
