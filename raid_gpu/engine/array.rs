@@ -97,6 +97,10 @@ pub struct ArrayEngine<M> {
     pub(super) scrub: ScrubState,
     /// Dirty and clean (`safe_mode.rs`).
     pub(super) safe_mode: SafeMode,
+    /// When the worker next clears idle write-intent bits (`write_intent.rs`), `now_ns`.
+    pub(super) bitmap_clean_at: AtomicU64,
+    /// How often it looks, milliseconds.
+    pub(super) bitmap_clean_ms: AtomicU32,
 }
 
 impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
@@ -136,6 +140,8 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             replace: ReplaceState::new(),
             scrub: ScrubState::new(),
             safe_mode: SafeMode::new(),
+            bitmap_clean_at: AtomicU64::new(0),
+            bitmap_clean_ms: AtomicU32::new(super::write_intent::DEFAULT_CLEAN_INTERVAL_MS),
         })
     }
 
@@ -229,7 +235,12 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             Op::Discard => !self.geometry.level().has_parity(),
             Op::Read | Op::Flush => false,
         };
-        if phase == Phase::Normal && changes_data && !self.write_may_go() {
+        // And until every write-intent region it dirties has its bit on disk
+        // (`write_intent.rs`).
+        if phase == Phase::Normal
+            && changes_data
+            && (!self.write_may_go() || !self.regions_ready(p, state))
+        {
             state.set_idle(Phase::Waiting);
             p.push(WorkList::Deferred, rq);
             p.kick_worker();
@@ -242,7 +253,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
                 // Discards would have to keep the parity consistent; not offered.
                 Op::Discard => {
                     state.set_idle(Phase::Normal);
-                    p.end_request(rq, Status::NotSupported);
+                    self.end(p, rq, Status::NotSupported);
                     return;
                 }
                 // A write waits while the rebuild's window covers it (see `rebuild.rs`);
@@ -322,6 +333,12 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             }
             return;
         }
+        self.end(p, rq, status);
+    }
+
+    /// Ends request `rq`, its write-intent regions released first.
+    pub(super) fn end<P: Platform>(&self, p: &P, rq: P::Request, status: Status) {
+        self.release_regions(p, p.state(rq));
         p.end_request(rq, status);
     }
 

@@ -13,15 +13,18 @@
 //! # Writes without a lock
 //!
 //! Each region has one [`RegionState`], an atomic word: bit 31 says its bit is set on disk,
-//! the rest count the writes in flight there.
+//! bit 30 that it has been idle since the cleaner last looked, bit 29 that it needs a resync
+//! (it was dirty at assembly), the rest count the writes in flight there.
 //!
 //! - A write adds itself to the count first. If the bit was on disk, it goes.
 //! - Otherwise it waits for the worker. The worker writes the blocks of every region that waits
 //!   in one batch (`PREFLUSH | FUA`), then marks them on disk, then sends the waiting writes.
 //! - A region's bit is cleared lazily, by the worker, and only with no write in flight there:
-//!   one compare-and-swap from "on disk, no writes" to 0. A write that comes after it sees the
-//!   bit off and waits for the worker. The worker writes the cleared block before it sets the
-//!   bit again (it is one thread), so the disk ends with the bit set.
+//!   a first look marks it idle, a later one clears it with one compare-and-swap from "on disk,
+//!   idle, no writes" to 0 (a write ending in between takes the idle mark away). A write that
+//!   comes after it sees the bit off and waits for the worker. The worker writes the cleared
+//!   block before it sets the bit again (it is one thread), so the disk ends with the bit set.
+//! - A region that needs a resync keeps its bit until the resync has passed it.
 //!
 //! Writes to different regions touch different words; writes to one region share one.
 //!
@@ -154,6 +157,14 @@ impl Regions {
 
 /// Bit 31 of a [`RegionState`]: the region's bit is set on disk.
 const ON_DISK: u32 = 1 << 31;
+/// Bit 30: no write in flight or ended since the cleaner's last look.
+const IDLE: u32 = 1 << 30;
+/// Bit 29: the region was dirty when the array started; the resync has not passed it yet.
+const NEEDS_SYNC: u32 = 1 << 29;
+/// Bit 28: the worker is writing a block with this region's bit set for a waiting write.
+const WRITING: u32 = 1 << 28;
+/// The writes-in-flight count.
+const COUNT: u32 = WRITING - 1;
 
 /// What a write must do before it goes (see [`RegionState::start_write`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -173,6 +184,12 @@ impl RegionState {
         Self(AtomicU32::new(0))
     }
 
+    /// A region whose bit was found set when the array started: on disk, and kept until the
+    /// resync passes it ([`Self::synced`]).
+    pub const fn dirty_at_start() -> Self {
+        Self(AtomicU32::new(ON_DISK | NEEDS_SYNC))
+    }
+
     /// A write to the region begins: counted, and told whether it may go. SeqCst, against
     /// [`Self::try_clear`]'s swap. Any context.
     pub fn start_write(&self) -> WriteStart {
@@ -183,13 +200,16 @@ impl RegionState {
         }
     }
 
-    /// A write to the region ended (or gave up before it began). Any context.
+    /// A write to the region ended (or gave up before it began): uncounted, and the region no
+    /// longer idle. Any context.
     pub fn end_write(&self) {
         // Never below zero: every end follows its start.
         let _ = self
             .0
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |v| {
-                (v & !ON_DISK).checked_sub(1).map(|n| n | (v & ON_DISK))
+                (v & COUNT)
+                    .checked_sub(1)
+                    .map(|n| n | (v & (ON_DISK | NEEDS_SYNC | WRITING)))
             });
     }
 
@@ -198,12 +218,51 @@ impl RegionState {
         self.0.fetch_or(ON_DISK, Ordering::SeqCst);
     }
 
-    /// Clears the region's bit in memory if no write is in flight there; true if it did (the
-    /// worker then writes the block). The worker only.
-    pub fn try_clear(&self) -> bool {
+    /// The worker is about to write the region's block for a write that waits: true if one
+    /// does (the block then has the bit set, and [`Self::block_written`] lets it go). A write
+    /// that starts waiting after this is left for the next block write.
+    pub fn claim_waiting(&self) -> bool {
         self.0
-            .compare_exchange(ON_DISK, 0, Ordering::SeqCst, Ordering::SeqCst)
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |v| {
+                (v & ON_DISK == 0 && v & COUNT != 0).then_some(v | WRITING)
+            })
             .is_ok()
+    }
+
+    /// The block with the bit of a region [`Self::claim_waiting`] claimed is on disk.
+    pub fn block_written(&self) {
+        let _ = self
+            .0
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |v| {
+                (v & WRITING != 0).then_some((v | ON_DISK) & !WRITING)
+            });
+    }
+
+    /// The block write failed everywhere: the claim is dropped (the writes keep waiting).
+    pub fn block_not_written(&self) {
+        self.0.fetch_and(!WRITING, Ordering::SeqCst);
+    }
+
+    /// The resync passed the region: its bit may be cleared like any other.
+    pub fn synced(&self) {
+        self.0.fetch_and(!NEEDS_SYNC, Ordering::SeqCst);
+    }
+
+    /// The cleaner's look: clears the bit in memory of a region that has been idle since the
+    /// last look (true: the worker then writes its block), else marks an on-disk region with
+    /// nothing in flight idle for the next look. The worker only.
+    pub fn try_clear(&self) -> bool {
+        if self
+            .0
+            .compare_exchange(ON_DISK | IDLE, 0, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+        {
+            return true;
+        }
+        let _ =
+            self.0
+                .compare_exchange(ON_DISK, ON_DISK | IDLE, Ordering::SeqCst, Ordering::SeqCst);
+        false
     }
 
     /// The bit is on disk.
@@ -211,21 +270,27 @@ impl RegionState {
         self.0.load(Ordering::SeqCst) & ON_DISK != 0
     }
 
+    /// The resync has yet to pass the region.
+    pub fn needs_sync(&self) -> bool {
+        self.0.load(Ordering::SeqCst) & NEEDS_SYNC != 0
+    }
+
     /// Writes in flight in the region.
     pub fn writes(&self) -> u32 {
-        self.0.load(Ordering::SeqCst) & !ON_DISK
+        self.0.load(Ordering::SeqCst) & COUNT
     }
 
     /// A write waits for the bit: counted, and the bit not on disk.
     pub fn waits(&self) -> bool {
         let v = self.0.load(Ordering::SeqCst);
-        v & ON_DISK == 0 && v != 0
+        v & ON_DISK == 0 && v & COUNT != 0
     }
 
-    /// What the region's bit must say on disk now: set while it is on disk or a write waits
-    /// for it (a block written for another region then sets it early, which is harmless).
+    /// What the region's bit must say on disk now: set while it is on disk, needs a resync, or
+    /// a write waits for it (a block written for another region then sets it early, which is
+    /// harmless).
     pub fn bit(&self) -> bool {
-        self.0.load(Ordering::SeqCst) != 0
+        self.0.load(Ordering::SeqCst) & (ON_DISK | NEEDS_SYNC | WRITING | COUNT) != 0
     }
 }
 

@@ -36,3 +36,4 @@ pub mod spares;
 pub mod stripe;
 pub mod superblock;
 pub mod worker;
+pub mod write_intent;

@@ -13,6 +13,7 @@
 //! platform runs ([`ArrayEngine::work`](super::array::ArrayEngine::work)) whenever the engine
 //! kicks it. Requests reach it through two lists the platform keeps.
 
+use super::bitmap::{RegionState, Regions, BLOCK_BYTES};
 use super::members::MemberSet;
 use super::parity::{Columns, ParityJob};
 use super::request::RequestState;
@@ -239,6 +240,25 @@ pub trait Platform {
     /// return (`PREFLUSH | FUA`: every write completed before is durable too). Called only by
     /// one writer at a time (the worker, or the array's start and stop while no I/O runs).
     fn write_superblocks(&self, targets: MemberSet, copy: impl Fn(u32) -> Superblock) -> MemberSet;
+
+    /// The write-intent bitmap (`bitmap.rs`, `write_intent.rs`), if the array has one: its
+    /// regions and one state per region. None by default.
+    fn bitmap(&self) -> Option<(Regions, &[RegionState])> {
+        None
+    }
+
+    /// Writes bitmap block `block`, filled by `fill`, to each member in `targets` at once and
+    /// waits; returns the members whose write failed. Durable on return (`FUA`). The
+    /// superblock writer's caller only (the worker).
+    fn write_bitmap_block(
+        &self,
+        targets: MemberSet,
+        block: u64,
+        fill: &dyn Fn(&mut [u8; BLOCK_BYTES]),
+    ) -> MemberSet {
+        let _ = (block, fill);
+        targets
+    }
 
     /// Writes spare `slot`'s superblock and waits (durable on return); false on an error. The
     /// same caller as [`Self::write_superblocks`], after it.

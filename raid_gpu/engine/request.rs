@@ -53,6 +53,8 @@ pub struct RequestState {
     sectors: AtomicU64,
     /// The repair was tried (it is tried once per request).
     repair_tried: AtomicU8,
+    /// The request is counted in its write-intent regions (`write_intent.rs`).
+    regions_held: AtomicU8,
     /// RAID 5/6 progress.
     stripe: StripeState,
 }
@@ -85,6 +87,7 @@ impl RequestState {
             start: AtomicU64::new(0),
             sectors: AtomicU64::new(0),
             repair_tried: AtomicU8::new(0),
+            regions_held: AtomicU8::new(0),
             stripe: StripeState::new(),
         }
     }
@@ -102,7 +105,18 @@ impl RequestState {
         self.avoid.store(0, Ordering::Relaxed);
         self.repair.store(0, Ordering::Relaxed);
         self.repair_tried.store(0, Ordering::Relaxed);
+        self.regions_held.store(0, Ordering::Relaxed);
         self.begin_pass(Phase::Normal);
+    }
+
+    /// Notes that the request is counted in its write-intent regions; false if it already was.
+    pub(crate) fn hold_regions(&self) -> bool {
+        self.regions_held.swap(1, Ordering::Relaxed) == 0
+    }
+
+    /// Notes that the request no longer is; true if it was (its counts are to be dropped).
+    pub(crate) fn release_regions(&self) -> bool {
+        self.regions_held.swap(0, Ordering::Relaxed) != 0
     }
 
     /// A new pass: only the sender's reference, no error. SeqCst: a worker draining writes

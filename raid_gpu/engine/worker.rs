@@ -32,8 +32,9 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         loop {
             let mut thawed = false;
             self.handle_fail_requests(p);
-            // Before the writes waiting for it are sent again.
+            // Before the writes waiting for them are sent again.
             self.mark_dirty_for_writes(p);
+            self.write_wanted_bits(p);
             p.take_all(WorkList::Deferred, |rq| thawed |= self.handle(p, rq));
             if self.failing.load(Ordering::SeqCst) > 0 {
                 // On error the array is broken, and the parked writes end with an error below.
@@ -50,6 +51,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         self.rebuild_step(p);
         self.scrub_step(p);
         self.safe_mode_step(p);
+        self.clean_bits(p);
     }
 
     /// Acts on one deferred request. True if it ended the last repair (writes may go again).
@@ -208,9 +210,9 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         // before a failure that began meanwhile is recorded.
         p.take_all(WorkList::Parked, |rq| {
             if self.failing.load(Ordering::SeqCst) == 0 {
-                p.end_request(rq, Status::Ok);
+                self.end(p, rq, Status::Ok);
             } else if self.broken.load(Ordering::SeqCst) {
-                p.end_request(rq, Status::IoError);
+                self.end(p, rq, Status::IoError);
             } else {
                 p.push(WorkList::Parked, rq);
             }

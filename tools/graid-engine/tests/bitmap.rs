@@ -89,7 +89,8 @@ fn a_region_state_follows_its_writes_and_its_bit() {
     assert_eq!(s.start_write(), WriteStart::NeedBit);
     assert!(s.waits() && s.bit() && !s.on_disk());
     assert!(!s.try_clear(), "a waiting write keeps the bit");
-    s.mark_on_disk();
+    assert!(s.claim_waiting());
+    s.block_written();
     assert_eq!(s.start_write(), WriteStart::Go);
     assert_eq!(s.writes(), 2);
     assert!(!s.try_clear(), "writes in flight keep the bit");
@@ -97,10 +98,31 @@ fn a_region_state_follows_its_writes_and_its_bit() {
     s.end_write();
     assert_eq!(s.writes(), 0);
     assert!(s.on_disk() && s.bit());
+    // Two looks of the cleaner: idle at the first, cleared at the second ...
+    assert!(!s.try_clear());
     assert!(s.try_clear());
     assert!(!s.bit() && !s.on_disk());
     s.end_write();
     assert_eq!(s.writes(), 0, "never below zero");
+    // ... unless a write came and went in between.
+    assert_eq!(s.start_write(), WriteStart::NeedBit);
+    assert!(s.claim_waiting());
+    s.block_written();
+    assert!(s.on_disk());
+    assert!(!s.try_clear(), "a write in flight");
+    s.end_write();
+    assert!(!s.try_clear(), "marked idle");
+    assert_eq!(s.start_write(), WriteStart::Go);
+    s.end_write();
+    assert!(!s.try_clear(), "a write ended since the last look");
+    assert!(s.try_clear());
+    // A region dirty at assembly keeps its bit until the resync passed it.
+    let d = RegionState::dirty_at_start();
+    assert!(d.on_disk() && d.needs_sync());
+    assert!(!d.try_clear() && !d.try_clear());
+    d.synced();
+    assert!(!d.try_clear());
+    assert!(d.try_clear());
 }
 
 /// Writers start and end writes while a worker clears bits and sets them for waiting writes,
@@ -122,9 +144,9 @@ fn no_write_goes_while_its_bit_is_off_on_disk() {
                     if s.try_clear() {
                         d.store(false, Ordering::SeqCst); // the cleared block written
                     }
-                    if s.waits() {
-                        d.store(true, Ordering::SeqCst); // the set block written
-                        s.mark_on_disk();
+                    if s.claim_waiting() {
+                        d.store(s.bit(), Ordering::SeqCst); // the set block written
+                        s.block_written();
                     }
                 }
             }

@@ -2,6 +2,7 @@
 //! queue, the worker's lists and the worker thread.
 
 use graid_engine::array::ArrayEngine;
+use graid_engine::bitmap::{block_bit, RegionState, Regions, BLOCK_BYTES};
 use graid_engine::layout::{Recovery, Role, StripeMap};
 use graid_engine::members::{MemberSet, MemberState};
 use graid_engine::parity::{Columns, ParityJob, ParityOp};
@@ -75,9 +76,22 @@ pub struct MemDisk {
     /// Flushes sent, including the ones that failed.
     pub flush_attempts: AtomicU64,
     pub superblocks: Mutex<Vec<Superblock>>,
+    /// Write-intent bitmap blocks written to it, by block number (the newest).
+    pub bitmap_blocks: Mutex<HashMap<u64, Box<[u8; BLOCK_BYTES]>>>,
 }
 
 impl MemDisk {
+    /// Whether this member's on-disk bitmap has region `region`'s bit set (a block never
+    /// written reads as all clear).
+    pub fn bitmap_bit(&self, region: u64) -> bool {
+        let (block, index) = Regions::place(region);
+        self.bitmap_blocks
+            .lock()
+            .unwrap()
+            .get(&block)
+            .is_some_and(|b| block_bit(b, index))
+    }
+
     pub fn new(data_sectors: u64, faults: Faults, rng: &mut StdRng) -> Self {
         let bad = (0..faults.bad_sectors)
             .map(|_| DATA_OFFSET + rng.random_range(0..data_sectors))
@@ -92,6 +106,7 @@ impl MemDisk {
             flushes: AtomicU64::new(0),
             flush_attempts: AtomicU64::new(0),
             superblocks: Mutex::new(Vec::new()),
+            bitmap_blocks: Mutex::new(HashMap::new()),
         }
     }
 
@@ -217,6 +232,10 @@ pub struct Host {
     pub takeovers_wanted: AtomicU32,
     pub violations: Violations,
     pub stripe: StripeHome,
+    /// The write-intent bitmap's regions and states, if the array has one.
+    pub bitmap: Option<(Regions, Vec<RegionState>)>,
+    /// Bitmap blocks written.
+    pub bitmap_writes: AtomicU64,
 }
 
 /// What the host keeps for the stripe engine.
@@ -306,6 +325,7 @@ impl Host {
             return Status::Ok;
         }
         self.check_dirty(io, disk);
+        self.check_intent(rq, io, disk);
         let first = io.member_sector;
         let len = io.info.sectors;
         if first < DATA_OFFSET || first + len > DATA_OFFSET + self.data_sectors || len == 0 {
@@ -384,6 +404,30 @@ impl Host {
 
     /// True if some member's newest superblock records `member` as faulty.
     /// A member I/O to or from the request's stripe buffer.
+    /// With a bitmap, a request's write must not reach a member before the bits of every
+    /// region it dirties are on that member (`write_intent.rs`): a crash then would skip those
+    /// regions' resync.
+    fn check_intent(&self, rq: usize, io: &MemberIo<usize>, disk: &MemDisk) {
+        let Some((regions, _)) = &self.bitmap else {
+            return;
+        };
+        if !matches!(io.info.op, Op::Write | Op::Discard) {
+            return;
+        }
+        // Members only (a replacement's device gets the bitmap when it takes the role).
+        if io.info.member >= self.engine.geometry().members() {
+            return;
+        }
+        let spec = self.slot(rq).spec.lock().unwrap().clone();
+        for region in regions.of_write(self.engine.geometry(), spec.start, spec.sectors) {
+            if !disk.bitmap_bit(region) {
+                self.violations.report(format!(
+                    "a write reached a member before its region {region}'s bit: {io:?}"
+                ));
+            }
+        }
+    }
+
     /// A request's write must not reach a member of a redundant array while the member's
     /// last superblock says "clean" (`safe_mode.rs`): a crash then would skip the resync.
     fn check_dirty(&self, io: &MemberIo<usize>, disk: &MemDisk) {
@@ -414,6 +458,7 @@ impl Host {
         offset: u64,
     ) -> Status {
         self.check_dirty(io, disk);
+        self.check_intent(rq, io, disk);
         let (op, first, len) = (io.info.op, io.member_sector, io.info.sectors);
         let mut buffer = self.slot(rq).buffer.lock().unwrap();
         let Some(col) = buffer.get_mut(column as usize) else {
@@ -897,6 +942,34 @@ impl Platform for Host {
 
     fn pause(&self) {
         std::thread::sleep(Duration::from_micros(50));
+    }
+
+    fn bitmap(&self) -> Option<(Regions, &[RegionState])> {
+        self.bitmap.as_ref().map(|(r, s)| (*r, &s[..]))
+    }
+
+    fn write_bitmap_block(
+        &self,
+        targets: MemberSet,
+        block: u64,
+        fill: &dyn Fn(&mut [u8; BLOCK_BYTES]),
+    ) -> MemberSet {
+        let mut data = Box::new([0u8; BLOCK_BYTES]);
+        fill(&mut data);
+        self.bitmap_writes.fetch_add(1, Ordering::Relaxed);
+        let mut failed = MemberSet::EMPTY;
+        for member in targets.iter() {
+            let disk = &self.disks[member as usize];
+            if disk.dead.load(Ordering::Relaxed) || disk.faults.superblock_errors {
+                failed = failed.with(member);
+            } else {
+                disk.bitmap_blocks
+                    .lock()
+                    .unwrap()
+                    .insert(block, data.clone());
+            }
+        }
+        failed
     }
 
     fn write_superblocks(&self, targets: MemberSet, copy: impl Fn(u32) -> Superblock) -> MemberSet {

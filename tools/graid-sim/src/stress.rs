@@ -6,6 +6,7 @@ use crate::host::{
     StripeTask, Violations, DATA_OFFSET, GARBAGE, HANG,
 };
 use graid_engine::array::ArrayEngine;
+use graid_engine::bitmap::{RegionState, Regions};
 use graid_engine::geometry::{Geometry, Level};
 use graid_engine::members::MemberState;
 use graid_engine::platform::{Op, Status};
@@ -63,6 +64,8 @@ pub struct Scenario {
     /// (member, n): before the run, `n` sectors of this member's data area get values no
     /// other copy or parity agrees with (a crash's half-done writes, for the resync to fix).
     pub scribble: Option<(usize, u64)>,
+    /// A write-intent bitmap with regions of this many sectors of the resync walk.
+    pub bitmap_region_sectors: Option<u64>,
 }
 
 impl Scenario {
@@ -90,6 +93,7 @@ impl Scenario {
             replacement_faults: Faults::default(),
             resync: false,
             scribble: None,
+            bitmap_region_sectors: None,
         }
     }
 
@@ -196,6 +200,12 @@ pub fn new_host(scenario: &Scenario, seed: u64) -> (Arc<Host>, Receiver<QueuedIo
             mutation: scenario.mutation,
             ..StripeHome::default()
         },
+        bitmap: scenario.bitmap_region_sectors.map(|size| {
+            let regions = Regions::new(geometry.resync_sectors(), size).expect("region size");
+            let states = (0..regions.count()).map(|_| RegionState::new()).collect();
+            (regions, states)
+        }),
+        bitmap_writes: AtomicU64::new(0),
     });
     (host, io_rx)
 }

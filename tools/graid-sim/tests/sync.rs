@@ -153,3 +153,89 @@ fn a_resync_goes_on_from_its_position_and_a_check_waits_for_it() {
         assert_eq!(check.mismatches, below, "{level:?}");
     }
 }
+
+/// The regions of the sectors the run wrote (the model's non-zero tags: it knows the initial
+/// zeroes too).
+fn written_regions(report: &graid_sim::stress::Report) -> std::collections::BTreeSet<u64> {
+    let (regions, _) = report.host.bitmap.as_ref().expect("a bitmap");
+    let g = report.host.engine.geometry();
+    (0u64..)
+        .zip(&report.model)
+        .filter(|(_, tag)| tag.is_some_and(|t| t != 0))
+        .flat_map(|(sector, _)| regions.of_write(g, sector, 1))
+        .collect()
+}
+
+#[test]
+fn writes_go_only_once_their_regions_bits_are_on_every_member() {
+    for seed in seeds(2) {
+        for (level, members, chunk) in [
+            (Level::Raid1, 2, 0),
+            (Level::Raid10, 4, 16),
+            (Level::Raid5(ParityLayout::LeftSymmetric), 4, 16),
+            (Level::Raid6(ParityLayout::LeftSymmetric), 5, 8),
+        ] {
+            let mut scenario = Scenario::new(level, members, chunk);
+            scenario.bitmap_region_sectors = Some(64);
+            // The host fails the run if a write reaches a member before its bits.
+            let report = run(&scenario, seed);
+            assert!(report.errors.is_empty(), "seed {seed}: {:?}", report.errors);
+            let host = &*report.host;
+            assert!(
+                host.bitmap_writes
+                    .load(std::sync::atomic::Ordering::Relaxed)
+                    > 0
+            );
+            let written = written_regions(&report);
+            assert!(!written.is_empty());
+            for m in 0..members as usize {
+                for &r in &written {
+                    assert!(
+                        host.disks[m].bitmap_bit(r),
+                        "seed {seed}: {level:?}: region {r} written, its bit not on member {m}"
+                    );
+                }
+            }
+            // Nothing in flight is left counted.
+            let (_, states) = host.bitmap.as_ref().unwrap();
+            assert!(
+                states.iter().all(|s| s.writes() == 0),
+                "seed {seed}: {level:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn idle_regions_lose_their_bits_and_a_degraded_array_keeps_them() {
+    let mut scenario = Scenario::new(Level::Raid1, 3, 0);
+    scenario.bitmap_region_sectors = Some(64);
+    let (host, _io_rx) = new_host(&scenario, 5);
+    host.engine.set_bitmap_clean_interval(10);
+    let look = || {
+        std::thread::sleep(Duration::from_millis(12));
+        host.engine.work(&*host);
+    };
+    assert_eq!(submit_inline(&host, Op::Write, 70, 8), Some(Status::Ok));
+    assert!(
+        host.disks[0].bitmap_bit(1),
+        "region 1's bit before the write"
+    );
+    assert!(!host.disks[0].bitmap_bit(0) && !host.disks[0].bitmap_bit(2));
+    look();
+    look();
+    look();
+    assert!(!host.disks[0].bitmap_bit(1), "an idle region kept its bit");
+    assert_eq!(submit_inline(&host, Op::Write, 130, 8), Some(Status::Ok));
+    assert!(host.disks[2].bitmap_bit(2));
+    // Degraded: the bits stay, for the member that comes back.
+    host.engine.request_fail(&*host, 1);
+    host.engine.work(&*host);
+    assert_eq!(submit_inline(&host, Op::Write, 200, 8), Some(Status::Ok));
+    for _ in 0..4 {
+        look();
+    }
+    assert!(host.disks[0].bitmap_bit(2) && host.disks[0].bitmap_bit(3));
+    let violations = host.violations.0.lock().unwrap().clone();
+    assert!(violations.is_empty(), "{violations:#?}");
+}
