@@ -184,10 +184,11 @@ impl RegionState {
         Self(AtomicU32::new(0))
     }
 
-    /// A region whose bit was found set when the array started: on disk, and kept until the
-    /// resync passes it ([`Self::synced`]).
-    pub const fn dirty_at_start() -> Self {
-        Self(AtomicU32::new(ON_DISK | NEEDS_SYNC))
+    /// The region's bit was found set when the array started (or the array was never in
+    /// sync): on disk, and kept until the resync passes it ([`Self::synced`]). Before the
+    /// array runs.
+    pub fn set_dirty_at_start(&self) {
+        self.0.fetch_or(ON_DISK | NEEDS_SYNC, Ordering::SeqCst);
     }
 
     /// A write to the region begins: counted, and told whether it may go. SeqCst, against

@@ -248,6 +248,15 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             return;
         }
         let end = at.saturating_add(REBUILD_COLUMN_SECTORS).min(total);
+        if mode == ScrubMode::Resync && self.resync_skips(p, at, end) {
+            // A write-intent bitmap says nothing there can differ: on to the next window.
+            s.done.store(end, Ordering::Release);
+            if end >= total {
+                self.finish_resync(p);
+            }
+            p.kick_worker();
+            return;
+        }
         let repair = mode != ScrubMode::Check;
         let started = p.now_ns();
         let done = if self.geometry.level().has_parity() {
@@ -268,11 +277,14 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         }
         // Release: a read that sees the new position sees the window's rewrites done.
         s.done.store(end, Ordering::Release);
+        if mode == ScrubMode::Resync {
+            self.resync_passed(p, at, end);
+        }
         if end >= total {
-            self.stop_scrub();
             if mode == ScrubMode::Resync {
-                self.in_sync.store(true, Ordering::SeqCst);
-                let _ = self.write_superblocks(p);
+                self.finish_resync(p);
+            } else {
+                self.stop_scrub();
             }
         } else {
             let checkpoint = end / RESYNC_CHECKPOINT_SECTORS != at / RESYNC_CHECKPOINT_SECTORS;
@@ -282,6 +294,41 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             self.keep_pace(p, started, end - at);
         }
         p.kick_worker();
+    }
+
+    /// The resync reached the end: the array is in sync, and its superblocks say so.
+    fn finish_resync<P: Platform>(&self, p: &P) {
+        self.stop_scrub();
+        self.in_sync.store(true, Ordering::SeqCst);
+        let _ = self.write_superblocks(p);
+    }
+
+    /// With a write-intent bitmap: no region the window `[a, b)` of the walk touches was
+    /// dirty when the array started, so the resync has nothing to do there.
+    fn resync_skips<P: Platform>(&self, p: &P, a: u64, b: u64) -> bool {
+        let Some((regions, states)) = p.bitmap() else {
+            return false;
+        };
+        let range = regions.of_walk(a, b);
+        states
+            .get(range.start as usize..range.end as usize)
+            .is_some_and(|part| part.iter().all(|s| !s.needs_sync()))
+    }
+
+    /// The resync passed walk sectors `[a, b)`: the bitmap regions wholly below `b` may lose
+    /// their bits from now on.
+    fn resync_passed<P: Platform>(&self, p: &P, a: u64, b: u64) {
+        let Some((regions, states)) = p.bitmap() else {
+            return;
+        };
+        let range = regions.of_walk(a, b);
+        for r in range {
+            if regions.span(r).end <= b {
+                if let Some(s) = states.get(r as usize) {
+                    s.synced();
+                }
+            }
+        }
     }
 
     /// Compares the copies of array sectors `[a, b)` piece by piece (each copy into its own

@@ -117,7 +117,8 @@ fn a_region_state_follows_its_writes_and_its_bit() {
     assert!(!s.try_clear(), "a write ended since the last look");
     assert!(s.try_clear());
     // A region dirty at assembly keeps its bit until the resync passed it.
-    let d = RegionState::dirty_at_start();
+    let d = RegionState::new();
+    d.set_dirty_at_start();
     assert!(d.on_disk() && d.needs_sync());
     assert!(!d.try_clear() && !d.try_clear());
     d.synced();
