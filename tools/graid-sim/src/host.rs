@@ -282,6 +282,21 @@ impl Host {
     }
 
     /// Members with `event` reported, in order.
+    /// Members failed by an I/O error: on a request's I/O, or on a superblock or bitmap write
+    /// (which may be the first to find a dying member: the dirty and clean marks write one
+    /// whenever the array starts or stops writing), in order, each once.
+    pub fn members_failed_by_io(&self) -> Vec<u32> {
+        let events = self.events.lock().unwrap();
+        let mut failed: Vec<u32> = Vec::new();
+        for &(m, e) in events.iter() {
+            let by_io = matches!(e, MemberEvent::Failed | MemberEvent::SuperblockWriteFailed);
+            if by_io && !failed.contains(&m) {
+                failed.push(m);
+            }
+        }
+        failed
+    }
+
     pub fn members_with(&self, event: MemberEvent) -> Vec<u32> {
         let events = self.events.lock().unwrap();
         events
@@ -435,13 +450,16 @@ impl Host {
         if !io.info.op.is_write() || (g.copies() <= 1 && !g.level().has_parity()) {
             return;
         }
-        if disk
-            .superblocks
-            .lock()
-            .unwrap()
-            .last()
-            .is_some_and(|sb| sb.clean)
-        {
+        // Only the superblock of the device now in the role counts: a device being added
+        // takes writes before its first superblock as a member (its old one, a spare's or, in
+        // this harness, the replaced device's, is not trusted at assembly).
+        let slot = self
+            .engine
+            .members()
+            .get(io.info.member as usize)
+            .map(|m| m.slot());
+        let newest = disk.superblocks.lock().unwrap().last().copied();
+        if newest.is_some_and(|sb| sb.clean && Some(sb.this_slot) == slot) {
             self.violations.report(format!(
                 "a write reached a member whose superblock says clean: {io:?}"
             ));

@@ -260,7 +260,7 @@ fn raid5_survives_a_member_dying_under_load() {
                 report.errors.first()
             );
             assert_eq!(report.host.engine.state(), ArrayState::Degraded);
-            assert_eq!(report.host.members_with(MemberEvent::Failed), [1]);
+            assert_eq!(report.host.members_failed_by_io(), [1]);
             assert!(report.host.recorded_faulty(1), "seed {seed}");
         }
     }
@@ -281,7 +281,7 @@ fn raid6_survives_two_members_dying_under_load() {
                 report.errors.first()
             );
             assert_eq!(report.host.engine.state(), ArrayState::Degraded);
-            let mut failed = report.host.members_with(MemberEvent::Failed);
+            let mut failed = report.host.members_failed_by_io();
             failed.sort();
             assert_eq!(failed, [0, members - 1], "seed {seed}");
         }
