@@ -64,6 +64,9 @@ expect_rc 0 graidctl check r6 --wait
 expect_match 'check finished: 0 mismatched sectors' "$OUT" "check after the repair"
 
 echo "--- the helper SIGKILLed mid-rebuild: the kernel finishes it"
+# Slow enough that the kill and the stop below come mid-rebuild: an idle rebuild of a slice
+# runs at full speed and can be over in half a second.
+expect_rc 0 graidctl set-speed r6 --min 4M --max 4M
 fail_remove r6 s2
 add_back r6 s2
 usleep 500000
