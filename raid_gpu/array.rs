@@ -16,9 +16,13 @@ use crate::engine::members::Health;
 use crate::engine::platform::MemberEvent;
 use crate::engine::replace::{ReplaceError, ReplaceStage};
 use crate::engine::scrub::{ScrubError, ScrubMode};
-use crate::engine::geometry::{Geometry, Level};
+use crate::engine::geometry::{Geometry, Level, MAX_MEMBERS};
+use crate::bitmap_io::Bitmap;
+use crate::engine::bitmap::Regions;
+use crate::engine::members::MemberSet;
 use crate::engine::superblock::{
-    Area, ArrayName, Slot, Superblock, DEFAULT_DATA_OFFSET_SECTORS, MAX_SLOTS, RECOVERY_COMPLETE,
+    Area, ArrayName, Slot, Superblock, DEFAULT_BITMAP_AREA, DEFAULT_DATA_OFFSET_SECTORS, MAX_SLOTS,
+    RECOVERY_COMPLETE,
 };
 use crate::io::{ArrayIo, Member};
 use crate::member_devices::SpareDevice;
@@ -48,6 +52,18 @@ pub(crate) enum InitialSync {
     Zeroed,
 }
 
+/// The write-intent bitmap CREATE asks for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BitmapChoice {
+    /// None (mdadm's `--bitmap=none`).
+    None,
+    /// In the members' reserved area, regions of the default size (or larger, if the area
+    /// needs): mdadm's `--bitmap=internal`. RAID 0 has none.
+    Default,
+    /// In the reserved area, regions of this many sectors (a power of two, at least 8).
+    Region(u64),
+}
+
 /// What CREATE asks for, validated by the caller except for what needs the devices.
 pub(crate) struct CreateParams {
     pub(crate) level: Level,
@@ -56,6 +72,7 @@ pub(crate) struct CreateParams {
     pub(crate) uuid: [u8; 16],
     pub(crate) created: u64,
     pub(crate) sync: InitialSync,
+    pub(crate) bitmap: BitmapChoice,
     /// (major, minor) of each member, in role order, without duplicates.
     pub(crate) members: KVec<(u32, u32)>,
 }
@@ -201,6 +218,14 @@ impl Array {
         let geometry = Geometry::new(params.level, nr, params.chunk_sectors, data_sectors)
             .inspect_err(|e| pr_err!("graid: cannot create {}: {:?}\n", params.name.as_str(), e))
             .map_err(|_| EINVAL)?;
+        let walk = geometry.resync_sectors();
+        let (bitmap, bitmap_region) = match params.bitmap {
+            _ if params.level == Level::Raid0 => (Area::NONE, 0),
+            BitmapChoice::None => (Area::NONE, 0),
+            BitmapChoice::Default => Regions::fitting(walk, DEFAULT_BITMAP_AREA.sectors)
+                .map_or((Area::NONE, 0), |r| (DEFAULT_BITMAP_AREA, r.region_sectors())),
+            BitmapChoice::Region(sectors) => (DEFAULT_BITMAP_AREA, sectors),
+        };
         let superblock = Superblock {
             features_compat: 0,
             features_incompat: 0,
@@ -219,7 +244,9 @@ impl Array {
             data_offset: DEFAULT_DATA_OFFSET_SECTORS,
             data_size: geometry.member_data_sectors(),
             recovery_offset: RECOVERY_COMPLETE,
-            bitmap: Area::NONE,
+            bitmap,
+            bitmap_region,
+            bitmap_events: 0,
             journal: Area::NONE,
             slots: fresh_slots(nr),
         };
@@ -241,7 +268,14 @@ impl Array {
             present.push(Some(member), GFP_KERNEL)?;
         }
         let resync_from = (!in_sync).then_some(0);
-        Self::start(index, superblock, geometry, present, KVec::new(), holder, resync_from)
+        let bitmap = Bitmap::new(&superblock)?;
+        if let Some(bitmap) = &bitmap {
+            // Not in sync anywhere yet: every bit set, on disk before the array appears.
+            if !in_sync {
+                bitmap.mark_all(resync_from);
+            }
+        }
+        Self::start(index, superblock, geometry, present, KVec::new(), holder, resync_from, bitmap)
     }
 
     /// Starts an array from members carrying its superblocks, in role order (checked by the
@@ -269,12 +303,23 @@ impl Array {
         } else {
             None
         };
-        Self::start(index, freshest, geometry, members, spares, holder, resync_from)
+        let bitmap = Bitmap::new(&freshest)?;
+        if let Some(bitmap) = &bitmap {
+            bitmap.load(&members, resync_from)?;
+            pr_info!(
+                "graid: {}: {} of {} bitmap regions dirty\n",
+                name,
+                bitmap.dirty_regions(),
+                bitmap.regions.count()
+            );
+        }
+        Self::start(index, freshest, geometry, members, spares, holder, resync_from, bitmap)
     }
 
-    /// Sets up the engine, writes every member's superblock (clean, events + 1) and brings up
-    /// the disk; a resync from `resync_from` (array or member sectors, see
+    /// Sets up the engine, writes every member's bitmap and superblock (clean, events + 1) and
+    /// brings up the disk; a resync from `resync_from` (array or member sectors, see
     /// `Geometry::resync_sectors`) if the copies are not in sync.
+    #[allow(clippy::too_many_arguments)]
     fn start(
         index: u32,
         superblock: Superblock,
@@ -283,6 +328,7 @@ impl Array {
         spares: KVec<SpareDevice>,
         holder: Holder,
         resync_from: Option<u64>,
+        bitmap: Option<Bitmap>,
     ) -> Result<Pin<KBox<Array>>> {
         let in_sync = resync_from.is_none();
         let mut stack = KVec::with_capacity(members.len(), GFP_KERNEL)?;
@@ -315,6 +361,10 @@ impl Array {
                 io.engine.set_resync_start(sector);
             }
             io.engine.set_safe_mode_delay(crate::safe_mode_delay_ms());
+            io.engine.set_bitmap_clean_interval(crate::bitmap_clean_ms());
+            // The bits as read (or all set), whole again on every member, before the
+            // superblock that says the array has them.
+            io.engine.write_whole_bitmap(io, MemberSet::first(MAX_MEMBERS));
             io.engine.write_superblocks(io).map_err(|_| {
                 pr_err!("graid: {}: no member took the superblock\n", superblock.array_name.as_str());
                 EIO
@@ -330,7 +380,7 @@ impl Array {
                 takeover <- unsafe { Worker::new(this.as_ptr(), c"graid_takeover") },
                 disk <- Disk::new(
                     &config,
-                    ArrayIo::new(superblock, geometry, members, spares, in_sync),
+                    ArrayIo::new(superblock, geometry, members, spares, in_sync, bitmap),
                     first_write,
                 ),
                 _holder: holder,
@@ -707,7 +757,8 @@ impl Array {
         if file.nr_sectors() < needed {
             return Err(ENOSPC);
         }
-        if read_superblock(&file).is_ok_and(|other| other.array_uuid != sb.array_uuid) {
+        let old = read_superblock(&file).ok();
+        if old.is_some_and(|other| other.array_uuid != sb.array_uuid) {
             return Err(EXDEV);
         }
         let uuid = random_uuid();
@@ -717,7 +768,18 @@ impl Array {
         let bdev = file.bdev();
         io.files.attach(role, file)?;
         self.disk.link_member(bdev);
-        engine.request_add(io, role, uuid, slot);
+        // The device this member had, back before the bitmap lost track of it: only what
+        // was written while it was away is rebuilt (md's bitmap-based re-add).
+        if old.is_some_and(|old| engine.bitmap_covers(&old, role)) {
+            pr_info!(
+                "graid: {}: the device of role {} is back: rebuilding what changed while it was away\n",
+                sb.array_name.as_str(),
+                role
+            );
+            engine.request_re_add(io, role, uuid, slot);
+        } else {
+            engine.request_add(io, role, uuid, slot);
+        }
         io.wait_worker();
         match engine.add_outcome(role, &uuid) {
             Ok(()) => {
@@ -884,6 +946,12 @@ impl Array {
         }
         out.member_data_sectors = engine.geometry().member_data_sectors();
         out.rebuilt_sectors = engine.rebuilt_sectors();
+        out.rebuild_skipped_sectors = engine.rebuild_skipped_sectors();
+        if let Some(bitmap) = &self.io().bitmap {
+            out.bitmap_region_sectors = bitmap.regions.region_sectors();
+            out.bitmap_regions = bitmap.regions.count();
+            out.bitmap_dirty = bitmap.dirty_regions();
+        }
         (out.speed_min_kibs, out.speed_max_kibs) = engine.rebuild_speed();
         let scrub = engine.scrub_progress();
         out.scrub_action = match scrub.mode {

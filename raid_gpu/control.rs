@@ -7,7 +7,9 @@
 //! to reserve or publish an entry: never across member I/O (opening, zeroing, superblock
 //! writes, draining a disk), so one hung member cannot freeze every ioctl.
 
-use crate::array::{check_members, random_uuid, Array, CreateParams, Holder, InitialSync};
+use crate::array::{
+    check_members, random_uuid, Array, BitmapChoice, CreateParams, Holder, InitialSync,
+};
 use crate::engine::assembly::{member_status, pick_freshest, MemberStatus};
 use crate::engine::geometry::{Geometry, Level};
 use crate::engine::members::MemberSet;
@@ -285,7 +287,17 @@ fn parse_create(req: &GraidCreate) -> Result<CreateParams> {
     if req.flags & !uapi::GRAID_CREATE_FLAGS != 0 || (!layout_given && req.layout != 0) {
         return Err(EINVAL);
     }
-    let sync = match req.flags & !uapi::GRAID_CREATE_LAYOUT {
+    let no_bitmap = req.flags & uapi::GRAID_CREATE_NO_BITMAP != 0;
+    let bitmap = match req.bitmap_region_sectors {
+        _ if no_bitmap && req.bitmap_region_sectors != 0 => return Err(EINVAL),
+        _ if no_bitmap => BitmapChoice::None,
+        0 => BitmapChoice::Default,
+        // A RAID 0 has no bitmap to size.
+        _ if req.level == uapi::GRAID_LEVEL_RAID0 => return Err(EINVAL),
+        // The superblock's validation checks that its bits fit, once the size is known.
+        sectors => BitmapChoice::Region(sectors),
+    };
+    let sync = match req.flags & !(uapi::GRAID_CREATE_LAYOUT | uapi::GRAID_CREATE_NO_BITMAP) {
         0 => InitialSync::Unknown,
         uapi::GRAID_CREATE_ASSUME_CLEAN => InitialSync::AssumeClean,
         uapi::GRAID_CREATE_WRITE_ZEROES => InitialSync::Zeroed,
@@ -328,6 +340,7 @@ fn parse_create(req: &GraidCreate) -> Result<CreateParams> {
         uuid,
         created,
         sync,
+        bitmap,
         members: devs,
     })
 }

@@ -6,6 +6,8 @@
 //! own workqueue. Everything that decides anything lives in the engine; this file only
 //! translates between it and the block layer.
 
+use crate::bitmap_io::Bitmap;
+use crate::engine::bitmap::{RegionState, Regions, BLOCK_BYTES, BLOCK_SECTORS};
 use crate::engine::array::{ArrayEngine, EngineError};
 use crate::engine::geometry::Geometry;
 use crate::engine::members::{MemberSet, MemberState};
@@ -223,6 +225,8 @@ pub(crate) struct ArrayIo {
     rebuild_buffer: Mutex<Option<KBox<StripeBuffer>>>,
     /// The origin of [`Platform::now_ns`].
     epoch: Instant<Monotonic>,
+    /// The write-intent bitmap, if the array has one.
+    pub(crate) bitmap: Option<Bitmap>,
 }
 
 impl ArrayIo {
@@ -233,6 +237,7 @@ impl ArrayIo {
         members: KVec<Option<Member>>,
         spares: KVec<SpareDevice>,
         in_sync: bool,
+        bitmap: Option<Bitmap>,
     ) -> impl PinInit<Self, Error> {
         try_pin_init!(&this in Self {
             // SAFETY: the worker is a field of the value `this` points at.
@@ -257,6 +262,7 @@ impl ArrayIo {
             },
             rebuild_buffer <- new_mutex!(rebuild_buffer(&geometry)?),
             epoch: Instant::now(),
+            bitmap,
         })
     }
 
@@ -598,6 +604,25 @@ impl Platform for ArrayIo {
 
     fn write_superblocks(&self, targets: MemberSet, copy: impl Fn(u32) -> Superblock) -> MemberSet {
         self.superblocks.write(&self.files, targets, copy)
+    }
+
+    fn bitmap(&self) -> Option<(Regions, &[RegionState])> {
+        self.bitmap.as_ref().map(|b| (b.regions, &b.states[..]))
+    }
+
+    fn write_bitmap_block(
+        &self,
+        targets: MemberSet,
+        block: u64,
+        fill: &dyn Fn(&mut [u8; BLOCK_BYTES]),
+    ) -> MemberSet {
+        let Some(bitmap) = &self.bitmap else {
+            return targets;
+        };
+        let sector = bitmap
+            .offset
+            .saturating_add(block.saturating_mul(BLOCK_SECTORS));
+        self.superblocks.write_block(&self.files, targets, sector, fill)
     }
 
     fn write_spare_superblock(&self, slot: u32, sb: &Superblock) -> bool {

@@ -9,6 +9,7 @@
 mod kernel_ext;
 
 mod array;
+mod bitmap_io;
 mod control;
 mod errno;
 mod helper_device;
@@ -72,6 +73,10 @@ module! {
             default: 200,
             description: "Milliseconds without writes after which an array is marked clean again (md's safe_mode_delay), for arrays started afterwards",
         },
+        bitmap_clean_ms: u32 {
+            default: 5000,
+            description: "Milliseconds between the looks that clear the write-intent bits of idle regions (a region idle for two looks loses its bit; md's bitmap daemon_sleep), for arrays started afterwards",
+        },
     },
 }
 
@@ -83,6 +88,11 @@ pub(crate) fn auto_resync() -> bool {
 /// The quiet period after which an idle array is marked clean (`engine/safe_mode.rs`).
 pub(crate) fn safe_mode_delay_ms() -> u32 {
     (*module_parameters::safe_mode_delay_ms.value()).max(1)
+}
+
+/// How often idle regions' write-intent bits are looked at (`engine/write_intent.rs`).
+pub(crate) fn bitmap_clean_ms() -> u32 {
+    (*module_parameters::bitmap_clean_ms.value()).max(1)
 }
 
 #[pin_data]

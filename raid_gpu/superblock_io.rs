@@ -4,6 +4,7 @@
 //! the array's writer, which updates them all at once, durably, from memory set aside when the
 //! array starts (it runs where I/O waits on it: no allocation may wait for reclaim).
 
+use crate::engine::bitmap::BLOCK_BYTES;
 use crate::engine::members::MemberSet;
 use crate::member_devices::MemberDevices;
 use crate::engine::superblock::{self, Superblock, SUPERBLOCK_SECTOR, SUPERBLOCK_SIZE};
@@ -73,6 +74,40 @@ impl SuperblockWriter {
         failed.union(failed_io).union(missing)
     }
 
+    /// Writes the same block, filled by `fill`, at member sector `sector` of each member in
+    /// `targets` at once (`PREFLUSH | FUA`) and waits: a write-intent bitmap block. Returns
+    /// the members whose write failed. The same single writer as [`Self::write`].
+    pub(crate) fn write_block(
+        &self,
+        files: &MemberDevices,
+        targets: MemberSet,
+        sector: u64,
+        fill: &dyn Fn(&mut [u8; BLOCK_BYTES]),
+    ) -> MemberSet {
+        let mut buffer = self.buffer.lock();
+        fill(&mut buffer);
+        let mut failed = MemberSet::EMPTY;
+        for member in targets.iter() {
+            let page = self.pages.get(member as usize);
+            // SAFETY: `buffer` holds BLOCK_BYTES (= PAGE_SIZE) initialised bytes.
+            let copied = page.is_some_and(|page| unsafe {
+                page.write_raw(buffer.as_ptr(), 0, BLOCK_BYTES).is_ok()
+            });
+            if !copied || files.get(member).is_none() {
+                failed = failed.with(member);
+            }
+        }
+        let writes = targets.minus(failed).iter().filter_map(|member| {
+            Some(PageWrite {
+                index: member,
+                bdev: files.get(member)?.bdev(),
+                sector,
+                page: self.pages.get(member as usize)?,
+            })
+        });
+        failed.union(MemberSet::from_bits(write_pages_durably(writes)))
+    }
+
     /// Writes `sb` to the device `bdev` (a spare's: not a member) durably and waits; false on
     /// an error. The same single writer as [`Self::write`], after it (it reuses member 0's
     /// page).
@@ -91,6 +126,9 @@ impl SuperblockWriter {
     }
 }
 
+// A bitmap block goes through the superblock's buffer and pages.
+const _: () = assert!(BLOCK_BYTES == SUPERBLOCK_SIZE);
+
 /// Encodes `sb` through `buffer` into `page`; false if it cannot be encoded.
 fn fill(page: &Page, buffer: &mut [u8; SUPERBLOCK_SIZE], sb: &Superblock) -> bool {
     if let Err(e) = superblock::encode(sb, buffer) {
@@ -102,7 +140,7 @@ fn fill(page: &Page, buffer: &mut [u8; SUPERBLOCK_SIZE], sb: &Superblock) -> boo
 }
 
 /// A zeroed superblock-sized buffer on the heap (not built on the stack first).
-fn zeroed_block() -> Result<KBox<[u8; SUPERBLOCK_SIZE]>> {
+pub(crate) fn zeroed_block() -> Result<KBox<[u8; SUPERBLOCK_SIZE]>> {
     let mut block = KBox::<[u8; SUPERBLOCK_SIZE]>::new_uninit(GFP_KERNEL)?;
     // SAFETY: all-zero bytes are a valid `[u8; N]`; every byte is written before use.
     Ok(unsafe {

@@ -8,7 +8,7 @@
 //! on every architecture graid supports.
 
 /// Bumped on every incompatible change to anything in this file.
-pub const GRAID_ABI_VERSION: u32 = 6;
+pub const GRAID_ABI_VERSION: u32 = 7;
 
 /// Name of the control misc device, as it appears under `/dev`.
 pub const GRAID_CONTROL_NAME: &str = "graid-control";
@@ -121,9 +121,14 @@ pub const GRAID_CREATE_WRITE_ZEROES: u32 = 2;
 /// CREATE flag: `layout` holds the layout (md's number); without it the level's default
 /// (left-symmetric for RAID 5/6) and `layout` must be 0. Combines with the others.
 pub const GRAID_CREATE_LAYOUT: u32 = 4;
+/// CREATE flag: no write-intent bitmap (mdadm's `--bitmap=none`); `bitmap_region_sectors`
+/// must be 0. Without it RAID 1, 10, 5 and 6 get one in the members' reserved area.
+pub const GRAID_CREATE_NO_BITMAP: u32 = 8;
 /// Every flag CREATE knows.
-pub const GRAID_CREATE_FLAGS: u32 =
-    GRAID_CREATE_ASSUME_CLEAN | GRAID_CREATE_WRITE_ZEROES | GRAID_CREATE_LAYOUT;
+pub const GRAID_CREATE_FLAGS: u32 = GRAID_CREATE_ASSUME_CLEAN
+    | GRAID_CREATE_WRITE_ZEROES
+    | GRAID_CREATE_LAYOUT
+    | GRAID_CREATE_NO_BITMAP;
 
 /// Argument of [`GRAID_IOC_CREATE`].
 #[repr(C)]
@@ -152,6 +157,11 @@ pub struct GraidCreate {
     /// 1 right-asymmetric, 2 left-symmetric, 3 right-symmetric; RAID 10: 0x102; RAID 0/1: 0).
     /// Otherwise 0.
     pub layout: u32,
+    /// The write-intent bitmap's region size in sectors of the resync's walk (array sectors
+    /// on RAID 1/10, member sectors on RAID 5/6): a power of two from 8, whose bits fit the
+    /// reserved area (`EINVAL` otherwise); 0 picks the default (64 MiB, larger for an array
+    /// too large for the area). Must be 0 for RAID 0 and with [`GRAID_CREATE_NO_BITMAP`].
+    pub bitmap_region_sectors: u64,
 }
 
 /// [`GraidAssemble::flags`]: start the array even with roles missing, as long as every sector
@@ -325,6 +335,15 @@ pub struct GraidDetail {
     pub replace_dev: GraidMember,
     /// Out: member sectors copied to the replacement, of `member_data_sectors`.
     pub replace_copied: u64,
+    /// Out: the write-intent bitmap's region size in sectors of the resync's walk; 0: the
+    /// array has no bitmap.
+    pub bitmap_region_sectors: u64,
+    /// Out: its regions, and how many have their bit set now.
+    pub bitmap_regions: u64,
+    pub bitmap_dirty: u64,
+    /// Out: member sectors the rebuild of a re-added member skipped since the array started
+    /// (nothing was written there while it was away).
+    pub rebuild_skipped_sectors: u64,
 }
 
 /// [`GraidDetail::replace_role`] when no replace runs.

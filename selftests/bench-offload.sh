@@ -79,7 +79,7 @@ compare() {
 bench_level() {
 	level=$1 balance=$2 name=b$1
 	wipe_superblocks $members
-	graidctl create $name --level $level --chunk 64K --assume-clean $members >/tmp/create.out 2>&1 ||
+	graidctl create $name --level $level --chunk 64K --bitmap none --assume-clean $members >/tmp/create.out 2>&1 ||
 		{ cat /tmp/create.out; fail "create"; }
 	dev=$(array_dev "$(cat /tmp/create.out)")
 	compare "RAID $level seqwrite, offload_balance=$balance" seqwrite
@@ -92,7 +92,7 @@ bench_rebuild() {
 	wipe_superblocks $members
 	dm_slices $members
 	slices="/dev/mapper/s0 /dev/mapper/s1 /dev/mapper/s2 /dev/mapper/s3 /dev/mapper/s4 /dev/mapper/s5"
-	graidctl create $name --level 6 --chunk 64K --assume-clean $slices >/tmp/create.out 2>&1 ||
+	graidctl create $name --level 6 --chunk 64K --bitmap none --assume-clean $slices >/tmp/create.out 2>&1 ||
 		{ cat /tmp/create.out; fail "create"; }
 	compare "RAID 6 rebuild, offload_balance=$balance" rebuild_mibs
 	graidctl stop $name >/dev/null || fail "stop"

@@ -6,7 +6,7 @@
 //! (the platform's flush) before it reads the outcome.
 
 use super::array::ArrayEngine;
-use super::members::{AtomicUuid, Health, MemberState};
+use super::members::{AtomicUuid, Health, MemberSet, MemberState};
 use super::platform::{MemberEvent, Platform};
 use super::superblock::{Slot, MAX_SLOTS, UUID_LEN};
 use core::ops::Deref;
@@ -48,6 +48,9 @@ const REMOVE_SPARE: u32 = 4;
 pub(super) const REPLACE: u32 = 8;
 /// The platform moved the replacement's device: record the outcome.
 pub(super) const REPLACE_END: u32 = 16;
+/// With a plain add: the device comes back with what the bitmap covers
+/// ([`ArrayEngine::bitmap_covers`]); its rebuild only visits marked regions.
+const RE_ADD: u32 = 32;
 
 /// A device to add, posted for the worker: the member (role) it takes, its UUID and slot.
 #[derive(Debug)]
@@ -161,6 +164,13 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         self.post(p, 0, member, uuid, slot);
     }
 
+    /// [`Self::request_add`] for a device the bitmap covers ([`Self::bitmap_covers`], which
+    /// the caller checked against the device's own superblock): its rebuild skips what was
+    /// not written while it was away.
+    pub fn request_re_add<P: Platform>(&self, p: &P, member: u32, uuid: [u8; UUID_LEN], slot: u32) {
+        self.post(p, RE_ADD, member, uuid, slot);
+    }
+
     /// The outcome of [`Self::request_add`] once the worker ran: `Ok` when the member is in
     /// use with the new device, recorded in the superblocks, and being rebuilt.
     pub fn add_outcome(&self, member: u32, uuid: &[u8; UUID_LEN]) -> Result<(), AddError> {
@@ -221,8 +231,10 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         if old_slot != slot {
             self.retire_slot(old_slot);
         }
-        self.restart_rebuild();
+        self.restart_rebuild(member, what & RE_ADD != 0);
         p.member_event(member, MemberEvent::Added);
+        // Its bitmap area holds whatever it held: the whole bitmap first.
+        self.write_whole_bitmap(p, MemberSet::EMPTY.with(member));
         // On error the array is broken, which `add_outcome` reports.
         let _ = self.write_superblocks(p);
     }

@@ -101,6 +101,9 @@ pub struct ArrayEngine<M> {
     pub(super) bitmap_clean_at: AtomicU64,
     /// How often it looks, milliseconds.
     pub(super) bitmap_clean_ms: AtomicU32,
+    /// Events of the newest superblock written while every member was in sync (see
+    /// `Superblock::bitmap_events`).
+    pub(super) bitmap_events: AtomicU64,
 }
 
 impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
@@ -142,6 +145,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             safe_mode: SafeMode::new(),
             bitmap_clean_at: AtomicU64::new(0),
             bitmap_clean_ms: AtomicU32::new(super::write_intent::DEFAULT_CLEAN_INTERVAL_MS),
+            bitmap_events: AtomicU64::new(superblock.bitmap_events),
         })
     }
 

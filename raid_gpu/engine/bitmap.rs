@@ -58,8 +58,8 @@ pub const BITS_PER_BLOCK: u64 = ((BLOCK_BYTES - 4) * 8) as u64;
 /// The regions of an array's resync walk.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Regions {
-    /// Power of two.
-    region_sectors: u64,
+    /// log2 of the region size: regions are found by shifts, so no division can panic.
+    shift: u32,
     /// Sectors of the resync walk.
     walk_sectors: u64,
 }
@@ -69,7 +69,7 @@ impl Regions {
     /// walk of `walk_sectors`; `None` for another size.
     pub fn new(walk_sectors: u64, region_sectors: u64) -> Option<Self> {
         (region_sectors.is_power_of_two() && region_sectors >= MIN_REGION_SECTORS).then_some(Self {
-            region_sectors,
+            shift: region_sectors.trailing_zeros(),
             walk_sectors,
         })
     }
@@ -93,12 +93,20 @@ impl Regions {
     }
 
     pub fn region_sectors(&self) -> u64 {
-        self.region_sectors
+        // `shift` < 64: a power of two's.
+        1u64.checked_shl(self.shift).unwrap_or(0)
+    }
+
+    /// The region holding walk sector `sector`.
+    fn region_of(&self, sector: u64) -> u64 {
+        sector.checked_shr(self.shift).unwrap_or(0)
     }
 
     /// How many regions (bits) the walk has.
     pub fn count(&self) -> u64 {
-        self.walk_sectors.div_ceil(self.region_sectors)
+        let partial = self.walk_sectors & self.region_sectors().wrapping_sub(1) != 0;
+        self.region_of(self.walk_sectors)
+            .saturating_add(u64::from(partial))
     }
 
     /// On-disk blocks the bits take.
@@ -113,10 +121,13 @@ impl Regions {
 
     /// The walk sectors region `region` covers.
     pub fn span(&self, region: u64) -> Range<u64> {
-        let start = region.saturating_mul(self.region_sectors);
+        let start = region
+            .checked_shl(self.shift)
+            .filter(|&s| self.region_of(s) == region)
+            .unwrap_or(u64::MAX);
         start.min(self.walk_sectors)
             ..start
-                .saturating_add(self.region_sectors)
+                .saturating_add(self.region_sectors())
                 .min(self.walk_sectors)
     }
 
@@ -126,7 +137,7 @@ impl Regions {
         if start >= end {
             return 0..0;
         }
-        start / self.region_sectors..(end - 1) / self.region_sectors + 1
+        self.region_of(start)..self.region_of(end.saturating_sub(1)).saturating_add(1)
     }
 
     /// The regions a write of `sectors` array sectors at `start` dirties: the same array
@@ -321,6 +332,34 @@ pub fn encode_block(
 pub fn block_intact(block: &[u8; BLOCK_BYTES]) -> bool {
     let (bits, crc) = block.split_at(BLOCK_BYTES - 4);
     crc32c(bits).to_le_bytes() == crc
+}
+
+/// Takes in block `block` of the bitmap as read from a member when the array starts (`None`:
+/// unreadable, so every bit set), before it runs; call once per member copy (bits add up).
+/// A set bit is on disk; its region needs a resync too if one runs from walk sector
+/// `resync_from` and the region ends past it (an unclean stop resyncs from 0).
+pub fn load_block(
+    regions: &Regions,
+    states: &[RegionState],
+    block: u64,
+    data: Option<&[u8; BLOCK_BYTES]>,
+    resync_from: Option<u64>,
+) {
+    let first = block.saturating_mul(BITS_PER_BLOCK);
+    for index in 0..BITS_PER_BLOCK {
+        let region = first + index;
+        let Some(state) = states.get(region as usize) else {
+            break;
+        };
+        if data.is_some_and(|d| !block_bit(d, index)) {
+            continue;
+        }
+        if resync_from.is_some_and(|from| regions.span(region).end > from) {
+            state.set_dirty_at_start();
+        } else {
+            state.mark_on_disk();
+        }
+    }
 }
 
 /// Bit `index` of a block read from disk: from its bits if its checksum holds, else set.

@@ -8,7 +8,7 @@
 //! fails is failed in turn (unless it holds the last copy of some data), and the update is
 //! repeated until every failure is recorded on some working member.
 
-use super::array::ArrayEngine;
+use super::array::{ArrayEngine, ArrayState};
 use super::members::{Health, MemberSet, MemberState};
 use super::platform::{MemberEvent, MetadataError, Platform};
 use super::superblock::{Slot, Superblock};
@@ -97,6 +97,12 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             }
             sb.events = self.events.load(Ordering::Acquire).saturating_add(1);
             sb.clean = clean;
+            // Bits are cleared only while every member is in sync: a member that missed none
+            // of those updates missed only what the bitmap keeps (`bitmap_covers`).
+            if sb.bitmap_region != 0 && self.state() == ArrayState::Optimal {
+                self.bitmap_events.store(sb.events, Ordering::SeqCst);
+            }
+            sb.bitmap_events = self.bitmap_events.load(Ordering::SeqCst);
             sb.resync_offset = self.resync_offset();
             let failed =
                 p.write_superblocks(targets, |index| match self.members().get(index as usize) {

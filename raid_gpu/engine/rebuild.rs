@@ -92,8 +92,13 @@ pub struct RebuildState {
     since_checkpoint: AtomicU64,
     /// Member sectors copied since the array started (for the rate).
     copied: AtomicU64,
+    /// Member sectors a bitmap-guided rebuild skipped since the array started.
+    skipped: AtomicU64,
     /// The rebuild cannot go on: some data has no readable copy.
     stalled: AtomicBool,
+    /// Members re-added with the bitmap's help: their rebuild skips windows whose regions
+    /// have no bit set (`write_intent.rs`), as bits.
+    partial: AtomicU64,
     /// Holds on the rebuild (see [`ArrayEngine::hold_rebuild`]): no step runs while any.
     holds: AtomicU32,
     /// Speed floor (under other I/O) and cap (idle; 0: none), KiB/s.
@@ -112,7 +117,9 @@ impl RebuildState {
             window_hi: AtomicU64::new(0),
             since_checkpoint: AtomicU64::new(0),
             copied: AtomicU64::new(0),
+            skipped: AtomicU64::new(0),
             stalled: AtomicBool::new(false),
+            partial: AtomicU64::new(0),
             holds: AtomicU32::new(0),
             min_kibs: AtomicU32::new(DEFAULT_MIN_KIBS),
             max_kibs: AtomicU32::new(DEFAULT_MAX_KIBS),
@@ -176,9 +183,22 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         p.kick_worker();
     }
 
-    /// A new device was added: a rebuild stalled before may go on with it.
-    pub(super) fn restart_rebuild(&self) {
+    /// A new device was added as member `member`: a rebuild stalled before may go on with
+    /// it; `partial`: it only needs the regions the bitmap marks (a re-add).
+    pub(super) fn restart_rebuild(&self, member: u32, partial: bool) {
         self.rebuild.stalled.store(false, Ordering::Relaxed);
+        let bit = 1u64.checked_shl(member).unwrap_or(0);
+        if partial {
+            self.rebuild.partial.fetch_or(bit, Ordering::SeqCst);
+        } else {
+            self.rebuild.partial.fetch_and(!bit, Ordering::SeqCst);
+        }
+    }
+
+    /// Member `member`'s rebuild is guided by the bitmap (see [`Self::restart_rebuild`]).
+    pub(super) fn rebuild_partial(&self, member: u32) -> bool {
+        let bit = 1u64.checked_shl(member).unwrap_or(0);
+        self.rebuild.partial.load(Ordering::SeqCst) & bit != 0
     }
 
     /// Sets the rebuild's speed floor (kept to while the array serves other I/O; at least 1)
@@ -211,6 +231,12 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
     /// Member sectors rebuilt since the array started.
     pub fn rebuilt_sectors(&self) -> u64 {
         self.rebuild.copied.load(Ordering::Relaxed)
+    }
+
+    /// Member sectors re-added members did not need rebuilt (the bitmap showed no write
+    /// there while they were away), since the array started.
+    pub fn rebuild_skipped_sectors(&self) -> u64 {
+        self.rebuild.skipped.load(Ordering::Relaxed)
     }
 
     /// The speed of the rebuild or check/repair running, KiB/s, over the last second or so
@@ -262,6 +288,15 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             return;
         }
         let end = offset.saturating_add(self.window_sectors()).min(member_end);
+        if self.rebuild_may_skip(p, target, offset, end) {
+            // A re-added member already holds what was not written while it was away.
+            state.set_recovery_offset(end);
+            self.rebuild
+                .skipped
+                .fetch_add(end - offset, Ordering::Relaxed);
+            p.kick_worker();
+            return;
+        }
         let Some((lo, hi)) = self.window_hull(target, offset, end) else {
             // Nothing of the array's data there (the tail of an odd RAID 10).
             state.set_recovery_offset(end);
@@ -675,6 +710,8 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
     /// The member is in sync: reads may use it; recorded in the superblocks.
     fn finish_rebuild<P: Platform>(&self, p: &P, target: u32, state: &MemberState) {
         state.set_recovery_offset(RECOVERY_COMPLETE);
+        let bit = 1u64.checked_shl(target).unwrap_or(0);
+        self.rebuild.partial.fetch_and(!bit, Ordering::SeqCst);
         self.rebuild.rate.stop();
         self.rebuild.since_checkpoint.store(0, Ordering::Relaxed);
         let _ = self.write_superblocks(p);

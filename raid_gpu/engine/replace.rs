@@ -23,7 +23,7 @@
 
 use super::array::ArrayEngine;
 use super::geometry::MAX_MEMBERS;
-use super::members::{AtomicUuid, MemberState};
+use super::members::{AtomicUuid, MemberSet, MemberState};
 use super::platform::{MemberEvent, Platform};
 use super::scrub::ScrubProgress;
 use super::superblock::UUID_LEN;
@@ -225,6 +225,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
                 self.spares.remove(r.slot);
                 self.retire_slot(old_slot);
                 self.replace.set_stage(ReplaceStage::Idle);
+                self.write_whole_bitmap(p, MemberSet::EMPTY.with(r.role));
                 // On error the array is broken, which DETAIL shows.
                 let _ = self.write_superblocks(p);
                 p.member_event(r.role, MemberEvent::Replaced);

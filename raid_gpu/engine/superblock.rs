@@ -9,6 +9,7 @@
 
 use core::fmt;
 
+use super::bitmap::{Regions, BLOCK_SECTORS};
 use super::crc32c::crc32c;
 use super::geometry::{Geometry, GeometryError, Level, MAX_SECTORS};
 
@@ -21,6 +22,12 @@ pub const SUPERBLOCK_SECTOR: u64 = 8;
 pub const METADATA_END_SECTOR: u64 = SUPERBLOCK_SECTOR + (SUPERBLOCK_SIZE as u64 >> 9);
 /// Data offset graid creates arrays with: 2 MiB, leaving room for a bitmap and a journal.
 pub const DEFAULT_DATA_OFFSET_SECTORS: u64 = 4096;
+/// The bitmap area graid creates arrays with: from the end of the superblock to 1 MiB (the
+/// second MiB before the data is left for a journal or partial parity log).
+pub const DEFAULT_BITMAP_AREA: Area = Area {
+    offset: METADATA_END_SECTOR,
+    sectors: 2048 - METADATA_END_SECTOR,
+};
 /// The data area starts on a 4 KiB boundary, so 4 KiB-sector members stay aligned.
 pub const DATA_OFFSET_ALIGN_SECTORS: u64 = 8;
 
@@ -38,9 +45,13 @@ pub const MAX_SLOTS: usize = 64;
 /// `recovery_offset` of a member whose whole data area is in sync.
 pub const RECOVERY_COMPLETE: u64 = u64::MAX;
 
+/// Compatible feature: the bitmap area holds a write-intent bitmap of
+/// [`offset::BITMAP_REGION_SECTORS`]-sector regions (`bitmap.rs`). Compatible because a writer
+/// that drops it loses only the bitmap: a reader without it resyncs everything.
+pub const FEATURE_BITMAP: u64 = 1 << 0;
 /// Compatible features this code knows. Unknown ones are ignored on read and dropped on write,
 /// so a feature may only be compatible if its data is harmless to lose with its bit.
-pub const FEATURES_COMPAT_KNOWN: u64 = 0;
+pub const FEATURES_COMPAT_KNOWN: u64 = FEATURE_BITMAP;
 /// Incompatible features this code knows. A superblock with any other bit set is refused.
 pub const FEATURES_INCOMPAT_KNOWN: u64 = 0;
 
@@ -99,6 +110,13 @@ pub mod offset {
     pub const JOURNAL_SECTORS: usize = 0x0B8;
     /// `u64` where a pending resync goes on (with the resync-pending state bit; else 0).
     pub const RESYNC_OFFSET: usize = 0x0C0;
+    /// `u64` write-intent bitmap region size in sectors of the resync's walk (with
+    /// [`super::FEATURE_BITMAP`]; else 0).
+    pub const BITMAP_REGION_SECTORS: usize = 0x0C8;
+    /// `u64` events of the newest update written while every member was in sync (with
+    /// [`super::FEATURE_BITMAP`]; else 0): a member last written at or after it missed only
+    /// what the bitmap holds.
+    pub const BITMAP_EVENTS: usize = 0x0D0;
     /// `[u16; 64]` slot table.
     pub const SLOTS: usize = 0x100;
     /// End of the slot table.
@@ -300,7 +318,8 @@ impl fmt::Display for UuidText<'_> {
 /// One member's superblock, decoded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Superblock {
-    /// Compatible feature bits (unknown ones are dropped by [`encode`]).
+    /// Compatible feature bits (unknown ones are dropped by [`encode`]), but for those the
+    /// fields below stand for ([`FEATURE_BITMAP`]).
     pub features_compat: u64,
     /// Incompatible feature bits; must be a subset of [`FEATURES_INCOMPAT_KNOWN`].
     pub features_incompat: u64,
@@ -332,8 +351,15 @@ pub struct Superblock {
     pub data_size: u64,
     /// Sectors of this member's data area known in sync; [`RECOVERY_COMPLETE`] when all are.
     pub recovery_offset: u64,
-    /// Reserved for a write-intent bitmap (none yet).
+    /// The area the write-intent bitmap lives in (reserved without one).
     pub bitmap: Area,
+    /// Region size of the write-intent bitmap in sectors of the resync's walk; 0: the array
+    /// has none. On disk as [`FEATURE_BITMAP`] and [`offset::BITMAP_REGION_SECTORS`].
+    pub bitmap_region: u64,
+    /// With a bitmap: the events of the newest update written while every member was in sync.
+    /// Bits are only cleared then, so a member whose own superblock is at least this new
+    /// missed nothing the bitmap does not show (`re-add`). 0 without a bitmap.
+    pub bitmap_events: u64,
     /// Reserved for a write journal or partial parity log (none yet).
     pub journal: Area,
     /// What every remembered device is, indexed by device slot.
@@ -394,6 +420,13 @@ pub enum SuperblockError {
     },
     /// The pending resync's position lies beyond the sectors it walks.
     BadResyncOffset { resync_offset: u64, sectors: u64 },
+    /// The write-intent bitmap's region size is not a power of two of at least 8 sectors,
+    /// or its bits do not fit the bitmap area (or it has none, or it is not 4 KiB aligned), or
+    /// its events are newer than the superblock's.
+    BadBitmap {
+        region_sectors: u64,
+        area_sectors: u64,
+    },
 }
 
 impl fmt::Display for SuperblockError {
@@ -472,6 +505,14 @@ impl fmt::Display for SuperblockError {
             } => write!(
                 f,
                 "resync offset {resync_offset} is beyond the {sectors} sectors a resync walks"
+            ),
+            Self::BadBitmap {
+                region_sectors,
+                area_sectors,
+            } => write!(
+                f,
+                "a bitmap of {region_sectors}-sector regions does not fit its aligned \
+                 {area_sectors}-sector area"
             ),
         }
     }
@@ -562,7 +603,43 @@ impl Superblock {
                 sectors: walk,
             });
         }
+        self.validate_bitmap(walk)?;
         Ok(geometry)
+    }
+
+    /// The bitmap's regions, if the array has a bitmap (valid once [`Self::validate`] passed).
+    pub fn bitmap_regions(&self) -> Option<Regions> {
+        if self.bitmap_region == 0 {
+            return None;
+        }
+        let walk = self.geometry().ok()?.resync_sectors();
+        Regions::new(walk, self.bitmap_region)
+    }
+
+    /// A bitmap needs a valid region size and an aligned area its blocks fit in.
+    fn validate_bitmap(&self, walk: u64) -> Result<(), SuperblockError> {
+        if self.bitmap_region == 0 {
+            return match self.bitmap_events {
+                0 => Ok(()),
+                _ => Err(SuperblockError::BadBitmap {
+                    region_sectors: 0,
+                    area_sectors: self.bitmap.sectors,
+                }),
+            };
+        }
+        let area = self.bitmap;
+        // RAID 0 has no copies to resync.
+        let mirrored = self.level != Level::Raid0;
+        let fits = Regions::new(walk, self.bitmap_region)
+            .is_some_and(|r| r.area_sectors() <= area.sectors && r.blocks() > 0);
+        let events_ok = self.bitmap_events <= self.events;
+        if mirrored && fits && events_ok && area.offset % BLOCK_SECTORS == 0 {
+            return Ok(());
+        }
+        Err(SuperblockError::BadBitmap {
+            region_sectors: self.bitmap_region,
+            area_sectors: area.sectors,
+        })
     }
 
     fn validate_slots(&self) -> Result<(), SuperblockError> {
@@ -693,8 +770,14 @@ pub fn encode(sb: &Superblock, block: &mut [u8; SUPERBLOCK_SIZE]) -> Result<(), 
     let pending = sb.resync_offset != RECOVERY_COMPLETE;
     let state =
         if sb.clean { STATE_CLEAN } else { 0 } | if pending { STATE_RESYNC_PENDING } else { 0 };
-    // Unknown compatible features go, since their data in reserved bytes is not written back.
-    let compat = sb.features_compat & FEATURES_COMPAT_KNOWN;
+    // Unknown compatible features go, since their data in reserved bytes is not written back;
+    // the bitmap's bit follows its region size.
+    let bitmap = if sb.bitmap_region != 0 {
+        FEATURE_BITMAP
+    } else {
+        0
+    };
+    let compat = sb.features_compat & FEATURES_COMPAT_KNOWN & !FEATURE_BITMAP | bitmap;
     put(block, offset::MAGIC, MAGIC);
     put_u32(block, offset::VERSION, FORMAT_VERSION);
     put_u32(block, offset::STATE, state);
@@ -719,6 +802,10 @@ pub fn encode(sb: &Superblock, block: &mut [u8; SUPERBLOCK_SIZE]) -> Result<(), 
     put_u64(block, offset::JOURNAL_SECTORS, sb.journal.sectors);
     if pending {
         put_u64(block, offset::RESYNC_OFFSET, sb.resync_offset);
+    }
+    if sb.bitmap_region != 0 {
+        put_u64(block, offset::BITMAP_REGION_SECTORS, sb.bitmap_region);
+        put_u64(block, offset::BITMAP_EVENTS, sb.bitmap_events);
     }
     if let Some(table) = block.get_mut(offset::SLOTS..offset::SLOTS_END) {
         for (raw, slot) in table.chunks_exact_mut(2).zip(&sb.slots) {
@@ -773,8 +860,10 @@ pub fn decode(bytes: &[u8]) -> Result<Superblock, SuperblockError> {
             .map_or(0, |pair| u16::from_le_bytes(*pair));
         *slot = Slot::decode(raw).ok_or(SuperblockError::BadSlotEntry { slot: index, raw })?;
     }
+    let features_compat = get_u64(block, offset::FEATURES_COMPAT);
     let sb = Superblock {
-        features_compat: get_u64(block, offset::FEATURES_COMPAT),
+        // The bitmap's bit is `bitmap_region`'s.
+        features_compat: features_compat & !FEATURE_BITMAP,
         features_incompat: get_u64(block, offset::FEATURES_INCOMPAT),
         array_uuid: get(block, offset::ARRAY_UUID),
         array_name: ArrayName::from_padded(get(block, offset::ARRAY_NAME))?,
@@ -797,6 +886,16 @@ pub fn decode(bytes: &[u8]) -> Result<Superblock, SuperblockError> {
         bitmap: Area {
             offset: get_u64(block, offset::BITMAP_OFFSET),
             sectors: get_u64(block, offset::BITMAP_SECTORS),
+        },
+        bitmap_region: if features_compat & FEATURE_BITMAP != 0 {
+            get_u64(block, offset::BITMAP_REGION_SECTORS)
+        } else {
+            0
+        },
+        bitmap_events: if features_compat & FEATURE_BITMAP != 0 {
+            get_u64(block, offset::BITMAP_EVENTS)
+        } else {
+            0
         },
         journal: Area {
             offset: get_u64(block, offset::JOURNAL_OFFSET),

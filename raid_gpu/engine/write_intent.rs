@@ -18,6 +18,7 @@ use super::bitmap::{encode_block, RegionState, Regions, BITS_PER_BLOCK};
 use super::members::{MemberSet, MemberState};
 use super::platform::{MemberEvent, Op, Platform};
 use super::request::RequestState;
+use super::superblock::{Superblock, RECOVERY_COMPLETE};
 use core::ops::{Deref, Range};
 use core::sync::atomic::Ordering;
 
@@ -97,7 +98,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             if !claimed {
                 continue;
             }
-            let written = self.write_block(p, &regions, states, block);
+            let written = self.write_block(p, &regions, states, block, self.bitmap_targets());
             for s in part {
                 if written {
                     s.block_written();
@@ -123,14 +124,18 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             return;
         }
         if self.state() != ArrayState::Optimal {
-            // Kept for the member that comes back; looked at again later.
-            p.kick_worker_after(self.bitmap_clean_ms.load(Ordering::Relaxed));
+            // Kept for the member that comes back. The rebuild that makes the array whole
+            // runs in the worker, which then looks again.
             return;
         }
         let interval = self.bitmap_clean_ms.load(Ordering::Relaxed);
         let now = p.now_ns();
         let due = self.bitmap_clean_at.load(Ordering::Relaxed);
         if now < due {
+            // Woken early (by I/O, or by the safe-mode timer, which takes the place of a
+            // later one): the look stays due.
+            let ms = (due - now).div_ceil(1_000_000).min(u64::from(interval));
+            p.kick_worker_after(ms as u32);
             return;
         }
         self.bitmap_clean_at.store(
@@ -147,13 +152,90 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             // Every region is looked at (marked idle or cleared), then the block written once.
             let cleared = part.iter().fold(false, |any, s| s.try_clear() | any);
             if cleared {
-                self.write_block(p, &regions, states, block);
+                self.write_block(p, &regions, states, block, self.bitmap_targets());
             }
         }
-        p.kick_worker_after(interval);
+        // An idle array with every bit clear sleeps: the next bit set runs the worker.
+        if states.iter().any(RegionState::bit) {
+            p.kick_worker_after(interval);
+        }
     }
 
-    /// Writes bitmap block `block` as the region states say now to every working member;
+    /// Writes every block of the bitmap, as the region states say now, to the members in
+    /// `targets` that are in use: at start (after the bits were read, so damaged blocks are
+    /// whole again), and to a device that takes a member's place. The worker, or the start.
+    pub fn write_whole_bitmap<P: Platform>(&self, p: &P, targets: MemberSet) {
+        let Some((regions, states)) = p.bitmap() else {
+            return;
+        };
+        let targets = targets.intersect(self.bitmap_targets());
+        if targets.is_empty() {
+            return;
+        }
+        for block in 0..regions.blocks() {
+            self.write_block(p, &regions, states, block, targets);
+        }
+    }
+
+    /// The members in use, which keep the bitmap.
+    fn bitmap_targets(&self) -> MemberSet {
+        (0u32..)
+            .zip(self.members())
+            .filter(|(_, m)| m.is_active())
+            .fold(MemberSet::EMPTY, |set, (i, _)| set.with(i))
+    }
+
+    /// Whether a device whose own superblock is `device` may come back as member `role`
+    /// rebuilding only the regions the bitmap marks (md's bitmap-based re-add): it was that
+    /// member of this array, in sync, and last written no earlier than the newest update
+    /// written while every member was in sync (bits are cleared only then, so none it
+    /// needs has been cleared since), and no later than the array's own.
+    pub fn bitmap_covers(&self, device: &Superblock, role: u32) -> bool {
+        let sb = &self.superblock;
+        sb.bitmap_region != 0
+            && device.array_uuid == sb.array_uuid
+            && device.this_role().map(u32::from) == Some(role)
+            && device.recovery_offset == RECOVERY_COMPLETE
+            && device.events >= self.bitmap_events.load(Ordering::SeqCst)
+            && device.events <= self.events()
+    }
+
+    /// The walk sectors the bitmap covers of member `target`'s sectors `offset..end`
+    /// (see [`Geometry::resync_sectors`](super::geometry::Geometry::resync_sectors)): the array range they hold on mirrors, the rows
+    /// themselves on RAID 5/6.
+    fn rebuild_walk(&self, target: u32, offset: u64, end: u64) -> Option<(u64, u64)> {
+        if self.geometry.level().has_parity() {
+            return Some((offset, end));
+        }
+        self.window_hull(target, offset, end)
+    }
+
+    /// A bitmap-guided rebuild (a re-added member) may skip member `target`'s sectors
+    /// `offset..end`: no region they touch has its bit set, so nothing was written there while
+    /// it was away.
+    pub(super) fn rebuild_may_skip<P: Platform>(
+        &self,
+        p: &P,
+        target: u32,
+        offset: u64,
+        end: u64,
+    ) -> bool {
+        if !self.rebuild_partial(target) {
+            return false;
+        }
+        let Some((regions, states)) = p.bitmap() else {
+            return false;
+        };
+        let Some((lo, hi)) = self.rebuild_walk(target, offset, end) else {
+            return true;
+        };
+        let range = regions.of_walk(lo, hi);
+        states
+            .get(range.start as usize..range.end as usize)
+            .is_some_and(|part| part.iter().all(|s| !s.bit()))
+    }
+
+    /// Writes bitmap block `block` as the region states say now to the members in `targets`;
     /// members whose write fails are failed (as for a superblock). True if some member took
     /// it.
     fn write_block<P: Platform>(
@@ -162,11 +244,8 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         regions: &Regions,
         states: &[RegionState],
         block: u64,
+        targets: MemberSet,
     ) -> bool {
-        let targets = (0u32..)
-            .zip(self.members())
-            .filter(|(_, m)| m.is_active())
-            .fold(MemberSet::EMPTY, |set, (i, _)| set.with(i));
         if targets.is_empty() {
             return false;
         }

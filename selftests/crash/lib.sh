@@ -9,7 +9,8 @@
 # everything the kernel held, the arrays' own state and the writes in flight.
 #
 # Four arrays, written at once: c1 (RAID 1 of 3), c10 (RAID 10 of 4), c5 (RAID 5 of 3), c6
-# (RAID 6 of 4). One mirror runs degraded in each round, c1 in even rounds and c10 in odd ones
+# (RAID 6 of 4); c1 and c5 keep a write-intent bitmap (1 MiB chunks), so their resync visits only
+# the regions it marks, and c10 and c6 none (a whole resync). One mirror runs degraded in each round, c1 in even rounds and c10 in odd ones
 # (one member failed before the writes; it is added back after the next boot's checks). Each array's first $VERIFIED is written by one fio
 # job with crc32c headers, whose progress is saved when the crash is triggered (fio's
 # verify_state_save); the rest is written all the time by a second fio without checks, so the
@@ -19,6 +20,7 @@
 
 ARRAYS="c1 c10 c5 c6"
 VERIFIED=12M
+FILL=8M
 STATE=/tmp/crash-state
 TTY=/dev/ttyS1
 
@@ -79,11 +81,13 @@ write_and_crash() {
 	# Blank: added back as a new device after the crash.
 	wipe_superblocks "$m"
 	echo "$a" >$STATE/degraded
-	# The unchecked writer keeps every array busy past $VERIFIED.
+	# The unchecked writer keeps every array busy in the $FILL after $VERIFIED; the rest of
+	# each array is left alone, as a real working set leaves most of a disk (so a bitmap's
+	# resync has clean regions to skip).
 	fillers=
 	for a in $ARRAYS; do
 		dev=$(graidctl detail $a | grep -o '/dev/graid[0-9]*' | head -n 1)
-		fillers="$fillers --name=fill-$a --filename=$dev --offset=$VERIFIED --rw=randwrite --bsrange=4k-128k --direct=1 --ioengine=libaio --iodepth=4 --time_based --runtime=600 --norandommap"
+		fillers="$fillers --name=fill-$a --filename=$dev --offset=$VERIFIED --size=$FILL --rw=randwrite --bsrange=4k-128k --direct=1 --ioengine=libaio --iodepth=4 --time_based --runtime=600 --norandommap"
 	done
 	fio $fillers >/dev/null 2>&1 &
 	ms=$((500 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 3500))
@@ -95,6 +99,26 @@ write_and_crash() {
 	sh /graid/crash/die.sh
 	sleep 60
 	fail "the machine did not die"
+}
+
+# time_resyncs: after the assembly ($assembled, /proc/uptime seconds), when each array is in
+# sync again (its rebuild, if degraded, and its resync done). They all run at once at the same
+# pace, so the time says what each resync walked, with and without a bitmap
+# (Documentation/benchmarks.rst). Ten minutes at most.
+time_resyncs() {
+	left=" $ARRAYS "
+	n=0
+	while [ "$left" != " " ] && [ $n -lt 3000 ]; do
+		for a in $left; do
+			d=$(graidctl --json detail $a | tr -d '\n ')
+			case $d in *'"resync_pending":true'* | *'"state":"rebuilding"'* | *'"state":"missing"'*) continue ;; esac
+			took=$(awk -v a="$assembled" -v b="$(cut -d' ' -f1 /proc/uptime)" 'BEGIN { printf "%.1f", b - a }')
+			echo "$a in sync $took s after the assembly (bitmap: $(graidctl detail $a | sed -n 's/ *Bitmap : //p'))"
+			left=$(echo "$left" | sed "s/ $a / /")
+		done
+		usleep 200000
+		n=$((n + 1))
+	done
 }
 
 # check_round: after the crash: assemble, the resync of every array that was dirty, fio's
@@ -114,10 +138,18 @@ check_round() {
 	echo "dirty at the crash: $dirty"
 	[ -n "$dirty" ] || fail "no array was dirty at the crash: the writes were not in flight"
 	expect_rc 0 graidctl assemble --scan --run
+	assembled=$(cut -d' ' -f1 /proc/uptime)
 	echo "$OUT"
+	# One pace for every resync (and rebuild), so how long each takes says how much it walked.
+	for a in $ARRAYS; do expect_rc 0 graidctl set-speed $a --min 16M --max 16M; done
+	time_resyncs >/tmp/resync-times 2>&1 &
+	timer=$!
 	for a in $dirty; do
-		expect_rc 0 graidctl --json detail $a
-		expect_match '"resync_pending": true' "$OUT" "$a after a crash while dirty"
+		# The assembly starts its resync (with a bitmap, of only the regions it marks: it may
+		# be over already).
+		expect_match "graid: $a was not stopped cleanly: resynchronising it" "$(dmesg)" \
+			"the assembly of $a after a crash while dirty"
+		graidctl detail $a | grep 'Bitmap :'
 	done
 	# Every acknowledged write, read back while the resyncs run (or wait: a degraded array
 	# resyncs once it is rebuilt) ...
@@ -136,6 +168,9 @@ check_round() {
 			shift
 		done
 	fi
+	# Each array's resync (and rebuild) timed in the background: see time_resyncs.
+	wait $timer
+	cat /tmp/resync-times
 	for a in $ARRAYS; do
 		# A rebuild first, if any, then the resync.
 		expect_rc 0 graidctl wait $a

@@ -1,6 +1,8 @@
 # graidctl add and the rebuild on RAID 1, 10, 5 and 6, under verified writes:
 # - a failed and removed member's place is taken by an added device, which is rebuilt in the
-#   background while fio writes and verifies; DETAIL shows "rebuilding", a uevent announces
+#   background while fio writes and verifies (RAID 10 and 6: a blank device, rebuilt in full;
+#   RAID 1 and 5: the same device back, which the write-intent bitmap covers: only the regions
+#   written while it was away are rebuilt); DETAIL shows "rebuilding", a uevent announces
 #   the add, graidctl wait waits for the end;
 # - once in sync, the copies or members it was rebuilt from are failed (RAID 1/10: its copy;
 #   RAID 5: another member; RAID 6: two others): everything fio wrote, before, while degraded
@@ -69,6 +71,9 @@ for level in 1 10 5 6; do
 	writer=$!
 	usleep 200000
 	kill -0 $writer 2>/dev/null || fail "fio ended before the add: nothing tested"
+	# RAID 10 and 6 get the device blank (a new drive: rebuilt in full); RAID 1 and 5 get it
+	# back as it left (the bitmap's re-add: only the regions written while it was away).
+	case $level in 10 | 6) wipe_superblocks $lose ;; esac
 	expect_rc 0 graidctl add ar $lose
 	expect_match "added $lose \(role $role\) to $dev \(ar\), rebuilding" "$OUT" "add's report"
 	state=$(role_state $role)
@@ -102,6 +107,8 @@ tail=$(((size / 2048 - 16) * 1048576))
 fio_verify "$dev" $tail 8M randwrite 4k-128k
 expect_rc 0 graidctl fail ar $d1
 expect_rc 0 graidctl remove ar $d1
+# Blank, so it is rebuilt in full (back as it left, the bitmap would spare most of it).
+wipe_superblocks $d1
 expect_rc 0 graidctl add ar $d1
 expect_rc 0 graidctl stop ar
 expect_rc 0 graidctl examine $d1
@@ -128,6 +135,7 @@ expect_rc 1 graidctl set-speed ar --min 32M
 expect_match 'above the cap' "$OUT" "a floor above the cap"
 expect_rc 0 graidctl fail ar $d1
 expect_rc 0 graidctl remove ar $d1
+wipe_superblocks $d1
 expect_rc 0 graidctl add ar $d1
 sleep 3
 # 254 MiB at 16 MiB/s takes 16 s: after 3 s far from done (a slow machine only slows it more).

@@ -32,6 +32,8 @@ fn member(slot: u32, events: u64) -> Superblock {
         data_size: 1 << 20,
         recovery_offset: RECOVERY_COMPLETE,
         bitmap: Area::NONE,
+        bitmap_region: 0,
+        bitmap_events: 0,
         journal: Area::NONE,
         slots,
     }

@@ -2,8 +2,8 @@
 //! lock-free region state under threads, the on-disk blocks.
 
 use graid_engine::bitmap::{
-    block_bit, block_intact, encode_block, RegionState, Regions, WriteStart, BITS_PER_BLOCK,
-    BLOCK_BYTES, BLOCK_SECTORS, DEFAULT_REGION_SECTORS,
+    block_bit, block_intact, encode_block, load_block, RegionState, Regions, WriteStart,
+    BITS_PER_BLOCK, BLOCK_BYTES, BLOCK_SECTORS, DEFAULT_REGION_SECTORS,
 };
 use graid_engine::geometry::{Geometry, Level, ParityLayout};
 use proptest::prelude::*;
@@ -205,4 +205,51 @@ fn blocks_carry_their_bits_and_a_checksum() {
     encode_block(0, 10, |_| true, &mut block);
     assert!((0..10).all(|i| block_bit(&block, i)));
     assert!((10..BITS_PER_BLOCK).all(|i| !block_bit(&block, i)));
+}
+
+/// What the start makes of the blocks it reads: set bits on disk, needing a resync past where
+/// one runs from; an unreadable or damaged block as every bit set.
+#[test]
+fn blocks_read_at_start_set_the_region_states() {
+    let regions = Regions::new(100 * 64, 64).unwrap();
+    let fresh = || {
+        (0..regions.count())
+            .map(|_| RegionState::new())
+            .collect::<Vec<_>>()
+    };
+    let mut block = [0u8; BLOCK_BYTES];
+    encode_block(0, regions.count(), |r| r == 3 || r == 40, &mut block);
+
+    let states = fresh();
+    load_block(&regions, &states, 0, Some(&block), None);
+    let on: Vec<usize> = (0..states.len()).filter(|&r| states[r].on_disk()).collect();
+    assert_eq!(on, [3, 40]);
+    assert!(
+        states.iter().all(|s| !s.needs_sync()),
+        "clean: nothing to resync"
+    );
+
+    // A resync from walk sector 40 * 64: region 40 needs it, region 3 lies before it.
+    let states = fresh();
+    load_block(&regions, &states, 0, Some(&block), Some(40 * 64));
+    assert!(states[40].needs_sync() && !states[3].needs_sync() && states[3].on_disk());
+
+    // Another member's copy adds its bits.
+    let mut other = [0u8; BLOCK_BYTES];
+    encode_block(0, regions.count(), |r| r == 7, &mut other);
+    load_block(&regions, &states, 0, Some(&other), Some(0));
+    assert!(states[7].needs_sync());
+
+    for damaged in [
+        None,
+        Some(&{
+            let mut b = block;
+            b[100] ^= 1;
+            b
+        }),
+    ] {
+        let states = fresh();
+        load_block(&regions, &states, 0, damaged, Some(0));
+        assert!(states.iter().all(|s| s.on_disk() && s.needs_sync()));
+    }
 }

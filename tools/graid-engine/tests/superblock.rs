@@ -1,10 +1,11 @@
 //! The on-disk superblock: golden encoding, round trips, every rejection, and hostile input.
 
+use graid_engine::bitmap::Regions;
 use graid_engine::geometry::{GeometryError, Level, ParityLayout, MAX_SECTORS};
 use graid_engine::superblock::{
     decode, encode, offset, Area, AreaKind, ArrayName, NameError, Slot, Superblock,
-    SuperblockError, DEFAULT_DATA_OFFSET_SECTORS, FEATURES_COMPAT_KNOWN, MAX_SLOTS,
-    METADATA_END_SECTOR, RECOVERY_COMPLETE, SUPERBLOCK_SIZE,
+    SuperblockError, DEFAULT_BITMAP_AREA, DEFAULT_DATA_OFFSET_SECTORS, FEATURES_COMPAT_KNOWN,
+    FEATURE_BITMAP, MAX_SLOTS, METADATA_END_SECTOR, RECOVERY_COMPLETE, SUPERBLOCK_SIZE,
 };
 use proptest::prelude::*;
 
@@ -47,6 +48,8 @@ fn sample() -> Superblock {
             offset: 16,
             sectors: 2032,
         },
+        bitmap_region: 0,
+        bitmap_events: 0,
         journal: Area {
             offset: 2048,
             sectors: 2048,
@@ -188,6 +191,112 @@ fn a_pending_resync_is_state_bit_1_and_its_position() {
     assert_eq!(decode(&encoded(&at_end)), Ok(at_end));
 }
 
+/// A bitmap: compatible feature bit 0 and the region size at 0x0C8; without the bit (an older
+/// writer dropped it) the array has none.
+#[test]
+fn a_bitmap_is_compat_bit_0_and_its_region_size() {
+    let mut sb = sample();
+    sb.bitmap_region = 1 << 17;
+    sb.bitmap_events = 40;
+    let block = encoded(&sb);
+    assert_eq!(block[offset::BITMAP_EVENTS..][..8], 40u64.to_le_bytes());
+    assert_eq!(
+        block[offset::FEATURES_COMPAT..][..8],
+        FEATURE_BITMAP.to_le_bytes()
+    );
+    assert_eq!(
+        block[offset::BITMAP_REGION_SECTORS..][..8],
+        (1u64 << 17).to_le_bytes()
+    );
+    let decoded = decode(&block).unwrap();
+    assert_eq!(decoded, sb);
+    assert_eq!(decoded.features_compat, 0, "the bit is the field's");
+    let regions = decoded.bitmap_regions().unwrap();
+    // RAID 10 of 3 with 1 GiB members walks 1.5 GiB: 24 regions of 64 MiB.
+    assert_eq!(regions.count(), 24);
+    let mut dropped = block;
+    patch(&mut dropped, offset::FEATURES_COMPAT, &[0; 8]);
+    reseal(&mut dropped);
+    let old = decode(&dropped).unwrap();
+    assert_eq!((old.bitmap_region, old.bitmap_events), (0, 0));
+    assert_eq!(old.bitmap_regions(), None);
+    assert_eq!(sample().bitmap_regions(), None);
+    // The default area holds the bits of a 32 TiB walk at 64 MiB regions.
+    assert_eq!(DEFAULT_BITMAP_AREA.offset, METADATA_END_SECTOR);
+    assert_eq!(
+        DEFAULT_BITMAP_AREA.offset + DEFAULT_BITMAP_AREA.sectors,
+        2048
+    );
+}
+
+#[test]
+fn rejects_bad_bitmaps() {
+    let bad = |region: u64, area: Area| SuperblockError::BadBitmap {
+        region_sectors: region,
+        area_sectors: area.sectors,
+    };
+    let area = sample().bitmap;
+    assert_eq!(
+        rejected(|sb| sb.bitmap_region = 3 << 10),
+        bad(3 << 10, area)
+    );
+    assert_eq!(rejected(|sb| sb.bitmap_region = 4), bad(4, area));
+    let none = Area::NONE;
+    assert_eq!(
+        rejected(|sb| {
+            sb.bitmap_region = 1 << 17;
+            sb.bitmap = none;
+        }),
+        bad(1 << 17, none)
+    );
+    let unaligned = Area {
+        offset: 20,
+        sectors: 2000,
+    };
+    assert_eq!(
+        rejected(|sb| {
+            sb.bitmap_region = 1 << 17;
+            sb.bitmap = unaligned;
+        }),
+        bad(1 << 17, unaligned)
+    );
+    // 8 sectors hold 32,736 bits: 1.5 GiB of 8-sector regions needs 97 blocks.
+    let one_block = Area {
+        offset: 16,
+        sectors: 8,
+    };
+    assert_eq!(
+        rejected(|sb| {
+            sb.bitmap_region = 8;
+            sb.bitmap = one_block;
+        }),
+        bad(8, one_block)
+    );
+    assert_eq!(
+        rejected(|sb| {
+            sb.level = Level::Raid0;
+            sb.slots[2] = Slot::Empty;
+            sb.slots[3] = Slot::Active { role: 2 };
+            sb.bitmap_region = 1 << 17;
+        }),
+        bad(1 << 17, area),
+        "RAID 0 has nothing to resync"
+    );
+    assert_eq!(
+        rejected(|sb| {
+            sb.bitmap_region = 1 << 17;
+            sb.bitmap_events = sb.events + 1;
+        }),
+        bad(1 << 17, area),
+        "events from the future"
+    );
+    assert_eq!(
+        rejected(|sb| sb.bitmap_events = 1),
+        bad(0, area),
+        "no bitmap"
+    );
+}
+
 #[test]
 fn golden_block_decodes() {
     assert_eq!(decode(&golden()), Ok(sample()));
@@ -220,6 +329,8 @@ fn documented_offsets() {
         (offset::JOURNAL_OFFSET, 8),
         (offset::JOURNAL_SECTORS, 8),
         (offset::RESYNC_OFFSET, 8),
+        (offset::BITMAP_REGION_SECTORS, 8),
+        (offset::BITMAP_EVENTS, 8),
         (offset::SLOTS, 2 * MAX_SLOTS),
         (offset::CHECKSUM, 4),
     ];
@@ -271,6 +382,8 @@ fn raid1_and_raid0_round_trip() {
             resync_offset: RECOVERY_COMPLETE,
             recovery_offset: RECOVERY_COMPLETE,
             bitmap: Area::NONE,
+            bitmap_region: 0,
+            bitmap_events: 0,
             journal: Area::NONE,
             ..sample()
         };
@@ -534,6 +647,8 @@ fn rejects_bad_data_placement() {
         let sb = Superblock {
             data_offset,
             bitmap: Area::NONE,
+            bitmap_region: 0,
+            bitmap_events: 0,
             journal: Area::NONE,
             ..sample()
         };
@@ -671,6 +786,14 @@ fn every_error_explains_itself() {
             recovery_offset: 10,
             data_size: 5,
         },
+        SuperblockError::BadResyncOffset {
+            resync_offset: 10,
+            sectors: 5,
+        },
+        SuperblockError::BadBitmap {
+            region_sectors: 3,
+            area_sectors: 8,
+        },
     ];
     let mut texts: Vec<String> = errors.iter().map(ToString::to_string).collect();
     assert!(texts.iter().all(|t| t.len() > 10));
@@ -746,11 +869,12 @@ prop_compose! {
         data_offset_blocks in Just(data_offset_blocks), data_size in Just(data_size),
         name in Just(name), scalars in Just(scalars), uuids in Just(uuids),
         recovery in Just(recovery), this_slot_seed in Just(this_slot_seed),
+        with_bitmap in any::<bool>(),
     ) -> Superblock {
         let used: Vec<usize> = (0..MAX_SLOTS).filter(|&i| slots[i] != Slot::Empty).collect();
         let this_slot = used[this_slot_seed % used.len()] as u32;
         let (created, events, clean) = scalars;
-        Superblock {
+        let mut sb = Superblock {
             features_compat: 0,
             features_incompat: 0,
             array_uuid: uuids.0,
@@ -774,9 +898,20 @@ prop_compose! {
             data_size,
             recovery_offset: recovery,
             bitmap,
+            bitmap_region: 0,
+            bitmap_events: 0,
             journal,
             slots,
+        };
+        // A bitmap where the area allows one (RAID 1/10, 4 KiB aligned, at least a block).
+        let walk = sb.geometry().map(|g| g.resync_sectors()).unwrap_or(0);
+        if with_bitmap && level != Level::Raid0 && bitmap.offset % 8 == 0 {
+            if let Some(regions) = Regions::fitting(walk, bitmap.sectors) {
+                sb.bitmap_region = regions.region_sectors();
+                sb.bitmap_events = events / 2;
+            }
         }
+        sb
     }
 }
 

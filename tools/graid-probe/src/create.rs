@@ -46,6 +46,7 @@ pub fn request(level: u32, chunk: u32, name: &str, members: &[GraidMember]) -> G
         members: [GraidMember::default(); GRAID_MAX_MEMBERS],
         index: u32::MAX,
         layout: 0,
+        bitmap_region_sectors: 0,
     };
     req.name[..name.len()].copy_from_slice(name.as_bytes());
     req.members[..members.len()].copy_from_slice(members);
@@ -194,6 +195,36 @@ pub fn run(control: &str, small: &str, paths: &[String]) -> ExitCode {
         &mut r,
         "a name with a slash",
         request(GRAID_LEVEL_RAID0, 128, "a/b", pair),
+        &[libc::EINVAL],
+    );
+    let bitmap = |flags: u32, region: u64, level: u32, chunk: u32| GraidCreate {
+        flags,
+        bitmap_region_sectors: region,
+        ..request(level, chunk, "bad", pair)
+    };
+    let no_bitmap = graid_abi::GRAID_CREATE_NO_BITMAP;
+    refused(
+        &mut r,
+        "a bitmap region size with no bitmap",
+        bitmap(no_bitmap, 1 << 17, GRAID_LEVEL_RAID1, 0),
+        &[libc::EINVAL],
+    );
+    refused(
+        &mut r,
+        "a bitmap region that is not a power of two",
+        bitmap(0, 3 << 10, GRAID_LEVEL_RAID1, 0),
+        &[libc::EINVAL],
+    );
+    refused(
+        &mut r,
+        "a bitmap region below 4 KiB",
+        bitmap(0, 4, GRAID_LEVEL_RAID1, 0),
+        &[libc::EINVAL],
+    );
+    refused(
+        &mut r,
+        "a bitmap region for RAID 0",
+        bitmap(0, 1 << 17, GRAID_LEVEL_RAID0, 128),
         &[libc::EINVAL],
     );
     let mut flags = request(GRAID_LEVEL_RAID0, 128, "bad", pair);

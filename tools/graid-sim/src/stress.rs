@@ -12,7 +12,9 @@ use graid_engine::members::MemberState;
 use graid_engine::platform::{Op, Status};
 use graid_engine::replace::ReplaceStage;
 use graid_engine::scrub::{ScrubMode, ScrubProgress};
-use graid_engine::superblock::{Area, ArrayName, Slot, Superblock, MAX_SLOTS, RECOVERY_COMPLETE};
+use graid_engine::superblock::{
+    Area, ArrayName, Slot, Superblock, DEFAULT_BITMAP_AREA, MAX_SLOTS, RECOVERY_COMPLETE,
+};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use std::collections::BTreeSet;
@@ -137,6 +139,8 @@ pub fn superblock(geometry: &Geometry, level: Level, chunk_sectors: u32) -> Supe
         data_size: geometry.member_data_sectors(),
         recovery_offset: RECOVERY_COMPLETE,
         bitmap: Area::NONE,
+        bitmap_region: 0,
+        bitmap_events: 0,
         journal: Area::NONE,
         slots,
     }
@@ -156,7 +160,15 @@ pub fn new_host(scenario: &Scenario, seed: u64) -> (Arc<Host>, Receiver<QueuedIo
         .map(|m| MemberState::new([m as u8 + 1; 16], m))
         .collect();
     let engine = ArrayEngine::new(
-        superblock(&geometry, scenario.level, scenario.chunk_sectors),
+        Superblock {
+            bitmap: if scenario.bitmap_region_sectors.is_some() {
+                DEFAULT_BITMAP_AREA
+            } else {
+                Area::NONE
+            },
+            bitmap_region: scenario.bitmap_region_sectors.unwrap_or(0),
+            ..superblock(&geometry, scenario.level, scenario.chunk_sectors)
+        },
         geometry,
         members,
         scenario.in_sync,

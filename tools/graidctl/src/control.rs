@@ -72,6 +72,10 @@ pub fn detail_request(index: u32) -> GraidDetail {
         replace_state: 0,
         replace_dev: Default::default(),
         replace_copied: 0,
+        bitmap_region_sectors: 0,
+        bitmap_regions: 0,
+        bitmap_dirty: 0,
+        rebuild_skipped_sectors: 0,
     }
 }
 

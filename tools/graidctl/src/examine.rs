@@ -58,6 +58,11 @@ pub struct ExamineView {
     /// Sectors of the data area in sync; null when all are.
     pub recovery_offset: Option<u64>,
     pub bitmap: Option<AreaView>,
+    /// The write-intent bitmap's chunk (what one bit covers), if the area holds one.
+    pub bitmap_chunk_bytes: Option<u64>,
+    /// Events of the newest update written while every member was in sync: a former member
+    /// at least this new comes back rebuilding only what the bitmap marks.
+    pub bitmap_events: Option<u64>,
     pub journal: Option<AreaView>,
     pub features_compat: u64,
     pub features_incompat: u64,
@@ -107,6 +112,8 @@ impl ExamineView {
             recovery_offset: (sb.recovery_offset != RECOVERY_COMPLETE)
                 .then_some(sb.recovery_offset),
             bitmap: area(sb.bitmap),
+            bitmap_chunk_bytes: (sb.bitmap_region != 0).then(|| sb.bitmap_region * 512),
+            bitmap_events: (sb.bitmap_region != 0).then_some(sb.bitmap_events),
             journal: area(sb.journal),
             features_compat: sb.features_compat,
             features_incompat: sb.features_incompat,
@@ -172,7 +179,17 @@ impl ExamineView {
                 self.recovery_offset
                     .map_or("complete".to_owned(), |r| format!("{r} sectors in sync")),
             ),
-            ("Bitmap", area_text(&self.bitmap)),
+            (
+                "Bitmap",
+                match (self.bitmap_chunk_bytes, self.bitmap_events) {
+                    (Some(chunk), Some(events)) => format!(
+                        "internal, {} chunks, {}; all in sync at event {events}",
+                        format_sectors(chunk / 512),
+                        area_text(&self.bitmap)
+                    ),
+                    _ => area_text(&self.bitmap),
+                },
+            ),
             ("Journal", area_text(&self.journal)),
             (
                 "Features",
@@ -366,10 +383,12 @@ SLOT  STATE   ROLE
         assert_eq!(v["recovery_offset"], serde_json::Value::Null);
         assert_eq!(v["resync_offset"], serde_json::Value::Null);
         assert_eq!(v["bitmap"], serde_json::Value::Null);
+        assert_eq!(v["bitmap_chunk_bytes"], serde_json::Value::Null);
+        assert_eq!(v["bitmap_events"], serde_json::Value::Null);
         assert_eq!(v["array_sectors"], 1 << 20);
         assert_eq!(v["slots"].as_array().unwrap().len(), 2);
         assert_eq!(v["slots"][1]["role"], 1);
-        assert_eq!(v.as_object().unwrap().len(), 25);
+        assert_eq!(v.as_object().unwrap().len(), 27);
     }
 
     #[test]
@@ -386,6 +405,27 @@ SLOT  STATE   ROLE
             serde_json::from_str(&examine(&RealSystem, file.str(), true).unwrap()).unwrap();
         assert_eq!(v["resync_offset"], 2048);
         assert_eq!(v["clean"], true);
+    }
+
+    #[test]
+    fn a_bitmap_is_shown_with_its_chunk_and_events() {
+        let mut sb = sample("b", [0x34; 16], 0, 9);
+        sb.bitmap = graid_engine::superblock::DEFAULT_BITMAP_AREA;
+        sb.bitmap_region = 1 << 17;
+        sb.bitmap_events = 8;
+        let file = image(&block(&sb));
+        let text = examine(&RealSystem, file.str(), false).unwrap();
+        assert!(
+            text.contains(
+                "Bitmap : internal, 64 MiB chunks, 2032 sectors (1016 KiB) at sector 16; all in \
+                 sync at event 8\n"
+            ),
+            "{text}"
+        );
+        let v: serde_json::Value =
+            serde_json::from_str(&examine(&RealSystem, file.str(), true).unwrap()).unwrap();
+        assert_eq!(v["bitmap_chunk_bytes"], 64 << 20);
+        assert_eq!(v["bitmap_events"], 8);
     }
 
     #[test]

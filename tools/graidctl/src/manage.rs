@@ -225,6 +225,7 @@ pub fn run(
             array: ArrayView::new(&after, sys),
         }));
     }
+    let has_bitmap = detail.bitmap_region_sectors != 0;
     Ok(changed
         .iter()
         .map(|c| {
@@ -233,6 +234,11 @@ pub fn run(
                 (Some(role), _) if c.replacement => format!(
                     "graidctl: {done} {member}, the replacement of role {role} in {label}: the \
                      replace stops (the member stays)\n"
+                ),
+                (Some(role), Action::ReAdd) if has_bitmap => format!(
+                    "graidctl: re-added {member} (role {role}) to {label}, rebuilding what the \
+                     write-intent bitmap marks as changed while it was away (in full if the \
+                     array was whole again meanwhile; graidctl detail shows progress)\n"
                 ),
                 (Some(role), Action::ReAdd) => format!(
                     "graidctl: re-added {member} (role {role}) to {label}, rebuilding in full \
@@ -376,9 +382,18 @@ mod tests {
         let out = go(&ctl, &sys, &["/dev/vdh"], Action::ReAdd).unwrap();
         assert!(out.contains("re-added /dev/vdh (role 1)"), "{out}");
         assert!(out.contains("rebuilding in full"), "{out}");
-        let ops = ctl.member_ops.borrow();
-        assert_eq!(ops.len(), before + 1);
-        assert_eq!(ops[before].op, GRAID_MEMBER_OP_ADD);
+        {
+            let ops = ctl.member_ops.borrow();
+            assert_eq!(ops.len(), before + 1);
+            assert_eq!(ops[before].op, GRAID_MEMBER_OP_ADD);
+        }
+        ctl.arrays.borrow_mut()[0].bitmap_region_sectors = 1 << 17;
+        ctl.arrays.borrow_mut()[0].members[1].state = graid_abi::GRAID_MEMBER_MISSING;
+        let out = go(&ctl, &sys, &["/dev/vdh"], Action::ReAdd).unwrap();
+        assert!(
+            out.contains("rebuilding what the write-intent bitmap marks"),
+            "{out}"
+        );
     }
 
     #[test]

@@ -97,6 +97,9 @@ pub struct ArrayView {
     pub rebuild: Option<RebuildView>,
     /// Sectors rebuilt since the array started (a rate over two looks).
     pub rebuilt_sectors: u64,
+    /// Member sectors a re-added member's rebuild skipped since the array started: the
+    /// bitmap showed no write there while it was away.
+    pub rebuild_skipped_sectors: u64,
     /// The check or repair under way, if any.
     pub scrub: Option<ScrubView>,
     /// Mismatched 512-byte sectors found by the running or last check or repair.
@@ -106,6 +109,19 @@ pub struct ArrayView {
     pub spares: Vec<SpareView>,
     /// The replace under way (`graidctl replace`), if any.
     pub replace: Option<ReplaceView>,
+    /// The write-intent bitmap, if the array has one (last: scripts that cut the members'
+    /// objects out of the JSON at the first brace keep working).
+    pub bitmap: Option<BitmapView>,
+}
+
+/// The write-intent bitmap, as `detail` shows it.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct BitmapView {
+    /// What one bit covers: array space on RAID 1/10, member space on RAID 5/6.
+    pub chunk_bytes: u64,
+    pub regions: u64,
+    /// Regions whose bit is set now: written lately (or not yet resynced).
+    pub dirty_regions: u64,
 }
 
 /// A replace, as `detail` shows it.
@@ -312,6 +328,12 @@ impl ArrayView {
             events: d.events,
             open_count: d.open_count,
             rebuilt_sectors: d.rebuilt_sectors,
+            rebuild_skipped_sectors: d.rebuild_skipped_sectors,
+            bitmap: (d.bitmap_region_sectors != 0).then(|| BitmapView {
+                chunk_bytes: d.bitmap_region_sectors.saturating_mul(SECTOR_BYTES),
+                regions: d.bitmap_regions,
+                dirty_regions: d.bitmap_dirty,
+            }),
             scrub: match d.scrub_action {
                 GRAID_SCRUB_CHECK | GRAID_SCRUB_REPAIR | GRAID_SCRUB_RESYNC => Some(ScrubView {
                     action: match d.scrub_action {
@@ -430,15 +452,38 @@ impl ArrayView {
         }
     }
 
+    /// The bitmap for people: `internal, 64 MiB chunks, 2 of 24 dirty`; `none` (empty for
+    /// RAID 0, which never has one).
+    pub fn bitmap_text(&self) -> String {
+        match &self.bitmap {
+            Some(b) => format!(
+                "internal, {} chunks, {} of {} dirty",
+                crate::size::format_bytes(b.chunk_bytes),
+                b.dirty_regions,
+                b.regions
+            ),
+            None if self.level == "raid0" => String::new(),
+            None => "none".to_owned(),
+        }
+    }
+
     /// The rebuild for people: `42.5% of role 1 (…)`, or empty (the line is then left out).
     pub fn rebuild_text(&self) -> String {
         match &self.rebuild {
             Some(r) => format!(
-                "{:.1}% of role {} ({} of {}){}{}",
+                "{:.1}% of role {} ({} of {}){}{}{}",
                 r.percent,
                 r.role,
                 format_sectors(r.done_sectors),
                 format_sectors(r.total_sectors),
+                if self.rebuild_skipped_sectors > 0 {
+                    format!(
+                        ", {} skipped by the bitmap",
+                        format_sectors(self.rebuild_skipped_sectors)
+                    )
+                } else {
+                    String::new()
+                },
                 speed_text(r.rate_kibs, r.seconds_left),
                 if r.stalled {
                     ", stopped: some data has no readable copy"
@@ -484,6 +529,7 @@ impl ArrayView {
             ("State", self.state.clone()),
             ("Sync", self.sync_text().to_owned()),
             ("Marked", self.marked_text().to_owned()),
+            ("Bitmap", self.bitmap_text()),
             ("Rebuild", self.rebuild_text()),
             ("Replace", self.replace_text()),
             ("Scrub", self.scrub_text()),

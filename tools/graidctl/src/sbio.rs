@@ -176,6 +176,8 @@ pub mod testutil {
             data_size: 1 << 20,
             recovery_offset: RECOVERY_COMPLETE,
             bitmap: Area::NONE,
+            bitmap_region: 0,
+            bitmap_events: 0,
             journal: Area::NONE,
             slots,
         }

@@ -170,6 +170,7 @@ DEVICE       NAME     LEVEL       SIZE  STATE     MEMBERS
          State : degraded
           Sync : resync pending (reads use one copy until it passes)
         Marked : dirty (writing; a crash now means a resync)
+        Bitmap : none
         Events : 7
     Open Count : 0
        Members : 3 (1 active, 0 rebuilding, 1 faulty, 1 missing)
@@ -192,6 +193,10 @@ ROLE  DEVICE        STATE    READS  WRITES     READ  WRITTEN  ERRORS  CORRECTED
             a.member_data_sectors = 1 << 21;
             a.members[1].recovery_offset = 1 << 19;
             a.rate_kibs = 96 * 1024;
+            a.rebuild_skipped_sectors = 1 << 18;
+            a.bitmap_region_sectors = 1 << 17;
+            a.bitmap_regions = 16;
+            a.bitmap_dirty = 3;
             a.nr_spares = 1;
             a.spares[0] = graid_abi::GraidMember {
                 major: 259,
@@ -201,13 +206,22 @@ ROLE  DEVICE        STATE    READS  WRITES     READ  WRITTEN  ERRORS  CORRECTED
         let text = detail(&ctl, &sys, &parse("/dev/graid0").unwrap(), false).unwrap();
         // 768 MiB left at 96 MiB/s.
         assert!(
-            text.contains("Rebuild : 25.0% of role 1 (256 MiB of 1 GiB), 96 MiB/s, 8s left\n"),
+            text.contains(
+                "Rebuild : 25.0% of role 1 (256 MiB of 1 GiB), 128 MiB skipped by the bitmap, \
+                 96 MiB/s, 8s left\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("Bitmap : internal, 64 MiB chunks, 3 of 16 dirty\n"),
             "{text}"
         );
         assert!(text.contains("Spares : /dev/nvme2n1\n"), "{text}");
         let json = detail(&ctl, &sys, &parse("/dev/graid0").unwrap(), true).unwrap();
         let v: serde_json::Value = serde_json::from_str(&json).unwrap();
         assert_eq!(v["rebuild"]["seconds_left"], 8);
+        assert_eq!(v["bitmap"]["dirty_regions"], 3);
+        assert_eq!(v["rebuild_skipped_sectors"], 1 << 18);
         assert_eq!(v["spares"][0]["device"], "/dev/nvme2n1");
     }
 
@@ -246,6 +260,7 @@ ROLE  DEVICE        STATE    READS  WRITES     READ  WRITTEN  ERRORS  CORRECTED
         assert_eq!(
             keys,
             [
+                "bitmap",
                 "chunk_bytes",
                 "chunk_sectors",
                 "device",
@@ -258,6 +273,7 @@ ROLE  DEVICE        STATE    READS  WRITES     READ  WRITTEN  ERRORS  CORRECTED
                 "name",
                 "open_count",
                 "rebuild",
+                "rebuild_skipped_sectors",
                 "rebuilt_sectors",
                 "replace",
                 "resync_pending",

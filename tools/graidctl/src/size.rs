@@ -59,6 +59,19 @@ pub fn parse_chunk(text: &str) -> Result<u32, String> {
     Ok((bytes / SECTOR_BYTES) as u32)
 }
 
+/// Parses a `--bitmap-chunk` value: a power of two of at least 4 KiB (a bare number is in KiB,
+/// as mdadm reads it). Returns sectors.
+pub fn parse_bitmap_chunk(text: &str) -> Result<u64, String> {
+    let bytes = parse_size(text, 1 << 10)?;
+    if !bytes.is_power_of_two() || bytes < MIN_CHUNK_BYTES {
+        return Err(format!(
+            "bitmap chunk {} is not a power of two of at least 4 KiB",
+            format_bytes(bytes)
+        ));
+    }
+    Ok(bytes / SECTOR_BYTES)
+}
+
 /// A byte count for people: exact values in the largest unit that divides them (`512 KiB`,
 /// `4 GiB`), others with two decimals (`1.50 GiB`), small ones in bytes.
 pub fn format_bytes(bytes: u64) -> String {
