@@ -7,8 +7,12 @@
 //!   `safe_mode.rs`) until the worker has written the bit's block to every member.
 //! - It is uncounted when the request ends.
 //! - The worker clears the bits of regions idle for two of its looks, one every
-//!   [`DEFAULT_CLEAN_INTERVAL_MS`] (`set_bitmap_clean_interval`), while the array is optimal: a degraded array keeps its bits, so a
-//!   member that comes back only needs what was written while it was away.
+//!   [`DEFAULT_CLEAN_INTERVAL_MS`] (`set_bitmap_clean_interval`), while the array is optimal:
+//!   a degraded array keeps its bits, so a member that comes back only needs what was written
+//!   while it was away ([`ArrayEngine::bitmap_covers`]; its rebuild skips the rest,
+//!   `rebuild_may_skip`).
+//! - A device that takes a member's place gets every block first (`write_whole_bitmap`), as
+//!   every member does when the array starts.
 //!
 //! The platform owns the region states and the on-disk blocks (`Platform::bitmap`); without a
 //! bitmap none of this runs.
@@ -200,9 +204,8 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             && device.events <= self.events()
     }
 
-    /// The walk sectors the bitmap covers of member `target`'s sectors `offset..end`
-    /// (see [`Geometry::resync_sectors`](super::geometry::Geometry::resync_sectors)): the array range they hold on mirrors, the rows
-    /// themselves on RAID 5/6.
+    /// The walk sectors (`Geometry::resync_sectors`) of member `target`'s sectors
+    /// `offset..end`: the array range they hold on mirrors, the rows themselves on RAID 5/6.
     fn rebuild_walk(&self, target: u32, offset: u64, end: u64) -> Option<(u64, u64)> {
         if self.geometry.level().has_parity() {
             return Some((offset, end));

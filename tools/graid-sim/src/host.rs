@@ -429,8 +429,15 @@ impl Host {
         if !matches!(io.info.op, Op::Write | Op::Discard) {
             return;
         }
-        // Members only (a replacement's device gets the bitmap when it takes the role).
-        if io.info.member >= self.engine.geometry().members() {
+        // Members in sync only: a replacement's device gets the bitmap when it takes the role,
+        // and a member being rebuilt gets it whole as it joins (writes already reach it by
+        // then); its bits are not read at assembly until it is in sync, long after.
+        let in_sync = self
+            .engine
+            .members()
+            .get(io.info.member as usize)
+            .is_some_and(|m| m.is_in_sync());
+        if !in_sync {
             return;
         }
         let spec = self.slot(rq).spec.lock().unwrap().clone();

@@ -54,6 +54,10 @@ pub struct Scenario {
     /// With `rebuild`: the new device is a spare added before the member fails, and takes
     /// its place as the platform does when the engine asks ([`ArrayEngine::takeover`]).
     pub via_spare: bool,
+    /// With `rebuild` and a bitmap: the member keeps what it held when it failed and comes
+    /// back as a re-add ([`ArrayEngine::request_re_add`]), rebuilt only where the bitmap
+    /// marks writes.
+    pub re_add: bool,
     /// This member is replaced while the submitters run: a spare is added before, the
     /// replace asked for once they started, and the devices swapped as the platform does once
     /// the copy is complete (see [`finish_replace`]).
@@ -91,6 +95,7 @@ impl Scenario {
             overlap_writers: 1,
             rebuild: None,
             via_spare: false,
+            re_add: false,
             replace: None,
             replacement_faults: Faults::default(),
             resync: false,
@@ -317,7 +322,11 @@ pub fn run(scenario: &Scenario, seed: u64) -> Report {
         if scenario.via_spare {
             add_spare(&host, seed);
         }
-        lose_member(&host, target, seed);
+        if scenario.re_add {
+            fail_member(&host, target, seed);
+        } else {
+            lose_member(&host, target, seed);
+        }
     }
     let replacing = scenario.replace.map(|role| (role, add_spare(&host, seed)));
     if let Some((member, n)) = scenario.scribble {
@@ -369,7 +378,11 @@ pub fn run(scenario: &Scenario, seed: u64) -> Report {
             (target, slot, NEW_DEVICE_UUID)
         };
         assert_eq!(member, target, "seed {seed}: the spare goes elsewhere");
-        host.engine.request_add(&*host, member, uuid, slot);
+        if scenario.re_add {
+            host.engine.request_re_add(&*host, member, uuid, slot);
+        } else {
+            host.engine.request_add(&*host, member, uuid, slot);
+        }
     }
     if let Some((role, slot)) = replacing {
         thread::sleep(std::time::Duration::from_millis(5));
@@ -425,14 +438,20 @@ pub const NEW_DEVICE_UUID: [u8; 16] = [0x5e; 16];
 /// Fails member `target` (recorded in the superblocks) and fills its disk with tags nobody
 /// writes, so that a sector the rebuild misses shows. Before the platform's threads start.
 pub fn lose_member(host: &Host, target: u32, seed: u64) {
-    let engine = &host.engine;
-    engine.request_fail(host, target);
-    engine.work(host);
-    assert_eq!(engine.fail_outcome(target), Ok(()), "seed {seed}");
+    fail_member(host, target, seed);
     let mut disk = host.disks[target as usize].sectors.lock().unwrap();
     for (i, tag) in disk.iter_mut().enumerate() {
         *tag = GARBAGE ^ i as u64;
     }
+}
+
+/// Fails member `target`, recorded in the superblocks; its disk keeps what it holds (a
+/// device that can come back). Before the platform's threads start.
+pub fn fail_member(host: &Host, target: u32, seed: u64) {
+    let engine = &host.engine;
+    engine.request_fail(host, target);
+    engine.work(host);
+    assert_eq!(engine.fail_outcome(target), Ok(()), "seed {seed}");
 }
 
 /// Adds a spare device ([`NEW_DEVICE_UUID`]) to an optimal array: recorded, and no takeover
