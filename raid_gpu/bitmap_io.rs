@@ -59,7 +59,7 @@ impl Bitmap {
                 .filter(|m| m.recovery_offset == RECOVERY_COMPLETE)
         };
         for block in 0..self.regions.blocks() {
-            let sector = self.offset.saturating_add(block.saturating_mul(BLOCK_SECTORS));
+            let sector = self.block_sector(block);
             let mut read = false;
             for member in in_sync() {
                 if read_page(member.file.bdev(), sector, &page).is_err() {
@@ -76,6 +76,11 @@ impl Bitmap {
             }
         }
         Ok(())
+    }
+
+    /// The member sector where block `block` lives.
+    pub(crate) fn block_sector(&self, block: u64) -> u64 {
+        self.offset.saturating_add(block.saturating_mul(BLOCK_SECTORS))
     }
 
     /// Regions whose bit is set (or about to be): what a resync or re-add would visit now.

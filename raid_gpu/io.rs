@@ -7,7 +7,7 @@
 //! translates between it and the block layer.
 
 use crate::bitmap_io::Bitmap;
-use crate::engine::bitmap::{RegionState, Regions, BLOCK_BYTES, BLOCK_SECTORS};
+use crate::engine::bitmap::{RegionState, Regions, BLOCK_BYTES};
 use crate::engine::array::{ArrayEngine, EngineError};
 use crate::engine::geometry::Geometry;
 use crate::engine::members::{MemberSet, MemberState};
@@ -619,9 +619,7 @@ impl Platform for ArrayIo {
         let Some(bitmap) = &self.bitmap else {
             return targets;
         };
-        let sector = bitmap
-            .offset
-            .saturating_add(block.saturating_mul(BLOCK_SECTORS));
+        let sector = bitmap.block_sector(block);
         self.superblocks.write_block(&self.files, targets, sector, fill)
     }
 
