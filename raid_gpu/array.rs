@@ -248,6 +248,7 @@ impl Array {
             bitmap_region,
             bitmap_events: 0,
             journal: Area::NONE,
+            ppl: false,
             slots: fresh_slots(nr),
         };
         if let Err(e) = superblock.validate() {

@@ -235,6 +235,8 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         p.member_event(member, MemberEvent::Added);
         // Its bitmap area holds whatever it held: the whole bitmap first.
         self.write_whole_bitmap(p, MemberSet::EMPTY.with(member));
+        // Its log may hold entries of this epoch from an earlier life.
+        self.want_log_wrap(p);
         // On error the array is broken, which `add_outcome` reports.
         let _ = self.write_superblocks(p);
     }

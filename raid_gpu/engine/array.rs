@@ -20,8 +20,10 @@
 
 use super::admin::AddRequest;
 use super::geometry::{Geometry, Piece};
+use super::log_write::LogState;
 use super::members::{MemberSet, MemberState};
 use super::platform::{MemberIo, Op, PieceInfo, Platform, Source, Status, WorkList};
+use super::ppl::LogArea;
 use super::rebuild::RebuildState;
 use super::replace::ReplaceState;
 use super::request::{PassResult, Phase, RequestState};
@@ -104,6 +106,8 @@ pub struct ArrayEngine<M> {
     /// Events of the newest superblock written while every member was in sync (see
     /// `Superblock::bitmap_events`).
     pub(super) bitmap_events: AtomicU64,
+    /// The partial parity log (`log_write.rs`).
+    pub(super) log: LogState,
 }
 
 impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
@@ -146,6 +150,13 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             bitmap_clean_at: AtomicU64::new(0),
             bitmap_clean_ms: AtomicU32::new(super::write_intent::DEFAULT_CLEAN_INTERVAL_MS),
             bitmap_events: AtomicU64::new(superblock.bitmap_events),
+            log: LogState::new(
+                superblock
+                    .ppl
+                    .then(|| LogArea::new(superblock.journal))
+                    .flatten(),
+                0,
+            ),
         })
     }
 

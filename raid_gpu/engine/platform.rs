@@ -16,6 +16,7 @@
 use super::bitmap::{RegionState, Regions, BLOCK_BYTES};
 use super::members::MemberSet;
 use super::parity::{Columns, ParityJob};
+use super::ppl::BLOCK_BYTES as PPL_BLOCK_BYTES;
 use super::request::RequestState;
 use super::superblock::Superblock;
 
@@ -135,6 +136,19 @@ pub enum WorkList {
     StripeWait(u32),
     /// RAID 5/6 requests waiting for stripe buffer memory.
     BufferWait,
+    /// RAID 5/6 requests waiting for the partial parity log to wrap (`log_write.rs`).
+    LogWait,
+}
+
+/// One partial parity log write (`log_write.rs`): `header` then `sectors` of buffer column
+/// `column` from its start, at `sector` of member `member`, with FUA.
+#[derive(Clone, Copy, Debug)]
+pub struct LogIo<'a> {
+    pub member: u32,
+    pub sector: u64,
+    pub header: &'a [u8; PPL_BLOCK_BYTES],
+    pub column: u32,
+    pub sectors: u64,
 }
 
 /// A rebuild read or write failed (or was refused: a bad argument).
@@ -260,6 +274,17 @@ pub trait Platform {
         targets
     }
 
+    /// Writes a partial parity log head, filled by `fill`, at member sector `sector` of each
+    /// member in `targets` at once and waits; returns the members whose write failed. Durable
+    /// on return, and so is every write completed before (`PREFLUSH | FUA`). The worker, or
+    /// the array's start with no I/O running.
+    fn write_log_head(
+        &self,
+        targets: MemberSet,
+        sector: u64,
+        fill: &dyn Fn(&mut [u8; PPL_BLOCK_BYTES]),
+    ) -> MemberSet;
+
     /// Writes spare `slot`'s superblock and waits (durable on return); false on an error. The
     /// same caller as [`Self::write_superblocks`], after it.
     fn write_spare_superblock(&self, slot: u32, sb: &Superblock) -> bool;
@@ -314,6 +339,10 @@ pub trait Platform {
 
     /// Copies `sectors` sectors at `offset` from rebuild buffer column `from` to column `to`.
     fn rebuild_copy(&self, from: u32, to: u32, offset: u64, sectors: u64);
+
+    /// Adds `coef` times rebuild buffer column `from` to column `to` (GF(2^8), md's
+    /// polynomial; 1 is a plain XOR), `sectors` sectors at `offset` of both.
+    fn rebuild_accumulate(&self, from: u32, to: u32, coef: u8, offset: u64, sectors: u64);
 
     /// How many of the `sectors` 512-byte sectors at `offset` differ between rebuild buffer
     /// columns `a` and `b`.
@@ -370,6 +399,26 @@ pub trait Platform {
 
     /// Copies `sectors` sectors at `offset` from buffer column `from` to column `to`.
     fn copy_column(&self, rq: Self::Request, from: u32, to: u32, offset: u64, sectors: u64);
+
+    /// Adds `coef` times buffer column `from` to column `to` (GF(2^8), md's polynomial; 1 is
+    /// a plain XOR), `sectors` sectors at `offset` of both.
+    fn accumulate_column(
+        &self,
+        rq: Self::Request,
+        from: u32,
+        to: u32,
+        coef: u8,
+        offset: u64,
+        sectors: u64,
+    );
+
+    /// CRC-32C of `sectors` sectors at `offset` of buffer column `column`.
+    fn column_crc(&self, rq: Self::Request, column: u32, offset: u64, sectors: u64) -> u32;
+
+    /// Sends one partial parity log write for `rq` (see [`LogIo`]); reported through
+    /// [`ArrayEngine::piece_done`](super::array::ArrayEngine::piece_done) as a write of
+    /// `io.member`, like a [`Self::submit`]. On `Err` nothing was sent.
+    fn submit_log(&self, rq: Self::Request, io: &LogIo<'_>) -> Result<(), SubmitError>;
 
     /// Computes `job` on `rq`'s stripe buffer and then calls
     /// [`ArrayEngine::parity_done`](super::array::ArrayEngine::parity_done) for `rq`, inline

@@ -226,6 +226,8 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
                 self.retire_slot(old_slot);
                 self.replace.set_stage(ReplaceStage::Idle);
                 self.write_whole_bitmap(p, MemberSet::EMPTY.with(r.role));
+                // Its log may hold entries of this epoch from an earlier life.
+                self.want_log_wrap(p);
                 // On error the array is broken, which DETAIL shows.
                 let _ = self.write_superblocks(p);
                 p.member_event(r.role, MemberEvent::Replaced);

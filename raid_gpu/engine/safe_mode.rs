@@ -155,6 +155,9 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             p.kick_worker_after(delay);
             return;
         }
+        // Nothing logged needs replaying once the array is clean: the next dirty period
+        // starts with empty rings.
+        self.void_log_if_used(p);
         if self.write_superblocks_as(p, true).is_err() {
             // Broken: writes fail from now on, and nothing is clean.
             sm.dirty.store(true, Ordering::SeqCst);

@@ -43,11 +43,13 @@
 //! request computes parity from the stale column; the slice is then planned again, degraded.
 
 use super::array::{ArrayEngine, ArrayState};
-use super::geometry::Geometry;
+use super::geometry::{Geometry, MAX_MEMBERS};
 use super::layout::{Recovery, Role, StripeMap};
+use super::log_write::{LogNeed, LoggedSlice};
 use super::members::{MemberSet, MemberState};
 use super::parity::{Columns, ParityJob, ParityOp};
 use super::platform::{MemberEvent, MemberIo, Op, PieceInfo, Platform, Source, Status, WorkList};
+use super::ppl::MAX_LOGGED_SECTORS;
 use super::request::{Phase, RequestState};
 use core::ops::Deref;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
@@ -123,7 +125,7 @@ impl StripeLocks {
 
 code_enum! {
     /// Where a request is in its stripe life.
-    enum Step {
+    pub(super) enum Step {
         /// Waiting for the stripe lock.
         Lock,
         /// Holding the lock: plan the current slice (again, after a failure or a buffer wait).
@@ -136,6 +138,10 @@ code_enum! {
         Compute,
         /// Writes of the slice are out.
         Write,
+        /// The slice's partial parity (or barrier) is being logged (`log_write.rs`).
+        Log,
+        /// The slice waits for the log to wrap (no ring space).
+        LogWait,
     }
 }
 
@@ -178,6 +184,8 @@ pub struct StripeState {
     locked: AtomicBool,
     slot: AtomicU32,
     buffer: AtomicBool,
+    /// The slice is counted among the log's writes in flight.
+    log_held: AtomicBool,
 }
 
 impl StripeState {
@@ -191,6 +199,7 @@ impl StripeState {
             locked: AtomicBool::new(false),
             slot: AtomicU32::new(0),
             buffer: AtomicBool::new(false),
+            log_held: AtomicBool::new(false),
         }
     }
 
@@ -198,7 +207,7 @@ impl StripeState {
         Step::from_code(self.step.load(Ordering::Acquire))
     }
 
-    fn set_step(&self, step: Step) {
+    pub(super) fn set_step(&self, step: Step) {
         self.step.store(step.code(), Ordering::Release);
     }
 
@@ -213,6 +222,16 @@ impl StripeState {
         )
     }
 
+    /// Counts the slice in the log's writes in flight; true if it already was.
+    pub(super) fn hold_log(&self) -> bool {
+        self.log_held.swap(true, Ordering::Relaxed)
+    }
+
+    /// Uncounts it; true if it was counted.
+    pub(super) fn drop_log(&self) -> bool {
+        self.log_held.swap(false, Ordering::Relaxed)
+    }
+
     fn lost(&self) -> MemberSet {
         MemberSet::from_bits(self.lost.load(Ordering::Relaxed))
     }
@@ -224,6 +243,7 @@ impl StripeState {
         self.slice_end.store(0, Ordering::Relaxed);
         self.locked.store(false, Ordering::Relaxed);
         self.buffer.store(false, Ordering::Relaxed);
+        self.log_held.store(false, Ordering::Relaxed);
     }
 }
 
@@ -502,6 +522,12 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
                 PassEnd::Failed => self.stripe_end(p, rq, Status::IoError),
                 PassEnd::ToWorker => {}
             },
+            Step::Log => match self.pass_result(p, rq, state) {
+                PassEnd::Ok => self.send_writes(p, rq, &span),
+                PassEnd::Failed => self.stripe_end(p, rq, Status::IoError),
+                PassEnd::ToWorker => {}
+            },
+            Step::LogWait => self.after_compute(p, rq, &span),
             // Parity completions arrive through `parity_done`.
             Step::Recover | Step::Compute => {}
         }
@@ -548,6 +574,8 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         match stripe.step() {
             Step::Write => self.next_slice(p, rq, &span, Status::Ok),
             _ => {
+                // A log write failed: the slice is planned again without that member.
+                self.release_log(p, rq);
                 self.drop_buffer(p, rq);
                 stripe.set_step(Step::Plan);
                 p.queue_stripe_work(rq);
@@ -649,8 +677,27 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         let (_, hi) = span.hull();
         let until = |end: u64| a.saturating_add(limit).min(hi).min(end);
         let all = Columns::members(MemberSet::first(span.members()));
+        let logged = self.has_log();
+        // A slice that logs its partial parity stays in its stripe and within
+        // MAX_LOGGED_SECTORS rows, and stops where rows written in full begin.
+        let partial_end = |t: u64| {
+            let (f, e) = span.all_written(t);
+            let end = until(span.stripe_end(t)).min(a.saturating_add(MAX_LOGGED_SECTORS));
+            if a < f && f < e {
+                end.min(f)
+            } else {
+                end
+            }
+        };
         let (mode, end) = if op == Op::Read {
             (Mode::Read, until(hi))
+        } else if !lost.is_empty() && logged {
+            let full = span.full_until(a);
+            if full > a {
+                (Mode::Degraded, until(full))
+            } else {
+                (Mode::Degraded, partial_end(span.stripe_at(a)))
+            }
         } else if !lost.is_empty() {
             (Mode::Degraded, until(hi))
         } else {
@@ -660,8 +707,16 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             } else {
                 let t = span.stripe_at(a);
                 let (f, e) = span.all_written(t);
-                let end = until(span.stripe_end(t));
-                let end = if a < f && f < e { end.min(f) } else { end };
+                let end = if logged {
+                    partial_end(t)
+                } else {
+                    let end = until(span.stripe_end(t));
+                    if a < f && f < e {
+                        end.min(f)
+                    } else {
+                        end
+                    }
+                };
                 (self.write_mode(span, t, a, end), end)
             }
         };
@@ -673,6 +728,14 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
                     .union(Columns::new_data(changed, span.members()))
             }
             _ => all,
+        };
+        // A partial slice that logs builds its partial parity in the parity members'
+        // new-data columns.
+        let columns = if logged && op == Op::Write && mode != Mode::Full {
+            let parity = span.map_of(span.stripe_at(a)).parity_set();
+            columns.union(Columns::new_data(parity, span.members()))
+        } else {
+            columns
         };
         SlicePlan { end, mode, columns }
     }
@@ -864,7 +927,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         }
         match state.stripe().step() {
             Step::Recover => self.after_recover(p, rq, &span),
-            Step::Compute => self.send_writes(p, rq, &span),
+            Step::Compute => self.after_compute(p, rq, &span),
             _ => {}
         }
     }
@@ -1008,8 +1071,55 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         }
     }
 
+    /// The slice's parity is computed: log it if it must (`log_write.rs`), then write.
+    fn after_compute<P: Platform>(&self, p: &P, rq: P::Request, span: &Span) {
+        let stripe = p.state(rq).stripe();
+        let (a, b) = stripe.slice();
+        let mode = stripe.mode();
+        let full = mode == Mode::Full || (mode == Mode::Degraded && span.full_until(a) >= b);
+        let need = self.log_need(full, span.slot);
+        if need == LogNeed::None {
+            self.send_writes(p, rq, span);
+            return;
+        }
+        let t = span.stripe_at(a);
+        let map = span.map_of(t);
+        let mut written = [(0u32, 0u32); MAX_MEMBERS as usize];
+        if need == LogNeed::Partial {
+            // A partial slice stays in its stripe and within MAX_LOGGED_SECTORS (`slice_plan`).
+            for i in 0..map.data() {
+                let m = map.data_member(i);
+                if let (Some((f, e)), Some(w)) =
+                    (span.written_in(t, i, a, b), written.get_mut(m as usize))
+                {
+                    // Below MAX_LOGGED_SECTORS: lossless.
+                    *w = ((f - a) as u32, (e - a) as u32);
+                }
+            }
+        }
+        let parity_members = span
+            .stripes_in(a, b)
+            .fold(MemberSet::EMPTY, |set, (_, m, _, _)| {
+                set.union(m.parity_set())
+            });
+        let slice = LoggedSlice {
+            need,
+            slot: span.slot,
+            start: span.member_base - self.superblock.data_offset + a,
+            sectors: b - a,
+            map,
+            parity_members,
+            written,
+            rmw: mode == Mode::ReadModifyWrite,
+        };
+        if !self.send_log(p, rq, &slice) {
+            self.send_writes(p, rq, span);
+        }
+    }
+
     /// The slice is done: plan the next one, or end the request.
     fn next_slice<P: Platform>(&self, p: &P, rq: P::Request, span: &Span, status: Status) {
+        self.release_log(p, rq);
         let stripe = p.state(rq).stripe();
         let (_, b) = stripe.slice();
         let (_, hi) = span.hull();
@@ -1049,6 +1159,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             self.wake_buffer_waiter(p);
         }
         self.drop_buffer(p, rq);
+        self.release_log(p, rq);
         let stripe = state.stripe();
         if stripe.locked.swap(false, Ordering::Relaxed) {
             let slot = stripe.slot.load(Ordering::Relaxed);

@@ -12,6 +12,7 @@ use core::fmt;
 use super::bitmap::{Regions, BLOCK_SECTORS};
 use super::crc32c::crc32c;
 use super::geometry::{Geometry, GeometryError, Level, MAX_SECTORS};
+use super::ppl::LogArea;
 
 /// Size of the superblock block in bytes.
 pub const SUPERBLOCK_SIZE: usize = 4096;
@@ -49,9 +50,13 @@ pub const RECOVERY_COMPLETE: u64 = u64::MAX;
 /// [`offset::BITMAP_REGION_SECTORS`]-sector regions (`bitmap.rs`). Compatible because a writer
 /// that drops it loses only the bitmap: a reader without it resyncs everything.
 pub const FEATURE_BITMAP: u64 = 1 << 0;
+/// Compatible feature: the journal area holds a partial parity log (`ppl.rs`). Compatible
+/// because a writer that drops it leaves an array without one, which after a crash refuses to
+/// start degraded (as every array without one does).
+pub const FEATURE_PPL: u64 = 1 << 1;
 /// Compatible features this code knows. Unknown ones are ignored on read and dropped on write,
 /// so a feature may only be compatible if its data is harmless to lose with its bit.
-pub const FEATURES_COMPAT_KNOWN: u64 = FEATURE_BITMAP;
+pub const FEATURES_COMPAT_KNOWN: u64 = FEATURE_BITMAP | FEATURE_PPL;
 /// Incompatible features this code knows. A superblock with any other bit set is refused.
 pub const FEATURES_INCOMPAT_KNOWN: u64 = 0;
 
@@ -360,8 +365,10 @@ pub struct Superblock {
     /// Bits are only cleared then, so a member whose own superblock is at least this new
     /// missed nothing the bitmap does not show (`re-add`). 0 without a bitmap.
     pub bitmap_events: u64,
-    /// Reserved for a write journal or partial parity log (none yet).
+    /// The area of the partial parity log (reserved without one).
     pub journal: Area,
+    /// The journal area holds a partial parity log ([`FEATURE_PPL`]; RAID 5/6 only).
+    pub ppl: bool,
     /// What every remembered device is, indexed by device slot.
     pub slots: [Slot; MAX_SLOTS],
 }
@@ -604,6 +611,13 @@ impl Superblock {
             });
         }
         self.validate_bitmap(walk)?;
+        if self.ppl && (!self.level.has_parity() || LogArea::new(self.journal).is_none()) {
+            return Err(SuperblockError::BadArea {
+                area: AreaKind::Journal,
+                offset: self.journal.offset,
+                sectors: self.journal.sectors,
+            });
+        }
         Ok(geometry)
     }
 
@@ -777,7 +791,9 @@ pub fn encode(sb: &Superblock, block: &mut [u8; SUPERBLOCK_SIZE]) -> Result<(), 
     } else {
         0
     };
-    let compat = sb.features_compat & FEATURES_COMPAT_KNOWN & !FEATURE_BITMAP | bitmap;
+    let ppl = if sb.ppl { FEATURE_PPL } else { 0 };
+    let compat =
+        sb.features_compat & FEATURES_COMPAT_KNOWN & !(FEATURE_BITMAP | FEATURE_PPL) | bitmap | ppl;
     put(block, offset::MAGIC, MAGIC);
     put_u32(block, offset::VERSION, FORMAT_VERSION);
     put_u32(block, offset::STATE, state);
@@ -862,8 +878,8 @@ pub fn decode(bytes: &[u8]) -> Result<Superblock, SuperblockError> {
     }
     let features_compat = get_u64(block, offset::FEATURES_COMPAT);
     let sb = Superblock {
-        // The bitmap's bit is `bitmap_region`'s.
-        features_compat: features_compat & !FEATURE_BITMAP,
+        // The bitmap's bit is `bitmap_region`'s, the log's `ppl`.
+        features_compat: features_compat & !(FEATURE_BITMAP | FEATURE_PPL),
         features_incompat: get_u64(block, offset::FEATURES_INCOMPAT),
         array_uuid: get(block, offset::ARRAY_UUID),
         array_name: ArrayName::from_padded(get(block, offset::ARRAY_NAME))?,
@@ -901,6 +917,7 @@ pub fn decode(bytes: &[u8]) -> Result<Superblock, SuperblockError> {
             offset: get_u64(block, offset::JOURNAL_OFFSET),
             sectors: get_u64(block, offset::JOURNAL_SECTORS),
         },
+        ppl: features_compat & FEATURE_PPL != 0,
         slots,
     };
     sb.validate()?;

@@ -35,6 +35,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             // Before the writes waiting for them are sent again.
             self.mark_dirty_for_writes(p);
             self.write_wanted_bits(p);
+            self.log_step(p);
             p.take_all(WorkList::Deferred, |rq| thawed |= self.handle(p, rq));
             if self.failing.load(Ordering::SeqCst) > 0 {
                 // On error the array is broken, and the parked writes end with an error below.

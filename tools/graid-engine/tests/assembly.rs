@@ -35,6 +35,7 @@ fn member(slot: u32, events: u64) -> Superblock {
         bitmap_region: 0,
         bitmap_events: 0,
         journal: Area::NONE,
+        ppl: false,
         slots,
     }
 }

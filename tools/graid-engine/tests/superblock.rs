@@ -54,6 +54,7 @@ fn sample() -> Superblock {
             offset: 2048,
             sectors: 2048,
         },
+        ppl: false,
         slots,
     }
 }
@@ -385,6 +386,7 @@ fn raid1_and_raid0_round_trip() {
             bitmap_region: 0,
             bitmap_events: 0,
             journal: Area::NONE,
+            ppl: false,
             ..sample()
         };
         assert_eq!(decode(&encoded(&sb)), Ok(sb));
@@ -650,6 +652,7 @@ fn rejects_bad_data_placement() {
             bitmap_region: 0,
             bitmap_events: 0,
             journal: Area::NONE,
+            ppl: false,
             ..sample()
         };
         let mut block = [0; SUPERBLOCK_SIZE];
@@ -901,6 +904,7 @@ prop_compose! {
             bitmap_region: 0,
             bitmap_events: 0,
             journal,
+            ppl: false,
             slots,
         };
         // A bitmap where the area allows one (RAID 1/10, 4 KiB aligned, at least a block).
@@ -911,6 +915,10 @@ prop_compose! {
                 sb.bitmap_events = events / 2;
             }
         }
+        // A partial parity log where the journal area allows one (RAID 5/6).
+        sb.ppl = with_bitmap
+            && level.has_parity()
+            && graid_engine::ppl::LogArea::new(journal).is_some();
         sb
     }
 }

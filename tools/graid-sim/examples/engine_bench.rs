@@ -9,7 +9,8 @@ use graid_engine::geometry::{Geometry, Level};
 use graid_engine::members::{MemberSet, MemberState};
 use graid_engine::parity::{Columns, ParityJob};
 use graid_engine::platform::{
-    MemberEvent, MemberIo, Op, Platform, RebuildIoError, Status, SubmitError, WorkList,
+    LogIo, MemberEvent, MemberIo, Op, PieceInfo, Platform, RebuildIoError, Status, SubmitError,
+    WorkList,
 };
 use graid_engine::request::RequestState;
 use graid_engine::superblock::Superblock;
@@ -79,6 +80,17 @@ impl Platform for Null {
 
     fn rebuild_copy(&self, _from: u32, _to: u32, _offset: u64, _sectors: u64) {}
 
+    fn rebuild_accumulate(&self, _from: u32, _to: u32, _coef: u8, _offset: u64, _sectors: u64) {}
+
+    fn write_log_head(
+        &self,
+        _targets: MemberSet,
+        _sector: u64,
+        _fill: &dyn Fn(&mut [u8; graid_engine::ppl::BLOCK_BYTES]),
+    ) -> MemberSet {
+        MemberSet::EMPTY
+    }
+
     fn rebuild_differ(&self, _a: u32, _b: u32, _offset: u64, _sectors: u64) -> u64 {
         0
     }
@@ -138,6 +150,32 @@ impl Platform for Null {
     fn copy_from_buffer(&self, _: (), _: u32, _: u64, _: (), _: u64, _: u64) {}
 
     fn copy_column(&self, _rq: (), _from: u32, _to: u32, _offset: u64, _sectors: u64) {}
+
+    #[allow(clippy::too_many_arguments)]
+    fn accumulate_column(
+        &self,
+        _rq: (),
+        _from: u32,
+        _to: u32,
+        _coef: u8,
+        _offset: u64,
+        _sectors: u64,
+    ) {
+    }
+
+    fn column_crc(&self, _rq: (), _column: u32, _offset: u64, _sectors: u64) -> u32 {
+        0
+    }
+
+    fn submit_log(&self, rq: (), io: &LogIo<'_>) -> Result<(), SubmitError> {
+        let info = PieceInfo {
+            op: Op::Write,
+            member: io.member,
+            sectors: io.sectors,
+        };
+        self.engine.piece_done(self, rq, info, Status::Ok);
+        Ok(())
+    }
 
     fn compute_parity(&self, _rq: (), _job: &ParityJob) {}
 }

@@ -7,8 +7,10 @@ use graid_engine::layout::{Recovery, Role, StripeMap};
 use graid_engine::members::{MemberSet, MemberState};
 use graid_engine::parity::{Columns, ParityJob, ParityOp};
 use graid_engine::platform::{
-    MemberEvent, MemberIo, Op, Platform, RebuildIoError, Source, Status, SubmitError, WorkList,
+    LogIo, MemberEvent, MemberIo, Op, PieceInfo, Platform, RebuildIoError, Source, Status,
+    SubmitError, WorkList,
 };
+use graid_engine::ppl::{BLOCK_BYTES as PPL_BLOCK_BYTES, BLOCK_SECTORS as PPL_BLOCK_SECTORS};
 use graid_engine::rebuild::REBUILD_COLUMN_SECTORS;
 use graid_engine::request::{Phase, RequestState};
 use graid_engine::stripe::SLICE_SECTORS;
@@ -78,6 +80,9 @@ pub struct MemDisk {
     pub superblocks: Mutex<Vec<Superblock>>,
     /// Write-intent bitmap blocks written to it, by block number (the newest).
     pub bitmap_blocks: Mutex<HashMap<u64, Box<[u8; BLOCK_BYTES]>>>,
+    /// Partial parity log blocks (heads, entry headers) written to it, by member sector; a
+    /// payload's tags are in `sectors`.
+    pub log_blocks: Mutex<HashMap<u64, Box<[u8; PPL_BLOCK_BYTES]>>>,
 }
 
 impl MemDisk {
@@ -107,7 +112,21 @@ impl MemDisk {
             flush_attempts: AtomicU64::new(0),
             superblocks: Mutex::new(Vec::new()),
             bitmap_blocks: Mutex::new(HashMap::new()),
+            log_blocks: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// A copy of what the device holds (sectors, superblocks, bitmap and log blocks), as a
+    /// power cut leaves it.
+    pub fn image(&self) -> MemDisk {
+        let copy = MemDisk::new(0, self.faults, &mut StdRng::seed_from_u64(0));
+        *copy.sectors.lock().unwrap() = self.sectors.lock().unwrap().clone();
+        *copy.superblocks.lock().unwrap() = self.superblocks.lock().unwrap().clone();
+        *copy.bitmap_blocks.lock().unwrap() = self.bitmap_blocks.lock().unwrap().clone();
+        *copy.log_blocks.lock().unwrap() = self.log_blocks.lock().unwrap().clone();
+        copy.dead
+            .store(self.dead.load(Ordering::Relaxed), Ordering::Relaxed);
+        copy
     }
 
     /// Decides whether the next I/O fails.
@@ -236,6 +255,10 @@ pub struct Host {
     pub bitmap: Option<(Regions, Vec<RegionState>)>,
     /// Bitmap blocks written.
     pub bitmap_writes: AtomicU64,
+    /// A power cut: writes are counted, and those past this many never land (they still
+    /// report success, as a device's cache would before the power went).
+    pub cut_after: AtomicU64,
+    pub writes: AtomicU64,
 }
 
 /// What the host keeps for the stripe engine.
@@ -245,6 +268,7 @@ pub struct StripeHome {
     pub queue: Mutex<Option<Sender<StripeTask>>>,
     pub waits: Mutex<HashMap<u32, Vec<usize>>>,
     pub buffer_wait: Mutex<Vec<usize>>,
+    pub log_wait: Mutex<Vec<usize>>,
     /// Buffers in use, and the most allowed at once (0: no limit).
     pub buffers: AtomicU32,
     pub max_buffers: u32,
@@ -277,6 +301,16 @@ pub enum StripeTask {
 }
 
 impl Host {
+    /// Whether the next write lands (before the power cut, if one is set).
+    pub fn lands(&self) -> bool {
+        self.writes.fetch_add(1, Ordering::SeqCst) < self.cut_after.load(Ordering::SeqCst)
+    }
+
+    /// The power went: no write lands from now on.
+    pub fn power_cut(&self) -> bool {
+        self.writes.load(Ordering::SeqCst) >= self.cut_after.load(Ordering::SeqCst)
+    }
+
     pub fn slot(&self, rq: usize) -> &RequestSlot {
         &self.slots[rq]
     }
@@ -394,6 +428,7 @@ impl Host {
         match op {
             Op::Read if fails => data[buffer_at..buffer_at + len as usize].fill(GARBAGE),
             Op::Read => data[buffer_range].copy_from_slice(&sectors[member_range]),
+            Op::Write if !self.lands() => {}
             Op::Write => sectors[member_range].copy_from_slice(&data[buffer_range]),
             Op::Discard => sectors[member_range].fill(0),
             Op::Flush => {}
@@ -514,6 +549,7 @@ impl Host {
         match op {
             Op::Read if fails => col[range].fill(GARBAGE),
             Op::Read => col[range].copy_from_slice(&sectors[member_range]),
+            Op::Write if !self.lands() => {}
             Op::Write => {
                 let n = done as usize;
                 sectors[member_range].copy_from_slice(&col[range.start..range.start + n]);
@@ -529,6 +565,49 @@ impl Host {
         } else {
             Status::Ok
         }
+    }
+
+    /// A partial parity log write: header and payload land together or not at all (a torn
+    /// one fails its checksum at replay, as if never written).
+    fn execute_log(&self, rq: usize, io: &LogIo<'_>) -> Status {
+        let Some(area) = self.engine.log().area() else {
+            self.violations
+                .report(format!("request {rq}: a log write without a log"));
+            return Status::IoError;
+        };
+        let end = io.sector + PPL_BLOCK_SECTORS + io.sectors.div_ceil(8) * 8;
+        if io.sector < area.ring_sector(0) || end > area.ring_sector(area.ring_sectors) {
+            self.violations.report(format!(
+                "request {rq}: a log write outside the ring: {}+{}",
+                io.sector, io.sectors
+            ));
+            return Status::IoError;
+        }
+        let disk = &self.disks[io.member as usize];
+        if disk.next_io_fails(&mut self.rng.lock().unwrap()) {
+            return Status::IoError;
+        }
+        let buffer = self.slot(rq).buffer.lock().unwrap();
+        let payload = buffer
+            .get(io.column as usize)
+            .and_then(|c| c.get(..io.sectors as usize));
+        let Some(payload) = payload.or((io.sectors == 0).then_some(&[][..])) else {
+            self.violations.report(format!(
+                "request {rq}: a log payload from a missing column {}",
+                io.column
+            ));
+            return Status::IoError;
+        };
+        if self.lands() {
+            let mut sectors = disk.sectors.lock().unwrap();
+            let at = (io.sector + PPL_BLOCK_SECTORS) as usize;
+            sectors[at..at + payload.len()].copy_from_slice(payload);
+            disk.log_blocks
+                .lock()
+                .unwrap()
+                .insert(io.sector, Box::new(*io.header));
+        }
+        Status::Ok
     }
 
     /// Runs a parity job on the request's buffer with md's math, byte by byte over each
@@ -909,6 +988,7 @@ impl Platform for Host {
                 .or_default()
                 .push(rq),
             WorkList::BufferWait => self.stripe.buffer_wait.lock().unwrap().push(rq),
+            WorkList::LogWait => self.stripe.log_wait.lock().unwrap().push(rq),
         }
     }
 
@@ -924,6 +1004,7 @@ impl Platform for Host {
                 .remove(&slot)
                 .unwrap_or_default(),
             WorkList::BufferWait => std::mem::take(&mut *self.stripe.buffer_wait.lock().unwrap()),
+            WorkList::LogWait => std::mem::take(&mut *self.stripe.log_wait.lock().unwrap()),
         };
         for rq in taken {
             f(rq);
@@ -938,6 +1019,7 @@ impl Platform for Host {
                 pop_front(self.stripe.waits.lock().unwrap().get_mut(&slot)?)
             }
             WorkList::BufferWait => pop_front(&mut self.stripe.buffer_wait.lock().unwrap()),
+            WorkList::LogWait => pop_front(&mut self.stripe.log_wait.lock().unwrap()),
         }
     }
 
@@ -987,7 +1069,7 @@ impl Platform for Host {
             let disk = &self.disks[member as usize];
             if disk.dead.load(Ordering::Relaxed) || disk.faults.superblock_errors {
                 failed = failed.with(member);
-            } else {
+            } else if self.lands() {
                 disk.bitmap_blocks
                     .lock()
                     .unwrap()
@@ -1003,7 +1085,7 @@ impl Platform for Host {
             let disk = &self.disks[member as usize];
             if disk.dead.load(Ordering::Relaxed) || disk.faults.superblock_errors {
                 failed = failed.with(member);
-            } else {
+            } else if self.lands() {
                 disk.superblocks.lock().unwrap().push(copy(member));
             }
         }
@@ -1043,7 +1125,14 @@ impl Platform for Host {
                 .report(format!("rebuild I/O on unknown member {member}"));
             return Err(RebuildIoError);
         };
-        let in_data = sector >= DATA_OFFSET && sector + sectors <= DATA_OFFSET + self.data_sectors;
+        let log = self.engine.log().area();
+        let in_log = log.is_some_and(|a| {
+            op == Op::Read
+                && sector >= a.offset
+                && sector + sectors <= a.ring_sector(a.ring_sectors)
+        });
+        let in_data =
+            in_log || sector >= DATA_OFFSET && sector + sectors <= DATA_OFFSET + self.data_sectors;
         let in_buffer =
             column as usize <= self.disks.len() + 1 && offset + sectors <= REBUILD_COLUMN_SECTORS;
         if !in_data || !in_buffer || sectors == 0 {
@@ -1075,6 +1164,7 @@ impl Platform for Host {
                 Ok(())
             }
             Op::Write if fails => Err(RebuildIoError),
+            Op::Write if !self.lands() => Ok(()),
             Op::Write => {
                 disk.sectors.lock().unwrap()[from..to].copy_from_slice(col);
                 self.rebuild_copies.fetch_add(1, Ordering::Relaxed);
@@ -1085,6 +1175,83 @@ impl Platform for Host {
                 Err(RebuildIoError)
             }
         }
+    }
+
+    fn rebuild_accumulate(&self, from: u32, to: u32, coef: u8, offset: u64, sectors: u64) {
+        let mut buffer = self.rebuild_buffer();
+        accumulate(&mut buffer, from, to, coef, offset, sectors);
+    }
+
+    fn write_log_head(
+        &self,
+        targets: MemberSet,
+        sector: u64,
+        fill: &dyn Fn(&mut [u8; PPL_BLOCK_BYTES]),
+    ) -> MemberSet {
+        let mut data = Box::new([0u8; PPL_BLOCK_BYTES]);
+        fill(&mut data);
+        let mut failed = MemberSet::EMPTY;
+        for member in targets.iter() {
+            let disk = &self.disks[member as usize];
+            if disk.dead.load(Ordering::Relaxed) || disk.faults.superblock_errors {
+                failed = failed.with(member);
+            } else if self.lands() {
+                disk.log_blocks.lock().unwrap().insert(sector, data.clone());
+            }
+        }
+        failed
+    }
+
+    fn accumulate_column(
+        &self,
+        rq: usize,
+        from: u32,
+        to: u32,
+        coef: u8,
+        offset: u64,
+        sectors: u64,
+    ) {
+        let mut buffer = self.slot(rq).buffer.lock().unwrap();
+        if [from, to].iter().any(|&c| {
+            buffer
+                .get(c as usize)
+                .is_none_or(|col| col.len() < (offset + sectors) as usize)
+        }) {
+            self.violations.report(format!(
+                "request {rq}: accumulate on a missing column {from} -> {to}"
+            ));
+            return;
+        }
+        accumulate(&mut buffer, from, to, coef, offset, sectors);
+    }
+
+    fn column_crc(&self, rq: usize, column: u32, offset: u64, sectors: u64) -> u32 {
+        let buffer = self.slot(rq).buffer.lock().unwrap();
+        let Some(tags) = buffer
+            .get(column as usize)
+            .and_then(|c| c.get(offset as usize..(offset + sectors) as usize))
+        else {
+            self.violations
+                .report(format!("request {rq}: CRC of a missing column {column}"));
+            return 0;
+        };
+        tags_crc(tags)
+    }
+
+    fn submit_log(&self, rq: usize, io: &LogIo<'_>) -> Result<(), SubmitError> {
+        let info = PieceInfo {
+            op: Op::Write,
+            member: io.member,
+            sectors: io.sectors,
+        };
+        let status = self.execute_log(rq, io);
+        if status == Status::Ok {
+            self.slot(rq)
+                .written
+                .fetch_or(1 << io.member, Ordering::Relaxed);
+        }
+        self.engine.piece_done(self, rq, info, status);
+        Ok(())
     }
 
     fn rebuild_copy(&self, from: u32, to: u32, offset: u64, sectors: u64) {
@@ -1274,6 +1441,21 @@ thread_local! {
     static PARITY_DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
 
+/// Column `to` += `coef` × column `from` (GF(2^8) on each byte of each tag).
+fn accumulate(buffer: &mut [Vec<u64>], from: u32, to: u32, coef: u8, offset: u64, sectors: u64) {
+    let range = offset as usize..(offset + sectors) as usize;
+    let src = buffer[from as usize][range.clone()].to_vec();
+    for (d, s) in buffer[to as usize][range].iter_mut().zip(src) {
+        *d ^= mul64(coef, s);
+    }
+}
+
+/// The CRC-32C of sector tags (their little-endian bytes), as a payload's checksum.
+pub fn tags_crc(tags: &[u64]) -> u32 {
+    let bytes: Vec<u8> = tags.iter().flat_map(|t| t.to_le_bytes()).collect();
+    graid_engine::crc32c::crc32c(&bytes)
+}
+
 /// GF(2^8) multiplication of each byte of a sector tag by `g`.
 pub fn mul64(g: u8, x: u64) -> u64 {
     let bytes = x.to_le_bytes().map(|b| gf::mul(g, b));
@@ -1293,4 +1475,30 @@ pub fn submit(host: &Host, rq: usize) {
 /// The oldest entry of a wait list (pushed at the end).
 fn pop_front(list: &mut Vec<usize>) -> Option<usize> {
     (!list.is_empty()).then(|| list.remove(0))
+}
+
+/// The partial parity log as the host's members hold it, for `scan_log`.
+pub struct LogImage<'a>(pub &'a Host);
+
+impl graid_engine::ppl::LogReader for LogImage<'_> {
+    fn read(&mut self, member: u32, sector: u64, block: &mut [u8; PPL_BLOCK_BYTES]) -> bool {
+        let Some(disk) = self.0.disks.get(member as usize) else {
+            return false;
+        };
+        *block = disk
+            .log_blocks
+            .lock()
+            .unwrap()
+            .get(&sector)
+            .map_or([0; PPL_BLOCK_BYTES], |b| **b);
+        true
+    }
+
+    fn payload_crc(&mut self, member: u32, sector: u64, sectors: u64) -> Option<u32> {
+        let disk = self.0.disks.get(member as usize)?;
+        let tags = disk.sectors.lock().unwrap();
+        Some(tags_crc(
+            tags.get(sector as usize..(sector + sectors) as usize)?,
+        ))
+    }
 }

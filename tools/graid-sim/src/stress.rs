@@ -8,8 +8,9 @@ use crate::host::{
 use graid_engine::array::ArrayEngine;
 use graid_engine::bitmap::{RegionState, Regions};
 use graid_engine::geometry::{Geometry, Level};
-use graid_engine::members::MemberState;
+use graid_engine::members::{MemberSet, MemberState};
 use graid_engine::platform::{Op, Status};
+use graid_engine::ppl::DEFAULT_LOG_AREA;
 use graid_engine::replace::ReplaceStage;
 use graid_engine::scrub::{ScrubMode, ScrubProgress};
 use graid_engine::superblock::{
@@ -72,6 +73,8 @@ pub struct Scenario {
     pub scribble: Option<(usize, u64)>,
     /// A write-intent bitmap with regions of this many sectors of the resync walk.
     pub bitmap_region_sectors: Option<u64>,
+    /// RAID 5/6: a partial parity log in the default area (its heads written at the start).
+    pub ppl: bool,
 }
 
 impl Scenario {
@@ -101,6 +104,7 @@ impl Scenario {
             resync: false,
             scribble: None,
             bitmap_region_sectors: None,
+            ppl: false,
         }
     }
 
@@ -147,6 +151,7 @@ pub fn superblock(geometry: &Geometry, level: Level, chunk_sectors: u32) -> Supe
         bitmap_region: 0,
         bitmap_events: 0,
         journal: Area::NONE,
+        ppl: false,
         slots,
     }
 }
@@ -154,6 +159,18 @@ pub fn superblock(geometry: &Geometry, level: Level, chunk_sectors: u32) -> Supe
 /// A host for `scenario`: its engine, members with their faults, one request slot per
 /// submitter and batch entry; and the receiving end of its member I/O queue.
 pub fn new_host(scenario: &Scenario, seed: u64) -> (Arc<Host>, Receiver<QueuedIo>) {
+    new_host_from(scenario, seed, None, MemberSet::EMPTY)
+}
+
+/// [`new_host`] on `disks` (a power cut's images, say) instead of fresh ones, with the
+/// members in `missing` absent (faulty). The log, if any, is left as the disks hold it.
+pub fn new_host_from(
+    scenario: &Scenario,
+    seed: u64,
+    disks: Option<Vec<MemDisk>>,
+    missing: MemberSet,
+) -> (Arc<Host>, Receiver<QueuedIo>) {
+    let fresh = disks.is_none();
     let geometry = Geometry::new(
         scenario.level,
         scenario.members,
@@ -162,7 +179,13 @@ pub fn new_host(scenario: &Scenario, seed: u64) -> (Arc<Host>, Receiver<QueuedIo
     )
     .expect("valid geometry");
     let members = (0..scenario.members)
-        .map(|m| MemberState::new([m as u8 + 1; 16], m))
+        .map(|m| {
+            if missing.contains(m) {
+                MemberState::missing([m as u8 + 1; 16], m)
+            } else {
+                MemberState::new([m as u8 + 1; 16], m)
+            }
+        })
         .collect();
     let engine = ArrayEngine::new(
         Superblock {
@@ -172,6 +195,12 @@ pub fn new_host(scenario: &Scenario, seed: u64) -> (Arc<Host>, Receiver<QueuedIo
                 Area::NONE
             },
             bitmap_region: scenario.bitmap_region_sectors.unwrap_or(0),
+            journal: if scenario.ppl {
+                DEFAULT_LOG_AREA
+            } else {
+                Area::NONE
+            },
+            ppl: scenario.ppl,
             ..superblock(&geometry, scenario.level, scenario.chunk_sectors)
         },
         geometry,
@@ -187,12 +216,14 @@ pub fn new_host(scenario: &Scenario, seed: u64) -> (Arc<Host>, Receiver<QueuedIo
     let host = Arc::new(Host {
         engine,
         // One disk past the members': a replacement's device (`ArrayEngine::replacement_index`).
-        disks: scenario
-            .faults
-            .iter()
-            .chain([&scenario.replacement_faults])
-            .map(|&f| MemDisk::new(geometry.member_data_sectors(), f, &mut disk_rng))
-            .collect(),
+        disks: disks.unwrap_or_else(|| {
+            scenario
+                .faults
+                .iter()
+                .chain([&scenario.replacement_faults])
+                .map(|&f| MemDisk::new(geometry.member_data_sectors(), f, &mut disk_rng))
+                .collect()
+        }),
         slots,
         data_sectors: geometry.member_data_sectors(),
         queue: Mutex::new(Some(io_tx)),
@@ -223,7 +254,13 @@ pub fn new_host(scenario: &Scenario, seed: u64) -> (Arc<Host>, Receiver<QueuedIo
             (regions, states)
         }),
         bitmap_writes: AtomicU64::new(0),
+        cut_after: AtomicU64::new(u64::MAX),
+        writes: AtomicU64::new(0),
     });
+    if fresh {
+        // A new array's log: every head written.
+        host.engine.start_log(&*host, 0);
+    }
     (host, io_rx)
 }
 
@@ -806,6 +843,30 @@ pub fn submit_inline_segments(
     sectors: u64,
     segments: Vec<(u64, u64)>,
 ) -> Option<Status> {
+    submit_inline_with(
+        host,
+        op,
+        start,
+        segments,
+        vec![3; sectors.min(1 << 20) as usize],
+    )
+}
+
+/// [`submit_inline`] with the request's data (one tag per sector: what a write writes, the
+/// buffer a read fills, left in `host.slots[0].data`).
+pub fn submit_inline_data(host: &Host, op: Op, start: u64, data: Vec<u64>) -> Option<Status> {
+    let sectors = data.len() as u64;
+    submit_inline_with(host, op, start, vec![(start, sectors)], data)
+}
+
+fn submit_inline_with(
+    host: &Host,
+    op: Op,
+    start: u64,
+    segments: Vec<(u64, u64)>,
+    data: Vec<u64>,
+) -> Option<Status> {
+    let sectors = segments.iter().map(|&(_, n)| n).sum();
     host.inline_percent.store(100, Ordering::Relaxed);
     let slot = &host.slots[0];
     *slot.spec.lock().unwrap() = Spec {
@@ -814,7 +875,7 @@ pub fn submit_inline_segments(
         sectors,
         segments,
     };
-    *slot.data.lock().unwrap() = vec![3; sectors.min(1 << 20) as usize];
+    *slot.data.lock().unwrap() = data;
     *slot.outcome.lock().unwrap() = None;
     slot.ends.store(0, Ordering::Relaxed);
     // The run's threads are gone: play the stripe threads and the worker here until the

@@ -179,6 +179,7 @@ pub mod testutil {
             bitmap_region: 0,
             bitmap_events: 0,
             journal: Area::NONE,
+            ppl: false,
             slots,
         }
     }

@@ -1,0 +1,400 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The partial parity log on the write path and in the worker (the pure part is `ppl.rs`).
+//!
+//! - A RAID 5/6 write slice that does not write every data column (a read-modify-write, a
+//!   reconstruct-write, a degraded write) computes its parity as usual, then the partial
+//!   parity of its rows from the buffer it already holds (the new P minus the new data of the
+//!   columns it writes; for Q the same with each column's coefficient), and writes it with FUA
+//!   to the log of each in-sync parity member before any data or parity write goes out. The
+//!   log write overlaps nothing: the slice's parity is already computed.
+//! - A full-stripe write logs nothing, unless its run may hold a replayable entry (one bit per
+//!   stripe lock slot): then a header-only *barrier* voids the older entries of its rows.
+//! - Space: each member's ring is appended to with one atomic add. When one is full, writes
+//!   that need it wait in the worker's list while the worker *wraps* the log: once no logged
+//!   write is in flight, it rewrites every member's head with the next epoch (`PREFLUSH |
+//!   FUA`: every completed write is durable), which voids every entry at once, and lets them
+//!   go. The log also wraps when the array is marked clean (nothing to replay then) and when
+//!   a device joins (its ring may hold entries of this epoch from an earlier life).
+//! - No lock on the path: a write counts itself in flight, then checks that no wrap is under
+//!   way (SeqCst on both sides: either the worker sees the count or the write sees the wrap
+//!   and waits).
+
+use super::array::ArrayEngine;
+use super::geometry::MAX_MEMBERS;
+use super::layout::StripeMap;
+use super::members::{MemberSet, MemberState};
+use super::platform::{LogIo, MemberEvent, Platform, Status, WorkList};
+use super::ppl::BLOCK_BYTES;
+use super::ppl::{encode_entry, encode_head, gf_pow2, Entry, EntryKind, LogArea, ParityKind};
+use super::request::Phase;
+use super::stripe::{Step, LOCK_SLOTS};
+use core::ops::Deref;
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+
+/// The log's state in memory.
+#[derive(Debug)]
+pub struct LogState {
+    /// Where every member's log lies; `None`: the array has no log.
+    area: Option<LogArea>,
+    /// Next free ring offset of each member.
+    cursors: [AtomicU64; MAX_MEMBERS as usize],
+    /// The epoch every head holds (entries of older ones are void).
+    epoch: AtomicU64,
+    /// The last sequence number given to a logged write.
+    seq: AtomicU64,
+    /// Logged writes whose member writes have not all completed.
+    in_flight: AtomicU32,
+    /// The worker is wrapping the log: no new entry until it is done.
+    wrapping: AtomicBool,
+    /// A wrap is wanted (a ring is full, or a device joined).
+    wrap_wanted: AtomicBool,
+    /// Stripe lock slots whose runs may hold a replayable entry.
+    live: [AtomicU64; LOCK_SLOTS / 64],
+    /// Counters for DETAIL: entries, barriers, wraps.
+    entries: AtomicU64,
+    barriers: AtomicU64,
+    wraps: AtomicU64,
+}
+
+impl LogState {
+    pub fn new(area: Option<LogArea>, epoch: u64) -> Self {
+        Self {
+            area,
+            cursors: [const { AtomicU64::new(0) }; MAX_MEMBERS as usize],
+            epoch: AtomicU64::new(epoch),
+            seq: AtomicU64::new(0),
+            in_flight: AtomicU32::new(0),
+            wrapping: AtomicBool::new(false),
+            wrap_wanted: AtomicBool::new(false),
+            live: [const { AtomicU64::new(0) }; LOCK_SLOTS / 64],
+            entries: AtomicU64::new(0),
+            barriers: AtomicU64::new(0),
+            wraps: AtomicU64::new(0),
+        }
+    }
+
+    pub fn area(&self) -> Option<LogArea> {
+        self.area
+    }
+
+    pub fn epoch(&self) -> u64 {
+        self.epoch.load(Ordering::Relaxed)
+    }
+
+    /// The epoch the heads hold (the array's start).
+    pub(super) fn set_epoch(&self, epoch: u64) {
+        self.epoch.store(epoch, Ordering::SeqCst);
+    }
+
+    /// Entries and barriers written, and wraps, since the array started.
+    pub fn counts(&self) -> (u64, u64, u64) {
+        (
+            self.entries.load(Ordering::Relaxed),
+            self.barriers.load(Ordering::Relaxed),
+            self.wraps.load(Ordering::Relaxed),
+        )
+    }
+
+    fn live_bit(&self, slot: u32) -> Option<(&AtomicU64, u64)> {
+        let word = self.live.get((slot / 64) as usize)?;
+        Some((word, 1u64 << (slot % 64)))
+    }
+
+    fn is_live(&self, slot: u32) -> bool {
+        self.live_bit(slot)
+            .is_some_and(|(w, b)| w.load(Ordering::SeqCst) & b != 0)
+    }
+
+    fn set_live(&self, slot: u32) {
+        if let Some((w, b)) = self.live_bit(slot) {
+            w.fetch_or(b, Ordering::SeqCst);
+        }
+    }
+
+    /// Takes `sectors` of member `member`'s ring; its offset, or `None` if the ring is full.
+    fn reserve(&self, area: &LogArea, member: u32, sectors: u64) -> Option<u64> {
+        let cursor = self.cursors.get(member as usize)?;
+        let at = cursor.fetch_add(sectors, Ordering::Relaxed);
+        (at.checked_add(sectors)? <= area.ring_sectors).then_some(at)
+    }
+}
+
+/// What a slice logs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum LogNeed {
+    /// Nothing: go on with the writes.
+    None,
+    /// The partial parity of a write that leaves columns alone.
+    Partial,
+    /// A barrier: a full write over rows an older entry may cover.
+    Barrier,
+}
+
+impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
+    /// The array has a partial parity log.
+    pub fn has_log(&self) -> bool {
+        self.log.area.is_some()
+    }
+
+    /// The log's state (for DETAIL and the platform's replay).
+    pub fn log(&self) -> &LogState {
+        &self.log
+    }
+
+    /// The worker: a wrap is wanted (a device joined the array).
+    pub(super) fn want_log_wrap<P: Platform>(&self, p: &P) {
+        if self.has_log() {
+            self.log.wrap_wanted.store(true, Ordering::SeqCst);
+            p.kick_worker();
+        }
+    }
+
+    /// Sends the log writes of the current slice of `rq` (parity computed), or queues it
+    /// behind a wrap; false if there is nothing to log (no in-sync parity member): the caller
+    /// sends the writes. `need` is not [`LogNeed::None`].
+    pub(super) fn send_log<P: Platform>(&self, p: &P, rq: P::Request, slice: &LoggedSlice) -> bool {
+        let Some(area) = self.log.area else {
+            return false;
+        };
+        let state = p.state(rq);
+        let stripe = state.stripe();
+        let log = &self.log;
+        let wait = || {
+            self.release_log(p, rq);
+            stripe.set_step(Step::LogWait);
+            p.push(WorkList::LogWait, rq);
+            p.kick_worker();
+        };
+        // Counted first, then the wrap checked (the worker sets the flag, then looks at the
+        // count).
+        if !stripe.hold_log() {
+            log.in_flight.fetch_add(1, Ordering::SeqCst);
+        }
+        if log.wrapping.load(Ordering::SeqCst) {
+            wait();
+            return true;
+        }
+        let len = slice.sectors;
+        let (kind, payload) = match slice.need {
+            LogNeed::Barrier => (EntryKind::Barrier, 0),
+            _ => (EntryKind::Partial, len),
+        };
+        // The in-sync parity members of the slice's stripes take an entry each: of a partial
+        // write P's and Q's partial parity, of a full one a barrier.
+        let mut targets: [Option<(u32, ParityKind)>; 2] = [None, None];
+        let mut barrier_members = MemberSet::EMPTY;
+        if kind == EntryKind::Partial {
+            let map = slice.map;
+            let pq = [(Some(map.p()), ParityKind::P), (map.q(), ParityKind::Q)];
+            for (target, (member, parity)) in targets.iter_mut().zip(pq) {
+                if let Some(member) = member.filter(|&m| self.usable(m, MemberSet::EMPTY)) {
+                    *target = Some((member, parity));
+                }
+            }
+        } else {
+            barrier_members = slice
+                .parity_members
+                .iter()
+                .filter(|&m| self.usable(m, MemberSet::EMPTY))
+                .fold(MemberSet::EMPTY, MemberSet::with);
+        }
+        let members = targets
+            .iter()
+            .flatten()
+            .fold(barrier_members, |set, &(m, _)| set.with(m));
+        if members.is_empty() {
+            self.release_log(p, rq);
+            return false;
+        }
+        // Ring space on every target, or wait for a wrap.
+        let entry_sectors = LogArea::entry_sectors(payload);
+        let mut at = [0u64; MAX_MEMBERS as usize];
+        for m in members.iter() {
+            match (log.reserve(&area, m, entry_sectors), at.get_mut(m as usize)) {
+                (Some(offset), Some(slot_at)) => *slot_at = offset,
+                _ => {
+                    log.wrap_wanted.store(true, Ordering::SeqCst);
+                    wait();
+                    return true;
+                }
+            }
+        }
+        // The partial parity of each target, in the parity member's new-data column (unused:
+        // a parity member has no new data).
+        let n = self.geometry.members();
+        for &(target, parity) in targets.iter().flatten() {
+            let column = n + target;
+            p.copy_column(rq, target, column, 0, len);
+            for (m, &(f, e)) in (0..n).zip(slice.written.iter()) {
+                if e == 0 {
+                    continue;
+                }
+                let coef = match parity {
+                    ParityKind::P => 1,
+                    ParityKind::Q => match slice.map.syndrome_slot(m) {
+                        Some(s) => gf_pow2(s),
+                        None => continue,
+                    },
+                };
+                let from = if slice.rmw { n + m } else { m };
+                p.accumulate_column(rq, from, column, coef, u64::from(f), u64::from(e - f));
+            }
+        }
+        let seq = log.seq.fetch_add(1, Ordering::SeqCst).wrapping_add(1);
+        let mut entry = Entry {
+            kind,
+            parity: ParityKind::P,
+            epoch: log.epoch(),
+            seq,
+            start: slice.start,
+            sectors: len,
+            members: n,
+            written: match kind {
+                EntryKind::Partial => slice.written,
+                EntryKind::Barrier => [(0, 0); MAX_MEMBERS as usize],
+            },
+            payload_crc: 0,
+        };
+        log.set_live(slice.slot);
+        stripe.set_step(Step::Log);
+        state.begin_pass(Phase::Stripe);
+        let mut header = [0u8; BLOCK_BYTES];
+        let mut send = |member: u32, parity: ParityKind, column: u32| {
+            entry.parity = parity;
+            entry.payload_crc = match payload {
+                0 => 0,
+                _ => p.column_crc(rq, column, 0, payload),
+            };
+            encode_entry(&self.superblock.array_uuid, &entry, &mut header);
+            let io = LogIo {
+                member,
+                sector: area.ring_sector(at.get(member as usize).copied().unwrap_or(0)),
+                header: &header,
+                column,
+                sectors: payload,
+            };
+            state.add_piece();
+            if p.submit_log(rq, &io).is_err() {
+                let _ = state.put(Status::IoError);
+            }
+        };
+        for &(member, parity) in targets.iter().flatten() {
+            send(member, parity, n + member);
+        }
+        for m in barrier_members.iter() {
+            send(m, ParityKind::P, 0);
+        }
+        let counter = match kind {
+            EntryKind::Partial => &log.entries,
+            EntryKind::Barrier => &log.barriers,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        if state.put(Status::Ok).is_some() {
+            p.queue_stripe_work(rq);
+        }
+        true
+    }
+
+    /// Whether the slice being planned must log: a partial write always, a full one where its
+    /// run may hold a replayable entry.
+    pub(super) fn log_need(&self, full: bool, slot: u32) -> LogNeed {
+        if !self.has_log() {
+            LogNeed::None
+        } else if !full {
+            LogNeed::Partial
+        } else if self.log.is_live(slot) {
+            LogNeed::Barrier
+        } else {
+            LogNeed::None
+        }
+    }
+
+    /// The slice's logged write is done (or will not happen): no longer in flight.
+    pub(super) fn release_log<P: Platform>(&self, p: &P, rq: P::Request) {
+        if p.state(rq).stripe().drop_log() {
+            let left = self.log.in_flight.fetch_sub(1, Ordering::SeqCst);
+            if left == 1 && self.log.wrapping.load(Ordering::SeqCst) {
+                p.kick_worker();
+            }
+        }
+    }
+
+    /// The worker: wraps the log when wanted, once no logged write is in flight.
+    pub(super) fn log_step<P: Platform>(&self, p: &P) {
+        if !self.has_log() || !self.log.wrap_wanted.load(Ordering::SeqCst) {
+            return;
+        }
+        self.log.wrapping.store(true, Ordering::SeqCst);
+        if self.log.in_flight.load(Ordering::SeqCst) != 0 {
+            // The last one to finish kicks the worker.
+            return;
+        }
+        self.void_log(p);
+    }
+
+    /// Rewrites every working member's head with the next epoch, voiding every entry, and lets
+    /// the writes waiting for ring space go. The worker (or the array's start, before any
+    /// write), with no logged write in flight.
+    pub fn void_log<P: Platform>(&self, p: &P) {
+        let Some(area) = self.log.area else {
+            return;
+        };
+        let log = &self.log;
+        log.wrapping.store(true, Ordering::SeqCst);
+        let epoch = log.epoch().wrapping_add(1);
+        let uuid = self.superblock.array_uuid;
+        let targets = (0..self.geometry.members())
+            .filter(|&m| self.writable(m))
+            .fold(MemberSet::EMPTY, MemberSet::with);
+        let failed = p.write_log_head(targets, area.offset, &|block: &mut [u8; BLOCK_BYTES]| {
+            encode_head(&uuid, epoch, block)
+        });
+        for m in failed.iter() {
+            self.try_fail(p, m, MemberEvent::SuperblockWriteFailed);
+        }
+        log.epoch.store(epoch, Ordering::SeqCst);
+        for c in &log.cursors {
+            c.store(0, Ordering::Relaxed);
+        }
+        for w in &log.live {
+            w.store(0, Ordering::SeqCst);
+        }
+        log.wraps.fetch_add(1, Ordering::Relaxed);
+        log.wrap_wanted.store(false, Ordering::SeqCst);
+        log.wrapping.store(false, Ordering::SeqCst);
+        p.take_all(WorkList::LogWait, |w| p.queue_stripe_work(w));
+    }
+
+    /// The worker, marking the array clean (no write in flight): voids the log if anything
+    /// was logged since the last wrap, so the next dirty period starts with empty rings and
+    /// no barrier to write.
+    pub(super) fn void_log_if_used<P: Platform>(&self, p: &P) {
+        let used = self
+            .log
+            .cursors
+            .iter()
+            .any(|c| c.load(Ordering::Relaxed) > 0);
+        if self.has_log() && used && self.log.in_flight.load(Ordering::SeqCst) == 0 {
+            self.void_log(p);
+        }
+    }
+}
+
+/// A slice that logs, as the stripe engine planned it.
+pub(super) struct LoggedSlice {
+    pub need: LogNeed,
+    /// The run's stripe lock slot.
+    pub slot: u32,
+    /// The slice's rows: data-area sectors (the same on every member).
+    pub start: u64,
+    pub sectors: u64,
+    /// The roles of its stripe (a partial slice has one).
+    pub map: StripeMap,
+    /// The parity members of every stripe it crosses (where a barrier goes).
+    pub parity_members: MemberSet,
+    /// Each member's written rows relative to `start` (`(0, 0)`: none).
+    pub written: [(u32, u32); MAX_MEMBERS as usize],
+    /// A read-modify-write: member `m`'s new data is in column `members + m`, not `m`.
+    pub rmw: bool,
+}

@@ -1,0 +1,544 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The partial parity log (PPL): what closes the RAID 5/6 write hole. The pure part: the log's
+//! layout and blocks, and which parity a replay rewrites from which entry.
+//!
+//! # Why a partial parity log
+//!
+//! A partial-stripe write changes some data columns and the parity in place. A crash between
+//! those writes leaves the parity matching neither the old nor the new data; on a degraded
+//! array the lost member's data is then computed from that parity and comes back wrong, though
+//! nothing wrote it (the write hole). Before such a write graid writes, with FUA, to the log of
+//! the stripe's parity member the *partial parity* of the rows it updates: for every row, the
+//! XOR (for Q: the GF(2^8) sum, g^slot · D) of the data columns the write leaves alone there,
+//! as md's PPL does for RAID 5. After a crash the parity is made whole again from the log and
+//! the data columns the write changed, as they are now (old, new or torn, it does not matter):
+//! P = pp ⊕ Σ D_changed. A lost column the write left alone is inside pp, so it stays
+//! reconstructable; a lost column it changed only ever held data in flight.
+//!
+//! A journal (md's raid5-cache) would log the new data too: every partial write twice, and a
+//! device for it. The partial parity is at most one column per parity member, written to a
+//! member the write writes anyway, and only partial writes pay (a full-stripe write changes
+//! every column: nothing of the stripe needs protecting).
+//!
+//! # Layout
+//!
+//! The log lives in the superblock's journal area of every member (by default the second MiB
+//! before the data, [`DEFAULT_LOG_AREA`]): a 4 KiB *head* block, then a *ring* of entries. An
+//! entry is a 4 KiB header block and its payload (the partial parity of its rows, rounded up
+//! to 4 KiB). Entries of one *epoch* are appended; when a member's ring is full the log *wraps*:
+//! once no logged write is in flight, every member's head is rewritten with the next epoch
+//! (`PREFLUSH | FUA`: every write before it is durable), which voids every older entry at once.
+//! A replay takes only entries of the epoch its members' heads hold.
+//!
+//! An entry is also voided, for the rows it covers, by any later entry (by sequence number) on
+//! rows it covers: the later write found the stripe as the earlier one left it. A full-stripe
+//! write over rows whose run may hold a replayable entry therefore logs a *barrier*: a header
+//! without payload, so an older partial parity is never replayed over newer data.
+
+use super::crc32c::crc32c;
+use super::geometry::MAX_MEMBERS;
+use super::members::MemberSet;
+use super::superblock::{Area, METADATA_END_SECTOR, UUID_LEN};
+
+/// Bytes of a head or entry header block.
+pub const BLOCK_BYTES: usize = 4096;
+/// Sectors of a block.
+pub const BLOCK_SECTORS: u64 = (BLOCK_BYTES / 512) as u64;
+/// The log area graid creates arrays with: the second MiB before the data (the bitmap has the
+/// first).
+pub const DEFAULT_LOG_AREA: Area = Area {
+    offset: 2048,
+    sectors: 2048,
+};
+/// The smallest log area: a head and two entries of the longest slice.
+pub const MIN_LOG_SECTORS: u64 = BLOCK_SECTORS + 2 * (BLOCK_SECTORS + MAX_LOGGED_SECTORS);
+/// The most rows one logged write slice covers (its partial parity's length).
+pub const MAX_LOGGED_SECTORS: u64 = 256;
+
+const HEAD_MAGIC: [u8; 8] = *b"GRAIDPLH";
+const ENTRY_MAGIC: [u8; 8] = *b"GRAIDPLE";
+const VERSION: u32 = 1;
+
+/// Byte offsets in a head block.
+mod head {
+    pub const MAGIC: usize = 0x00;
+    pub const VERSION: usize = 0x08;
+    pub const UUID: usize = 0x10;
+    pub const EPOCH: usize = 0x20;
+}
+
+/// Byte offsets in an entry header.
+mod entry {
+    pub const MAGIC: usize = 0x00;
+    pub const VERSION: usize = 0x08;
+    pub const KIND: usize = 0x0C;
+    pub const UUID: usize = 0x10;
+    pub const EPOCH: usize = 0x20;
+    pub const SEQ: usize = 0x28;
+    pub const START: usize = 0x30;
+    pub const SECTORS: usize = 0x38;
+    pub const PARITY: usize = 0x40;
+    pub const MEMBERS: usize = 0x44;
+    pub const PAYLOAD_SECTORS: usize = 0x48;
+    pub const PAYLOAD_CRC: usize = 0x50;
+    /// `[(u32, u32); 32]`: each member's written rows, from and to, relative to `START`.
+    pub const WRITTEN: usize = 0x80;
+}
+
+/// Both blocks: CRC-32C of the bytes before it.
+const CHECKSUM: usize = BLOCK_BYTES - 4;
+
+fn put<const N: usize>(block: &mut [u8; BLOCK_BYTES], at: usize, bytes: [u8; N]) {
+    if let Some(field) = block
+        .get_mut(at..)
+        .and_then(|rest| rest.first_chunk_mut::<N>())
+    {
+        *field = bytes;
+    }
+}
+
+fn get<const N: usize>(block: &[u8; BLOCK_BYTES], at: usize) -> [u8; N] {
+    block
+        .get(at..)
+        .and_then(|rest| rest.first_chunk::<N>())
+        .copied()
+        .unwrap_or([0; N])
+}
+
+fn get_u32(block: &[u8; BLOCK_BYTES], at: usize) -> u32 {
+    u32::from_le_bytes(get(block, at))
+}
+
+fn get_u64(block: &[u8; BLOCK_BYTES], at: usize) -> u64 {
+    u64::from_le_bytes(get(block, at))
+}
+
+fn seal(block: &mut [u8; BLOCK_BYTES]) {
+    let crc = crc32c(block.get(..CHECKSUM).unwrap_or(&[]));
+    put(block, CHECKSUM, crc.to_le_bytes());
+}
+
+fn sealed(block: &[u8; BLOCK_BYTES]) -> bool {
+    crc32c(block.get(..CHECKSUM).unwrap_or(&[])) == get_u32(block, CHECKSUM)
+}
+
+/// Where a member's log lies: the head, then the ring.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LogArea {
+    /// First sector of the area (the head), from the member's start.
+    pub offset: u64,
+    /// Sectors of the ring after the head, a multiple of [`BLOCK_SECTORS`].
+    pub ring_sectors: u64,
+}
+
+impl LogArea {
+    /// The log in `area`, if it is large enough and 4 KiB aligned.
+    pub fn new(area: Area) -> Option<Self> {
+        if area.sectors < MIN_LOG_SECTORS
+            || area.offset < METADATA_END_SECTOR
+            || area.offset % BLOCK_SECTORS != 0
+        {
+            return None;
+        }
+        Some(Self {
+            offset: area.offset,
+            ring_sectors: (area.sectors - BLOCK_SECTORS) / BLOCK_SECTORS * BLOCK_SECTORS,
+        })
+    }
+
+    /// The member sector of ring offset `at`.
+    pub fn ring_sector(&self, at: u64) -> u64 {
+        self.offset + BLOCK_SECTORS + at
+    }
+
+    /// Ring sectors an entry with `payload` sectors of partial parity takes.
+    pub fn entry_sectors(payload: u64) -> u64 {
+        BLOCK_SECTORS + payload.div_ceil(BLOCK_SECTORS) * BLOCK_SECTORS
+    }
+
+    /// The ring offsets where an entry header may start (every block).
+    pub fn header_offsets(&self) -> impl Iterator<Item = u64> {
+        (0..self.ring_sectors / BLOCK_SECTORS).map(|b| b * BLOCK_SECTORS)
+    }
+}
+
+/// Writes a head block: the log of array `uuid` holds entries of `epoch`.
+pub fn encode_head(uuid: &[u8; UUID_LEN], epoch: u64, block: &mut [u8; BLOCK_BYTES]) {
+    *block = [0; BLOCK_BYTES];
+    put(block, head::MAGIC, HEAD_MAGIC);
+    put(block, head::VERSION, VERSION.to_le_bytes());
+    put(block, head::UUID, *uuid);
+    put(block, head::EPOCH, epoch.to_le_bytes());
+    seal(block);
+}
+
+/// The epoch a head block of array `uuid` holds; `None` if it is not one (never written,
+/// damaged, another array's).
+pub fn decode_head(uuid: &[u8; UUID_LEN], block: &[u8; BLOCK_BYTES]) -> Option<u64> {
+    (get::<8>(block, head::MAGIC) == HEAD_MAGIC
+        && get_u32(block, head::VERSION) == VERSION
+        && get::<UUID_LEN>(block, head::UUID) == *uuid
+        && sealed(block))
+    .then(|| get_u64(block, head::EPOCH))
+}
+
+/// What an entry is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EntryKind {
+    /// A partial write's partial parity: the payload holds it for every row of the entry.
+    Partial,
+    /// A full-stripe write over rows an older entry may cover: no payload; voids the older
+    /// entries there.
+    Barrier,
+}
+
+/// Which parity an entry's payload is partial of (the parity of the member whose log holds it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParityKind {
+    P,
+    Q,
+}
+
+/// One log entry's header, decoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Entry {
+    pub kind: EntryKind,
+    pub parity: ParityKind,
+    pub epoch: u64,
+    /// Orders entries across members: the later entry wins where two cover a row.
+    pub seq: u64,
+    /// The rows it covers: data-area sectors, the same on every member.
+    pub start: u64,
+    pub sectors: u64,
+    pub members: u32,
+    /// Each member's written rows, relative to `start` (`(0, 0)`: none).
+    pub written: [(u32, u32); MAX_MEMBERS as usize],
+    /// CRC-32C of the payload (`sectors` sectors for a partial entry).
+    pub payload_crc: u32,
+}
+
+impl Entry {
+    /// The payload's length in sectors.
+    pub fn payload_sectors(&self) -> u64 {
+        match self.kind {
+            EntryKind::Partial => self.sectors,
+            EntryKind::Barrier => 0,
+        }
+    }
+
+    /// The end of its rows.
+    pub fn end(&self) -> u64 {
+        self.start.saturating_add(self.sectors)
+    }
+
+    /// The members written at row `row` (absolute).
+    pub fn modified_at(&self, row: u64) -> MemberSet {
+        let Some(at) = row.checked_sub(self.start) else {
+            return MemberSet::EMPTY;
+        };
+        (0..self.members.min(MAX_MEMBERS))
+            .filter(|&m| {
+                self.written
+                    .get(m as usize)
+                    .is_some_and(|&(f, t)| u64::from(f) <= at && at < u64::from(t))
+            })
+            .fold(MemberSet::EMPTY, MemberSet::with)
+    }
+
+    /// The first row after `row` where the set of written members changes, or the end.
+    fn next_boundary(&self, row: u64) -> u64 {
+        let mut next = self.end();
+        for &(f, t) in self.written.iter().take(self.members as usize) {
+            for b in [f, t] {
+                let b = self.start.saturating_add(u64::from(b));
+                if b > row && b < next {
+                    next = b;
+                }
+            }
+        }
+        next
+    }
+}
+
+/// Why an entry header was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EntryError {
+    /// Not an entry of this array (never written, another array's, damaged).
+    NotEntry,
+    /// Sealed, but its fields make no sense (a bug or a forgery).
+    Malformed,
+}
+
+/// Writes `e` as an entry header of array `uuid`.
+pub fn encode_entry(uuid: &[u8; UUID_LEN], e: &Entry, block: &mut [u8; BLOCK_BYTES]) {
+    *block = [0; BLOCK_BYTES];
+    put(block, entry::MAGIC, ENTRY_MAGIC);
+    put(block, entry::VERSION, VERSION.to_le_bytes());
+    let kind: u32 = match e.kind {
+        EntryKind::Partial => 1,
+        EntryKind::Barrier => 2,
+    };
+    put(block, entry::KIND, kind.to_le_bytes());
+    put(block, entry::UUID, *uuid);
+    put(block, entry::EPOCH, e.epoch.to_le_bytes());
+    put(block, entry::SEQ, e.seq.to_le_bytes());
+    put(block, entry::START, e.start.to_le_bytes());
+    put(block, entry::SECTORS, e.sectors.to_le_bytes());
+    let parity: u32 = match e.parity {
+        ParityKind::P => 0,
+        ParityKind::Q => 1,
+    };
+    put(block, entry::PARITY, parity.to_le_bytes());
+    put(block, entry::MEMBERS, e.members.to_le_bytes());
+    put(
+        block,
+        entry::PAYLOAD_SECTORS,
+        e.payload_sectors().to_le_bytes(),
+    );
+    put(block, entry::PAYLOAD_CRC, e.payload_crc.to_le_bytes());
+    for (m, &(f, t)) in e.written.iter().enumerate() {
+        put(block, entry::WRITTEN + 8 * m, f.to_le_bytes());
+        put(block, entry::WRITTEN + 8 * m + 4, t.to_le_bytes());
+    }
+    seal(block);
+}
+
+/// Reads an entry header of array `uuid`. Never panics; refuses anything [`encode_entry`]
+/// would not have written for a slice of at most [`MAX_LOGGED_SECTORS`] rows.
+pub fn decode_entry(uuid: &[u8; UUID_LEN], block: &[u8; BLOCK_BYTES]) -> Result<Entry, EntryError> {
+    if get::<8>(block, entry::MAGIC) != ENTRY_MAGIC
+        || get::<UUID_LEN>(block, entry::UUID) != *uuid
+        || !sealed(block)
+    {
+        return Err(EntryError::NotEntry);
+    }
+    if get_u32(block, entry::VERSION) != VERSION {
+        return Err(EntryError::Malformed);
+    }
+    let kind = match get_u32(block, entry::KIND) {
+        1 => EntryKind::Partial,
+        2 => EntryKind::Barrier,
+        _ => return Err(EntryError::Malformed),
+    };
+    let parity = match get_u32(block, entry::PARITY) {
+        0 => ParityKind::P,
+        1 => ParityKind::Q,
+        _ => return Err(EntryError::Malformed),
+    };
+    let members = get_u32(block, entry::MEMBERS);
+    let sectors = get_u64(block, entry::SECTORS);
+    let start = get_u64(block, entry::START);
+    let mut written = [(0u32, 0u32); MAX_MEMBERS as usize];
+    for (m, slot) in written.iter_mut().enumerate() {
+        let f = get_u32(block, entry::WRITTEN + 8 * m);
+        let t = get_u32(block, entry::WRITTEN + 8 * m + 4);
+        let empty = (f, t) == (0, 0);
+        if !empty && (f >= t || u64::from(t) > sectors || m as u32 >= members) {
+            return Err(EntryError::Malformed);
+        }
+        *slot = (f, t);
+    }
+    let e = Entry {
+        kind,
+        parity,
+        epoch: get_u64(block, entry::EPOCH),
+        seq: get_u64(block, entry::SEQ),
+        start,
+        sectors,
+        members,
+        written,
+        payload_crc: get_u32(block, entry::PAYLOAD_CRC),
+    };
+    if !(2..=MAX_MEMBERS).contains(&members)
+        || sectors == 0
+        || sectors > MAX_LOGGED_SECTORS
+        || start.checked_add(sectors).is_none()
+        || get_u64(block, entry::PAYLOAD_SECTORS) != e.payload_sectors()
+    {
+        return Err(EntryError::Malformed);
+    }
+    Ok(e)
+}
+
+/// An entry found in a member's log, its payload checked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LoggedEntry {
+    /// The member whose log holds it (the parity member it is partial of).
+    pub member: u32,
+    /// The member sector of its payload.
+    pub payload_sector: u64,
+    pub entry: Entry,
+}
+
+/// One piece of a replay: rows whose parity must be made whole again, each row written by the
+/// same members.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReplayPiece {
+    /// Data-area rows.
+    pub start: u64,
+    pub sectors: u64,
+    /// Members the logged write changed in these rows.
+    pub modified: MemberSet,
+    /// Where the partial P (Q) of these rows lies: the log's member and the member sector.
+    pub pp: Option<(u32, u64)>,
+    pub pq: Option<(u32, u64)>,
+}
+
+/// Sorts `entries` for [`plan_replay`].
+pub fn sort_entries(entries: &mut [LoggedEntry]) {
+    entries.sort_unstable_by_key(|l| (l.entry.start, l.entry.seq));
+}
+
+/// What a replay of `entries` (sorted by [`sort_entries`], all of one epoch) rewrites: for
+/// every partial entry, the rows no later entry covers, split where the set of written members
+/// changes, each with the payloads of that write (P's and Q's entries share a sequence number).
+pub fn plan_replay(entries: &[LoggedEntry], mut out: impl FnMut(ReplayPiece)) {
+    for (i, first) in entries.iter().enumerate() {
+        let e = &first.entry;
+        if e.kind != EntryKind::Partial {
+            continue;
+        }
+        // The pair's other half is handled with the first of the two (by index).
+        let same = |l: &LoggedEntry| {
+            l.entry.seq == e.seq && l.entry.kind == EntryKind::Partial && l.entry.start == e.start
+        };
+        if entries.iter().take(i).any(same) {
+            continue;
+        }
+        let (mut pp, mut pq) = (None, None);
+        for l in entries.iter().filter(|l| same(l)) {
+            let at = Some((l.member, l.payload_sector));
+            match l.entry.parity {
+                ParityKind::P => pp = pp.or(at),
+                ParityKind::Q => pq = pq.or(at),
+            }
+        }
+        // Later entries overlapping `e`: sorted by start, so the scan stops past its end.
+        let later = || {
+            entries
+                .iter()
+                .take_while(|l| l.entry.start < e.end())
+                .filter(|l| l.entry.seq > e.seq && l.entry.end() > e.start)
+        };
+        let mut row = e.start;
+        while row < e.end() {
+            if let Some(cover) = later()
+                .filter(|l| l.entry.start <= row && row < l.entry.end())
+                .map(|l| l.entry.end())
+                .max()
+            {
+                row = cover;
+                continue;
+            }
+            let next_cover = later()
+                .map(|l| l.entry.start)
+                .filter(|&s| s > row)
+                .min()
+                .unwrap_or(u64::MAX);
+            let end = e.next_boundary(row).min(next_cover).min(e.end());
+            let offset = row - e.start;
+            let modified = e.modified_at(row);
+            out(ReplayPiece {
+                start: row,
+                sectors: end - row,
+                modified,
+                pp: pp.map(|(m, s)| (m, s + offset)),
+                pq: pq.map(|(m, s)| (m, s + offset)),
+            });
+            row = end;
+        }
+    }
+}
+
+/// g^n in GF(2^8) with md's polynomial 0x11d: data member at syndrome slot `n`'s coefficient
+/// in Q.
+pub fn gf_pow2(n: u32) -> u8 {
+    let mut x: u8 = 1;
+    for _ in 0..n % 255 {
+        let carry = x & 0x80 != 0;
+        x <<= 1;
+        if carry {
+            x ^= 0x1d;
+        }
+    }
+    x
+}
+
+/// Reads a member's log: `read(member, sector, block)` fills `block` from member sector
+/// `sector` (false on an I/O error), `payload_crc(member, sector, sectors)` gives the CRC-32C
+/// of a payload (`None` on an I/O error).
+pub trait LogReader {
+    fn read(&mut self, member: u32, sector: u64, block: &mut [u8; BLOCK_BYTES]) -> bool;
+    fn payload_crc(&mut self, member: u32, sector: u64, sectors: u64) -> Option<u32>;
+}
+
+/// What [`scan_log`] found.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ScanStats {
+    /// The newest epoch a head holds (0: no head, a log never written).
+    pub epoch: u64,
+    /// Entries of that epoch taken, and refused (damaged payload, malformed header).
+    pub entries: u64,
+    pub refused: u64,
+    /// Members whose log could not be read.
+    pub unreadable: MemberSet,
+}
+
+/// Finds what a replay takes from the logs of `members` (the in-sync ones): the newest epoch
+/// any head holds, and every entry of that epoch whose payload is intact, handed to `out`. A
+/// torn entry (a crash during its write) fails its checksum and is left out: its write had
+/// not started.
+pub fn scan_log(
+    uuid: &[u8; UUID_LEN],
+    area: &LogArea,
+    members: MemberSet,
+    reader: &mut dyn LogReader,
+    out: &mut dyn FnMut(LoggedEntry),
+) -> ScanStats {
+    let mut stats = ScanStats::default();
+    let mut block = [0u8; BLOCK_BYTES];
+    for m in members.iter() {
+        if !reader.read(m, area.offset, &mut block) {
+            stats.unreadable = stats.unreadable.with(m);
+        } else if let Some(epoch) = decode_head(uuid, &block) {
+            stats.epoch = stats.epoch.max(epoch);
+        }
+    }
+    if stats.epoch == 0 {
+        return stats;
+    }
+    for m in members.minus(stats.unreadable).iter() {
+        for at in area.header_offsets() {
+            let sector = area.ring_sector(at);
+            if !reader.read(m, sector, &mut block) {
+                stats.unreadable = stats.unreadable.with(m);
+                break;
+            }
+            let entry = match decode_entry(uuid, &block) {
+                Ok(e) if e.epoch == stats.epoch => e,
+                Ok(_) | Err(EntryError::NotEntry) => continue,
+                Err(EntryError::Malformed) => {
+                    stats.refused += 1;
+                    continue;
+                }
+            };
+            let payload_sector = sector + BLOCK_SECTORS;
+            let payload = entry.payload_sectors();
+            let fits = at + LogArea::entry_sectors(payload) <= area.ring_sectors;
+            let intact = payload == 0
+                || reader.payload_crc(m, payload_sector, payload) == Some(entry.payload_crc);
+            if fits && intact {
+                stats.entries += 1;
+                out(LoggedEntry {
+                    member: m,
+                    payload_sector,
+                    entry,
+                });
+            } else {
+                stats.refused += 1;
+            }
+        }
+    }
+    stats
+}

@@ -1,0 +1,267 @@
+//! The partial parity log's pure logic (`raid_gpu/engine/ppl.rs`): its blocks, which rows a
+//! replay rewrites from which entry, and that the partial parity the write path logs makes a
+//! torn stripe whole again.
+
+use graid_engine::members::MemberSet;
+use graid_engine::ppl::{
+    decode_entry, decode_head, encode_entry, encode_head, gf_pow2, plan_replay, sort_entries,
+    Entry, EntryError, EntryKind, LogArea, LoggedEntry, ParityKind, ReplayPiece, BLOCK_BYTES,
+    DEFAULT_LOG_AREA, MAX_LOGGED_SECTORS,
+};
+use graid_engine::superblock::Area;
+use proptest::prelude::*;
+
+const UUID: [u8; 16] = *b"0123456789abcdef";
+
+fn entry(seq: u64, start: u64, sectors: u64, written: &[(u32, u32, u32)]) -> Entry {
+    let mut w = [(0, 0); 32];
+    for &(m, f, t) in written {
+        w[m as usize] = (f, t);
+    }
+    Entry {
+        kind: EntryKind::Partial,
+        parity: ParityKind::P,
+        epoch: 7,
+        seq,
+        start,
+        sectors,
+        members: 4,
+        written: w,
+        payload_crc: 0xdead_beef,
+    }
+}
+
+fn logged(member: u32, payload_sector: u64, entry: Entry) -> LoggedEntry {
+    LoggedEntry {
+        member,
+        payload_sector,
+        entry,
+    }
+}
+
+fn plan(entries: &mut [LoggedEntry]) -> Vec<ReplayPiece> {
+    sort_entries(entries);
+    let mut out = Vec::new();
+    plan_replay(entries, |p| out.push(p));
+    out
+}
+
+#[test]
+fn the_default_area_holds_a_head_and_a_ring() {
+    let log = LogArea::new(DEFAULT_LOG_AREA).unwrap();
+    assert_eq!(log.offset, 2048);
+    assert_eq!(log.ring_sectors, 2040);
+    assert_eq!(log.ring_sector(0), 2056);
+    assert_eq!(LogArea::entry_sectors(8), 16);
+    assert_eq!(
+        LogArea::entry_sectors(1),
+        16,
+        "payloads are whole 4 KiB blocks"
+    );
+    assert_eq!(LogArea::entry_sectors(0), 8, "a barrier is its header");
+    assert_eq!(log.header_offsets().count(), 255);
+    let small = Area {
+        offset: 2048,
+        sectors: 8 + 2 * (8 + MAX_LOGGED_SECTORS) - 8,
+    };
+    assert!(LogArea::new(small).is_none(), "too small for two entries");
+    let unaligned = Area {
+        offset: 2044,
+        sectors: 2048,
+    };
+    assert!(LogArea::new(unaligned).is_none());
+}
+
+#[test]
+fn heads_round_trip_and_refuse_damage() {
+    let mut block = [0u8; BLOCK_BYTES];
+    encode_head(&UUID, 42, &mut block);
+    assert_eq!(decode_head(&UUID, &block), Some(42));
+    assert_eq!(decode_head(b"another array...", &block), None);
+    block[0x21] ^= 1;
+    assert_eq!(decode_head(&UUID, &block), None, "the checksum catches it");
+    assert_eq!(decode_head(&UUID, &[0; BLOCK_BYTES]), None, "never written");
+}
+
+#[test]
+fn entries_round_trip() {
+    let mut e = entry(9, 1000, 64, &[(0, 0, 8), (2, 8, 64)]);
+    e.parity = ParityKind::Q;
+    let mut block = [0u8; BLOCK_BYTES];
+    encode_entry(&UUID, &e, &mut block);
+    assert_eq!(decode_entry(&UUID, &block), Ok(e));
+    let mut barrier = entry(10, 0, 256, &[]);
+    barrier.kind = EntryKind::Barrier;
+    encode_entry(&UUID, &barrier, &mut block);
+    assert_eq!(decode_entry(&UUID, &block), Ok(barrier));
+    assert_eq!(barrier.payload_sectors(), 0);
+}
+
+#[test]
+fn entries_refuse_what_was_never_written() {
+    let mut block = [0u8; BLOCK_BYTES];
+    assert_eq!(decode_entry(&UUID, &block), Err(EntryError::NotEntry));
+    encode_entry(&UUID, &entry(1, 0, 8, &[(1, 0, 8)]), &mut block);
+    assert_eq!(
+        decode_entry(b"another array...", &block),
+        Err(EntryError::NotEntry)
+    );
+    let mut torn = block;
+    torn[100] ^= 0x40;
+    assert_eq!(decode_entry(&UUID, &torn), Err(EntryError::NotEntry));
+    // Sealed but nonsense: written rows beyond the entry, an empty range, too long, a member
+    // past the count.
+    for bad in [
+        entry(1, 0, 8, &[(1, 0, 9)]),
+        entry(1, 0, 8, &[(1, 4, 4)]),
+        entry(1, 0, MAX_LOGGED_SECTORS + 1, &[(1, 0, 8)]),
+        entry(1, 0, 8, &[(5, 0, 8)]),
+        entry(1, 0, 0, &[]),
+    ] {
+        encode_entry(&UUID, &bad, &mut block);
+        assert_eq!(
+            decode_entry(&UUID, &block),
+            Err(EntryError::Malformed),
+            "{bad:?}"
+        );
+    }
+}
+
+#[test]
+fn gf_powers_are_mds() {
+    assert_eq!(gf_pow2(0), 1);
+    assert_eq!(gf_pow2(1), 2);
+    assert_eq!(gf_pow2(7), 0x80);
+    assert_eq!(gf_pow2(8), 0x1d, "x^8 = x^4 + x^3 + x^2 + 1");
+    assert_eq!(gf_pow2(255), 1, "g generates the 255 non-zero elements");
+    let all: std::collections::BTreeSet<u8> = (0..255).map(gf_pow2).collect();
+    assert_eq!(all.len(), 255);
+}
+
+#[test]
+fn a_replay_splits_where_the_written_members_change() {
+    // Member 0 wrote rows 0..8, member 2 rows 4..16 of a 16-row entry at 100.
+    let mut entries = [logged(3, 5000, entry(1, 100, 16, &[(0, 0, 8), (2, 4, 16)]))];
+    let pieces = plan(&mut entries);
+    let shape: Vec<_> = pieces
+        .iter()
+        .map(|p| (p.start, p.sectors, p.modified.bits(), p.pp))
+        .collect();
+    assert_eq!(
+        shape,
+        [
+            (100, 4, 0b001, Some((3, 5000))),
+            (104, 4, 0b101, Some((3, 5004))),
+            (108, 8, 0b100, Some((3, 5008))),
+        ]
+    );
+    assert!(pieces.iter().all(|p| p.pq.is_none()));
+}
+
+#[test]
+fn a_later_entry_voids_the_rows_it_covers() {
+    let mut entries = [
+        logged(3, 5000, entry(1, 100, 32, &[(0, 0, 32)])),
+        logged(3, 6000, entry(2, 108, 8, &[(1, 0, 8)])),
+    ];
+    let pieces = plan(&mut entries);
+    let shape: Vec<_> = pieces
+        .iter()
+        .map(|p| (p.start, p.sectors, p.modified, p.pp))
+        .collect();
+    assert_eq!(
+        shape,
+        [
+            (100, 8, MemberSet::of(0), Some((3, 5000))),
+            (116, 16, MemberSet::of(0), Some((3, 5016))),
+            (108, 8, MemberSet::of(1), Some((3, 6000))),
+        ]
+    );
+    // An earlier entry never voids a later one.
+    let mut entries = [
+        logged(3, 5000, entry(5, 100, 32, &[(0, 0, 32)])),
+        logged(3, 6000, entry(2, 108, 8, &[(1, 0, 8)])),
+    ];
+    let pieces = plan(&mut entries);
+    assert_eq!(pieces.len(), 1);
+    assert_eq!((pieces[0].start, pieces[0].sectors), (100, 32));
+}
+
+#[test]
+fn a_barrier_voids_older_entries_and_replays_nothing() {
+    let mut barrier = entry(3, 64, 128, &[]);
+    barrier.kind = EntryKind::Barrier;
+    let mut entries = [
+        logged(3, 5000, entry(1, 100, 16, &[(0, 0, 16)])),
+        logged(1, 0, barrier),
+        logged(2, 7000, entry(4, 120, 8, &[(0, 0, 8)])),
+    ];
+    let pieces = plan(&mut entries);
+    assert_eq!(pieces.len(), 1, "{pieces:?}");
+    assert_eq!((pieces[0].start, pieces[0].pp), (120, Some((2, 7000))));
+}
+
+#[test]
+fn p_and_q_halves_of_one_write_pair_up() {
+    let e = entry(8, 0, 8, &[(1, 0, 8)]);
+    let mut q = e;
+    q.parity = ParityKind::Q;
+    let mut entries = [logged(2, 3000, e), logged(3, 4000, q)];
+    let pieces = plan(&mut entries);
+    assert_eq!(pieces.len(), 1);
+    assert_eq!(pieces[0].pp, Some((2, 3000)));
+    assert_eq!(pieces[0].pq, Some((3, 4000)));
+    // Only Q's half survived (P's member is gone).
+    let mut entries = [logged(3, 4000, q)];
+    let pieces = plan(&mut entries);
+    assert_eq!((pieces[0].pp, pieces[0].pq), (None, Some((3, 4000))));
+}
+
+/// GF(2^8) multiply, md's polynomial.
+fn gf_mul(mut a: u8, mut b: u8) -> u8 {
+    let mut r = 0;
+    while b != 0 {
+        if b & 1 != 0 {
+            r ^= a;
+        }
+        let carry = a & 0x80 != 0;
+        a <<= 1;
+        if carry {
+            a ^= 0x1d;
+        }
+        b >>= 1;
+    }
+    r
+}
+
+proptest! {
+    /// One row of a RAID 6 stripe: the write changes some data columns, the partial P and Q
+    /// of the unchanged ones are logged, then any subset of the data and parity writes reaches
+    /// the members. Rewriting P and Q from the log and the changed columns as they are leaves
+    /// every unchanged column recoverable from P (and Q) alone.
+    #[test]
+    fn the_partial_parity_makes_a_torn_row_whole(
+        old in prop::collection::vec(any::<u8>(), 6),
+        new in prop::collection::vec(any::<u8>(), 6),
+        changed in 1u32..63,
+        landed in any::<u8>(),
+    ) {
+        let q_of = |d: &[u8]| d.iter().enumerate().fold(0, |q, (i, &x)| q ^ gf_mul(gf_pow2(i as u32), x));
+        let p_of = |d: &[u8]| d.iter().fold(0, |p, &x| p ^ x);
+        let is_changed = |i: usize| changed & (1 << i) != 0;
+        let unchanged: Vec<u8> = (0..6).map(|i| if is_changed(i) { 0 } else { old[i] }).collect();
+        let (pp, pq) = (p_of(&unchanged), q_of(&unchanged));
+        // What the write path computes: the new P, Q minus the changed columns' new data.
+        let after: Vec<u8> = (0..6).map(|i| if is_changed(i) { new[i] } else { old[i] }).collect();
+        let (p_new, q_new) = (p_of(&after), q_of(&after));
+        let minus_p = (0..6).filter(|&i| is_changed(i)).fold(p_new, |p, i| p ^ after[i]);
+        let minus_q = (0..6).filter(|&i| is_changed(i)).fold(q_new, |q, i| q ^ gf_mul(gf_pow2(i as u32), after[i]));
+        prop_assert_eq!((minus_p, minus_q), (pp, pq));
+        // The torn stripe: each changed column old or new.
+        let disk: Vec<u8> = (0..6).map(|i| if is_changed(i) && landed & (1 << i) != 0 { new[i] } else { old[i] }).collect();
+        let changed_p = (0..6).filter(|&i| is_changed(i)).fold(0, |p, i| p ^ disk[i]);
+        let changed_q = (0..6).filter(|&i| is_changed(i)).fold(0, |q, i| q ^ gf_mul(gf_pow2(i as u32), disk[i]));
+        let (p, q) = (pp ^ changed_p, pq ^ changed_q);
+        prop_assert_eq!((p, q), (p_of(&disk), q_of(&disk)));
+    }
+}
