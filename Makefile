@@ -4,7 +4,7 @@
 # Rust-enabled kernel build tree: make module KDIR=/path/to/linux-build
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
-.PHONY: help deps kernel module rust-analyzer tools host-test lint emulated-test vm-test crash-test soak test vm-run vm-shell bench-offload bench-bitmap \
+.PHONY: help deps kernel module rust-analyzer tools host-test lint emulated-test vm-test crash-test soak test vm-run vm-shell bench-offload bench-bitmap bench-ppl \
 	demo bench bench-ring ptx clean
 
 CARGO ?= cargo
@@ -43,6 +43,7 @@ help:
 	@echo "                 BENCH_MEMBERS=nullblk for null_blk members, BENCH_LEVELS='5 6')"
 	@echo "  bench-offload  RAID 5/6 full-stripe writes, parity in the kernel vs graid-helper, in the VM"
 	@echo "  bench-bitmap   the write-intent bitmap's write cost, graid vs md, in the VM"
+	@echo "  bench-ppl      the partial parity log's write cost, graid vs md's PPL, in the VM"
 	@echo "  ptx            recompile the CUDA kernels' committed PTX (NVRTC from PyPI; lint checks it)"
 	@echo "  bench-ring     the parity ring's own cost, natively on the host: graid-helper's loopback"
 	@echo "                 (no kernel) against the same jobs computed directly"
@@ -126,6 +127,14 @@ bench-bitmap: module tools
 	GRAID_VM_WORK=$(CURDIR)/out/vm-bench-bitmap selftests/vm.sh --disks 6 --disk-size 512 \
 		--timeout 3600 selftests/bench-bitmap.sh | tee out/bench-bitmap.txt; rc=$$?; \
 		rm -f out/vm-bench-bitmap/nvme*.img; exit $$rc
+
+# The partial parity log's write cost, graid and md (its PPL) each with and without one, RAID 5
+# in one VM run (selftests/bench-ppl.sh), about 10 minutes under TCG.
+bench-ppl: module tools
+	set -o pipefail; mkdir -p out; \
+	GRAID_VM_WORK=$(CURDIR)/out/vm-bench-ppl selftests/vm.sh --disks 6 --disk-size 512 \
+		--timeout 3600 selftests/bench-ppl.sh | tee out/bench-ppl.txt; rc=$$?; \
+		rm -f out/vm-bench-ppl/nvme*.img; exit $$rc
 
 # graid vs md: RAID 0/1/10 on four (RAID 1: two) and RAID 5/6 on six 512 MiB NVMe drives
 # (BENCH_MEMBERS=nullblk: memory-backed null_blk devices; BENCH_LEVELS picks levels), about

@@ -19,6 +19,7 @@ use crate::engine::scrub::{ScrubError, ScrubMode};
 use crate::engine::geometry::{Geometry, Level, MAX_MEMBERS};
 use crate::bitmap_io::Bitmap;
 use crate::engine::bitmap::Regions;
+use crate::engine::ppl::DEFAULT_LOG_AREA;
 use crate::engine::members::MemberSet;
 use crate::engine::superblock::{
     Area, ArrayName, Slot, Superblock, DEFAULT_BITMAP_AREA, DEFAULT_DATA_OFFSET_SECTORS, MAX_SLOTS,
@@ -73,6 +74,8 @@ pub(crate) struct CreateParams {
     pub(crate) created: u64,
     pub(crate) sync: InitialSync,
     pub(crate) bitmap: BitmapChoice,
+    /// A partial parity log in the reserved area (RAID 5/6).
+    pub(crate) ppl: bool,
     /// (major, minor) of each member, in role order, without duplicates.
     pub(crate) members: KVec<(u32, u32)>,
 }
@@ -247,8 +250,12 @@ impl Array {
             bitmap,
             bitmap_region,
             bitmap_events: 0,
-            journal: Area::NONE,
-            ppl: false,
+            journal: if params.ppl {
+                DEFAULT_LOG_AREA
+            } else {
+                Area::NONE
+            },
+            ppl: params.ppl,
             slots: fresh_slots(nr),
         };
         if let Err(e) = superblock.validate() {
@@ -276,7 +283,7 @@ impl Array {
                 bitmap.mark_all(resync_from);
             }
         }
-        Self::start(index, superblock, geometry, present, KVec::new(), holder, resync_from, bitmap)
+        Self::start(index, superblock, geometry, present, KVec::new(), holder, resync_from, bitmap, false)
     }
 
     /// Starts an array from members carrying its superblocks, in role order (checked by the
@@ -314,12 +321,15 @@ impl Array {
                 bitmap.regions.count()
             );
         }
-        Self::start(index, freshest, geometry, members, spares, holder, resync_from, bitmap)
+        // A partial parity log is replayed after a crash, before anything reads the array.
+        let replay = freshest.ppl && !freshest.clean;
+        Self::start(index, freshest, geometry, members, spares, holder, resync_from, bitmap, replay)
     }
 
-    /// Sets up the engine, writes every member's bitmap and superblock (clean, events + 1) and
-    /// brings up the disk; a resync from `resync_from` (array or member sectors, see
-    /// `Geometry::resync_sectors`) if the copies are not in sync.
+    /// Sets up the engine, replays the partial parity log if `replay`, writes every member's
+    /// bitmap, log head and superblock (clean, events + 1) and brings up the disk; a resync
+    /// from `resync_from` (array or member sectors, see `Geometry::resync_sectors`) if the
+    /// copies are not in sync.
     #[allow(clippy::too_many_arguments)]
     fn start(
         index: u32,
@@ -330,6 +340,7 @@ impl Array {
         holder: Holder,
         resync_from: Option<u64>,
         bitmap: Option<Bitmap>,
+        replay: bool,
     ) -> Result<Pin<KBox<Array>>> {
         let in_sync = resync_from.is_none();
         let mut stack = KVec::with_capacity(members.len(), GFP_KERNEL)?;
@@ -363,6 +374,9 @@ impl Array {
             }
             io.engine.set_safe_mode_delay(crate::safe_mode_delay_ms());
             io.engine.set_bitmap_clean_interval(crate::bitmap_clean_ms());
+            // The parity made whole again from the log after a crash, then every head at the
+            // next epoch.
+            io.start_log(replay)?;
             // The bits as read (or all set), whole again on every member, before the
             // superblock that says the array has them.
             io.engine.write_whole_bitmap(io, MemberSet::first(MAX_MEMBERS));
@@ -948,6 +962,10 @@ impl Array {
         out.member_data_sectors = engine.geometry().member_data_sectors();
         out.rebuilt_sectors = engine.rebuilt_sectors();
         out.rebuild_skipped_sectors = engine.rebuild_skipped_sectors();
+        if engine.has_log() {
+            out.flags |= uapi::GRAID_DETAIL_PPL;
+            (out.ppl_entries, out.ppl_barriers, out.ppl_wraps) = engine.log().counts();
+        }
         if let Some(bitmap) = &self.io().bitmap {
             out.bitmap_region_sectors = bitmap.regions.region_sectors();
             out.bitmap_regions = bitmap.regions.count();

@@ -216,8 +216,9 @@ impl MiscOps for Control {
 
 /// Whether an array may start without the roles in `missing` (mdadm's rules): only when asked
 /// (`ENODEV` otherwise, naming them), only with every sector still readable (`ENODEV`), and a
-/// RAID 5/6 only if it was stopped cleanly (`EUCLEAN`: after a crash its parity may not match
-/// its data, and a missing chunk rebuilt from it would be wrong; md refuses the same).
+/// RAID 5/6 only if it was stopped cleanly or has a partial parity log (`EUCLEAN`: after a
+/// crash its parity may not match its data, and a missing chunk rebuilt from it would be
+/// wrong; md refuses the same without its PPL).
 fn check_degraded_start(best: &Superblock, missing: MemberSet, run: bool) -> Result {
     let name = best.array_name.as_str();
     let geometry = best.geometry().map_err(|_| crate::errno::euclean())?;
@@ -228,7 +229,7 @@ fn check_degraded_start(best: &Superblock, missing: MemberSet, run: bool) -> Res
         pr_err!("graid: {}: too many members missing to start: data would be lost\n", name);
         return Err(ENODEV);
     }
-    if best.level.has_parity() && !parity_in_sync(best) {
+    if best.level.has_parity() && !parity_trusted(best) {
         pr_err!("graid: {}: not stopped cleanly (or not resynchronised) and degraded: its parity may not match its data; not started\n", name);
         return Err(crate::errno::euclean());
     }
@@ -236,10 +237,11 @@ fn check_degraded_start(best: &Superblock, missing: MemberSet, run: bool) -> Res
     Ok(())
 }
 
-/// The superblock says the parity matches the data: stopped (or idle) with no write in
-/// flight, and no resync pending.
-fn parity_in_sync(sb: &Superblock) -> bool {
-    sb.clean && sb.resync_offset == RECOVERY_COMPLETE
+/// The parity can be trusted to rebuild a missing member: no resync pending (an initial sync
+/// never finished, or one after a crash), and either stopped (or idle) with no write in flight,
+/// or with a partial parity log, which the start replays to make whole what a crash tore.
+fn parity_trusted(sb: &Superblock) -> bool {
+    sb.resync_offset == RECOVERY_COMPLETE && (sb.clean || sb.ppl)
 }
 
 /// A member being rebuilt holds no data yet: some other copy must (`ENODEV` if not).
@@ -257,7 +259,7 @@ fn check_rebuild_sources(best: &Superblock, by_role: &[Option<Member>], missing:
         );
         return Err(ENODEV);
     }
-    if !rebuilding.is_empty() && best.level.has_parity() && !parity_in_sync(best) {
+    if !rebuilding.is_empty() && best.level.has_parity() && !parity_trusted(best) {
         pr_err!(
             "graid: {}: not stopped cleanly with a member being rebuilt: its parity may not match its data; not started\n",
             best.array_name.as_str()
@@ -297,7 +299,9 @@ fn parse_create(req: &GraidCreate) -> Result<CreateParams> {
         // The superblock's validation checks that its bits fit, once the size is known.
         sectors => BitmapChoice::Region(sectors),
     };
-    let sync = match req.flags & !(uapi::GRAID_CREATE_LAYOUT | uapi::GRAID_CREATE_NO_BITMAP) {
+    let no_ppl = req.flags & uapi::GRAID_CREATE_NO_PPL != 0;
+    let options = uapi::GRAID_CREATE_LAYOUT | uapi::GRAID_CREATE_NO_BITMAP | uapi::GRAID_CREATE_NO_PPL;
+    let sync = match req.flags & !options {
         0 => InitialSync::Unknown,
         uapi::GRAID_CREATE_ASSUME_CLEAN => InitialSync::AssumeClean,
         uapi::GRAID_CREATE_WRITE_ZEROES => InitialSync::Zeroed,
@@ -341,6 +345,8 @@ fn parse_create(req: &GraidCreate) -> Result<CreateParams> {
         created,
         sync,
         bitmap,
+        // RAID 5/6 only; the others have no parity to log.
+        ppl: level.has_parity() && !no_ppl,
         members: devs,
     })
 }

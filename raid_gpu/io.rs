@@ -13,9 +13,10 @@ use crate::engine::geometry::Geometry;
 use crate::engine::members::{MemberSet, MemberState};
 use crate::engine::parity::{Columns, ParityJob};
 use crate::engine::platform::{
-    MemberEvent, MemberIo, Op, PieceInfo, Platform, RebuildIo, RebuildIoError, Source, Status,
-    SubmitError, WorkList,
+    LogIo, MemberEvent, MemberIo, Op, PieceInfo, Platform, RebuildIo, RebuildIoError, Source,
+    Status, SubmitError, WorkList,
 };
+use crate::engine::ppl::BLOCK_BYTES as PPL_BLOCK_BYTES;
 use crate::engine::request::RequestState;
 use crate::engine::rebuild::REBUILD_COLUMN_SECTORS;
 use crate::engine::stripe::SLICE_SECTORS;
@@ -219,6 +220,8 @@ pub(crate) struct ArrayIo {
     stripe_queue: WorkQueue,
     stripe_waits: KVec<RqStack>,
     buffer_wait: RqStack,
+    /// Requests waiting for the partial parity log to wrap.
+    log_wait: RqStack,
     reserve: Reserve,
     /// The buffer the worker's rebuild goes through (`None` for RAID 0).
     #[pin]
@@ -255,8 +258,9 @@ impl ArrayIo {
             stripe_queue: WorkQueue::new(c"graid_stripe")?,
             stripe_waits: lock_wait_lists(&geometry)?,
             buffer_wait: RqStack::default(),
+            log_wait: RqStack::default(),
             reserve: if geometry.level().has_parity() {
-                Reserve::new(geometry.members(), stripe_io_slice_bytes())?
+                Reserve::new(geometry.members(), stripe_io_slice_bytes(), superblock.ppl)?
             } else {
                 Reserve::none()
             },
@@ -345,7 +349,7 @@ fn rebuild_buffer(geometry: &Geometry) -> Result<Option<KBox<StripeBuffer>>> {
     // A column per member (copies, or members' contents), and two for a scrub's P and Q.
     let columns = (0..geometry.members() + 2).fold(Columns::EMPTY, Columns::with);
     let bytes = REBUILD_COLUMN_SECTORS as usize * 512;
-    Ok(Some(StripeBuffer::new(columns, bytes, GFP_KERNEL)?))
+    Ok(Some(StripeBuffer::new(columns, bytes, false, GFP_KERNEL)?))
 }
 
 /// One wait list per stripe lock slot (none for RAID 0/1/10).
@@ -558,6 +562,7 @@ impl Platform for ArrayIo {
                 None => self.queue_stripe_work(rq),
             },
             WorkList::BufferWait => self.buffer_wait.push(rq),
+            WorkList::LogWait => self.log_wait.push(rq),
         }
     }
 
@@ -571,6 +576,7 @@ impl Platform for ArrayIo {
                 }
             }
             WorkList::BufferWait => self.buffer_wait.take_all(f),
+            WorkList::LogWait => self.log_wait.take_all(f),
         }
     }
 
@@ -580,6 +586,7 @@ impl Platform for ArrayIo {
             WorkList::Parked => self.parked.take_oldest(),
             WorkList::StripeWait(slot) => self.stripe_waits.get(slot as usize)?.take_oldest(),
             WorkList::BufferWait => self.buffer_wait.take_oldest(),
+            WorkList::LogWait => self.log_wait.take_oldest(),
         }
     }
 
@@ -620,6 +627,15 @@ impl Platform for ArrayIo {
             return targets;
         };
         let sector = bitmap.block_sector(block);
+        self.superblocks.write_block(&self.files, targets, sector, fill)
+    }
+
+    fn write_log_head(
+        &self,
+        targets: MemberSet,
+        sector: u64,
+        fill: &dyn Fn(&mut [u8; PPL_BLOCK_BYTES]),
+    ) -> MemberSet {
         self.superblocks.write_block(&self.files, targets, sector, fill)
     }
 
@@ -705,6 +721,13 @@ impl Platform for ArrayIo {
         self.with_rebuild_buffer(|buffer| buffer.copy_column(from, to, at, len));
     }
 
+    fn rebuild_accumulate(&self, from: u32, to: u32, coef: u8, offset: u64, sectors: u64) {
+        let (Some(at), Some(len)) = (sectors_to_bytes(offset), sectors_to_bytes(sectors)) else {
+            return;
+        };
+        self.with_rebuild_buffer(|buffer| buffer.accumulate(from, to, coef, at, len));
+    }
+
     fn rebuild_differ(&self, a: u32, b: u32, offset: u64, sectors: u64) -> u64 {
         let (Some(at), Some(len)) = (sectors_to_bytes(offset), sectors_to_bytes(sectors)) else {
             return 0;
@@ -760,14 +783,19 @@ impl Platform for ArrayIo {
             if injected_alloc_failure() {
                 return false;
             }
-            let Ok(buffer) = StripeBuffer::new(columns, bytes, GFP_NOWAIT | __GFP_NOWARN) else {
+            let log = self.engine.has_log();
+            let Ok(buffer) = StripeBuffer::new(columns, bytes, log, GFP_NOWAIT | __GFP_NOWARN)
+            else {
                 return false;
             };
             return self.hold_buffer(rq, buffer);
         }
         // The step runs NOIO (`stripe_work_fn`, the worker); no warning: the reserve is next.
         let fresh = (!injected_alloc_failure())
-            .then(|| StripeBuffer::new(columns, bytes, GFP_KERNEL | __GFP_NOWARN).ok())
+            .then(|| {
+                let log = self.engine.has_log();
+                StripeBuffer::new(columns, bytes, log, GFP_KERNEL | __GFP_NOWARN).ok()
+            })
             .flatten();
         let buffer = fresh.or_else(|| {
             let mut reserve = self.reserve.take()?;
@@ -819,6 +847,64 @@ impl Platform for ArrayIo {
     fn copy_column(&self, rq: RqRef, from: u32, to: u32, offset: u64, sectors: u64) {
         let (at, len) = ((offset * 512) as usize, (sectors * 512) as usize);
         self.with_buffer(rq, |buffer| buffer.copy_column(from, to, at, len));
+    }
+
+    fn accumulate_column(&self, rq: RqRef, from: u32, to: u32, coef: u8, offset: u64, sectors: u64) {
+        let (Some(at), Some(len)) = (sectors_to_bytes(offset), sectors_to_bytes(sectors)) else {
+            return;
+        };
+        self.with_buffer(rq, |buffer| buffer.accumulate(from, to, coef, at, len));
+    }
+
+    fn column_crc(&self, rq: RqRef, column: u32, offset: u64, sectors: u64) -> u32 {
+        let (Some(at), Some(len)) = (sectors_to_bytes(offset), sectors_to_bytes(sectors)) else {
+            return 0;
+        };
+        self.with_buffer(rq, |buffer| buffer.crc(column, at, len)).unwrap_or(0)
+    }
+
+    fn set_log_header(&self, rq: RqRef, index: u32, fill: &dyn Fn(&mut [u8; PPL_BLOCK_BYTES])) {
+        self.with_buffer(rq, |buffer| buffer.fill_header(index, fill));
+    }
+
+    fn submit_log(&self, rq: RqRef, io: &LogIo) -> Result<(), SubmitError> {
+        let member = self.files.get(io.member).ok_or(SubmitError)?;
+        let bytes = sectors_to_bytes(io.sectors).ok_or(SubmitError)?;
+        let (header, payload) = self
+            .with_buffer(rq, |buffer| {
+                let payload = match bytes {
+                    0 => Some(ptr::null_mut()),
+                    _ => buffer.at(io.column, 0, bytes),
+                };
+                buffer.header(io.header).zip(payload)
+            })
+            .flatten()
+            .ok_or(SubmitError)?;
+        let ctx = PieceCtx {
+            rq,
+            io: self,
+            piece: PieceInfo {
+                op: Op::Write,
+                member: io.member,
+                sectors: io.sectors,
+            },
+        };
+        let target = bio::Target {
+            bdev: member.bdev(),
+            sector: io.sector,
+            op: CloneOp::Write,
+        };
+        // SAFETY: a header block and a column of the request's stripe buffer (kmalloc memory),
+        // which the engine neither frees nor touches until this piece completed; the member is
+        // open; `piece_end_io` releases the bio.
+        let bio = unsafe {
+            self.clones
+                .log_bio(header, payload, bytes as u32, target, Some(piece_end_io), ctx)
+        }
+        .map_err(|_| SubmitError)?;
+        // SAFETY: the bio is complete; its end_io releases it.
+        unsafe { bio::submit(bio) };
+        Ok(())
     }
 
     /// To the helper when the offload takes it (`helper_device.rs`), else here and now.

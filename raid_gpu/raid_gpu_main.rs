@@ -15,6 +15,7 @@ mod errno;
 mod helper_device;
 mod io;
 mod member_devices;
+mod ppl_io;
 mod staging;
 mod stripe_io;
 mod superblock_io;

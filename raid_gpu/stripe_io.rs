@@ -9,7 +9,10 @@
 //! syndrome update leaves out, and recovery stays within its one-page limit.
 
 use crate::engine::layout::{Recovery, Role, StripeMap};
+use crate::engine::crc32c::crc32c;
 use crate::engine::parity::{Columns, ParityJob, ParityOp};
+use crate::engine::platform::LOG_HEADERS;
+use crate::engine::ppl::BLOCK_BYTES as PPL_BLOCK_BYTES;
 use crate::kernel_ext::raid_math::{self, Vectors, MAX_VECTORS};
 use core::ptr;
 use kernel::alloc::{flags, Flags};
@@ -26,11 +29,14 @@ pub(crate) struct StripeBuffer {
     bytes: usize,
     /// The array's reserve buffer, handed back instead of freed.
     pub(crate) reserve: bool,
+    /// With a partial parity log: [`LOG_HEADERS`] header blocks for the log writes.
+    headers: KVec<u8>,
 }
 
 impl StripeBuffer {
-    /// A buffer with the columns in `columns`, each `bytes` long (rounded up to pages).
-    pub(crate) fn new(columns: Columns, bytes: usize, gfp: Flags) -> Result<KBox<Self>> {
+    /// A buffer with the columns in `columns`, each `bytes` long (rounded up to pages), and
+    /// log header blocks if `log`.
+    pub(crate) fn new(columns: Columns, bytes: usize, log: bool, gfp: Flags) -> Result<KBox<Self>> {
         let capacity = bytes.max(1).next_multiple_of(PAGE_SIZE);
         let mut list = KVec::with_capacity(COLUMNS, gfp)?;
         for c in 0..COLUMNS as u32 {
@@ -46,11 +52,18 @@ impl StripeBuffer {
             }
             list.push(column, gfp)?;
         }
+        let mut headers = KVec::new();
+        if log {
+            let len = LOG_HEADERS as usize * PPL_BLOCK_BYTES;
+            headers = KVec::with_capacity(len, gfp)?;
+            headers.extend_with(len, 0u8, gfp)?;
+        }
         Ok(KBox::new(
             Self {
                 columns: list,
                 bytes,
                 reserve: false,
+                headers,
             },
             gfp,
         )?)
@@ -79,6 +92,53 @@ impl StripeBuffer {
         }
         // In bounds: checked above.
         Some(col.as_mut_ptr().wrapping_add(offset))
+    }
+
+    /// Log header block `index`, if the buffer has it.
+    pub(crate) fn header(&mut self, index: u32) -> Option<*mut u8> {
+        let start = (index as usize).checked_mul(PPL_BLOCK_BYTES)?;
+        let block = self.headers.get_mut(start..start.checked_add(PPL_BLOCK_BYTES)?)?;
+        Some(block.as_mut_ptr())
+    }
+
+    /// Fills log header block `index` with `fill` (nothing if the buffer has none).
+    pub(crate) fn fill_header(&mut self, index: u32, fill: &dyn Fn(&mut [u8; PPL_BLOCK_BYTES])) {
+        let start = (index as usize).saturating_mul(PPL_BLOCK_BYTES);
+        let block = self
+            .headers
+            .get_mut(start..start.saturating_add(PPL_BLOCK_BYTES))
+            .and_then(|b| b.first_chunk_mut::<PPL_BLOCK_BYTES>());
+        if let Some(block) = block {
+            fill(block);
+        }
+    }
+
+    /// Column `to` += `coef` × column `from`, `len` bytes at byte `at` (GF(2^8); nothing if
+    /// either lacks them, or they are one column).
+    pub(crate) fn accumulate(&mut self, from: u32, to: u32, coef: u8, at: usize, len: usize) {
+        if from == to {
+            return;
+        }
+        if let (Some(src), Some(dst)) = (self.at(from, at, len), self.at(to, at, len)) {
+            // SAFETY: two different columns (separate allocations), `len` bytes each, not in
+            // any I/O while a step computes on them.
+            let (src, dst) = unsafe {
+                (
+                    core::slice::from_raw_parts(src.cast_const(), len),
+                    core::slice::from_raw_parts_mut(dst, len),
+                )
+            };
+            crate::engine::ppl::accumulate(dst, src, coef);
+        }
+    }
+
+    /// CRC-32C of `len` bytes at byte `at` of column `column` (0 if it lacks them).
+    pub(crate) fn crc(&mut self, column: u32, at: usize, len: usize) -> u32 {
+        match self.at(column, at, len) {
+            // SAFETY: `len` bytes of the column, read-only here.
+            Some(p) => crc32c(unsafe { core::slice::from_raw_parts(p.cast_const(), len) }),
+            None => 0,
+        }
     }
 
     /// Copies `len` bytes at byte `at` of column `from` to column `to` (nothing if either
@@ -314,12 +374,12 @@ pub(crate) struct Reserve {
 }
 
 impl Reserve {
-    pub(crate) fn new(members: u32, slice_bytes: usize) -> Result<Self> {
+    pub(crate) fn new(members: u32, slice_bytes: usize, log: bool) -> Result<Self> {
         let mut all = Columns::EMPTY;
         for c in 0..(2 * members).min(COLUMNS as u32) {
             all = all.with(c);
         }
-        let mut buffer = StripeBuffer::new(all, slice_bytes, flags::GFP_KERNEL)?;
+        let mut buffer = StripeBuffer::new(all, slice_bytes, log, flags::GFP_KERNEL)?;
         buffer.reserve = true;
         Ok(Self {
             buffer: core::sync::atomic::AtomicPtr::new(KBox::into_raw(buffer)),

@@ -8,7 +8,7 @@
 //! on every architecture graid supports.
 
 /// Bumped on every incompatible change to anything in this file.
-pub const GRAID_ABI_VERSION: u32 = 7;
+pub const GRAID_ABI_VERSION: u32 = 8;
 
 /// Name of the control misc device, as it appears under `/dev`.
 pub const GRAID_CONTROL_NAME: &str = "graid-control";
@@ -124,11 +124,16 @@ pub const GRAID_CREATE_LAYOUT: u32 = 4;
 /// CREATE flag: no write-intent bitmap (mdadm's `--bitmap=none`); `bitmap_region_sectors`
 /// must be 0. Without it RAID 1, 10, 5 and 6 get one in the members' reserved area.
 pub const GRAID_CREATE_NO_BITMAP: u32 = 8;
+/// CREATE flag: no partial parity log (mdadm's `--consistency-policy=resync`). Without it
+/// RAID 5 and 6 get one in the members' reserved area, which closes the write hole; without
+/// one a RAID 5/6 that was not stopped cleanly does not start degraded.
+pub const GRAID_CREATE_NO_PPL: u32 = 16;
 /// Every flag CREATE knows.
 pub const GRAID_CREATE_FLAGS: u32 = GRAID_CREATE_ASSUME_CLEAN
     | GRAID_CREATE_WRITE_ZEROES
     | GRAID_CREATE_LAYOUT
-    | GRAID_CREATE_NO_BITMAP;
+    | GRAID_CREATE_NO_BITMAP
+    | GRAID_CREATE_NO_PPL;
 
 /// Argument of [`GRAID_IOC_CREATE`].
 #[repr(C)]
@@ -249,6 +254,9 @@ pub const GRAID_DETAIL_REBUILD_STALLED: u32 = 2;
 /// [`GraidDetail::flags`]: the array is marked dirty (md's "active"): its superblocks say "not
 /// clean" while writes may be in flight; it is marked clean after a quiet period.
 pub const GRAID_DETAIL_DIRTY: u32 = 4;
+/// [`GraidDetail::flags`]: the array has a partial parity log (RAID 5/6): a crash while
+/// degraded loses nothing the writes in flight did not touch.
+pub const GRAID_DETAIL_PPL: u32 = 8;
 
 /// One member in [`GraidDetail`].
 #[repr(C)]
@@ -344,6 +352,11 @@ pub struct GraidDetail {
     /// Out: member sectors the rebuild of a re-added member skipped since the array started
     /// (nothing was written there while it was away).
     pub rebuild_skipped_sectors: u64,
+    /// Out, with [`GRAID_DETAIL_PPL`]: partial parity log entries and barriers written, and
+    /// times the log wrapped, since the array started.
+    pub ppl_entries: u64,
+    pub ppl_barriers: u64,
+    pub ppl_wraps: u64,
 }
 
 /// [`GraidDetail::replace_role`] when no replace runs.

@@ -413,6 +413,50 @@ impl<C> CloneSet<C> {
         }
     }
 
+    /// A partial parity log write (FUA): the 4 KiB `header`, then `bytes` of `payload` (none
+    /// if 0), at `target`, with `ctx` and `end_io` as for clones.
+    ///
+    /// # Safety
+    ///
+    /// `header` must be valid for 4096 bytes and `payload` for `bytes`, both kmalloc memory
+    /// that nobody writes or frees until `end_io` ran; `target.bdev` an open block device;
+    /// `end_io` must release the bio with [`Self::finish`].
+    pub(crate) unsafe fn log_bio(
+        &self,
+        header: *mut u8,
+        payload: *mut u8,
+        bytes: u32,
+        target: Target,
+        end_io: bindings::bio_end_io_t,
+        ctx: C,
+    ) -> Result<*mut bindings::bio> {
+        // SAFETY: constants.
+        let opf = unsafe {
+            shim::graid_req_op_write() | shim::graid_req_sync() | shim::graid_req_fua()
+        };
+        // SAFETY: by the caller's contract; two vecs fit a bio's inline ones.
+        unsafe {
+            let bio = bindings::bio_alloc_bioset(
+                target.bdev,
+                2,
+                opf,
+                shim::graid_gfp_noio(),
+                self.inner.get(),
+            );
+            if bio.is_null() {
+                return Err(ENOMEM);
+            }
+            (*bio).bi_iter.bi_sector = target.sector;
+            bindings::bio_add_virt_nofail(bio, header.cast(), 4096);
+            if bytes > 0 {
+                bindings::bio_add_virt_nofail(bio, payload.cast(), bytes);
+            }
+            (*bio).bi_end_io = end_io;
+            Self::ctx_ptr(bio).write(ctx);
+            Ok(bio)
+        }
+    }
+
     /// An empty flush (PREFLUSH write) for `bdev`, with `ctx` and `end_io` as for clones.
     ///
     /// # Safety

@@ -8,8 +8,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../build/common.sh"
 rounds=${CRASH_ROUNDS:-1}
 [[ $rounds =~ ^[1-9][0-9]*$ ]] || die "CRASH_ROUNDS must be a positive number, not '$rounds'"
-# Four arrays of 14 members and the state drive; small drives keep the resyncs short.
-export DISKS=15 DISK_SIZE_MB=${CRASH_DISK_MB:-48}
+# Four arrays of 14 members, the write-hole test's three drives and the state drive; small
+# drives keep the resyncs short.
+export DISKS=18 DISK_SIZE_MB=${CRASH_DISK_MB:-48}
 export GRAID_VM_WORK=$GRAID_ROOT/out/vm-crash
 passed=0 failed=0
 out=$(mktemp)

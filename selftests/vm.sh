@@ -6,7 +6,7 @@
 #   selftests/vm.sh [options] --shell           interactive shell on the serial console
 #
 # Options (or the environment variable in brackets):
-#   --disks N        emulated NVMe drives, 0-16 [DISKS, default 4]
+#   --disks N        emulated NVMe drives, 0-24 (PCI devices on the one bus) [DISKS, default 4]
 #   --disk-size MiB  size of each drive [DISK_SIZE_MB, default 256]
 #   --timeout S      kill the guest after S seconds [VM_TIMEOUT, default 1800]
 #   --mem MiB        guest memory [VM_MEM_MB, default 2048]
@@ -44,7 +44,7 @@ while (($#)); do
 	*) break ;;
 	esac
 done
-[[ $disks =~ ^[0-9]+$ ]] && ((disks <= 16)) || die "--disks must be 0-16, not '$disks'"
+[[ $disks =~ ^[0-9]+$ ]] && ((disks <= 24)) || die "--disks must be 0-24, not '$disks'"
 [[ $disk_mb =~ ^[0-9]+$ ]] && ((disk_mb > 0)) || die "--disk-size must be a positive number of MiB"
 if ((shell == 0)); then
 	(($# >= 1)) || die "usage: $0 [options] SCRIPT [ARG...] | --shell"

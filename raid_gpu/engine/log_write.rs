@@ -160,10 +160,17 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         let state = p.state(rq);
         let stripe = state.stripe();
         let log = &self.log;
+        let seen = log.epoch.load(Ordering::SeqCst);
         let wait = || {
             self.release_log(p, rq);
             stripe.set_step(Step::LogWait);
             p.push(WorkList::LogWait, rq);
+            // A wrap may have ended since `seen` and emptied the list before the push; then
+            // nobody else would send it on (SeqCst: either the wrap's drain sees the push or
+            // this load sees its epoch).
+            if log.epoch.load(Ordering::SeqCst) != seen && !log.wrapping.load(Ordering::SeqCst) {
+                p.take_all(WorkList::LogWait, |w| p.queue_stripe_work(w));
+            }
             p.kick_worker();
         };
         // Counted first, then the wrap checked (the worker sets the flag, then looks at the
@@ -259,18 +266,27 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         log.set_live(slice.slot);
         stripe.set_step(Step::Log);
         state.begin_pass(Phase::Stripe);
-        let mut header = [0u8; BLOCK_BYTES];
-        let mut send = |member: u32, parity: ParityKind, column: u32| {
+        // Headers first (each target's, or one barrier for all), then the writes.
+        let uuid = &self.superblock.array_uuid;
+        let mut ios = [None; 2];
+        for (index, (&(member, parity), io)) in
+            (0u32..).zip(targets.iter().flatten().zip(ios.iter_mut()))
+        {
+            let column = n + member;
             entry.parity = parity;
-            entry.payload_crc = match payload {
-                0 => 0,
-                _ => p.column_crc(rq, column, 0, payload),
-            };
-            encode_entry(&self.superblock.array_uuid, &entry, &mut header);
+            entry.payload_crc = p.column_crc(rq, column, 0, payload);
+            p.set_log_header(rq, index, &|block| encode_entry(uuid, &entry, block));
+            *io = Some((member, index, column));
+        }
+        if !barrier_members.is_empty() {
+            p.set_log_header(rq, 0, &|block| encode_entry(uuid, &entry, block));
+        }
+        let barriers = barrier_members.iter().map(|m| (m, 0, 0));
+        for (member, header, column) in ios.into_iter().flatten().chain(barriers) {
             let io = LogIo {
                 member,
                 sector: area.ring_sector(at.get(member as usize).copied().unwrap_or(0)),
-                header: &header,
+                header,
                 column,
                 sectors: payload,
             };
@@ -278,12 +294,6 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             if p.submit_log(rq, &io).is_err() {
                 let _ = state.put(Status::IoError);
             }
-        };
-        for &(member, parity) in targets.iter().flatten() {
-            send(member, parity, n + member);
-        }
-        for m in barrier_members.iter() {
-            send(m, ParityKind::P, 0);
         }
         let counter = match kind {
             EntryKind::Partial => &log.entries,

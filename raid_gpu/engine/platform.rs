@@ -140,16 +140,20 @@ pub enum WorkList {
     LogWait,
 }
 
-/// One partial parity log write (`log_write.rs`): `header` then `sectors` of buffer column
-/// `column` from its start, at `sector` of member `member`, with FUA.
-#[derive(Clone, Copy, Debug)]
-pub struct LogIo<'a> {
+/// One partial parity log write (`log_write.rs`): the request's log header `header` (see
+/// [`Platform::set_log_header`]) then `sectors` of buffer column `column` from its start, at
+/// `sector` of member `member`, with FUA.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LogIo {
     pub member: u32,
     pub sector: u64,
-    pub header: &'a [u8; PPL_BLOCK_BYTES],
+    pub header: u32,
     pub column: u32,
     pub sectors: u64,
 }
+
+/// Log headers a request's stripe buffer holds (one per parity member).
+pub const LOG_HEADERS: u32 = 2;
 
 /// A rebuild read or write failed (or was refused: a bad argument).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -228,8 +232,9 @@ pub trait Platform {
     /// Adds a request to one of the worker's lists (any context; does not wake the worker).
     fn push(&self, list: WorkList, rq: Self::Request);
 
-    /// Takes every request off `list` and hands each to `f` (the worker only). Requests pushed
-    /// meanwhile, `f`'s own included, stay on the list for the next call.
+    /// Takes every request off `list` and hands each to `f` (the worker, and a stripe step for
+    /// the stripe-lock and log wait lists). Requests pushed meanwhile, `f`'s own included, stay
+    /// on the list for the next call.
     fn take_all(&self, list: WorkList, f: impl FnMut(Self::Request));
 
     /// Takes the request that has waited longest off `list`, if any (any context).
@@ -415,10 +420,20 @@ pub trait Platform {
     /// CRC-32C of `sectors` sectors at `offset` of buffer column `column`.
     fn column_crc(&self, rq: Self::Request, column: u32, offset: u64, sectors: u64) -> u32;
 
+    /// Fills log header `index` (below [`LOG_HEADERS`]) of `rq`'s stripe buffer with `fill`;
+    /// the buffer keeps it until it is freed (the log writes that send it have completed by
+    /// then).
+    fn set_log_header(
+        &self,
+        rq: Self::Request,
+        index: u32,
+        fill: &dyn Fn(&mut [u8; PPL_BLOCK_BYTES]),
+    );
+
     /// Sends one partial parity log write for `rq` (see [`LogIo`]); reported through
     /// [`ArrayEngine::piece_done`](super::array::ArrayEngine::piece_done) as a write of
     /// `io.member`, like a [`Self::submit`]. On `Err` nothing was sent.
-    fn submit_log(&self, rq: Self::Request, io: &LogIo<'_>) -> Result<(), SubmitError>;
+    fn submit_log(&self, rq: Self::Request, io: &LogIo) -> Result<(), SubmitError>;
 
     /// Computes `job` on `rq`'s stripe buffer and then calls
     /// [`ArrayEngine::parity_done`](super::array::ArrayEngine::parity_done) for `rq`, inline

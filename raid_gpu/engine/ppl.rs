@@ -489,19 +489,21 @@ pub struct ScanStats {
 /// any head holds, and every entry of that epoch whose payload is intact, handed to `out`. A
 /// torn entry (a crash during its write) fails its checksum and is left out: its write had
 /// not started.
+///
+/// `block` is scratch space (a kernel stack has no room for it).
 pub fn scan_log(
     uuid: &[u8; UUID_LEN],
     area: &LogArea,
     members: MemberSet,
     reader: &mut dyn LogReader,
+    block: &mut [u8; BLOCK_BYTES],
     out: &mut dyn FnMut(LoggedEntry),
 ) -> ScanStats {
     let mut stats = ScanStats::default();
-    let mut block = [0u8; BLOCK_BYTES];
     for m in members.iter() {
-        if !reader.read(m, area.offset, &mut block) {
+        if !reader.read(m, area.offset, block) {
             stats.unreadable = stats.unreadable.with(m);
-        } else if let Some(epoch) = decode_head(uuid, &block) {
+        } else if let Some(epoch) = decode_head(uuid, block) {
             stats.epoch = stats.epoch.max(epoch);
         }
     }
@@ -511,11 +513,11 @@ pub fn scan_log(
     for m in members.minus(stats.unreadable).iter() {
         for at in area.header_offsets() {
             let sector = area.ring_sector(at);
-            if !reader.read(m, sector, &mut block) {
+            if !reader.read(m, sector, block) {
                 stats.unreadable = stats.unreadable.with(m);
                 break;
             }
-            let entry = match decode_entry(uuid, &block) {
+            let entry = match decode_entry(uuid, block) {
                 Ok(e) if e.epoch == stats.epoch => e,
                 Ok(_) | Err(EntryError::NotEntry) => continue,
                 Err(EntryError::Malformed) => {
@@ -541,4 +543,39 @@ pub fn scan_log(
         }
     }
     stats
+}
+
+/// `to ^= coef · from`, byte by byte in GF(2^8) with md's polynomial (1 is a plain XOR): a
+/// partial parity's terms, on a buffer's bytes.
+pub fn accumulate(to: &mut [u8], from: &[u8], coef: u8) {
+    if coef == 1 {
+        for (t, f) in to.iter_mut().zip(from) {
+            *t ^= f;
+        }
+        return;
+    }
+    let mut table = [0u8; 256];
+    for (x, product) in (0u8..=255).zip(table.iter_mut()) {
+        *product = gf_mul(coef, x);
+    }
+    for (t, &f) in to.iter_mut().zip(from) {
+        *t ^= table[usize::from(f)];
+    }
+}
+
+/// GF(2^8) product with md's polynomial 0x11d.
+fn gf_mul(mut a: u8, mut b: u8) -> u8 {
+    let mut product = 0;
+    while b != 0 {
+        if b & 1 != 0 {
+            product ^= a;
+        }
+        let carry = a & 0x80 != 0;
+        a <<= 1;
+        if carry {
+            a ^= 0x1d;
+        }
+        b >>= 1;
+    }
+    product
 }

@@ -10,8 +10,14 @@
 #
 # Four arrays, written at once: c1 (RAID 1 of 3), c10 (RAID 10 of 4), c5 (RAID 5 of 3), c6
 # (RAID 6 of 4); c1 and c5 keep a write-intent bitmap (1 MiB chunks), so their resync visits only
-# the regions it marks, and c10 and c6 none (a whole resync). One mirror runs degraded in each round, c1 in even rounds and c10 in odd ones
-# (one member failed before the writes; it is added back after the next boot's checks). Each array's first $VERIFIED is written by one fio
+# the regions it marks, and c10 and c6 none (a whole resync); c5 and c6 keep a partial parity
+# log (the default), so they start degraded after a crash. One mirror and one parity array run
+# degraded in each round, c1 and c6 in even rounds, c10 and c5 in odd ones (one member failed
+# before the writes; it is added back after the next boot's checks).
+#
+# Round 0 also sets up the targeted write-hole test (write_hole_prepare): a partial-stripe write
+# on a degraded RAID 5 whose data write is held in flight (dm-delay) when the machine dies; the
+# next boot checks that the stripe's other data survived. Each array's first $VERIFIED is written by one fio
 # job with crc32c headers, whose progress is saved when the crash is triggered (fio's
 # verify_state_save); the rest is written all the time by a second fio without checks, so the
 # crash comes while writes are in flight (the array dirty) wherever it falls. fio's state, and
@@ -71,16 +77,22 @@ write_and_crash() {
 	rm -rf $STATE
 	mkdir -p $STATE
 	echo "$round" >$STATE/round
-	# Degraded: one member of one mirror fails before the writes (c1 in even rounds, c10 in
-	# odd ones), so a single round has a degraded and an optimal mirror.
-	a=c1
-	[ $((round % 2)) = 1 ] && a=c10
-	m=$(graidctl --json detail $a | tr -d '\n ' | sed 's/.*"members":\[{[^}]*"device":"\([^"]*\)".*/\1/')
-	expect_rc 0 graidctl fail $a "$m"
-	expect_rc 0 graidctl remove $a "$m"
-	# Blank: added back as a new device after the crash.
-	wipe_superblocks "$m"
-	echo "$a" >$STATE/degraded
+	# Degraded: one member of one mirror and one parity array fails before the writes (c1 and
+	# c6 in even rounds, c10 and c5 in odd ones), so a single round has a degraded and an
+	# optimal array of each kind.
+	degraded="c1 c6"
+	[ $((round % 2)) = 1 ] && degraded="c10 c5"
+	for a in $degraded; do
+		m=$(graidctl --json detail $a | tr -d '\n ' | sed 's/.*"members":\[{[^}]*"device":"\([^"]*\)".*/\1/')
+		expect_rc 0 graidctl fail $a "$m"
+		expect_rc 0 graidctl remove $a "$m"
+		# Blank: added back as a new device after the crash.
+		wipe_superblocks "$m"
+		echo "$a" >>$STATE/degraded
+	done
+	if [ -n "${WRITE_HOLE:-}" ]; then
+		write_hole_prepare $WRITE_HOLE
+	fi
 	# The unchecked writer keeps every array busy in the $FILL after $VERIFIED; the rest of
 	# each array is left alone, as a real working set leaves most of a disk (so a bitmap's
 	# resync has clean regions to skip).
@@ -99,6 +111,61 @@ write_and_crash() {
 	sh /graid/crash/die.sh
 	sleep 60
 	fail "the machine did not die"
+}
+
+# write_hole_prepare D0 D1 D2: the targeted write-hole test's first half. A RAID 5 "wh" of
+# three drives, D1 behind dm-delay; its first stripe (D0's and D1's 64 KiB chunks, P on D2)
+# written whole and saved; D0 failed and removed, so its chunk lives only in P ⊕ D1; then D1's
+# writes held for a minute and 4 KiB of D1's chunk rewritten: the degraded write logs its
+# partial parity and writes P on D2, while its data write to D1 is still held when the machine
+# dies (the module was loaded with a long safe_mode_delay_ms, so no superblock write to D1 is
+# needed meanwhile). Without the log, P would then say D0's chunk is something never written.
+write_hole_prepare() {
+	d0=$1 d1=$2 d2=$3
+	sz=$(blockdev --getsz $d1)
+	dmsetup --noudevsync create whd --table "0 $sz delay $d1 0 0 $d1 0 0" || fail "dm-delay over $d1"
+	expect_rc 0 graidctl create wh --level 5 --chunk 64K --bitmap none --assume-clean $d0 /dev/mapper/whd $d2
+	dev=$(array_dev "$OUT")
+	head -c 131072 /dev/urandom >$STATE/wh-before
+	dd if=$STATE/wh-before of=$dev bs=128k count=1 oflag=direct 2>/dev/null || fail "wh: first stripe"
+	expect_rc 0 graidctl fail wh $d0
+	expect_rc 0 graidctl remove wh $d0
+	wipe_superblocks $d0
+	dmsetup --noudevsync suspend whd && dmsetup --noudevsync load whd --table "0 $sz delay $d1 0 0 $d1 0 60000" &&
+		dmsetup --noudevsync resume whd || fail "cannot hold $d1's writes"
+	head -c 4096 /dev/urandom >$STATE/wh-new
+	dd if=$STATE/wh-new of=$dev bs=4k seek=20 count=1 oflag=direct 2>/dev/null &
+	# The log entry and the parity land at once; the data write waits a minute.
+	sleep 1
+	echo "$d0 $d1 $d2" >$STATE/write-hole
+	echo "write hole: 4 KiB of D1's chunk in flight on degraded wh, P written, D1's write held"
+}
+
+# write_hole_check: the targeted write-hole test's second half, after the assembly: wh came up
+# degraded and dirty and replayed its log; D0's chunk (rebuilt from P and D1) and D1's chunk
+# outside the 4 KiB in flight read back as they were written; the 4 KiB are old or new. Then
+# wh goes (stopped, its drives blank).
+write_hole_check() {
+	set -- $(cat $STATE/write-hole)
+	expect_rc 0 graidctl detail wh
+	echo "$OUT"
+	expect_match 'State : degraded' "$OUT" "wh after the crash"
+	dev=$(array_dev "$OUT")
+	dd if=$dev of=/tmp/wh-after bs=128k count=1 iflag=direct 2>/dev/null || fail "wh: read back"
+	# same KIB_FROM KIB_LEN: the two reads agree there.
+	same() {
+		dd if=/tmp/wh-after bs=1k skip=$1 count=$2 2>/dev/null >/tmp/wh-a
+		dd if=$STATE/wh-before bs=1k skip=$1 count=$2 2>/dev/null >/tmp/wh-b
+		cmp -s /tmp/wh-a /tmp/wh-b
+	}
+	same 0 64 || fail "the write hole: the lost member's chunk reads back changed, though nothing wrote it"
+	same 64 16 && same 84 44 || fail "D1's chunk changed outside the write in flight"
+	same 80 4 || cmp -s $STATE/wh-new /tmp/wh-a || fail "the 4 KiB in flight are neither old nor new"
+	expect_match 'graid: wh: partial parity log replayed' "$(dmesg)" "wh's start after the crash"
+	echo "write hole closed: the other data of the torn stripe is intact"
+	expect_rc 0 graidctl stop wh
+	wipe_superblocks "$@"
+	rm -f $STATE/write-hole
 }
 
 # time_resyncs: after the assembly ($assembled, /proc/uptime seconds), when each array is in
@@ -134,12 +201,23 @@ check_round() {
 		name=$(echo "$sb" | sed -n 's/.*Name : //p')
 		echo "$sb" | grep -q 'State : dirty' && dirty="$dirty $name"
 	done
-	dirty=$(echo $dirty | tr ' ' '\n' | sort -u | tr '\n' ' ')
+	# The write-hole test's array has its own checks (write_hole_check).
+	dirty=$(echo $dirty | tr ' ' '\n' | grep -vx wh | sort -u | tr '\n' ' ')
 	echo "dirty at the crash: $dirty"
 	[ -n "$dirty" ] || fail "no array was dirty at the crash: the writes were not in flight"
 	expect_rc 0 graidctl assemble --scan --run
 	assembled=$(cut -d' ' -f1 /proc/uptime)
 	echo "$OUT"
+	if [ -f $STATE/write-hole ]; then
+		write_hole_check
+	fi
+	for a in $(cat $STATE/degraded 2>/dev/null); do
+		case $a in c5 | c6)
+			# Started degraded after a crash: its log was replayed first.
+			expect_match "graid: $a: partial parity log replayed" "$(dmesg)" "$a's degraded start"
+			;;
+		esac
+	done
 	# One pace for every resync (and rebuild), so how long each takes says how much it walked.
 	for a in $ARRAYS; do expect_rc 0 graidctl set-speed $a --min 16M --max 16M; done
 	time_resyncs >/tmp/resync-times 2>&1 &

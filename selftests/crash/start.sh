@@ -1,10 +1,15 @@
-# Crash round 0: creates the four arrays (crash/lib.sh) in sync, writes, dies.
+# Crash round 0: creates the four arrays (crash/lib.sh) in sync, sets up the write-hole test,
+# writes, dies.
 . /graid/crash/lib.sh
 export CRASH_TEST=start
-load_module
+# Arrays stay marked dirty while the machine runs (the write-hole test needs no superblock
+# write once its data drive's writes are held).
+load_module_with safe_mode_delay_ms=600000
 set -- $(member_drives)
-[ $# -ge 14 ] || skip "needs 15 NVMe drives, found $(($# + 1))"
+[ $# -ge 17 ] || skip "needs 18 NVMe drives, found $(($# + 1))"
 wipe_superblocks "$@"
+export DM_DISABLE_UDEV=1
+WRITE_HOLE="${15} ${16} ${17}"
 # c1 and c5 with a write-intent bitmap (small chunks, so a crash leaves clean regions the
 # resync skips), c10 and c6 without.
 expect_rc 0 graidctl create c1 --level 1 --bitmap-chunk 1M --assume-clean $1 $2 $3

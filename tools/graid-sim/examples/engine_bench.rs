@@ -167,7 +167,15 @@ impl Platform for Null {
         0
     }
 
-    fn submit_log(&self, rq: (), io: &LogIo<'_>) -> Result<(), SubmitError> {
+    fn set_log_header(
+        &self,
+        _rq: (),
+        _index: u32,
+        _fill: &dyn Fn(&mut [u8; graid_engine::ppl::BLOCK_BYTES]),
+    ) {
+    }
+
+    fn submit_log(&self, rq: (), io: &LogIo) -> Result<(), SubmitError> {
         let info = PieceInfo {
             op: Op::Write,
             member: io.member,

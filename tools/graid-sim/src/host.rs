@@ -8,7 +8,7 @@ use graid_engine::members::{MemberSet, MemberState};
 use graid_engine::parity::{Columns, ParityJob, ParityOp};
 use graid_engine::platform::{
     LogIo, MemberEvent, MemberIo, Op, PieceInfo, Platform, RebuildIoError, Source, Status,
-    SubmitError, WorkList,
+    SubmitError, WorkList, LOG_HEADERS,
 };
 use graid_engine::ppl::{BLOCK_BYTES as PPL_BLOCK_BYTES, BLOCK_SECTORS as PPL_BLOCK_SECTORS};
 use graid_engine::rebuild::REBUILD_COLUMN_SECTORS;
@@ -197,6 +197,8 @@ pub struct RequestSlot {
     pub buffer: Mutex<Vec<Vec<u64>>>,
     /// Member I/Os sent and not yet reported back.
     pub outstanding: AtomicU32,
+    /// The stripe buffer's log headers.
+    pub log_headers: Mutex<Vec<Box<[u8; PPL_BLOCK_BYTES]>>>,
 }
 
 /// What the platform saw going wrong (checked after every round).
@@ -569,7 +571,7 @@ impl Host {
 
     /// A partial parity log write: header and payload land together or not at all (a torn
     /// one fails its checksum at replay, as if never written).
-    fn execute_log(&self, rq: usize, io: &LogIo<'_>) -> Status {
+    fn execute_log(&self, rq: usize, io: &LogIo) -> Status {
         let Some(area) = self.engine.log().area() else {
             self.violations
                 .report(format!("request {rq}: a log write without a log"));
@@ -598,14 +600,23 @@ impl Host {
             ));
             return Status::IoError;
         };
+        let header = self
+            .slot(rq)
+            .log_headers
+            .lock()
+            .unwrap()
+            .get(io.header as usize)
+            .cloned();
+        let Some(header) = header else {
+            self.violations
+                .report(format!("request {rq}: log header {} never set", io.header));
+            return Status::IoError;
+        };
         if self.lands() {
             let mut sectors = disk.sectors.lock().unwrap();
             let at = (io.sector + PPL_BLOCK_SECTORS) as usize;
             sectors[at..at + payload.len()].copy_from_slice(payload);
-            disk.log_blocks
-                .lock()
-                .unwrap()
-                .insert(io.sector, Box::new(*io.header));
+            disk.log_blocks.lock().unwrap().insert(io.sector, header);
         }
         Status::Ok
     }
@@ -1238,7 +1249,20 @@ impl Platform for Host {
         tags_crc(tags)
     }
 
-    fn submit_log(&self, rq: usize, io: &LogIo<'_>) -> Result<(), SubmitError> {
+    fn set_log_header(&self, rq: usize, index: u32, fill: &dyn Fn(&mut [u8; PPL_BLOCK_BYTES])) {
+        let mut header = Box::new([0u8; PPL_BLOCK_BYTES]);
+        fill(&mut header);
+        let mut headers = self.slot(rq).log_headers.lock().unwrap();
+        if index >= LOG_HEADERS || self.slot(rq).buffer.lock().unwrap().is_empty() {
+            self.violations
+                .report(format!("request {rq}: log header {index} without a buffer"));
+            return;
+        }
+        headers.resize(LOG_HEADERS as usize, Box::new([0; PPL_BLOCK_BYTES]));
+        headers[index as usize] = header;
+    }
+
+    fn submit_log(&self, rq: usize, io: &LogIo) -> Result<(), SubmitError> {
         let info = PieceInfo {
             op: Op::Write,
             member: io.member,

@@ -76,6 +76,9 @@ pub fn detail_request(index: u32) -> GraidDetail {
         bitmap_regions: 0,
         bitmap_dirty: 0,
         rebuild_skipped_sectors: 0,
+        ppl_entries: 0,
+        ppl_barriers: 0,
+        ppl_wraps: 0,
     }
 }
 

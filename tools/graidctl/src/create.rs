@@ -10,9 +10,9 @@ use crate::uuid;
 use clap::Args;
 use graid_abi::{
     GraidCreate, GraidMember, GRAID_CREATE_ASSUME_CLEAN, GRAID_CREATE_LAYOUT,
-    GRAID_CREATE_NO_BITMAP, GRAID_CREATE_WRITE_ZEROES, GRAID_LEVEL_RAID0, GRAID_LEVEL_RAID1,
-    GRAID_LEVEL_RAID10, GRAID_LEVEL_RAID5, GRAID_LEVEL_RAID6, GRAID_MAX_ARRAYS, GRAID_MAX_MEMBERS,
-    GRAID_NAME_LEN,
+    GRAID_CREATE_NO_BITMAP, GRAID_CREATE_NO_PPL, GRAID_CREATE_WRITE_ZEROES, GRAID_LEVEL_RAID0,
+    GRAID_LEVEL_RAID1, GRAID_LEVEL_RAID10, GRAID_LEVEL_RAID5, GRAID_LEVEL_RAID6, GRAID_MAX_ARRAYS,
+    GRAID_MAX_MEMBERS, GRAID_NAME_LEN,
 };
 use graid_engine::geometry::ParityLayout;
 use graid_engine::superblock::{decode, ArrayName, NameError};
@@ -65,9 +65,22 @@ pub struct CreateArgs {
     /// needs]. On RAID 5/6 it counts member space: each stripe row of chunks.
     #[arg(long, value_parser = crate::size::parse_bitmap_chunk, value_name = "SIZE")]
     pub bitmap_chunk: Option<u64>,
+    /// RAID 5/6 (mdadm's --consistency-policy): "ppl", a partial parity log in the members'
+    /// reserved area (the default), so a crash while degraded loses nothing the writes in flight
+    /// did not touch, at the cost of one small log write per partial-stripe write; or
+    /// "resync", none: after a crash the array then does not start degraded.
+    #[arg(long, value_enum, value_name = "POLICY")]
+    pub consistency_policy: Option<ConsistencyPolicy>,
     /// Member block devices, in role order.
     #[arg(value_name = "MEMBER", required = true)]
     pub members: Vec<String>,
+}
+
+/// `--consistency-policy`'s choices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ConsistencyPolicy {
+    Ppl,
+    Resync,
 }
 
 /// `--bitmap`'s choices.
@@ -208,6 +221,16 @@ pub fn prepare(sys: &dyn System, args: &CreateArgs) -> Result<GraidCreate, CtlEr
         )));
     }
     let (bitmap_flag, bitmap_region_sectors) = bitmap_request(args)?;
+    let ppl_flag = match args.consistency_policy {
+        Some(ConsistencyPolicy::Ppl) if !parity => {
+            return Err(CtlError::Usage(format!(
+                "--consistency-policy ppl is for raid5 and raid6, not {}",
+                crate::output::level_name(args.level)
+            )))
+        }
+        Some(ConsistencyPolicy::Resync) if parity => GRAID_CREATE_NO_PPL,
+        _ => 0,
+    };
     let rdevs = resolve_members(sys, &args.members)?;
     if !args.force {
         check_not_in_use(sys, &args.members)?;
@@ -226,7 +249,8 @@ pub fn prepare(sys: &dyn System, args: &CreateArgs) -> Result<GraidCreate, CtlEr
             GRAID_CREATE_LAYOUT
         } else {
             0
-        } | bitmap_flag,
+        } | bitmap_flag
+            | ppl_flag,
         name: [0; GRAID_NAME_LEN],
         uuid: args.uuid.unwrap_or([0; 16]),
         ctime: now(),
@@ -352,6 +376,7 @@ mod tests {
             write_zeroes: false,
             bitmap: None,
             bitmap_chunk: None,
+            consistency_policy: None,
             members: members.iter().map(|m| format!("/dev/{m}")).collect(),
         }
     }
@@ -388,6 +413,32 @@ mod tests {
         let err = prepare(&sys, &a).unwrap_err();
         assert!(
             err.to_string().contains("--layout is for raid5 and raid6"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn parity_arrays_get_a_partial_parity_log_unless_asked_not_to() {
+        let sys = disks();
+        let mut a = args(5, None, &["nvme0n1", "nvme1n1", "nvme2n1"]);
+        assert_eq!(prepare(&sys, &a).unwrap().flags & GRAID_CREATE_NO_PPL, 0);
+        a.consistency_policy = Some(ConsistencyPolicy::Resync);
+        assert_eq!(prepare(&sys, &a).unwrap().flags, GRAID_CREATE_NO_PPL);
+        a.consistency_policy = Some(ConsistencyPolicy::Ppl);
+        assert_eq!(prepare(&sys, &a).unwrap().flags, 0);
+        let mut mirror = args(1, None, &["nvme0n1", "nvme1n1"]);
+        mirror.consistency_policy = Some(ConsistencyPolicy::Resync);
+        assert_eq!(
+            prepare(&sys, &mirror).unwrap().flags,
+            0,
+            "nothing to turn off"
+        );
+        mirror.consistency_policy = Some(ConsistencyPolicy::Ppl);
+        let err = prepare(&sys, &mirror).unwrap_err();
+        assert_eq!(err.exit_code(), EXIT_USAGE);
+        assert!(
+            err.to_string()
+                .contains("ppl is for raid5 and raid6, not raid1"),
             "{err}"
         );
     }

@@ -64,6 +64,8 @@ pub struct ExamineView {
     /// at least this new comes back rebuilding only what the bitmap marks.
     pub bitmap_events: Option<u64>,
     pub journal: Option<AreaView>,
+    /// The journal area holds a partial parity log (RAID 5/6: the write hole is closed).
+    pub ppl: bool,
     pub features_compat: u64,
     pub features_incompat: u64,
     pub slots: Vec<SlotView>,
@@ -115,6 +117,7 @@ impl ExamineView {
             bitmap_chunk_bytes: (sb.bitmap_region != 0).then(|| sb.bitmap_region * 512),
             bitmap_events: (sb.bitmap_region != 0).then_some(sb.bitmap_events),
             journal: area(sb.journal),
+            ppl: sb.ppl,
             features_compat: sb.features_compat,
             features_incompat: sb.features_incompat,
             slots: sb
@@ -190,7 +193,14 @@ impl ExamineView {
                     _ => area_text(&self.bitmap),
                 },
             ),
-            ("Journal", area_text(&self.journal)),
+            (
+                "Journal",
+                if self.ppl {
+                    format!("partial parity log, {}", area_text(&self.journal))
+                } else {
+                    area_text(&self.journal)
+                },
+            ),
             (
                 "Features",
                 format!(
@@ -388,7 +398,8 @@ SLOT  STATE   ROLE
         assert_eq!(v["array_sectors"], 1 << 20);
         assert_eq!(v["slots"].as_array().unwrap().len(), 2);
         assert_eq!(v["slots"][1]["role"], 1);
-        assert_eq!(v.as_object().unwrap().len(), 27);
+        assert_eq!(v["ppl"], false);
+        assert_eq!(v.as_object().unwrap().len(), 28);
     }
 
     #[test]
@@ -426,6 +437,28 @@ SLOT  STATE   ROLE
             serde_json::from_str(&examine(&RealSystem, file.str(), true).unwrap()).unwrap();
         assert_eq!(v["bitmap_chunk_bytes"], 64 << 20);
         assert_eq!(v["bitmap_events"], 8);
+    }
+
+    #[test]
+    fn a_partial_parity_log_is_shown_in_the_journal_area() {
+        let mut sb = sample("p", [0x35; 16], 0, 9);
+        sb.level = graid_engine::geometry::Level::Raid5(
+            graid_engine::geometry::ParityLayout::LeftSymmetric,
+        );
+        sb.chunk_sectors = 128;
+        sb.members = 3;
+        sb.slots[2] = Slot::Active { role: 2 };
+        sb.journal = graid_engine::ppl::DEFAULT_LOG_AREA;
+        sb.ppl = true;
+        let file = image(&block(&sb));
+        let text = examine(&RealSystem, file.str(), false).unwrap();
+        assert!(
+            text.contains("Journal : partial parity log, 2048 sectors (1 MiB) at sector 2048\n"),
+            "{text}"
+        );
+        let v: serde_json::Value =
+            serde_json::from_str(&examine(&RealSystem, file.str(), true).unwrap()).unwrap();
+        assert_eq!(v["ppl"], true);
     }
 
     #[test]

@@ -6,7 +6,7 @@ use crate::size::{format_sectors, SECTOR_BYTES};
 use crate::uuid;
 use graid_abi::{
     GraidDetail, GraidMemberDetail, GRAID_ARRAY_BROKEN, GRAID_ARRAY_DEGRADED, GRAID_ARRAY_FAILED,
-    GRAID_ARRAY_OPTIMAL, GRAID_DETAIL_DIRTY, GRAID_DETAIL_REBUILD_STALLED,
+    GRAID_ARRAY_OPTIMAL, GRAID_DETAIL_DIRTY, GRAID_DETAIL_PPL, GRAID_DETAIL_REBUILD_STALLED,
     GRAID_DETAIL_RESYNC_PENDING, GRAID_MAX_MEMBERS, GRAID_MAX_SPARES, GRAID_MEMBER_ACTIVE,
     GRAID_MEMBER_FAULTY, GRAID_MEMBER_MISSING, GRAID_MEMBER_REBUILDING, GRAID_REPLACE_ABANDONED,
     GRAID_REPLACE_COPYING, GRAID_REPLACE_FAILED, GRAID_REPLACE_SWAPPING, GRAID_ROLE_NONE,
@@ -109,9 +109,22 @@ pub struct ArrayView {
     pub spares: Vec<SpareView>,
     /// The replace under way (`graidctl replace`), if any.
     pub replace: Option<ReplaceView>,
+    /// RAID 5/6: the partial parity log, if the array has one (what closes the write hole).
+    pub ppl: Option<PplView>,
     /// The write-intent bitmap, if the array has one (last: scripts that cut the members'
     /// objects out of the JSON at the first brace keep working).
     pub bitmap: Option<BitmapView>,
+}
+
+/// The partial parity log, as `detail` shows it: what it wrote since the array started.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct PplView {
+    /// Partial-stripe writes logged.
+    pub entries: u64,
+    /// Full-stripe writes over logged stripes (a header each).
+    pub barriers: u64,
+    /// Times the log was emptied (a ring full, the array clean, a device joining).
+    pub wraps: u64,
 }
 
 /// The write-intent bitmap, as `detail` shows it.
@@ -329,6 +342,11 @@ impl ArrayView {
             open_count: d.open_count,
             rebuilt_sectors: d.rebuilt_sectors,
             rebuild_skipped_sectors: d.rebuild_skipped_sectors,
+            ppl: (d.flags & GRAID_DETAIL_PPL != 0).then_some(PplView {
+                entries: d.ppl_entries,
+                barriers: d.ppl_barriers,
+                wraps: d.ppl_wraps,
+            }),
             bitmap: (d.bitmap_region_sectors != 0).then(|| BitmapView {
                 chunk_bytes: d.bitmap_region_sectors.saturating_mul(SECTOR_BYTES),
                 regions: d.bitmap_regions,
@@ -467,6 +485,20 @@ impl ArrayView {
         }
     }
 
+    /// The write hole for people, RAID 5/6 only (empty otherwise: the line is left out).
+    pub fn write_hole_text(&self) -> String {
+        match &self.ppl {
+            Some(p) => format!(
+                "closed by the partial parity log ({} entries, {} barriers, {} wraps)",
+                p.entries, p.barriers, p.wraps
+            ),
+            None if matches!(self.level.as_str(), "raid5" | "raid6") => {
+                "open: no partial parity log (after a crash it does not start degraded)".to_owned()
+            }
+            None => String::new(),
+        }
+    }
+
     /// The rebuild for people: `42.5% of role 1 (…)`, or empty (the line is then left out).
     pub fn rebuild_text(&self) -> String {
         match &self.rebuild {
@@ -530,6 +562,7 @@ impl ArrayView {
             ("Sync", self.sync_text().to_owned()),
             ("Marked", self.marked_text().to_owned()),
             ("Bitmap", self.bitmap_text()),
+            ("Write Hole", self.write_hole_text()),
             ("Rebuild", self.rebuild_text()),
             ("Replace", self.replace_text()),
             ("Scrub", self.scrub_text()),

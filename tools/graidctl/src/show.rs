@@ -226,6 +226,42 @@ ROLE  DEVICE        STATE    READS  WRITES     READ  WRITTEN  ERRORS  CORRECTED
     }
 
     #[test]
+    fn detail_of_a_parity_array_says_whether_its_write_hole_is_closed() {
+        let sys = FakeSystem::with_disks(&["nvme0n1", "nvme1n1", "nvme2n1"]);
+        let ctl = FakeControl::with(vec![
+            array(0, "p", 5, &[(259, 0, 0), (259, 1, 0), (259, 2, 0)]),
+            array(1, "m", 1, &[(259, 0, 0), (259, 1, 0)]),
+        ]);
+        {
+            let mut arrays = ctl.arrays.borrow_mut();
+            arrays[0].flags |= graid_abi::GRAID_DETAIL_PPL;
+            arrays[0].ppl_entries = 40;
+            arrays[0].ppl_barriers = 2;
+            arrays[0].ppl_wraps = 3;
+        }
+        let text = detail(&ctl, &sys, &parse("p").unwrap(), false).unwrap();
+        assert!(
+            text.contains(
+                "Write Hole : closed by the partial parity log (40 entries, 2 barriers, 3 wraps)\n"
+            ),
+            "{text}"
+        );
+        let v: serde_json::Value =
+            serde_json::from_str(&detail(&ctl, &sys, &parse("p").unwrap(), true).unwrap()).unwrap();
+        assert_eq!(v["ppl"]["entries"], 40);
+        assert_eq!(v["ppl"]["wraps"], 3);
+        ctl.arrays.borrow_mut()[0].flags &= !graid_abi::GRAID_DETAIL_PPL;
+        let text = detail(&ctl, &sys, &parse("p").unwrap(), false).unwrap();
+        assert!(
+            text.contains("Write Hole : open: no partial parity log"),
+            "{text}"
+        );
+        // A mirror has no write hole: no line.
+        let text = detail(&ctl, &sys, &parse("m").unwrap(), false).unwrap();
+        assert!(!text.contains("Write Hole"), "{text}");
+    }
+
+    #[test]
     fn detail_of_a_parity_array_shows_the_helper() {
         let sys = FakeSystem::with_disks(&["nvme0n1", "nvme1n1", "nvme2n1"]);
         let mut ctl = FakeControl::with(vec![
@@ -272,6 +308,7 @@ ROLE  DEVICE        STATE    READS  WRITES     READ  WRITTEN  ERRORS  CORRECTED
                 "mismatch_sectors",
                 "name",
                 "open_count",
+                "ppl",
                 "rebuild",
                 "rebuild_skipped_sectors",
                 "rebuilt_sectors",
