@@ -10,15 +10,20 @@
 //!   log write overlaps nothing: the slice's parity is already computed.
 //! - A full-stripe write logs nothing, unless its run may hold a replayable entry (one bit per
 //!   stripe lock slot): then a header-only *barrier* voids the older entries of its rows.
-//! - Space: each member's ring is appended to with one atomic add. When one is full, writes
-//!   that need it wait in the worker's list while the worker *wraps* the log: once no logged
-//!   write is in flight, it rewrites every member's head with the next epoch (`PREFLUSH |
-//!   FUA`: every completed write is durable), which voids every entry at once, and lets them
-//!   go. The log also wraps when the array is marked clean (nothing to replay then) and when
-//!   a device joins (its ring may hold entries of this epoch from an earlier life).
-//! - No lock on the path: a write counts itself in flight, then checks that no wrap is under
-//!   way (SeqCst on both sides: either the worker sees the count or the write sees the wrap
-//!   and waits).
+//! - Space: each member's ring is two halves; epoch `e` appends to half `e % 2` with one atomic
+//!   add. When a half is full the worker *switches* to epoch `e + 1` and the other half, at
+//!   once if epoch `e − 1` is retired already. It retires an epoch in the background as soon
+//!   as a newer one took over and the older one's logged writes are done: it rewrites every
+//!   member's head with the oldest epoch still live (`PREFLUSH | FUA`: every completed write is
+//!   durable first), which voids the older half's entries. So writes wait only if a half fills
+//!   before the other is retired.
+//! - The whole log is voided (the heads skip past every epoch written) when the array is marked
+//!   clean (nothing to replay then), at the start, and when a device joins (its ring may hold
+//!   entries of these epochs from an earlier life): then no logged write may be in flight, and
+//!   new ones wait while the worker drains them.
+//! - No lock on the path: a write counts itself in its epoch's flight count, then checks that
+//!   the epoch is still current and no void is under way (SeqCst on both sides: either the
+//!   worker sees the count or the write sees the change and tries again).
 
 use super::array::ArrayEngine;
 use super::geometry::MAX_MEMBERS;
@@ -37,20 +42,26 @@ use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 pub struct LogState {
     /// Where every member's log lies; `None`: the array has no log.
     area: Option<LogArea>,
-    /// Next free ring offset of each member.
-    cursors: [AtomicU64; MAX_MEMBERS as usize],
-    /// The epoch every head holds (entries of older ones are void).
+    /// Next free offset of each member in each half of its ring (32 bits: the engine stays
+    /// small enough to be built on a kernel stack).
+    cursors: [[AtomicU32; MAX_MEMBERS as usize]; 2],
+    /// The epoch entries are written in now (in half `epoch % 2`).
     epoch: AtomicU64,
+    /// The oldest epoch whose entries are not void: what the heads on disk hold. `epoch` or
+    /// `epoch - 1`.
+    live_from: AtomicU64,
     /// The last sequence number given to a logged write.
     seq: AtomicU64,
-    /// Logged writes whose member writes have not all completed.
-    in_flight: AtomicU32,
-    /// The worker is wrapping the log: no new entry until it is done.
+    /// Logged writes whose member writes have not all completed, by epoch parity.
+    in_flight: [AtomicU32; 2],
+    /// The worker is voiding the whole log: no new entry until it is done.
     wrapping: AtomicBool,
-    /// A wrap is wanted (a ring is full, or a device joined).
+    /// A void of the whole log is wanted (a device joined).
     wrap_wanted: AtomicBool,
-    /// Stripe lock slots whose runs may hold a replayable entry.
-    live: [AtomicU64; LOCK_SLOTS / 64],
+    /// The current half is full on some member: a switch is wanted.
+    switch_wanted: AtomicBool,
+    /// By epoch parity, stripe lock slots whose runs may hold a replayable entry.
+    live: [[AtomicU64; LOCK_SLOTS / 64]; 2],
     /// Counters for DETAIL: entries, barriers, wraps.
     entries: AtomicU64,
     barriers: AtomicU64,
@@ -61,13 +72,15 @@ impl LogState {
     pub fn new(area: Option<LogArea>, epoch: u64) -> Self {
         Self {
             area,
-            cursors: [const { AtomicU64::new(0) }; MAX_MEMBERS as usize],
+            cursors: [const { [const { AtomicU32::new(0) }; MAX_MEMBERS as usize] }; 2],
             epoch: AtomicU64::new(epoch),
+            live_from: AtomicU64::new(epoch),
             seq: AtomicU64::new(0),
-            in_flight: AtomicU32::new(0),
+            in_flight: [const { AtomicU32::new(0) }; 2],
             wrapping: AtomicBool::new(false),
             wrap_wanted: AtomicBool::new(false),
-            live: [const { AtomicU64::new(0) }; LOCK_SLOTS / 64],
+            switch_wanted: AtomicBool::new(false),
+            live: [const { [const { AtomicU64::new(0) }; LOCK_SLOTS / 64] }; 2],
             entries: AtomicU64::new(0),
             barriers: AtomicU64::new(0),
             wraps: AtomicU64::new(0),
@@ -82,12 +95,15 @@ impl LogState {
         self.epoch.load(Ordering::Relaxed)
     }
 
-    /// The epoch the heads hold (the array's start).
+    /// The epochs up to which entries may exist on disk (the array's start: the newest head
+    /// holds `epoch`, so entries of `epoch + 1` may exist too).
     pub(super) fn set_epoch(&self, epoch: u64) {
-        self.epoch.store(epoch, Ordering::SeqCst);
+        let newest = epoch.saturating_add(1);
+        self.epoch.store(newest, Ordering::SeqCst);
+        self.live_from.store(newest, Ordering::SeqCst);
     }
 
-    /// Entries and barriers written, and wraps, since the array started.
+    /// Entries and barriers written, and switches to a new epoch, since the array started.
     pub fn counts(&self) -> (u64, u64, u64) {
         (
             self.entries.load(Ordering::Relaxed),
@@ -96,27 +112,52 @@ impl LogState {
         )
     }
 
-    fn live_bit(&self, slot: u32) -> Option<(&AtomicU64, u64)> {
-        let word = self.live.get((slot / 64) as usize)?;
+    fn live_bit(&self, half: usize, slot: u32) -> Option<(&AtomicU64, u64)> {
+        let word = self.live.get(half)?.get((slot / 64) as usize)?;
         Some((word, 1u64 << (slot % 64)))
     }
 
     fn is_live(&self, slot: u32) -> bool {
-        self.live_bit(slot)
-            .is_some_and(|(w, b)| w.load(Ordering::SeqCst) & b != 0)
+        (0..2).any(|h| {
+            self.live_bit(h, slot)
+                .is_some_and(|(w, b)| w.load(Ordering::SeqCst) & b != 0)
+        })
     }
 
-    fn set_live(&self, slot: u32) {
-        if let Some((w, b)) = self.live_bit(slot) {
+    fn set_live(&self, half: usize, slot: u32) {
+        if let Some((w, b)) = self.live_bit(half, slot) {
             w.fetch_or(b, Ordering::SeqCst);
         }
     }
 
-    /// Takes `sectors` of member `member`'s ring; its offset, or `None` if the ring is full.
-    fn reserve(&self, area: &LogArea, member: u32, sectors: u64) -> Option<u64> {
-        let cursor = self.cursors.get(member as usize)?;
-        let at = cursor.fetch_add(sectors, Ordering::Relaxed);
-        (at.checked_add(sectors)? <= area.ring_sectors).then_some(at)
+    /// Forgets the live runs of half `half` (its entries are void now).
+    fn clear_live(&self, half: usize) {
+        for w in self.live.get(half).into_iter().flatten() {
+            w.store(0, Ordering::SeqCst);
+        }
+    }
+
+    /// Empties half `half` of every member's ring.
+    fn reset_half(&self, half: usize) {
+        for c in self.cursors.get(half).into_iter().flatten() {
+            c.store(0, Ordering::SeqCst);
+        }
+    }
+
+    /// Takes `sectors` of member `member`'s ring in half `half`; its ring offset, or `None`
+    /// if the half is full.
+    fn reserve(&self, area: &LogArea, half: usize, member: u32, sectors: u64) -> Option<u64> {
+        let cursor = self.cursors.get(half)?.get(member as usize)?;
+        let size = area.half_sectors();
+        // A slice adds at most once per member and epoch (it waits for the next one if the
+        // half is full): the count stays far below 2^32.
+        let n = u32::try_from(sectors).ok()?;
+        let at = u64::from(cursor.fetch_add(n, Ordering::Relaxed));
+        (at.checked_add(sectors)? <= size).then(|| size * half as u64 + at)
+    }
+
+    fn flight(&self, epoch: u64) -> &AtomicU32 {
+        &self.in_flight[(epoch % 2) as usize]
     }
 }
 
@@ -160,28 +201,29 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         let state = p.state(rq);
         let stripe = state.stripe();
         let log = &self.log;
-        let seen = log.epoch.load(Ordering::SeqCst);
-        let wait = || {
+        let wait = |seen: u64| {
             self.release_log(p, rq);
             stripe.set_step(Step::LogWait);
             p.push(WorkList::LogWait, rq);
-            // A wrap may have ended since `seen` and emptied the list before the push; then
-            // nobody else would send it on (SeqCst: either the wrap's drain sees the push or
-            // this load sees its epoch).
+            // A switch or void may have ended since `seen` and emptied the list before the
+            // push; then nobody else would send it on (SeqCst: either its drain sees the push
+            // or this load sees its epoch).
             if log.epoch.load(Ordering::SeqCst) != seen && !log.wrapping.load(Ordering::SeqCst) {
                 p.take_all(WorkList::LogWait, |w| p.queue_stripe_work(w));
             }
             p.kick_worker();
         };
-        // Counted first, then the wrap checked (the worker sets the flag, then looks at the
-        // count).
-        if !stripe.hold_log() {
-            log.in_flight.fetch_add(1, Ordering::SeqCst);
-        }
-        if log.wrapping.load(Ordering::SeqCst) {
-            wait();
+        // Counted in the epoch first, then the epoch and the void checked (the worker moves on,
+        // then looks at the count).
+        self.release_log(p, rq);
+        let epoch = log.epoch.load(Ordering::SeqCst);
+        stripe.hold_log(epoch);
+        log.flight(epoch).fetch_add(1, Ordering::SeqCst);
+        if log.wrapping.load(Ordering::SeqCst) || log.epoch.load(Ordering::SeqCst) != epoch {
+            wait(epoch);
             return true;
         }
+        let half = (epoch % 2) as usize;
         let len = slice.sectors;
         let (kind, payload) = match slice.need {
             LogNeed::Barrier => (EntryKind::Barrier, 0),
@@ -218,11 +260,14 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         let entry_sectors = LogArea::entry_sectors(payload);
         let mut at = [0u64; MAX_MEMBERS as usize];
         for m in members.iter() {
-            match (log.reserve(&area, m, entry_sectors), at.get_mut(m as usize)) {
+            match (
+                log.reserve(&area, half, m, entry_sectors),
+                at.get_mut(m as usize),
+            ) {
                 (Some(offset), Some(slot_at)) => *slot_at = offset,
                 _ => {
-                    log.wrap_wanted.store(true, Ordering::SeqCst);
-                    wait();
+                    log.switch_wanted.store(true, Ordering::SeqCst);
+                    wait(epoch);
                     return true;
                 }
             }
@@ -252,7 +297,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         let mut entry = Entry {
             kind,
             parity: ParityKind::P,
-            epoch: log.epoch(),
+            epoch,
             seq,
             start: slice.start,
             sectors: len,
@@ -263,7 +308,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             },
             payload_crc: 0,
         };
-        log.set_live(slice.slot);
+        log.set_live(half, slice.slot);
         stripe.set_step(Step::Log);
         state.begin_pass(Phase::Stripe);
         // Headers first (each target's, or one barrier for all), then the writes.
@@ -322,70 +367,109 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
 
     /// The slice's logged write is done (or will not happen): no longer in flight.
     pub(super) fn release_log<P: Platform>(&self, p: &P, rq: P::Request) {
-        if p.state(rq).stripe().drop_log() {
-            let left = self.log.in_flight.fetch_sub(1, Ordering::SeqCst);
-            if left == 1 && self.log.wrapping.load(Ordering::SeqCst) {
+        if let Some(epoch) = p.state(rq).stripe().drop_log() {
+            let log = &self.log;
+            let left = log.flight(epoch).fetch_sub(1, Ordering::SeqCst);
+            // The last write of an epoch the worker waits for: a void, or the retirement of
+            // an epoch a newer one took over from.
+            if left == 1
+                && (log.wrapping.load(Ordering::SeqCst) || epoch < log.epoch.load(Ordering::SeqCst))
+            {
                 p.kick_worker();
             }
         }
     }
 
-    /// The worker: wraps the log when wanted, once no logged write is in flight.
+    /// The worker: voids the whole log when wanted, retires the older epoch once its writes
+    /// are done, and switches to a new epoch when the current half is full.
     pub(super) fn log_step<P: Platform>(&self, p: &P) {
-        if !self.has_log() || !self.log.wrap_wanted.load(Ordering::SeqCst) {
+        if !self.has_log() {
             return;
         }
-        self.log.wrapping.store(true, Ordering::SeqCst);
-        if self.log.in_flight.load(Ordering::SeqCst) != 0 {
-            // The last one to finish kicks the worker.
+        let log = &self.log;
+        if log.wrap_wanted.load(Ordering::SeqCst) {
+            log.wrapping.store(true, Ordering::SeqCst);
+            if log.in_flight.iter().all(|f| f.load(Ordering::SeqCst) == 0) {
+                self.void_log(p);
+            }
+            // Else the last one to finish kicks the worker.
             return;
         }
-        self.void_log(p);
+        let epoch = log.epoch.load(Ordering::SeqCst);
+        let live_from = log.live_from.load(Ordering::SeqCst);
+        if live_from < epoch && log.flight(live_from).load(Ordering::SeqCst) == 0 {
+            // Every write the older half protects is done: the heads move on, which makes
+            // those writes durable first and voids the half.
+            self.write_heads(p, epoch);
+            log.live_from.store(epoch, Ordering::SeqCst);
+            log.clear_live((live_from % 2) as usize);
+        }
+        if log.switch_wanted.load(Ordering::SeqCst) && log.live_from.load(Ordering::SeqCst) == epoch
+        {
+            let next = epoch.wrapping_add(1);
+            log.reset_half((next % 2) as usize);
+            log.switch_wanted.store(false, Ordering::SeqCst);
+            log.epoch.store(next, Ordering::SeqCst);
+            log.wraps.fetch_add(1, Ordering::Relaxed);
+            p.take_all(WorkList::LogWait, |w| p.queue_stripe_work(w));
+            // The half just left is retired once its writes are done (they kick the worker).
+            p.kick_worker();
+        }
     }
 
-    /// Rewrites every working member's head with the next epoch, voiding every entry, and lets
-    /// the writes waiting for ring space go. The worker (or the array's start, before any
-    /// write), with no logged write in flight.
-    pub fn void_log<P: Platform>(&self, p: &P) {
+    /// Writes every working member's head: entries of epochs before `live_from` are void.
+    fn write_heads<P: Platform>(&self, p: &P, live_from: u64) {
         let Some(area) = self.log.area else {
             return;
         };
-        let log = &self.log;
-        log.wrapping.store(true, Ordering::SeqCst);
-        let epoch = log.epoch().wrapping_add(1);
         let uuid = self.superblock.array_uuid;
         let targets = (0..self.geometry.members())
             .filter(|&m| self.writable(m))
             .fold(MemberSet::EMPTY, MemberSet::with);
         let failed = p.write_log_head(targets, area.offset, &|block: &mut [u8; BLOCK_BYTES]| {
-            encode_head(&uuid, epoch, block)
+            encode_head(&uuid, live_from, block)
         });
         for m in failed.iter() {
             self.try_fail(p, m, MemberEvent::SuperblockWriteFailed);
         }
+    }
+
+    /// Voids every entry (the heads skip past every epoch that may have been written) and
+    /// starts a new epoch in an empty ring, then lets the writes waiting for the log go. The
+    /// worker (or the array's start, before any write), with no logged write in flight.
+    pub fn void_log<P: Platform>(&self, p: &P) {
+        if !self.has_log() {
+            return;
+        }
+        let log = &self.log;
+        log.wrapping.store(true, Ordering::SeqCst);
+        let epoch = log.epoch.load(Ordering::SeqCst).wrapping_add(1);
+        self.write_heads(p, epoch);
+        for half in 0..2 {
+            log.reset_half(half);
+            log.clear_live(half);
+        }
+        log.live_from.store(epoch, Ordering::SeqCst);
         log.epoch.store(epoch, Ordering::SeqCst);
-        for c in &log.cursors {
-            c.store(0, Ordering::Relaxed);
-        }
-        for w in &log.live {
-            w.store(0, Ordering::SeqCst);
-        }
         log.wraps.fetch_add(1, Ordering::Relaxed);
+        log.switch_wanted.store(false, Ordering::SeqCst);
         log.wrap_wanted.store(false, Ordering::SeqCst);
         log.wrapping.store(false, Ordering::SeqCst);
         p.take_all(WorkList::LogWait, |w| p.queue_stripe_work(w));
     }
 
     /// The worker, marking the array clean (no write in flight): voids the log if anything
-    /// was logged since the last wrap, so the next dirty period starts with empty rings and
+    /// was logged since the last void, so the next dirty period starts with empty rings and
     /// no barrier to write.
     pub(super) fn void_log_if_used<P: Platform>(&self, p: &P) {
-        let used = self
-            .log
+        let log = &self.log;
+        let used = log
             .cursors
             .iter()
+            .flatten()
             .any(|c| c.load(Ordering::Relaxed) > 0);
-        if self.has_log() && used && self.log.in_flight.load(Ordering::SeqCst) == 0 {
+        let idle = log.in_flight.iter().all(|f| f.load(Ordering::SeqCst) == 0);
+        if self.has_log() && used && idle {
             self.void_log(p);
         }
     }

@@ -53,6 +53,7 @@ pub const DEFAULT_LOG_AREA: Area = Area {
 };
 /// The smallest log area: a head and two entries of the longest slice.
 pub const MIN_LOG_SECTORS: u64 = BLOCK_SECTORS + 2 * (BLOCK_SECTORS + MAX_LOGGED_SECTORS);
+// Each half holds at least one entry of the longest slice.
 /// The most rows one logged write slice covers (its partial parity's length).
 pub const MAX_LOGGED_SECTORS: u64 = 256;
 
@@ -155,6 +156,12 @@ impl LogArea {
     /// Ring sectors an entry with `payload` sectors of partial parity takes.
     pub fn entry_sectors(payload: u64) -> u64 {
         BLOCK_SECTORS + payload.div_ceil(BLOCK_SECTORS) * BLOCK_SECTORS
+    }
+
+    /// Sectors of each half of the ring (epochs alternate between them), a multiple of
+    /// [`BLOCK_SECTORS`].
+    pub fn half_sectors(&self) -> u64 {
+        self.ring_sectors / 2 / BLOCK_SECTORS * BLOCK_SECTORS
     }
 
     /// The ring offsets where an entry header may start (every block).
@@ -518,7 +525,8 @@ pub fn scan_log(
                 break;
             }
             let entry = match decode_entry(uuid, block) {
-                Ok(e) if e.epoch == stats.epoch => e,
+                // The heads' epoch and the one after it (written while the heads moved on).
+                Ok(e) if e.epoch == stats.epoch || e.epoch == stats.epoch.wrapping_add(1) => e,
                 Ok(_) | Err(EntryError::NotEntry) => continue,
                 Err(EntryError::Malformed) => {
                     stats.refused += 1;

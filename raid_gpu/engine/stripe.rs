@@ -184,8 +184,8 @@ pub struct StripeState {
     locked: AtomicBool,
     slot: AtomicU32,
     buffer: AtomicBool,
-    /// The slice is counted among the log's writes in flight.
-    log_held: AtomicBool,
+    /// The slice is counted among the log's writes in flight: its epoch + 1 (0: not).
+    log_held: AtomicU64,
 }
 
 impl StripeState {
@@ -199,7 +199,7 @@ impl StripeState {
             locked: AtomicBool::new(false),
             slot: AtomicU32::new(0),
             buffer: AtomicBool::new(false),
-            log_held: AtomicBool::new(false),
+            log_held: AtomicU64::new(0),
         }
     }
 
@@ -222,14 +222,15 @@ impl StripeState {
         )
     }
 
-    /// Counts the slice in the log's writes in flight; true if it already was.
-    pub(super) fn hold_log(&self) -> bool {
-        self.log_held.swap(true, Ordering::Relaxed)
+    /// Records that the slice is counted among epoch `epoch`'s writes in flight.
+    pub(super) fn hold_log(&self, epoch: u64) {
+        self.log_held
+            .store(epoch.saturating_add(1), Ordering::Relaxed);
     }
 
-    /// Uncounts it; true if it was counted.
-    pub(super) fn drop_log(&self) -> bool {
-        self.log_held.swap(false, Ordering::Relaxed)
+    /// Uncounts it: the epoch it was counted in, if it was.
+    pub(super) fn drop_log(&self) -> Option<u64> {
+        self.log_held.swap(0, Ordering::Relaxed).checked_sub(1)
     }
 
     fn lost(&self) -> MemberSet {
@@ -243,7 +244,7 @@ impl StripeState {
         self.slice_end.store(0, Ordering::Relaxed);
         self.locked.store(false, Ordering::Relaxed);
         self.buffer.store(false, Ordering::Relaxed);
-        self.log_held.store(false, Ordering::Relaxed);
+        self.log_held.store(0, Ordering::Relaxed);
     }
 }
 

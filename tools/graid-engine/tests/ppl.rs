@@ -4,9 +4,9 @@
 
 use graid_engine::members::MemberSet;
 use graid_engine::ppl::{
-    decode_entry, decode_head, encode_entry, encode_head, gf_pow2, plan_replay, sort_entries,
-    Entry, EntryError, EntryKind, LogArea, LoggedEntry, ParityKind, ReplayPiece, BLOCK_BYTES,
-    DEFAULT_LOG_AREA, MAX_LOGGED_SECTORS,
+    decode_entry, decode_head, encode_entry, encode_head, gf_pow2, plan_replay, scan_log,
+    sort_entries, Entry, EntryError, EntryKind, LogArea, LogReader, LoggedEntry, ParityKind,
+    ReplayPiece, BLOCK_BYTES, DEFAULT_LOG_AREA, MAX_LOGGED_SECTORS,
 };
 use graid_engine::superblock::Area;
 use proptest::prelude::*;
@@ -264,4 +264,70 @@ proptest! {
         let (p, q) = (pp ^ changed_p, pq ^ changed_q);
         prop_assert_eq!((p, q), (p_of(&disk), q_of(&disk)));
     }
+}
+
+/// A log in memory for `scan_log`: blocks by (member, sector), payload CRCs by (member, sector).
+struct FakeLogs {
+    blocks: std::collections::HashMap<(u32, u64), [u8; BLOCK_BYTES]>,
+    crcs: std::collections::HashMap<(u32, u64), u32>,
+}
+
+impl LogReader for FakeLogs {
+    fn read(&mut self, member: u32, sector: u64, block: &mut [u8; BLOCK_BYTES]) -> bool {
+        *block = self
+            .blocks
+            .get(&(member, sector))
+            .copied()
+            .unwrap_or([0; BLOCK_BYTES]);
+        member != 3
+    }
+
+    fn payload_crc(&mut self, member: u32, sector: u64, _sectors: u64) -> Option<u32> {
+        self.crcs.get(&(member, sector)).copied()
+    }
+}
+
+#[test]
+fn a_scan_takes_the_heads_epoch_and_the_next_with_intact_payloads() {
+    let area = LogArea::new(DEFAULT_LOG_AREA).unwrap();
+    let mut logs = FakeLogs {
+        blocks: Default::default(),
+        crcs: Default::default(),
+    };
+    let mut head = [0u8; BLOCK_BYTES];
+    // Member 0's head is one epoch behind member 1's (a head write it missed).
+    encode_head(&UUID, 4, &mut head);
+    logs.blocks.insert((0, area.offset), head);
+    encode_head(&UUID, 5, &mut head);
+    logs.blocks.insert((1, area.offset), head);
+    let mut put = |member: u32, at: u64, epoch: u64, seq: u64, crc: u32, stored: u32| {
+        let mut e = entry(seq, 64 * seq, 8, &[(0, 0, 8)]);
+        e.epoch = epoch;
+        e.payload_crc = crc;
+        let mut block = [0u8; BLOCK_BYTES];
+        encode_entry(&UUID, &e, &mut block);
+        logs.blocks.insert((member, area.ring_sector(at)), block);
+        logs.crcs.insert((member, area.ring_sector(at) + 8), stored);
+    };
+    put(0, 0, 4, 1, 7, 7); // older than the newest head: void
+    put(0, 16, 5, 2, 7, 7); // the heads' epoch
+    put(1, 0, 6, 3, 7, 7); // the next one, written before the heads moved on
+    put(1, 16, 7, 4, 7, 7); // two ahead: cannot be this log's
+    put(1, 32, 5, 5, 7, 8); // torn payload
+    put(1, 2032, 5, 6, 7, 7); // runs past the ring's end
+    let mut found = Vec::new();
+    let mut block = [0u8; BLOCK_BYTES];
+    let stats = scan_log(
+        &UUID,
+        &area,
+        MemberSet::first(4),
+        &mut logs,
+        &mut block,
+        &mut |e| found.push(e.entry.seq),
+    );
+    found.sort_unstable();
+    assert_eq!(found, [2, 3]);
+    assert_eq!(stats.epoch, 5);
+    assert_eq!((stats.entries, stats.refused), (2, 2));
+    assert_eq!(stats.unreadable, MemberSet::of(3));
 }

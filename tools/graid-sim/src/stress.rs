@@ -846,7 +846,7 @@ pub fn submit_inline_segments(
     submit_inline_with(
         host,
         op,
-        start,
+        (start, sectors),
         segments,
         vec![3; sectors.min(1 << 20) as usize],
     )
@@ -856,17 +856,17 @@ pub fn submit_inline_segments(
 /// buffer a read fills, left in `host.slots[0].data`).
 pub fn submit_inline_data(host: &Host, op: Op, start: u64, data: Vec<u64>) -> Option<Status> {
     let sectors = data.len() as u64;
-    submit_inline_with(host, op, start, vec![(start, sectors)], data)
+    submit_inline_with(host, op, (start, sectors), vec![(start, sectors)], data)
 }
 
+/// The request `(start, sectors)` with these segments (which a test may make wrong) and data.
 fn submit_inline_with(
     host: &Host,
     op: Op,
-    start: u64,
+    (start, sectors): (u64, u64),
     segments: Vec<(u64, u64)>,
     data: Vec<u64>,
 ) -> Option<Status> {
-    let sectors = segments.iter().map(|&(_, n)| n).sum();
     host.inline_percent.store(100, Ordering::Relaxed);
     let slot = &host.slots[0];
     *slot.spec.lock().unwrap() = Spec {
