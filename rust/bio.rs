@@ -394,10 +394,31 @@ impl<C> CloneSet<C> {
             }
         };
         // SAFETY: by the caller's contract.
+        unsafe { self.virt_bio(&[(data, bytes)], target, opf, end_io, ctx) }
+    }
+
+    /// A bio of `opf` for `target` over `segments` of kernel memory (at most two, empty ones
+    /// left out), with `ctx` and `end_io` as for clones.
+    ///
+    /// # Safety
+    ///
+    /// As [`Self::buffer_bio`], for every segment.
+    unsafe fn virt_bio(
+        &self,
+        segments: &[(*mut u8, u32)],
+        target: Target,
+        opf: bindings::blk_opf_t,
+        end_io: bindings::bio_end_io_t,
+        ctx: C,
+    ) -> Result<*mut bindings::bio> {
+        if segments.len() > 2 {
+            return Err(EINVAL);
+        }
+        // SAFETY: by the caller's contract; two vecs fit a bio's inline ones.
         unsafe {
             let bio = bindings::bio_alloc_bioset(
                 target.bdev,
-                1,
+                segments.len() as u16,
                 opf,
                 shim::graid_gfp_noio(),
                 self.inner.get(),
@@ -406,7 +427,9 @@ impl<C> CloneSet<C> {
                 return Err(ENOMEM);
             }
             (*bio).bi_iter.bi_sector = target.sector;
-            bindings::bio_add_virt_nofail(bio, data.cast(), bytes);
+            for &(data, bytes) in segments.iter().filter(|&&(_, bytes)| bytes > 0) {
+                bindings::bio_add_virt_nofail(bio, data.cast(), bytes);
+            }
             (*bio).bi_end_io = end_io;
             Self::ctx_ptr(bio).write(ctx);
             Ok(bio)
@@ -434,27 +457,8 @@ impl<C> CloneSet<C> {
         let opf = unsafe {
             shim::graid_req_op_write() | shim::graid_req_sync() | shim::graid_req_fua()
         };
-        // SAFETY: by the caller's contract; two vecs fit a bio's inline ones.
-        unsafe {
-            let bio = bindings::bio_alloc_bioset(
-                target.bdev,
-                2,
-                opf,
-                shim::graid_gfp_noio(),
-                self.inner.get(),
-            );
-            if bio.is_null() {
-                return Err(ENOMEM);
-            }
-            (*bio).bi_iter.bi_sector = target.sector;
-            bindings::bio_add_virt_nofail(bio, header.cast(), 4096);
-            if bytes > 0 {
-                bindings::bio_add_virt_nofail(bio, payload.cast(), bytes);
-            }
-            (*bio).bi_end_io = end_io;
-            Self::ctx_ptr(bio).write(ctx);
-            Ok(bio)
-        }
+        // SAFETY: by the caller's contract.
+        unsafe { self.virt_bio(&[(header, 4096), (payload, bytes)], target, opf, end_io, ctx) }
     }
 
     /// An empty flush (PREFLUSH write) for `bdev`, with `ctx` and `end_io` as for clones.

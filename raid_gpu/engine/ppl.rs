@@ -461,15 +461,7 @@ pub fn plan_replay(entries: &[LoggedEntry], mut out: impl FnMut(ReplayPiece)) {
 /// g^n in GF(2^8) with md's polynomial 0x11d: data member at syndrome slot `n`'s coefficient
 /// in Q.
 pub fn gf_pow2(n: u32) -> u8 {
-    let mut x: u8 = 1;
-    for _ in 0..n % 255 {
-        let carry = x & 0x80 != 0;
-        x <<= 1;
-        if carry {
-            x ^= 0x1d;
-        }
-    }
-    x
+    (0..n % 255).fold(1, |x, _| gf_mul(x, 2))
 }
 
 /// Reads a member's log: `read(member, sector, block)` fills `block` from member sector
@@ -572,7 +564,7 @@ pub fn accumulate(to: &mut [u8], from: &[u8], coef: u8) {
 }
 
 /// GF(2^8) product with md's polynomial 0x11d.
-fn gf_mul(mut a: u8, mut b: u8) -> u8 {
+pub fn gf_mul(mut a: u8, mut b: u8) -> u8 {
     let mut product = 0;
     while b != 0 {
         if b & 1 != 0 {

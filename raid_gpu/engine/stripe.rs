@@ -679,11 +679,16 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         let until = |end: u64| a.saturating_add(limit).min(hi).min(end);
         let all = Columns::members(MemberSet::first(span.members()));
         let logged = self.has_log();
-        // A slice that logs its partial parity stays in its stripe and within
-        // MAX_LOGGED_SECTORS rows, and stops where rows written in full begin.
+        // A partial write slice stays in its stripe and stops where rows written in full begin;
+        // one that logs its partial parity also stays within MAX_LOGGED_SECTORS rows.
+        let cap = if logged {
+            a.saturating_add(MAX_LOGGED_SECTORS)
+        } else {
+            u64::MAX
+        };
         let partial_end = |t: u64| {
             let (f, e) = span.all_written(t);
-            let end = until(span.stripe_end(t)).min(a.saturating_add(MAX_LOGGED_SECTORS));
+            let end = until(span.stripe_end(t)).min(cap);
             if a < f && f < e {
                 end.min(f)
             } else {
@@ -707,17 +712,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
                 (Mode::Full, until(full))
             } else {
                 let t = span.stripe_at(a);
-                let (f, e) = span.all_written(t);
-                let end = if logged {
-                    partial_end(t)
-                } else {
-                    let end = until(span.stripe_end(t));
-                    if a < f && f < e {
-                        end.min(f)
-                    } else {
-                        end
-                    }
-                };
+                let end = partial_end(t);
                 (self.write_mode(span, t, a, end), end)
             }
         };

@@ -4,7 +4,7 @@
 
 use graid_engine::members::MemberSet;
 use graid_engine::ppl::{
-    decode_entry, decode_head, encode_entry, encode_head, gf_pow2, plan_replay, scan_log,
+    decode_entry, decode_head, encode_entry, encode_head, gf_mul, gf_pow2, plan_replay, scan_log,
     sort_entries, Entry, EntryError, EntryKind, LogArea, LogReader, LoggedEntry, ParityKind,
     ReplayPiece, BLOCK_BYTES, DEFAULT_LOG_AREA, MAX_LOGGED_SECTORS,
 };
@@ -215,23 +215,6 @@ fn p_and_q_halves_of_one_write_pair_up() {
     let mut entries = [logged(3, 4000, q)];
     let pieces = plan(&mut entries);
     assert_eq!((pieces[0].pp, pieces[0].pq), (None, Some((3, 4000))));
-}
-
-/// GF(2^8) multiply, md's polynomial.
-fn gf_mul(mut a: u8, mut b: u8) -> u8 {
-    let mut r = 0;
-    while b != 0 {
-        if b & 1 != 0 {
-            r ^= a;
-        }
-        let carry = a & 0x80 != 0;
-        a <<= 1;
-        if carry {
-            a ^= 0x1d;
-        }
-        b >>= 1;
-    }
-    r
 }
 
 proptest! {

@@ -303,6 +303,22 @@ pub enum StripeTask {
 }
 
 impl Host {
+    /// A metadata write (superblock, bitmap block, log head) to each of `targets`: `store`
+    /// keeps it on a member that takes it (before a power cut); returns the members whose
+    /// write failed (dead, or failing superblock writes).
+    fn write_metadata(&self, targets: MemberSet, store: impl Fn(u32, &MemDisk)) -> MemberSet {
+        let mut failed = MemberSet::EMPTY;
+        for member in targets.iter() {
+            let disk = &self.disks[member as usize];
+            if disk.dead.load(Ordering::Relaxed) || disk.faults.superblock_errors {
+                failed = failed.with(member);
+            } else if self.lands() {
+                store(member, disk);
+            }
+        }
+        failed
+    }
+
     /// Whether the next write lands (before the power cut, if one is set).
     pub fn lands(&self) -> bool {
         self.writes.fetch_add(1, Ordering::SeqCst) < self.cut_after.load(Ordering::SeqCst)
@@ -1075,32 +1091,18 @@ impl Platform for Host {
         let mut data = Box::new([0u8; BLOCK_BYTES]);
         fill(&mut data);
         self.bitmap_writes.fetch_add(1, Ordering::Relaxed);
-        let mut failed = MemberSet::EMPTY;
-        for member in targets.iter() {
-            let disk = &self.disks[member as usize];
-            if disk.dead.load(Ordering::Relaxed) || disk.faults.superblock_errors {
-                failed = failed.with(member);
-            } else if self.lands() {
-                disk.bitmap_blocks
-                    .lock()
-                    .unwrap()
-                    .insert(block, data.clone());
-            }
-        }
-        failed
+        self.write_metadata(targets, |_, disk| {
+            disk.bitmap_blocks
+                .lock()
+                .unwrap()
+                .insert(block, data.clone());
+        })
     }
 
     fn write_superblocks(&self, targets: MemberSet, copy: impl Fn(u32) -> Superblock) -> MemberSet {
-        let mut failed = MemberSet::EMPTY;
-        for member in targets.iter() {
-            let disk = &self.disks[member as usize];
-            if disk.dead.load(Ordering::Relaxed) || disk.faults.superblock_errors {
-                failed = failed.with(member);
-            } else if self.lands() {
-                disk.superblocks.lock().unwrap().push(copy(member));
-            }
-        }
-        failed
+        self.write_metadata(targets, |member, disk| {
+            disk.superblocks.lock().unwrap().push(copy(member))
+        })
     }
 
     fn cpu(&self) -> u32 {
@@ -1201,16 +1203,9 @@ impl Platform for Host {
     ) -> MemberSet {
         let mut data = Box::new([0u8; PPL_BLOCK_BYTES]);
         fill(&mut data);
-        let mut failed = MemberSet::EMPTY;
-        for member in targets.iter() {
-            let disk = &self.disks[member as usize];
-            if disk.dead.load(Ordering::Relaxed) || disk.faults.superblock_errors {
-                failed = failed.with(member);
-            } else if self.lands() {
-                disk.log_blocks.lock().unwrap().insert(sector, data.clone());
-            }
-        }
-        failed
+        self.write_metadata(targets, |_, disk| {
+            disk.log_blocks.lock().unwrap().insert(sector, data.clone());
+        })
     }
 
     fn accumulate_column(
