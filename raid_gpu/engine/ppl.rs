@@ -56,6 +56,11 @@ pub const MIN_LOG_SECTORS: u64 = BLOCK_SECTORS + 2 * (BLOCK_SECTORS + MAX_LOGGED
 // Each half holds at least one entry of the longest slice.
 /// The most rows one logged write slice covers (its partial parity's length).
 pub const MAX_LOGGED_SECTORS: u64 = 256;
+/// The most rows a barrier covers: a full slice, as long as the widest stripe buffer allows
+/// (far longer than a partial entry: a whole stripe of 512 KiB chunks is 1024 rows). A
+/// barrier refused at replay would let an older partial entry be replayed over the newer
+/// full-stripe data it voids.
+pub const MAX_BARRIER_SECTORS: u64 = super::stripe::WIDE_SLICE_SECTORS;
 
 const HEAD_MAGIC: [u8; 8] = *b"GRAIDPLH";
 const ENTRY_MAGIC: [u8; 8] = *b"GRAIDPLE";
@@ -234,6 +239,14 @@ impl Entry {
         }
     }
 
+    /// The most rows an entry of its kind covers.
+    pub fn max_sectors(&self) -> u64 {
+        match self.kind {
+            EntryKind::Partial => MAX_LOGGED_SECTORS,
+            EntryKind::Barrier => MAX_BARRIER_SECTORS,
+        }
+    }
+
     /// The end of its rows.
     pub fn end(&self) -> u64 {
         self.start.saturating_add(self.sectors)
@@ -312,7 +325,8 @@ pub fn encode_entry(uuid: &[u8; UUID_LEN], e: &Entry, block: &mut [u8; BLOCK_BYT
 }
 
 /// Reads an entry header of array `uuid`. Never panics; refuses anything [`encode_entry`]
-/// would not have written for a slice of at most [`MAX_LOGGED_SECTORS`] rows.
+/// would not have written: a partial entry of more than [`MAX_LOGGED_SECTORS`] rows, a
+/// barrier of more than [`MAX_BARRIER_SECTORS`].
 pub fn decode_entry(uuid: &[u8; UUID_LEN], block: &[u8; BLOCK_BYTES]) -> Result<Entry, EntryError> {
     if get::<8>(block, entry::MAGIC) != ENTRY_MAGIC
         || get::<UUID_LEN>(block, entry::UUID) != *uuid
@@ -359,7 +373,7 @@ pub fn decode_entry(uuid: &[u8; UUID_LEN], block: &[u8; BLOCK_BYTES]) -> Result<
     };
     if !(2..=MAX_MEMBERS).contains(&members)
         || sectors == 0
-        || sectors > MAX_LOGGED_SECTORS
+        || sectors > e.max_sectors()
         || start.checked_add(sectors).is_none()
         || get_u64(block, entry::PAYLOAD_SECTORS) != e.payload_sectors()
     {

@@ -6,8 +6,9 @@ use graid_engine::members::MemberSet;
 use graid_engine::ppl::{
     decode_entry, decode_head, encode_entry, encode_head, gf_mul, gf_pow2, plan_replay, scan_log,
     sort_entries, Entry, EntryError, EntryKind, LogArea, LogReader, LoggedEntry, ParityKind,
-    ReplayPiece, BLOCK_BYTES, DEFAULT_LOG_AREA, MAX_LOGGED_SECTORS,
+    ReplayPiece, BLOCK_BYTES, DEFAULT_LOG_AREA, MAX_BARRIER_SECTORS, MAX_LOGGED_SECTORS,
 };
+use graid_engine::stripe::{SLICE_SECTORS, WIDE_SLICE_SECTORS};
 use graid_engine::superblock::Area;
 use proptest::prelude::*;
 
@@ -90,11 +91,28 @@ fn entries_round_trip() {
     let mut block = [0u8; BLOCK_BYTES];
     encode_entry(&UUID, &e, &mut block);
     assert_eq!(decode_entry(&UUID, &block), Ok(e));
-    let mut barrier = entry(10, 0, 256, &[]);
+    // A barrier covers a full slice: as many rows as the widest stripe buffer holds, far
+    // more than a partial entry may.
+    for rows in [256, 640, MAX_BARRIER_SECTORS] {
+        let mut barrier = entry(10, 0, rows, &[]);
+        barrier.kind = EntryKind::Barrier;
+        encode_entry(&UUID, &barrier, &mut block);
+        assert_eq!(decode_entry(&UUID, &block), Ok(barrier), "{rows} rows");
+        assert_eq!(barrier.payload_sectors(), 0);
+    }
+}
+
+#[test]
+fn every_full_slice_fits_a_barrier() {
+    // The longest full slice the stripe engine plans: the wide buffer's rows over the fewest
+    // columns an array has (three members).
+    assert!(WIDE_SLICE_SECTORS / 3 <= MAX_BARRIER_SECTORS);
+    assert!(SLICE_SECTORS <= MAX_LOGGED_SECTORS);
+    let mut block = [0u8; BLOCK_BYTES];
+    let mut barrier = entry(10, 0, MAX_BARRIER_SECTORS + 1, &[]);
     barrier.kind = EntryKind::Barrier;
     encode_entry(&UUID, &barrier, &mut block);
-    assert_eq!(decode_entry(&UUID, &block), Ok(barrier));
-    assert_eq!(barrier.payload_sectors(), 0);
+    assert_eq!(decode_entry(&UUID, &block), Err(EntryError::Malformed));
 }
 
 #[test]

@@ -10,7 +10,9 @@ use graid_engine::platform::{
     LogIo, MemberEvent, MemberIo, Op, PieceInfo, Platform, RebuildIoError, Source, Status,
     SubmitError, WorkList, LOG_HEADERS,
 };
-use graid_engine::ppl::{BLOCK_BYTES as PPL_BLOCK_BYTES, BLOCK_SECTORS as PPL_BLOCK_SECTORS};
+use graid_engine::ppl::{
+    decode_entry, BLOCK_BYTES as PPL_BLOCK_BYTES, BLOCK_SECTORS as PPL_BLOCK_SECTORS,
+};
 use graid_engine::rebuild::REBUILD_COLUMN_SECTORS;
 use graid_engine::request::{Phase, RequestState};
 use graid_engine::stripe::SLICE_SECTORS;
@@ -278,6 +280,8 @@ pub struct StripeHome {
     /// short of memory would).
     pub wide_asked: AtomicU64,
     pub wide_given: AtomicU64,
+    /// Every wide-slice buffer asked for is given (a platform with memory to spare).
+    pub wide_always: AtomicBool,
     /// Percent of parity jobs reported done later, from a stripe thread.
     pub async_parity_percent: u32,
     /// Harness mutations the stress tests must catch.
@@ -628,6 +632,13 @@ impl Host {
                 .report(format!("request {rq}: log header {} never set", io.header));
             return Status::IoError;
         };
+        // What the engine writes, the replay must take back (an entry it refuses is lost).
+        let uuid = self.engine.superblock().array_uuid;
+        if let Err(e) = decode_entry(&uuid, &header) {
+            self.violations.report(format!(
+                "request {rq}: a log header the replay refuses ({e:?}): {io:?}"
+            ));
+        }
         if self.lands() {
             let mut sectors = disk.sectors.lock().unwrap();
             let at = (io.sector + PPL_BLOCK_SECTORS) as usize;
@@ -1326,7 +1337,8 @@ impl Platform for Host {
     fn alloc_buffer(&self, rq: usize, columns: Columns, sectors: u64) -> bool {
         if sectors > SLICE_SECTORS {
             self.stripe.wide_asked.fetch_add(1, Ordering::Relaxed);
-            if self.rng.lock().unwrap().random_bool(0.5) {
+            let always = self.stripe.wide_always.load(Ordering::Relaxed);
+            if !always && self.rng.lock().unwrap().random_bool(0.5) {
                 return false;
             }
             self.stripe.wide_given.fetch_add(1, Ordering::Relaxed);
