@@ -500,7 +500,7 @@ impl Platform for ArrayIo {
                     .flatten()
                     .ok_or(SubmitError)?;
                 // SAFETY: the request's FUA flag; `rq` is live while the engine has it.
-                let fua = unsafe { blk_mq::is_fua(rq.0) };
+                let fua = io.fua || unsafe { blk_mq::is_fua(rq.0) };
                 let op = if io.info.op == Op::Write {
                     CloneOp::Write
                 } else {
@@ -607,6 +607,18 @@ impl Platform for ArrayIo {
     fn pause(&self) {
         // The worker, the only caller, may sleep.
         kernel::time::delay::fsleep(kernel::time::Delta::from_millis(1));
+    }
+
+    fn flush_members(&self, targets: MemberSet) -> MemberSet {
+        let devices = targets
+            .iter()
+            .filter_map(|m| self.files.get(m).map(|file| (m, file.bdev())));
+        let failed = MemberSet::from_bits(bio::flush_devices(devices) as u32);
+        // A target without a device was not flushed either.
+        targets
+            .iter()
+            .filter(|&m| self.files.get(m).is_none())
+            .fold(failed, MemberSet::with)
     }
 
     fn write_superblocks(&self, targets: MemberSet, copy: impl Fn(u32) -> Superblock) -> MemberSet {

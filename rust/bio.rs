@@ -78,6 +78,21 @@ pub(crate) struct PageWrite<'a> {
     pub(crate) page: &'a Page,
 }
 
+/// Sends an empty flush (`PREFLUSH`) to every device at once and waits for all: every write
+/// each completed before is durable on return. `devices` pairs an index with an open block
+/// device (the caller's contract); returns the indices (as bits) whose flush failed or was
+/// not sent. Process context.
+pub(crate) fn flush_devices(devices: impl IntoIterator<Item = (u32, *mut bindings::block_device)>) -> u64 {
+    // SAFETY: constants.
+    let (opf, gfp) = unsafe { (shim::graid_req_op_flush(), shim::graid_gfp_noio()) };
+    submit_batch(devices, |bdev| {
+        // SAFETY: `bdev` is an open block device (the caller's contract); a flush carries no
+        // data, so no vec.
+        let bio = unsafe { shim::graid_bio_alloc(bdev, 0, opf, gfp) };
+        (!bio.is_null()).then_some(bio)
+    })
+}
+
 /// Most bios [`submit_batch`] sends at once: a superblock per member, or a rebuild buffer
 /// column per member and two more.
 const MAX_BATCH: usize = crate::engine::platform::MAX_REBUILD_BATCH;

@@ -431,6 +431,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
                 },
                 member_sector: 0,
                 source: Source::None,
+                fua: false,
             };
             self.send(p, rq, state, &io)?;
             sent = true;
@@ -444,6 +445,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
                 },
                 member_sector: 0,
                 source: Source::None,
+                fua: false,
             };
             self.send(p, rq, state, &io)?;
         }
@@ -572,6 +574,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
                 },
                 member_sector: member_start.saturating_add(from - piece.array_sector),
                 source: Source::Segment(segment, from - segment_start),
+                fua: false,
             };
             self.send(p, rq, state, &io)?;
         }

@@ -423,6 +423,10 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             return;
         };
         let uuid = self.superblock.array_uuid;
+        // Every member's writes the voided entries protect are durable first, on every
+        // member at once: one head landing before another member's flush would void entries
+        // that member's lost writes still need.
+        self.flush_all(p);
         let targets = (0..self.geometry.members())
             .filter(|&m| self.writable(m))
             .fold(MemberSet::EMPTY, MemberSet::with);

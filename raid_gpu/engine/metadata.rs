@@ -47,6 +47,28 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         true
     }
 
+    /// Makes every write the members in use (and a replacement) completed so far durable: an
+    /// empty flush to each at once, waited for. Metadata that declares earlier writes done (a
+    /// retired log epoch, clean, a cleared bitmap bit, a resync or rebuild position) is
+    /// written only after it: each member's own `PREFLUSH` covers only that member, and a
+    /// power cut between two members' writes would otherwise leave one saying "done" while
+    /// another's volatile cache loses writes it relies on (md flushes every member before it
+    /// reuses log space). A member whose flush fails is failed, as for a write error.
+    pub(super) fn flush_all<P: Platform>(&self, p: &P) {
+        let mut targets = (0..self.geometry.members())
+            .filter(|&m| self.writable(m))
+            .fold(MemberSet::EMPTY, MemberSet::with);
+        if self.replica_live() {
+            targets = targets.with(self.replacement_index());
+        }
+        if targets.is_empty() {
+            return;
+        }
+        for member in p.flush_members(targets).iter() {
+            self.try_fail(p, member, MemberEvent::Failed);
+        }
+    }
+
     /// Writes every working member's superblock with a new event count, "clean" unless the
     /// array is marked dirty (`safe_mode.rs`), the resync's position and every member not in
     /// use listed as faulty; failures are recorded once some member took the update. `Err` if
@@ -63,6 +85,9 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         clean: bool,
     ) -> Result<(), MetadataError> {
         loop {
+            // What the update says (clean, a position, a failure) holds for every write
+            // completed before it.
+            self.flush_all(p);
             let mut failing = MemberSet::EMPTY;
             let mut targets = MemberSet::EMPTY;
             let mut sb = self.superblock;

@@ -114,6 +114,8 @@ pub struct MemberIo<S> {
     /// First sector on the member device (its data offset included).
     pub member_sector: u64,
     pub source: Source<S>,
+    /// A write that must be durable when it completes (`REQ_FUA`), whatever the request asks.
+    pub fua: bool,
 }
 
 /// A member I/O could not be sent (no memory for it, say); the request fails.
@@ -253,6 +255,11 @@ pub trait Platform {
 
     /// Sleeps a little: the worker waits for writes to drain (the worker only).
     fn pause(&self);
+
+    /// Sends an empty flush (`PREFLUSH`) to each member in `targets` at once and waits: every
+    /// write they completed before is durable on return. Returns the members whose flush
+    /// failed. The worker, or the array's start and stop while no I/O runs.
+    fn flush_members(&self, targets: MemberSet) -> MemberSet;
 
     /// Writes one superblock to each member in `targets` at once and waits for them: `copy(m)`
     /// is member `m`'s, already filled in. Returns the members whose write failed. Durable on

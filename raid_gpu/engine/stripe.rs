@@ -787,7 +787,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         let mut ios = 0u32;
         let mut send = |m: u32, (c, f, e): (u32, u64, u64)| {
             ios += 1;
-            sent = sent.and_then(|()| self.send_column(p, rq, span, Op::Read, m, c, f, e));
+            sent = sent.and_then(|()| self.send_column(p, rq, span, Op::Read, m, c, (f, e), false));
         };
         for m in 0..span.members() {
             if lost.contains(m) {
@@ -849,8 +849,8 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         op: Op,
         member: u32,
         column: u32,
-        from: u64,
-        to: u64,
+        (from, to): (u64, u64),
+        fua: bool,
     ) -> Result<(), Status> {
         let state = p.state(rq);
         let (a, _) = state.stripe().slice();
@@ -865,6 +865,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
                 column,
                 offset: from.saturating_sub(a),
             },
+            fua,
         };
         state.add_piece();
         if p.submit(rq, &io).is_err() {
@@ -1018,15 +1019,21 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         let (a, b) = stripe.slice();
         let mode = stripe.mode();
         let n = span.members();
+        // A partial slice's new data is durable when its writes complete (FUA): a later
+        // partial write's logged partial parity is built on it, and must not describe data a
+        // member's volatile cache can still lose (its parity needs no FUA: this slice's entry
+        // covers it until the epoch retires, after a flush of every member).
+        let fua_data = self.has_log() && !self.slice_full(span, a, b, mode);
         stripe.set_step(Step::Write);
         state.begin_pass(Phase::Stripe);
         let mut sent = Ok(());
-        let mut send = |m: u32, (c, f, e): (u32, u64, u64)| {
-            sent = sent.and_then(|()| self.send_column(p, rq, span, Op::Write, m, c, f, e));
+        let mut send = |m: u32, (c, f, e): (u32, u64, u64), fua: bool| {
+            let op = Op::Write;
+            sent = sent.and_then(|()| self.send_column(p, rq, span, op, m, c, (f, e), fua));
             // A replacement of the member gets the same (`replace.rs`).
             if let Some(replica) = self.replica_of(m) {
                 sent =
-                    sent.and_then(|()| self.send_column(p, rq, span, Op::Write, replica, c, f, e));
+                    sent.and_then(|()| self.send_column(p, rq, span, op, replica, c, (f, e), fua));
             }
         };
         for m in 0..n {
@@ -1037,10 +1044,13 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
                 continue;
             }
             let mut io = Coalesce::default();
+            // A member holds the same role in every stripe of a partial slice (it has one).
+            let mut fua = false;
             for (t, map, ta, tb) in span.stripes_in(a, b) {
                 let (column, range) = match map.role(m) {
                     Role::P | Role::Q => (m, Some((ta, tb))),
                     Role::Data(i) => {
+                        fua = fua_data;
                         let column = if mode == Mode::ReadModifyWrite {
                             n + m
                         } else {
@@ -1051,12 +1061,12 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
                 };
                 if let Some((from, to)) = range {
                     if let Some(range) = io.add(column, from, to) {
-                        send(m, range);
+                        send(m, range, fua);
                     }
                 }
             }
             if let Some(range) = io.pending {
-                send(m, range);
+                send(m, range, fua);
             }
         }
         let _ = sent;
@@ -1067,13 +1077,17 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         }
     }
 
+    /// The slice `[a, b)` in `mode` writes every data column of its rows.
+    fn slice_full(&self, span: &Span, a: u64, b: u64, mode: Mode) -> bool {
+        mode == Mode::Full || (mode == Mode::Degraded && span.full_until(a) >= b)
+    }
+
     /// The slice's parity is computed: log it if it must (`log_write.rs`), then write.
     fn after_compute<P: Platform>(&self, p: &P, rq: P::Request, span: &Span) {
         let stripe = p.state(rq).stripe();
         let (a, b) = stripe.slice();
         let mode = stripe.mode();
-        let full = mode == Mode::Full || (mode == Mode::Degraded && span.full_until(a) >= b);
-        let need = self.log_need(full, span.slot);
+        let need = self.log_need(self.slice_full(span, a, b, mode), span.slot);
         if need == LogNeed::None {
             self.send_writes(p, rq, span);
             return;

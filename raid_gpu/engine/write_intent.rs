@@ -146,6 +146,10 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             now.saturating_add(u64::from(interval) * 1_000_000),
             Ordering::Relaxed,
         );
+        // Every region is looked at (marked idle or cleared) first; the blocks whose bits went
+        // are written only after every member flushed, so no member's cache still holds a
+        // write to a region whose bit is gone from another member's disk.
+        let mut changed: Option<(u64, u64)> = None;
         for block in 0..regions.blocks() {
             let first = block.saturating_mul(BITS_PER_BLOCK);
             let range =
@@ -153,9 +157,13 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             let Some(part) = states.get(range) else {
                 continue;
             };
-            // Every region is looked at (marked idle or cleared), then the block written once.
-            let cleared = part.iter().fold(false, |any, s| s.try_clear() | any);
-            if cleared {
+            if part.iter().fold(false, |any, s| s.try_clear() | any) {
+                changed = Some(changed.map_or((block, block), |(lo, _)| (lo, block)));
+            }
+        }
+        if let Some((lo, hi)) = changed {
+            self.flush_all(p);
+            for block in lo..=hi {
                 self.write_block(p, &regions, states, block, self.bitmap_targets());
             }
         }

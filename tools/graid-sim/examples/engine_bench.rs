@@ -115,6 +115,10 @@ impl Platform for Null {
 
     fn pause(&self) {}
 
+    fn flush_members(&self, _targets: MemberSet) -> MemberSet {
+        MemberSet::EMPTY
+    }
+
     fn write_superblocks(
         &self,
         _targets: MemberSet,

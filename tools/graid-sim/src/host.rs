@@ -85,6 +85,22 @@ pub struct MemDisk {
     /// Partial parity log blocks (heads, entry headers) written to it, by member sector; a
     /// payload's tags are in `sectors`.
     pub log_blocks: Mutex<HashMap<u64, Box<[u8; PPL_BLOCK_BYTES]>>>,
+    /// With a volatile write cache ([`Host::volatile_cache`]): the writes it completed since
+    /// its last flush, oldest first (and the durable ones among them, to keep their order).
+    /// A power cut may lose any of the volatile ones ([`MemDisk::image_after_cut`]).
+    pub cache: Mutex<Vec<Cached>>,
+}
+
+/// A write a member completed while it had writes in its volatile cache: where, what it
+/// replaced, what it wrote, and whether it was durable at once (FUA).
+#[derive(Clone, Debug)]
+pub enum Cached {
+    Sectors {
+        first: usize,
+        before: Vec<u64>,
+        after: Vec<u64>,
+        durable: bool,
+    },
 }
 
 impl MemDisk {
@@ -115,7 +131,63 @@ impl MemDisk {
             superblocks: Mutex::new(Vec::new()),
             bitmap_blocks: Mutex::new(HashMap::new()),
             log_blocks: Mutex::new(HashMap::new()),
+            cache: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Writes `data` at member sector `first` of `sectors` (the member's, locked), remembering
+    /// it in the volatile cache when `volatile` is on; `durable` (FUA): a power cut keeps it.
+    pub fn store(
+        &self,
+        sectors: &mut [u64],
+        first: usize,
+        data: &[u64],
+        volatile: bool,
+        durable: bool,
+    ) {
+        let range = first..first + data.len();
+        let mut cache = self.cache.lock().unwrap();
+        if volatile && !(durable && cache.is_empty()) {
+            cache.push(Cached::Sectors {
+                first,
+                before: sectors[range.clone()].to_vec(),
+                after: data.to_vec(),
+                durable,
+            });
+        }
+        sectors[range].copy_from_slice(data);
+    }
+
+    /// A completed flush: every write the member completed before it is durable.
+    pub fn flush_cache(&self) {
+        self.cache.lock().unwrap().clear();
+    }
+
+    /// What the member holds after a power cut: [`MemDisk::image`], less any of the writes
+    /// still in its volatile cache (each lost with even odds, independently; durable ones
+    /// stay), as a drive without power-loss protection may leave it.
+    pub fn image_after_cut(&self, rng: &mut StdRng) -> MemDisk {
+        let copy = self.image();
+        let cache = self.cache.lock().unwrap();
+        {
+            let mut sectors = copy.sectors.lock().unwrap();
+            for entry in cache.iter().rev() {
+                let Cached::Sectors { first, before, .. } = entry;
+                sectors[*first..*first + before.len()].copy_from_slice(before);
+            }
+            for entry in cache.iter() {
+                let Cached::Sectors {
+                    first,
+                    after,
+                    durable,
+                    ..
+                } = entry;
+                if *durable || rng.random_bool(0.5) {
+                    sectors[*first..*first + after.len()].copy_from_slice(after);
+                }
+            }
+        }
+        copy
     }
 
     /// A copy of what the device holds (sectors, superblocks, bitmap and log blocks), as a
@@ -263,6 +335,15 @@ pub struct Host {
     /// report success, as a device's cache would before the power went).
     pub cut_after: AtomicU64,
     pub writes: AtomicU64,
+    /// Members have volatile write caches: a completed write that no later completed flush
+    /// (or its own FUA) covers may be lost at a power cut, per member, independently
+    /// ([`MemDisk::image_after_cut`]).
+    pub volatile_cache: bool,
+    /// Metadata writes (superblocks, bitmap blocks, log heads: one per call, whatever the
+    /// members) done, and the one during which the power goes, right after its first member
+    /// took it: the window between two members' metadata writes.
+    pub metadata_writes: AtomicU64,
+    pub cut_in_metadata: AtomicU64,
 }
 
 /// What the host keeps for the stripe engine.
@@ -312,12 +393,21 @@ impl Host {
     /// write failed (dead, or failing superblock writes).
     fn write_metadata(&self, targets: MemberSet, store: impl Fn(u32, &MemDisk)) -> MemberSet {
         let mut failed = MemberSet::EMPTY;
+        let cut_here = self.metadata_writes.fetch_add(1, Ordering::SeqCst)
+            == self.cut_in_metadata.load(Ordering::SeqCst);
         for member in targets.iter() {
             let disk = &self.disks[member as usize];
             if disk.dead.load(Ordering::Relaxed) || disk.faults.superblock_errors {
                 failed = failed.with(member);
             } else if self.lands() {
+                // PREFLUSH: what the member completed before is durable, then the block (FUA).
+                disk.flush_cache();
                 store(member, disk);
+                if cut_here {
+                    // The power goes once the first member took it.
+                    self.cut_after
+                        .store(self.writes.load(Ordering::SeqCst), Ordering::SeqCst);
+                }
             }
         }
         failed
@@ -393,6 +483,9 @@ impl Host {
                 return Status::IoError;
             }
             disk.flushes.fetch_add(1, Ordering::Relaxed);
+            if !self.power_cut() {
+                disk.flush_cache();
+            }
             return Status::Ok;
         }
         self.check_dirty(io, disk);
@@ -451,8 +544,23 @@ impl Host {
             Op::Read if fails => data[buffer_at..buffer_at + len as usize].fill(GARBAGE),
             Op::Read => data[buffer_range].copy_from_slice(&sectors[member_range]),
             Op::Write if !self.lands() => {}
-            Op::Write => sectors[member_range].copy_from_slice(&data[buffer_range]),
-            Op::Discard => sectors[member_range].fill(0),
+            Op::Write => disk.store(
+                &mut sectors,
+                first as usize,
+                &data[buffer_range],
+                self.volatile_cache,
+                false,
+            ),
+            Op::Discard => {
+                let zeros = vec![0; done as usize];
+                disk.store(
+                    &mut sectors,
+                    first as usize,
+                    &zeros,
+                    self.volatile_cache,
+                    false,
+                );
+            }
             Op::Flush => {}
         }
         if op.is_write() && !fails && !disk.faults.bad_sectors_stick {
@@ -574,7 +682,14 @@ impl Host {
             Op::Write if !self.lands() => {}
             Op::Write => {
                 let n = done as usize;
-                sectors[member_range].copy_from_slice(&col[range.start..range.start + n]);
+                let data = &col[range.start..range.start + n];
+                disk.store(
+                    &mut sectors,
+                    member_range.start,
+                    data,
+                    self.volatile_cache,
+                    io.fua,
+                );
             }
             _ => {
                 self.violations
@@ -642,7 +757,7 @@ impl Host {
         if self.lands() {
             let mut sectors = disk.sectors.lock().unwrap();
             let at = (io.sector + PPL_BLOCK_SECTORS) as usize;
-            sectors[at..at + payload.len()].copy_from_slice(payload);
+            disk.store(&mut sectors, at, payload, self.volatile_cache, true);
             disk.log_blocks.lock().unwrap().insert(io.sector, header);
         }
         Status::Ok
@@ -1110,6 +1225,26 @@ impl Platform for Host {
         })
     }
 
+    fn flush_members(&self, targets: MemberSet) -> MemberSet {
+        let mut failed = MemberSet::EMPTY;
+        for member in targets.iter() {
+            let Some(disk) = self.disks.get(member as usize) else {
+                failed = failed.with(member);
+                continue;
+            };
+            disk.flush_attempts.fetch_add(1, Ordering::Relaxed);
+            if disk.dead.load(Ordering::Relaxed) {
+                failed = failed.with(member);
+                continue;
+            }
+            disk.flushes.fetch_add(1, Ordering::Relaxed);
+            if !self.power_cut() {
+                disk.flush_cache();
+            }
+        }
+        failed
+    }
+
     fn write_superblocks(&self, targets: MemberSet, copy: impl Fn(u32) -> Superblock) -> MemberSet {
         self.write_metadata(targets, |member, disk| {
             disk.superblocks.lock().unwrap().push(copy(member))
@@ -1190,7 +1325,9 @@ impl Platform for Host {
             Op::Write if fails => Err(RebuildIoError),
             Op::Write if !self.lands() => Ok(()),
             Op::Write => {
-                disk.sectors.lock().unwrap()[from..to].copy_from_slice(col);
+                let mut sectors = disk.sectors.lock().unwrap();
+                disk.store(&mut sectors, from, col, self.volatile_cache, false);
+                let _ = to;
                 self.rebuild_copies.fetch_add(1, Ordering::Relaxed);
                 Ok(())
             }

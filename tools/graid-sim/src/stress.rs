@@ -75,6 +75,8 @@ pub struct Scenario {
     pub bitmap_region_sectors: Option<u64>,
     /// RAID 5/6: a partial parity log in the default area (its heads written at the start).
     pub ppl: bool,
+    /// Members with volatile write caches (see [`Host::volatile_cache`]).
+    pub volatile_cache: bool,
 }
 
 impl Scenario {
@@ -105,6 +107,7 @@ impl Scenario {
             scribble: None,
             bitmap_region_sectors: None,
             ppl: false,
+            volatile_cache: false,
         }
     }
 
@@ -256,6 +259,9 @@ pub fn new_host_from(
         bitmap_writes: AtomicU64::new(0),
         cut_after: AtomicU64::new(u64::MAX),
         writes: AtomicU64::new(0),
+        volatile_cache: scenario.volatile_cache,
+        metadata_writes: AtomicU64::new(0),
+        cut_in_metadata: AtomicU64::new(u64::MAX),
     });
     if fresh {
         // A new array's log: every head written.

@@ -26,7 +26,19 @@ const RAID6: Level = Level::Raid6(ParityLayout::LeftSymmetric);
 /// still absent, the log scanned and replayed if the array has one. Returns the new host and
 /// the parity sectors the replay rewrote.
 fn restart(scenario: &Scenario, host: &Host, missing: MemberSet, seed: u64) -> (Arc<Host>, u64) {
-    let images = host.disks.iter().map(|d| d.image()).collect();
+    // Each member loses what its volatile cache held, if it has one.
+    let mut rng = StdRng::seed_from_u64(seed ^ 0xc47);
+    let images = host
+        .disks
+        .iter()
+        .map(|d| {
+            if scenario.volatile_cache {
+                d.image_after_cut(&mut rng)
+            } else {
+                d.image()
+            }
+        })
+        .collect();
     let (host, _io) = new_host_from(scenario, seed, Some(images), missing);
     let mut rewritten = 0;
     if let Some(area) = host.engine.log().area() {
@@ -59,6 +71,12 @@ fn restart(scenario: &Scenario, host: &Host, missing: MemberSet, seed: u64) -> (
     (host, rewritten)
 }
 
+/// An array flush, completed.
+fn flush(host: &Host, seed: u64) {
+    let status = submit_inline_data(host, Op::Flush, 0, Vec::new());
+    assert_eq!(status, Some(Status::Ok), "seed {seed}: flush");
+}
+
 /// Reads `len` sectors at `start` through the engine.
 fn read(host: &Host, start: u64, len: u64, seed: u64) -> Vec<u64> {
     let status = submit_inline_data(host, Op::Read, start, vec![0; len as usize]);
@@ -67,10 +85,10 @@ fn read(host: &Host, start: u64, len: u64, seed: u64) -> Vec<u64> {
 }
 
 /// One power cut: fills the start of the array, loses `lost`, cuts the power at a random member
-/// write among small writes, and assembles the images again (replaying the log if there is one).
-/// Returns the sectors that read back wrong though no write in flight at the cut touched them,
-/// and what the log did: (entries, barriers, wraps) before the cut, parity sectors the replay
-/// rewrote.
+/// write among small writes and flushes, each member losing any write its volatile cache still
+/// held, and assembles the images again (replaying the log if there is one). Returns the sectors
+/// that read back wrong though no write since the last completed flush touched them, and what
+/// the log did: (entries, barriers, wraps) before the cut, parity sectors the replay rewrote.
 fn power_cut(
     level: Level,
     members: u32,
@@ -81,6 +99,7 @@ fn power_cut(
     let mut scenario = Scenario::new(level, members, 16);
     scenario.data_sectors = 1024;
     scenario.ppl = ppl;
+    scenario.volatile_cache = true;
     let mut rng = StdRng::seed_from_u64(seed);
     let (host, _io) = new_host(&scenario, seed);
     let region = host.engine.geometry().array_sectors().min(768);
@@ -89,9 +108,11 @@ fn power_cut(
         let status = submit_inline_data(&host, Op::Write, i as u64 * 64, piece.to_vec());
         assert_eq!(status, Some(Status::Ok), "seed {seed}: fill");
     }
+    flush(&host, seed);
     for &m in lost {
         lose_member(&host, m, seed);
     }
+    // Sectors written since the last completed flush: they may read back old or new.
     let mut in_flight = vec![false; region as usize];
     let before = host.writes.load(std::sync::atomic::Ordering::SeqCst);
     // Sometimes early, sometimes after the log wrapped a few times.
@@ -101,6 +122,17 @@ fn power_cut(
     };
     host.cut_after
         .store(before + cut, std::sync::atomic::Ordering::SeqCst);
+    if rng.random_bool(0.5) {
+        // Or between two members' metadata writes (a log head, a superblock, a bitmap block),
+        // if one comes first.
+        let at = host
+            .metadata_writes
+            .load(std::sync::atomic::Ordering::SeqCst);
+        host.cut_in_metadata.store(
+            at + rng.random_range(0..16),
+            std::sync::atomic::Ordering::SeqCst,
+        );
+    }
     let stripe = host.engine.geometry().stripe_data_sectors();
     for n in 0..2000u64 {
         // Mostly small writes; one in four whole stripes (a barrier where a run was logged).
@@ -115,13 +147,25 @@ fn power_cut(
         let data: Vec<u64> = (0..len).map(|i| seed << 32 | n << 12 | i).collect();
         let status = submit_inline_data(&host, Op::Write, start, data.clone());
         let range = start as usize..(start + len) as usize;
+        in_flight[range.clone()].fill(true);
         if host.power_cut() {
             // Cut during this write (or it never reached a member): either may hold.
-            in_flight[range].fill(true);
             break;
         }
         assert_eq!(status, Some(Status::Ok), "seed {seed}: write {n}");
         model[range].copy_from_slice(&data);
+        if rng.random_range(0..8) == 0 {
+            let status = submit_inline_data(&host, Op::Flush, 0, Vec::new());
+            if host.power_cut() {
+                break;
+            }
+            assert_eq!(
+                status,
+                Some(Status::Ok),
+                "seed {seed}: flush after write {n}"
+            );
+            in_flight.fill(false);
+        }
     }
     assert!(host.power_cut(), "seed {seed}: the power was never cut");
     let logged = host.engine.log().counts();
