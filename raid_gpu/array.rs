@@ -256,6 +256,7 @@ impl Array {
                 Area::NONE
             },
             ppl: params.ppl,
+            log_key: [0; 16],
             slots: fresh_slots(nr),
         };
         if let Err(e) = superblock.validate() {

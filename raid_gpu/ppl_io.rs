@@ -6,7 +6,7 @@
 
 use crate::engine::crc32c::crc32c;
 use crate::engine::members::MemberSet;
-use crate::engine::ppl::{scan_log, LogReader, LoggedEntry, BLOCK_BYTES, MAX_LOGGED_SECTORS};
+use crate::engine::ppl::{scan_log, LogId, LogReader, LoggedEntry, BLOCK_BYTES, MAX_LOGGED_SECTORS};
 use crate::io::ArrayIo;
 use crate::kernel_ext::bio::{read_page, transfer_virt};
 use crate::superblock_io::zeroed_block;
@@ -68,9 +68,13 @@ impl ArrayIo {
         };
         let mut entries = KVVec::<LoggedEntry>::new();
         let mut full = false;
-        let uuid = engine.superblock().array_uuid;
+        // The key the superblock recorded: the one the entries of the last life carry.
+        let id = LogId {
+            uuid: engine.superblock().array_uuid,
+            key: engine.superblock().log_key,
+        };
         let mut block = zeroed_block()?;
-        let scan = scan_log(&uuid, &area, in_sync, &mut reader, &mut block, &mut |e| {
+        let scan = scan_log(&id, &area, in_sync, &mut reader, &mut block, &mut |e| {
             full |= entries.push(e, GFP_KERNEL).is_err();
         });
         if full {
@@ -96,7 +100,9 @@ impl ArrayIo {
                 stats.skipped
             );
         }
-        engine.start_log(self, scan.epoch);
+        let mut key = [0u8; 16];
+        crate::kernel_ext::random::random_bytes(&mut key);
+        engine.start_log(self, scan.epoch, key);
         Ok(())
     }
 }

@@ -31,9 +31,12 @@ use super::layout::StripeMap;
 use super::members::{MemberSet, MemberState};
 use super::platform::{LogIo, MemberEvent, Platform, Status, WorkList};
 use super::ppl::BLOCK_BYTES;
-use super::ppl::{encode_entry, encode_head, gf_pow2, Entry, EntryKind, LogArea, ParityKind};
+use super::ppl::{
+    encode_entry, encode_head, gf_pow2, Entry, EntryKind, LogArea, LogId, ParityKind,
+};
 use super::request::Phase;
 use super::stripe::{Step, LOCK_SLOTS};
+use super::superblock::UUID_LEN;
 use core::ops::Deref;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
@@ -62,6 +65,9 @@ pub struct LogState {
     switch_wanted: AtomicBool,
     /// By epoch parity, stripe lock slots whose runs may hold a replayable entry.
     live: [[AtomicU64; LOCK_SLOTS / 64]; 2],
+    /// The log's key, as two words (see [`super::ppl::LogId`]): set at the start, before any
+    /// entry is written.
+    key: [AtomicU64; 2],
     /// Counters for DETAIL: entries, barriers, wraps.
     entries: AtomicU64,
     barriers: AtomicU64,
@@ -81,6 +87,7 @@ impl LogState {
             wrap_wanted: AtomicBool::new(false),
             switch_wanted: AtomicBool::new(false),
             live: [const { [const { AtomicU64::new(0) }; LOCK_SLOTS / 64] }; 2],
+            key: [const { AtomicU64::new(0) }; 2],
             entries: AtomicU64::new(0),
             barriers: AtomicU64::new(0),
             wraps: AtomicU64::new(0),
@@ -93,6 +100,24 @@ impl LogState {
 
     pub fn epoch(&self) -> u64 {
         self.epoch.load(Ordering::Relaxed)
+    }
+
+    /// The log's key: what every entry written from now on carries, and what the superblocks
+    /// record.
+    pub fn key(&self) -> [u8; UUID_LEN] {
+        let mut key = [0; UUID_LEN];
+        let (lo, hi) = key.split_at_mut(8);
+        lo.copy_from_slice(&self.key[0].load(Ordering::Relaxed).to_le_bytes());
+        hi.copy_from_slice(&self.key[1].load(Ordering::Relaxed).to_le_bytes());
+        key
+    }
+
+    pub(super) fn set_key(&self, key: [u8; UUID_LEN]) {
+        let (lo, hi) = key.split_at(8);
+        for (word, half) in self.key.iter().zip([lo, hi]) {
+            let bytes = half.first_chunk::<8>().copied().unwrap_or([0; 8]);
+            word.store(u64::from_le_bytes(bytes), Ordering::Relaxed);
+        }
     }
 
     /// The epochs up to which entries may exist on disk (the array's start: the newest head
@@ -312,7 +337,10 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         stripe.set_step(Step::Log);
         state.begin_pass(Phase::Stripe);
         // Headers first (each target's, or one barrier for all), then the writes.
-        let uuid = &self.superblock.array_uuid;
+        let id = &LogId {
+            uuid: self.superblock.array_uuid,
+            key: log.key(),
+        };
         let mut ios = [None; 2];
         for (index, (&(member, parity), io)) in
             (0u32..).zip(targets.iter().flatten().zip(ios.iter_mut()))
@@ -320,11 +348,11 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             let column = n + member;
             entry.parity = parity;
             entry.payload_crc = p.column_crc(rq, column, 0, payload);
-            p.set_log_header(rq, index, &|block| encode_entry(uuid, &entry, block));
+            p.set_log_header(rq, index, &|block| encode_entry(id, &entry, block));
             *io = Some((member, index, column));
         }
         if !barrier_members.is_empty() {
-            p.set_log_header(rq, 0, &|block| encode_entry(uuid, &entry, block));
+            p.set_log_header(rq, 0, &|block| encode_entry(id, &entry, block));
         }
         let barriers = barrier_members.iter().map(|m| (m, 0, 0));
         for (member, header, column) in ios.into_iter().flatten().chain(barriers) {

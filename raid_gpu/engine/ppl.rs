@@ -88,6 +88,8 @@ mod entry {
     pub const MEMBERS: usize = 0x44;
     pub const PAYLOAD_SECTORS: usize = 0x48;
     pub const PAYLOAD_CRC: usize = 0x50;
+    /// `[u8; 16]` the log's key (the superblock's `log_key`).
+    pub const KEY: usize = 0x58;
     /// `[(u32, u32); 32]`: each member's written rows, from and to, relative to `START`.
     pub const WRITTEN: usize = 0x80;
 }
@@ -290,17 +292,28 @@ pub enum EntryError {
     Malformed,
 }
 
-/// Writes `e` as an entry header of array `uuid`.
-pub fn encode_entry(uuid: &[u8; UUID_LEN], e: &Entry, block: &mut [u8; BLOCK_BYTES]) {
+/// Whose log an entry belongs to: the array's UUID (public: udev names a link after it) and
+/// the log's key (secret: in the superblock on the members, drawn at every start). A block
+/// whose bytes user data chose (a payload: partial parity is the XOR of data chunks) cannot
+/// carry the key, so it is never taken for an entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LogId {
+    pub uuid: [u8; UUID_LEN],
+    pub key: [u8; UUID_LEN],
+}
+
+/// Writes `e` as an entry header of log `id`.
+pub fn encode_entry(id: &LogId, e: &Entry, block: &mut [u8; BLOCK_BYTES]) {
     *block = [0; BLOCK_BYTES];
     put(block, entry::MAGIC, ENTRY_MAGIC);
     put(block, entry::VERSION, VERSION.to_le_bytes());
+    put(block, entry::KEY, id.key);
     let kind: u32 = match e.kind {
         EntryKind::Partial => 1,
         EntryKind::Barrier => 2,
     };
     put(block, entry::KIND, kind.to_le_bytes());
-    put(block, entry::UUID, *uuid);
+    put(block, entry::UUID, id.uuid);
     put(block, entry::EPOCH, e.epoch.to_le_bytes());
     put(block, entry::SEQ, e.seq.to_le_bytes());
     put(block, entry::START, e.start.to_le_bytes());
@@ -324,12 +337,14 @@ pub fn encode_entry(uuid: &[u8; UUID_LEN], e: &Entry, block: &mut [u8; BLOCK_BYT
     seal(block);
 }
 
-/// Reads an entry header of array `uuid`. Never panics; refuses anything [`encode_entry`]
+/// Reads an entry header of log `id` (another log's, or a block without its key, is no
+/// entry). Never panics; refuses anything [`encode_entry`]
 /// would not have written: a partial entry of more than [`MAX_LOGGED_SECTORS`] rows, a
 /// barrier of more than [`MAX_BARRIER_SECTORS`].
-pub fn decode_entry(uuid: &[u8; UUID_LEN], block: &[u8; BLOCK_BYTES]) -> Result<Entry, EntryError> {
+pub fn decode_entry(id: &LogId, block: &[u8; BLOCK_BYTES]) -> Result<Entry, EntryError> {
     if get::<8>(block, entry::MAGIC) != ENTRY_MAGIC
-        || get::<UUID_LEN>(block, entry::UUID) != *uuid
+        || get::<UUID_LEN>(block, entry::UUID) != id.uuid
+        || get::<UUID_LEN>(block, entry::KEY) != id.key
         || !sealed(block)
     {
         return Err(EntryError::NotEntry);
@@ -505,7 +520,7 @@ pub struct ScanStats {
 ///
 /// `block` is scratch space (a kernel stack has no room for it).
 pub fn scan_log(
-    uuid: &[u8; UUID_LEN],
+    id: &LogId,
     area: &LogArea,
     members: MemberSet,
     reader: &mut dyn LogReader,
@@ -516,7 +531,7 @@ pub fn scan_log(
     for m in members.iter() {
         if !reader.read(m, area.offset, block) {
             stats.unreadable = stats.unreadable.with(m);
-        } else if let Some(epoch) = decode_head(uuid, block) {
+        } else if let Some(epoch) = decode_head(&id.uuid, block) {
             stats.epoch = stats.epoch.max(epoch);
         }
     }
@@ -530,7 +545,7 @@ pub fn scan_log(
                 stats.unreadable = stats.unreadable.with(m);
                 break;
             }
-            let entry = match decode_entry(uuid, block) {
+            let entry = match decode_entry(id, block) {
                 // The heads' epoch and the one after it (written while the heads moved on).
                 Ok(e) if e.epoch == stats.epoch || e.epoch == stats.epoch.wrapping_add(1) => e,
                 Ok(_) | Err(EntryError::NotEntry) => continue,

@@ -122,6 +122,10 @@ pub mod offset {
     /// [`super::FEATURE_BITMAP`]; else 0): a member last written at or after it missed only
     /// what the bitmap holds.
     pub const BITMAP_EVENTS: usize = 0x0D0;
+    /// `[u8; 16]` the partial parity log's key (with [`super::FEATURE_PPL`]; else 0): every
+    /// entry header carries it, so no block the log did not write as a header (user data in
+    /// a payload) is ever taken for one. Drawn anew at every start.
+    pub const LOG_KEY: usize = 0x0D8;
     /// `[u16; 64]` slot table.
     pub const SLOTS: usize = 0x100;
     /// End of the slot table.
@@ -369,6 +373,8 @@ pub struct Superblock {
     pub journal: Area,
     /// The journal area holds a partial parity log ([`FEATURE_PPL`]; RAID 5/6 only).
     pub ppl: bool,
+    /// The log's key (see [`offset::LOG_KEY`]); zeros without a log.
+    pub log_key: [u8; UUID_LEN],
     /// What every remembered device is, indexed by device slot.
     pub slots: [Slot; MAX_SLOTS],
 }
@@ -819,6 +825,9 @@ pub fn encode(sb: &Superblock, block: &mut [u8; SUPERBLOCK_SIZE]) -> Result<(), 
     if pending {
         put_u64(block, offset::RESYNC_OFFSET, sb.resync_offset);
     }
+    if sb.ppl {
+        put(block, offset::LOG_KEY, sb.log_key);
+    }
     if sb.bitmap_region != 0 {
         put_u64(block, offset::BITMAP_REGION_SECTORS, sb.bitmap_region);
         put_u64(block, offset::BITMAP_EVENTS, sb.bitmap_events);
@@ -918,6 +927,11 @@ pub fn decode(bytes: &[u8]) -> Result<Superblock, SuperblockError> {
             sectors: get_u64(block, offset::JOURNAL_SECTORS),
         },
         ppl: features_compat & FEATURE_PPL != 0,
+        log_key: if features_compat & FEATURE_PPL != 0 {
+            get(block, offset::LOG_KEY)
+        } else {
+            [0; UUID_LEN]
+        },
         slots,
     };
     sb.validate()?;

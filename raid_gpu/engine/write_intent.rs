@@ -146,10 +146,6 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             now.saturating_add(u64::from(interval) * 1_000_000),
             Ordering::Relaxed,
         );
-        // Every region is looked at (marked idle or cleared) first; the blocks whose bits went
-        // are written only after every member flushed, so no member's cache still holds a
-        // write to a region whose bit is gone from another member's disk.
-        let mut changed: Option<(u64, u64)> = None;
         for block in 0..regions.blocks() {
             let first = block.saturating_mul(BITS_PER_BLOCK);
             let range =
@@ -157,13 +153,13 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             let Some(part) = states.get(range) else {
                 continue;
             };
-            if part.iter().fold(false, |any, s| s.try_clear() | any) {
-                changed = Some(changed.map_or((block, block), |(lo, _)| (lo, block)));
-            }
-        }
-        if let Some((lo, hi)) = changed {
-            self.flush_all(p);
-            for block in lo..=hi {
+            // Every region is looked at (marked idle or cleared), then the block written once.
+            // No flush of every member first (as before a clean mark): each member's block
+            // write flushes that member, and the bits are added up over the members at
+            // assembly, so a member whose cache may still lose a write there keeps its bit
+            // (graid-sim's power cuts between two members' block writes show it).
+            let cleared = part.iter().fold(false, |any, s| s.try_clear() | any);
+            if cleared {
                 self.write_block(p, &regions, states, block, self.bitmap_targets());
             }
         }

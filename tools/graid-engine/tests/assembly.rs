@@ -36,6 +36,7 @@ fn member(slot: u32, events: u64) -> Superblock {
         bitmap_events: 0,
         journal: Area::NONE,
         ppl: false,
+        log_key: [0; 16],
         slots,
     }
 }

@@ -5,7 +5,7 @@
 use graid_engine::members::MemberSet;
 use graid_engine::ppl::{
     decode_entry, decode_head, encode_entry, encode_head, gf_mul, gf_pow2, plan_replay, scan_log,
-    sort_entries, Entry, EntryError, EntryKind, LogArea, LogReader, LoggedEntry, ParityKind,
+    sort_entries, Entry, EntryError, EntryKind, LogArea, LogId, LogReader, LoggedEntry, ParityKind,
     ReplayPiece, BLOCK_BYTES, DEFAULT_LOG_AREA, MAX_BARRIER_SECTORS, MAX_LOGGED_SECTORS,
 };
 use graid_engine::stripe::{SLICE_SECTORS, WIDE_SLICE_SECTORS};
@@ -13,6 +13,10 @@ use graid_engine::superblock::Area;
 use proptest::prelude::*;
 
 const UUID: [u8; 16] = *b"0123456789abcdef";
+const ID: LogId = LogId {
+    uuid: UUID,
+    key: *b"the log's secret",
+};
 
 fn entry(seq: u64, start: u64, sectors: u64, written: &[(u32, u32, u32)]) -> Entry {
     let mut w = [(0, 0); 32];
@@ -89,15 +93,15 @@ fn entries_round_trip() {
     let mut e = entry(9, 1000, 64, &[(0, 0, 8), (2, 8, 64)]);
     e.parity = ParityKind::Q;
     let mut block = [0u8; BLOCK_BYTES];
-    encode_entry(&UUID, &e, &mut block);
-    assert_eq!(decode_entry(&UUID, &block), Ok(e));
+    encode_entry(&ID, &e, &mut block);
+    assert_eq!(decode_entry(&ID, &block), Ok(e));
     // A barrier covers a full slice: as many rows as the widest stripe buffer holds, far
     // more than a partial entry may.
     for rows in [256, 640, MAX_BARRIER_SECTORS] {
         let mut barrier = entry(10, 0, rows, &[]);
         barrier.kind = EntryKind::Barrier;
-        encode_entry(&UUID, &barrier, &mut block);
-        assert_eq!(decode_entry(&UUID, &block), Ok(barrier), "{rows} rows");
+        encode_entry(&ID, &barrier, &mut block);
+        assert_eq!(decode_entry(&ID, &block), Ok(barrier), "{rows} rows");
         assert_eq!(barrier.payload_sectors(), 0);
     }
 }
@@ -106,27 +110,33 @@ fn entries_round_trip() {
 fn every_full_slice_fits_a_barrier() {
     // The longest full slice the stripe engine plans: the wide buffer's rows over the fewest
     // columns an array has (three members).
-    assert!(WIDE_SLICE_SECTORS / 3 <= MAX_BARRIER_SECTORS);
-    assert!(SLICE_SECTORS <= MAX_LOGGED_SECTORS);
+    const { assert!(WIDE_SLICE_SECTORS / 3 <= MAX_BARRIER_SECTORS) };
+    const { assert!(SLICE_SECTORS <= MAX_LOGGED_SECTORS) };
     let mut block = [0u8; BLOCK_BYTES];
     let mut barrier = entry(10, 0, MAX_BARRIER_SECTORS + 1, &[]);
     barrier.kind = EntryKind::Barrier;
-    encode_entry(&UUID, &barrier, &mut block);
-    assert_eq!(decode_entry(&UUID, &block), Err(EntryError::Malformed));
+    encode_entry(&ID, &barrier, &mut block);
+    assert_eq!(decode_entry(&ID, &block), Err(EntryError::Malformed));
 }
 
 #[test]
 fn entries_refuse_what_was_never_written() {
     let mut block = [0u8; BLOCK_BYTES];
-    assert_eq!(decode_entry(&UUID, &block), Err(EntryError::NotEntry));
-    encode_entry(&UUID, &entry(1, 0, 8, &[(1, 0, 8)]), &mut block);
+    assert_eq!(decode_entry(&ID, &block), Err(EntryError::NotEntry));
+    encode_entry(&ID, &entry(1, 0, 8, &[(1, 0, 8)]), &mut block);
     assert_eq!(
-        decode_entry(b"another array...", &block),
+        decode_entry(
+            &LogId {
+                uuid: *b"another array...",
+                ..ID
+            },
+            &block
+        ),
         Err(EntryError::NotEntry)
     );
     let mut torn = block;
     torn[100] ^= 0x40;
-    assert_eq!(decode_entry(&UUID, &torn), Err(EntryError::NotEntry));
+    assert_eq!(decode_entry(&ID, &torn), Err(EntryError::NotEntry));
     // Sealed but nonsense: written rows beyond the entry, an empty range, too long, a member
     // past the count.
     for bad in [
@@ -136,9 +146,9 @@ fn entries_refuse_what_was_never_written() {
         entry(1, 0, 8, &[(5, 0, 8)]),
         entry(1, 0, 0, &[]),
     ] {
-        encode_entry(&UUID, &bad, &mut block);
+        encode_entry(&ID, &bad, &mut block);
         assert_eq!(
-            decode_entry(&UUID, &block),
+            decode_entry(&ID, &block),
             Err(EntryError::Malformed),
             "{bad:?}"
         );
@@ -306,7 +316,7 @@ fn a_scan_takes_the_heads_epoch_and_the_next_with_intact_payloads() {
         e.epoch = epoch;
         e.payload_crc = crc;
         let mut block = [0u8; BLOCK_BYTES];
-        encode_entry(&UUID, &e, &mut block);
+        encode_entry(&ID, &e, &mut block);
         logs.blocks.insert((member, area.ring_sector(at)), block);
         logs.crcs.insert((member, area.ring_sector(at) + 8), stored);
     };
@@ -319,7 +329,7 @@ fn a_scan_takes_the_heads_epoch_and_the_next_with_intact_payloads() {
     let mut found = Vec::new();
     let mut block = [0u8; BLOCK_BYTES];
     let stats = scan_log(
-        &UUID,
+        &ID,
         &area,
         MemberSet::first(4),
         &mut logs,
@@ -331,4 +341,55 @@ fn a_scan_takes_the_heads_epoch_and_the_next_with_intact_payloads() {
     assert_eq!(stats.epoch, 5);
     assert_eq!((stats.entries, stats.refused), (2, 2));
     assert_eq!(stats.unreadable, MemberSet::of(3));
+}
+
+/// A block the log did not write as a header (a payload, whose bytes the data chunks a write
+/// left alone decide: user data) is never taken for an entry, however well formed: right
+/// magic, UUID, epoch and checksums, but not the log's key, which only the superblocks hold.
+#[test]
+fn a_header_planted_in_a_payload_is_no_entry() {
+    let area = LogArea::new(DEFAULT_LOG_AREA).unwrap();
+    let mut logs = FakeLogs {
+        blocks: Default::default(),
+        crcs: Default::default(),
+    };
+    let mut block = [0u8; BLOCK_BYTES];
+    encode_head(&UUID, 5, &mut block);
+    logs.blocks.insert((0, area.offset), block);
+    // A real entry at ring offset 0, its payload from offset 8 on.
+    let mut real = entry(1, 0, 16, &[(0, 0, 16)]);
+    real.epoch = 5;
+    encode_entry(&ID, &real, &mut block);
+    logs.blocks.insert((0, area.ring_sector(0)), block);
+    logs.crcs
+        .insert((0, area.ring_sector(0) + 8), real.payload_crc);
+    // The payload's first block reads as an entry of the heads' epoch over other rows, with
+    // the latest sequence number, whose own "payload" checks out too.
+    for guess in [[0u8; 16], *b"the log's secreT"] {
+        let mut forged = entry(u64::MAX, 4096, 8, &[(1, 0, 8)]);
+        forged.epoch = 5;
+        encode_entry(
+            &LogId {
+                uuid: UUID,
+                key: guess,
+            },
+            &forged,
+            &mut block,
+        );
+        logs.blocks.insert((0, area.ring_sector(8)), block);
+        logs.crcs
+            .insert((0, area.ring_sector(8) + 8), forged.payload_crc);
+        let mut found = Vec::new();
+        let mut scratch = [0u8; BLOCK_BYTES];
+        let stats = scan_log(
+            &ID,
+            &area,
+            MemberSet::of(0),
+            &mut logs,
+            &mut scratch,
+            &mut |e| found.push(e.entry.seq),
+        );
+        assert_eq!(found, [1], "a planted header was taken for an entry");
+        assert_eq!(stats.entries, 1);
+    }
 }

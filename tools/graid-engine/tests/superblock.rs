@@ -55,6 +55,7 @@ fn sample() -> Superblock {
             sectors: 2048,
         },
         ppl: false,
+        log_key: [0; 16],
         slots,
     }
 }
@@ -387,6 +388,7 @@ fn raid1_and_raid0_round_trip() {
             bitmap_events: 0,
             journal: Area::NONE,
             ppl: false,
+            log_key: [0; 16],
             ..sample()
         };
         assert_eq!(decode(&encoded(&sb)), Ok(sb));
@@ -653,6 +655,7 @@ fn rejects_bad_data_placement() {
             bitmap_events: 0,
             journal: Area::NONE,
             ppl: false,
+            log_key: [0; 16],
             ..sample()
         };
         let mut block = [0; SUPERBLOCK_SIZE];
@@ -905,6 +908,7 @@ prop_compose! {
             bitmap_events: 0,
             journal,
             ppl: false,
+            log_key: [0; 16],
             slots,
         };
         // A bitmap where the area allows one (RAID 1/10, 4 KiB aligned, at least a block).

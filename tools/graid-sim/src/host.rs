@@ -11,7 +11,7 @@ use graid_engine::platform::{
     SubmitError, WorkList, LOG_HEADERS,
 };
 use graid_engine::ppl::{
-    decode_entry, BLOCK_BYTES as PPL_BLOCK_BYTES, BLOCK_SECTORS as PPL_BLOCK_SECTORS,
+    decode_entry, LogId, BLOCK_BYTES as PPL_BLOCK_BYTES, BLOCK_SECTORS as PPL_BLOCK_SECTORS,
 };
 use graid_engine::rebuild::REBUILD_COLUMN_SECTORS;
 use graid_engine::request::{Phase, RequestState};
@@ -591,7 +591,8 @@ impl Host {
         let Some((regions, _)) = &self.bitmap else {
             return;
         };
-        if !matches!(io.info.op, Op::Write | Op::Discard) {
+        // After a power cut nothing lands, the bits' blocks neither.
+        if !matches!(io.info.op, Op::Write | Op::Discard) || self.power_cut() {
             return;
         }
         // Members in sync only: a replacement's device gets the bitmap when it takes the role,
@@ -619,7 +620,10 @@ impl Host {
     /// last superblock says "clean" (`safe_mode.rs`): a crash then would skip the resync.
     fn check_dirty(&self, io: &MemberIo<usize>, disk: &MemDisk) {
         let g = self.engine.geometry();
-        if !io.info.op.is_write() || (g.copies() <= 1 && !g.level().has_parity()) {
+        if !io.info.op.is_write()
+            || (g.copies() <= 1 && !g.level().has_parity())
+            || self.power_cut()
+        {
             return;
         }
         // Only the superblock of the device now in the role counts: a device being added
@@ -748,8 +752,11 @@ impl Host {
             return Status::IoError;
         };
         // What the engine writes, the replay must take back (an entry it refuses is lost).
-        let uuid = self.engine.superblock().array_uuid;
-        if let Err(e) = decode_entry(&uuid, &header) {
+        let id = LogId {
+            uuid: self.engine.superblock().array_uuid,
+            key: self.engine.log().key(),
+        };
+        if let Err(e) = decode_entry(&id, &header) {
             self.violations.report(format!(
                 "request {rq}: a log header the replay refuses ({e:?}): {io:?}"
             ));

@@ -8,5 +8,6 @@
 //!
 //! [`Platform`]: graid_engine::platform::Platform
 
+pub mod crash;
 pub mod host;
 pub mod stress;

@@ -8,7 +8,7 @@ use crate::host::{
 use graid_engine::array::ArrayEngine;
 use graid_engine::bitmap::{RegionState, Regions};
 use graid_engine::geometry::{Geometry, Level};
-use graid_engine::members::{MemberSet, MemberState};
+use graid_engine::members::MemberState;
 use graid_engine::platform::{Op, Status};
 use graid_engine::ppl::DEFAULT_LOG_AREA;
 use graid_engine::replace::ReplaceStage;
@@ -155,6 +155,7 @@ pub fn superblock(geometry: &Geometry, level: Level, chunk_sectors: u32) -> Supe
         bitmap_events: 0,
         journal: Area::NONE,
         ppl: false,
+        log_key: [0; 16],
         slots,
     }
 }
@@ -162,36 +163,45 @@ pub fn superblock(geometry: &Geometry, level: Level, chunk_sectors: u32) -> Supe
 /// A host for `scenario`: its engine, members with their faults, one request slot per
 /// submitter and batch entry; and the receiving end of its member I/O queue.
 pub fn new_host(scenario: &Scenario, seed: u64) -> (Arc<Host>, Receiver<QueuedIo>) {
-    new_host_from(scenario, seed, None, MemberSet::EMPTY)
+    let members = (0..scenario.members)
+        .map(|m| MemberState::new([m as u8 + 1; 16], m))
+        .collect();
+    host_with(scenario, seed, None, members, None)
 }
 
-/// [`new_host`] on `disks` (a power cut's images, say) instead of fresh ones, with the
-/// members in `missing` absent (faulty). The log, if any, is left as the disks hold it.
-pub fn new_host_from(
-    scenario: &Scenario,
-    seed: u64,
-    disks: Option<Vec<MemDisk>>,
-    missing: MemberSet,
-) -> (Arc<Host>, Receiver<QueuedIo>) {
-    let fresh = disks.is_none();
-    let geometry = Geometry::new(
+/// A log key for a start (the module draws random bytes).
+pub fn log_key(seed: u64) -> [u8; 16] {
+    let mut key = [0; 16];
+    StdRng::seed_from_u64(seed ^ 0x10c_4e7).fill(&mut key[..]);
+    key
+}
+
+/// The scenario's geometry.
+pub fn geometry_of(scenario: &Scenario) -> Geometry {
+    Geometry::new(
         scenario.level,
         scenario.members,
         scenario.chunk_sectors,
         scenario.data_sectors,
     )
-    .expect("valid geometry");
-    let members = (0..scenario.members)
-        .map(|m| {
-            if missing.contains(m) {
-                MemberState::missing([m as u8 + 1; 16], m)
-            } else {
-                MemberState::new([m as u8 + 1; 16], m)
-            }
-        })
-        .collect();
+    .expect("valid geometry")
+}
+
+/// A host for `scenario` on `disks` (fresh ones if `None`) with these member states, and the
+/// superblock (events, state) the array starts from, if not the scenario's own.
+pub fn host_with(
+    scenario: &Scenario,
+    seed: u64,
+    disks: Option<Vec<MemDisk>>,
+    members: Vec<MemberState>,
+    from: Option<&Superblock>,
+) -> (Arc<Host>, Receiver<QueuedIo>) {
+    let fresh = disks.is_none();
+    let geometry = geometry_of(scenario);
+    let events = from.map_or(7, |sb| sb.events);
     let engine = ArrayEngine::new(
         Superblock {
+            events,
             bitmap: if scenario.bitmap_region_sectors.is_some() {
                 DEFAULT_BITMAP_AREA
             } else {
@@ -265,7 +275,7 @@ pub fn new_host_from(
     });
     if fresh {
         // A new array's log: every head written.
-        host.engine.start_log(&*host, 0);
+        host.engine.start_log(&*host, 0, log_key(seed));
     }
     (host, io_rx)
 }

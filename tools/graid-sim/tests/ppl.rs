@@ -7,13 +7,11 @@
 use graid_engine::geometry::{Level, ParityLayout};
 use graid_engine::members::MemberSet;
 use graid_engine::platform::{Op, Status};
-use graid_engine::ppl::scan_log;
 use graid_engine::scrub::ScrubMode;
+use graid_sim::crash::{flush, reassemble};
 use graid_sim::host::Host;
-use graid_sim::host::LogImage;
 use graid_sim::stress::{
-    check_copies, lose_member, new_host, new_host_from, run, scrub_now, seeds, submit_inline_data,
-    Scenario,
+    check_copies, lose_member, new_host, run, scrub_now, seeds, submit_inline_data, Scenario,
 };
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
@@ -22,59 +20,34 @@ use std::sync::Arc;
 const RAID5: Level = Level::Raid5(ParityLayout::LeftSymmetric);
 const RAID6: Level = Level::Raid6(ParityLayout::LeftSymmetric);
 
-/// The next boot after a power cut: the members as `host`'s disks hold them, those in `missing`
-/// still absent, the log scanned and replayed if the array has one. Returns the new host and
-/// the parity sectors the replay rewrote.
-fn restart(scenario: &Scenario, host: &Host, missing: MemberSet, seed: u64) -> (Arc<Host>, u64) {
-    // Each member loses what its volatile cache held, if it has one.
+/// The next boot after a power cut: the members as `host`'s disks hold them (each losing what
+/// its volatile cache held, if it has one), those in `gone` absent, started as the module does
+/// (the log scanned and replayed). `force`: a degraded start the module would refuse (no log).
+/// Returns the new host and the parity sectors the replay rewrote.
+fn restart(
+    scenario: &Scenario,
+    host: &Host,
+    gone: MemberSet,
+    force: bool,
+    seed: u64,
+) -> (Arc<Host>, u64) {
     let mut rng = StdRng::seed_from_u64(seed ^ 0xc47);
-    let images = host
-        .disks
-        .iter()
-        .map(|d| {
-            if scenario.volatile_cache {
+    let images = (0u32..)
+        .zip(&host.disks)
+        .map(|(m, d)| {
+            let image = if scenario.volatile_cache {
                 d.image_after_cut(&mut rng)
             } else {
                 d.image()
+            };
+            if gone.contains(m) {
+                image.superblocks.lock().unwrap().clear();
             }
+            image
         })
         .collect();
-    let (host, _io) = new_host_from(scenario, seed, Some(images), missing);
-    let mut rewritten = 0;
-    if let Some(area) = host.engine.log().area() {
-        let uuid = host.engine.superblock().array_uuid;
-        let present = MemberSet::first(scenario.members).minus(missing);
-        let mut entries = Vec::new();
-        let mut block = [0; graid_engine::ppl::BLOCK_BYTES];
-        let scan = scan_log(
-            &uuid,
-            &area,
-            present,
-            &mut LogImage(&host),
-            &mut block,
-            &mut |e| entries.push(e),
-        );
-        assert!(scan.epoch > 0, "seed {seed}: no head");
-        assert_eq!(
-            scan.refused, 0,
-            "seed {seed}: the scan refused entries the engine wrote"
-        );
-        let stats = host
-            .engine
-            .replay_log(&*host, &mut entries)
-            .expect("replay I/O");
-        rewritten = stats.rewritten_sectors;
-        host.engine.start_log(&*host, scan.epoch);
-    }
-    let violations = host.violations.0.lock().unwrap().clone();
-    assert!(violations.is_empty(), "seed {seed}: {violations:#?}");
-    (host, rewritten)
-}
-
-/// An array flush, completed.
-fn flush(host: &Host, seed: u64) {
-    let status = submit_inline_data(host, Op::Flush, 0, Vec::new());
-    assert_eq!(status, Some(Status::Ok), "seed {seed}: flush");
+    let started = reassemble(scenario, seed, images, force).expect("the array starts");
+    (started.host, started.replayed)
 }
 
 /// Reads `len` sectors at `start` through the engine.
@@ -169,8 +142,8 @@ fn power_cut(
     }
     assert!(host.power_cut(), "seed {seed}: the power was never cut");
     let logged = host.engine.log().counts();
-    let missing = lost.iter().fold(MemberSet::EMPTY, |s, &m| s.with(m));
-    let (host, rewritten) = restart(&scenario, &host, missing, seed);
+    // The lost members' failures are on record: the start finds them missing.
+    let (host, rewritten) = restart(&scenario, &host, MemberSet::EMPTY, !ppl, seed);
     let mut wrong = Vec::new();
     for start in (0..region).step_by(32) {
         let len = 32.min(region - start);
@@ -294,7 +267,7 @@ fn a_full_stripe_write_voids_an_older_entry_at_every_chunk_size() {
                 let (_, barriers, _) = host.engine.log().counts();
                 assert!(barriers > 0, "seed {seed}: no barrier over the logged rows");
                 // The power goes now; the next boot finds member 1 gone.
-                let (host, _) = restart(&scenario, &host, MemberSet::of(1), seed);
+                let (host, _) = restart(&scenario, &host, MemberSet::of(1), false, seed);
                 let got = read(&host, 0, stripe, seed);
                 let wrong = (0..stripe as usize).filter(|&i| got[i] != new[i]).count();
                 assert_eq!(

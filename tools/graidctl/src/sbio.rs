@@ -180,6 +180,7 @@ pub mod testutil {
             bitmap_events: 0,
             journal: Area::NONE,
             ppl: false,
+            log_key: [0; 16],
             slots,
         }
     }
