@@ -1,0 +1,81 @@
+# Writes racing the array's own passes over its data: the initial resync of a new array (every
+# level), a repair, and a rebuild must hold writes out of the window they work on (md's
+# raise_barrier/wait_barrier), or a pass that read a window before a write and writes it after
+# puts stale data over the new. Eight writers of mixed sub-chunk sizes run while the pass runs at
+# full speed; afterwards every block reads back right, a mirror's copies are identical byte for
+# byte on the members, and a check finds no mismatch.
+. /graid/lib.sh
+need_members 4
+set -- $members
+export DM_DISABLE_UDEV=1
+dm_slices "$@"
+slices="/dev/mapper/s0 /dev/mapper/s1 /dev/mapper/s2 /dev/mapper/s3"
+rounds=${GRAID_SOAK:+6}
+rounds=${rounds:-2}
+
+# writers DEV: eight jobs, each over its own 6 MiB, sizes from 512 B to 60 KiB, queue depth 8,
+# verification headers in every block (checked by `readback`). In the background: $writers.
+writers() {
+	fio --name=race --filename="$1" --size=6M --offset_increment=6M --numjobs=8 --rw=randwrite \
+		--bsrange=512-60k --direct=1 --ioengine=libaio --iodepth=8 --verify=crc32c \
+		--do_verify=0 --randrepeat=1 --group_reporting --minimal >/tmp/race.out 2>&1 &
+	writers=$!
+}
+
+# readback DEV WHAT: every block the writers wrote, read back and verified.
+readback() {
+	fio --name=race --filename="$1" --size=6M --offset_increment=6M --numjobs=8 --rw=randwrite \
+		--bsrange=512-60k --direct=1 --ioengine=libaio --iodepth=8 --verify=crc32c \
+		--verify_only --verify_fatal=1 --randrepeat=1 --group_reporting --minimal \
+		>/tmp/readback.out 2>&1 || { cat /tmp/readback.out; fail "$2: blocks read back wrong"; }
+}
+
+# copies_identical WHAT: the four slices' data areas (from 2 MiB) hold the same bytes.
+copies_identical() {
+	for s in /dev/mapper/s1 /dev/mapper/s2 /dev/mapper/s3; do
+		if ! cmp /dev/mapper/s0 $s 2097152 2097152 >/tmp/cmp.out 2>&1; then
+			cat /tmp/cmp.out
+			fail "$1: the copies on s0 and $s differ"
+		fi
+	done
+}
+
+# no_mismatch NAME WHAT: a check of NAME finds nothing.
+no_mismatch() {
+	expect_rc 0 graidctl check "$1" --wait
+	echo "$OUT"
+	expect_match 'check finished: 0 mismatched sectors' "$OUT" "$2: check"
+}
+
+for round in $(seq 1 $rounds); do
+	for spec in "1 0" "10 64K" "5 64K" "6 32K"; do
+		set -- $spec
+		level=$1 chunk=$2
+		what="RAID $level round $round, initial resync"
+		wipe_superblocks $slices
+		if [ "$chunk" = 0 ]; then
+			expect_rc 0 graidctl create race --level $level $slices
+		else
+			expect_rc 0 graidctl create race --level $level --chunk $chunk $slices
+		fi
+		dev=$(array_dev "$OUT")
+		# At once: the resync starts with the array.
+		writers $dev
+		finishes $writers 300 "writers during the resync" || { cat /tmp/race.out; fail "$what: fio failed"; }
+		expect_rc 0 graidctl wait race
+		readback $dev "$what"
+		[ "$level" = 1 ] && copies_identical "$what"
+		no_mismatch race "$what"
+
+		what="RAID $level round $round, repair"
+		writers $dev
+		expect_rc 0 graidctl repair race
+		finishes $writers 300 "writers during the repair" || { cat /tmp/race.out; fail "$what: fio failed"; }
+		expect_rc 0 graidctl wait race
+		readback $dev "$what"
+		[ "$level" = 1 ] && copies_identical "$what"
+		no_mismatch race "$what"
+		expect_rc 0 graidctl stop race
+	done
+done
+unslice
