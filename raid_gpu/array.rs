@@ -23,7 +23,7 @@ use crate::engine::ppl::DEFAULT_LOG_AREA;
 use crate::engine::members::MemberSet;
 use crate::engine::superblock::{
     Area, ArrayName, Slot, Superblock, DEFAULT_BITMAP_AREA, DEFAULT_DATA_OFFSET_SECTORS, MAX_SLOTS,
-    RECOVERY_COMPLETE,
+    RECOVERY_COMPLETE, UUID_LEN,
 };
 use crate::io::{ArrayIo, Member};
 use crate::member_devices::SpareDevice;
@@ -151,6 +151,13 @@ impl Holder {
     }
 }
 
+/// A partial parity log key (`ppl.rs`, `LogId`): random bytes, drawn at every start.
+fn new_log_key() -> [u8; 16] {
+    let mut key = [0u8; 16];
+    random_bytes(&mut key);
+    key
+}
+
 pub(crate) fn random_uuid() -> [u8; 16] {
     let mut uuid = [0u8; 16];
     random_bytes(&mut uuid);
@@ -256,7 +263,7 @@ impl Array {
                 Area::NONE
             },
             ppl: params.ppl,
-            log_key: [0; 16],
+            log_key: if params.ppl { new_log_key() } else { [0; 16] },
             slots: fresh_slots(nr),
         };
         if let Err(e) = superblock.validate() {
@@ -284,7 +291,7 @@ impl Array {
                 bitmap.mark_all(resync_from);
             }
         }
-        Self::start(index, superblock, geometry, present, KVec::new(), holder, resync_from, bitmap, false)
+        Self::start(index, superblock, geometry, present, KVec::new(), holder, resync_from, bitmap, None)
     }
 
     /// Starts an array from members carrying its superblocks, in role order (checked by the
@@ -322,12 +329,18 @@ impl Array {
                 bitmap.regions.count()
             );
         }
-        // A partial parity log is replayed after a crash, before anything reads the array.
-        let replay = freshest.ppl && !freshest.clean;
+        // A partial parity log is replayed after a crash, before anything reads the array,
+        // with the key its entries carry; this life's entries get a new one.
+        let replay = (freshest.ppl && !freshest.clean).then_some(freshest.log_key);
+        let mut freshest = freshest;
+        if freshest.ppl {
+            freshest.log_key = new_log_key();
+        }
         Self::start(index, freshest, geometry, members, spares, holder, resync_from, bitmap, replay)
     }
 
-    /// Sets up the engine, replays the partial parity log if `replay`, writes every member's
+    /// Sets up the engine, replays the partial parity log if `replay` (the key its entries
+    /// carry), writes every member's
     /// bitmap, log head and superblock (clean, events + 1) and brings up the disk; a resync
     /// from `resync_from` (array or member sectors, see `Geometry::resync_sectors`) if the
     /// copies are not in sync.
@@ -341,7 +354,7 @@ impl Array {
         holder: Holder,
         resync_from: Option<u64>,
         bitmap: Option<Bitmap>,
-        replay: bool,
+        replay: Option<[u8; UUID_LEN]>,
     ) -> Result<Pin<KBox<Array>>> {
         let in_sync = resync_from.is_none();
         let mut stack = KVec::with_capacity(members.len(), GFP_KERNEL)?;

@@ -8,7 +8,7 @@
 
 use crate::bitmap_io::Bitmap;
 use crate::engine::bitmap::{RegionState, Regions, BLOCK_BYTES};
-use crate::engine::array::{ArrayEngine, EngineError};
+use crate::engine::array::ArrayEngine;
 use crate::engine::geometry::Geometry;
 use crate::engine::members::{MemberSet, MemberState};
 use crate::engine::parity::{Columns, ParityJob};
@@ -30,7 +30,7 @@ use crate::kernel_ext::{
 };
 use crate::member_devices::{MemberDevices, SpareDevice};
 use crate::helper_device;
-use crate::stripe_io::{self, Reserve, StripeBuffer};
+use crate::stripe_io::{self, BufferStats, Reserve, StripeBuffer};
 use crate::superblock_io::SuperblockWriter;
 use core::ptr;
 use core::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
@@ -404,14 +404,21 @@ fn engine_in_place<'a>(
         spares: &[SpareDevice],
         in_sync: bool,
     ) -> Result {
-        let engine = new_engine(superblock, geometry, members, in_sync)?;
+        let states = member_states(&superblock, members)?;
+        // Built straight into the slot: a temporary engine (over a KiB) would make this frame
+        // pass the kernel's limit.
+        // SAFETY: `slot` is valid for writes (the `Init` contract).
+        unsafe { slot.write(ArrayEngine::new(superblock, geometry, states, in_sync).map_err(|_| EINVAL)?) };
+        // SAFETY: initialised just above.
+        let engine = unsafe { &*slot };
         for spare in spares {
             if !engine.spares().insert(spare.slot, spare.uuid) {
+                // SAFETY: initialised above and not handed out: dropped once, and the `Err`
+                // leaves the slot as the `Init` contract wants it.
+                unsafe { ptr::drop_in_place(slot) };
                 return Err(EINVAL);
             }
         }
-        // SAFETY: `slot` is valid for writes (the `Init` contract).
-        unsafe { slot.write(engine) };
         Ok(())
     }
     // SAFETY: `write` initialises the slot completely on `Ok` and leaves it alone on `Err`.
@@ -422,12 +429,9 @@ fn engine_in_place<'a>(
     }
 }
 
-fn new_engine(
-    superblock: Superblock,
-    geometry: Geometry,
-    members: &[Option<Member>],
-    in_sync: bool,
-) -> Result<ArrayEngine<KVec<MemberState>>> {
+/// One engine member state per role: a device's as it joined (in sync or recovering from its
+/// offset), or missing.
+fn member_states(superblock: &Superblock, members: &[Option<Member>]) -> Result<KVec<MemberState>> {
     let mut states = KVec::with_capacity(members.len(), GFP_KERNEL)?;
     for (role, member) in (0u32..).zip(members) {
         let state = match member {
@@ -439,8 +443,7 @@ fn new_engine(
         };
         states.push(state, GFP_KERNEL)?;
     }
-    ArrayEngine::new(superblock, geometry, states, in_sync)
-        .map_err(|EngineError::MemberCount { .. }| EINVAL)
+    Ok(states)
 }
 
 fn to_blk_status(status: Status) -> bindings::blk_status_t {
@@ -791,6 +794,7 @@ impl Platform for ArrayIo {
         };
         // A wide slice's buffer is a bonus: only memory at hand (no reclaim), never the
         // reserve, which is sized for a narrow slice.
+        let stats = &stripe_io::BUFFER_STATS;
         if sectors > SLICE_SECTORS {
             if injected_alloc_failure() {
                 return false;
@@ -800,17 +804,24 @@ impl Platform for ArrayIo {
             else {
                 return false;
             };
+            BufferStats::count(&stats.wide);
             return self.hold_buffer(rq, buffer);
         }
-        // The step runs NOIO (`stripe_work_fn`, the worker); no warning: the reserve is next.
+        // Only memory at hand, no reclaim: the step runs NOIO (`stripe_work_fn`, the worker),
+        // where reclaim can neither write back nor compact, and an order-3 column would retry
+        // forever while the memory it waits for may be this array's dirty pages. Then the
+        // reserve, then a wait for a buffer to be freed (`BufferWait`). No warning.
         let fresh = (!injected_alloc_failure())
             .then(|| {
                 let log = self.engine.has_log();
-                StripeBuffer::new(columns, bytes, log, GFP_KERNEL | __GFP_NOWARN).ok()
+                StripeBuffer::new(columns, bytes, log, GFP_NOWAIT | __GFP_NOWARN).ok()
             })
             .flatten();
-        let buffer = fresh.or_else(|| {
-            let mut reserve = self.reserve.take()?;
+        if let Some(buffer) = fresh {
+            BufferStats::count(&stats.fresh);
+            return self.hold_buffer(rq, buffer);
+        }
+        let reserve = self.reserve.take().and_then(|mut reserve| {
             if reserve.fit(columns, bytes) {
                 Some(reserve)
             } else {
@@ -818,9 +829,15 @@ impl Platform for ArrayIo {
                 None
             }
         });
-        match buffer {
-            Some(buffer) => self.hold_buffer(rq, buffer),
-            None => false,
+        match reserve {
+            Some(buffer) => {
+                BufferStats::count(&stats.reserve);
+                self.hold_buffer(rq, buffer)
+            }
+            None => {
+                BufferStats::count(&stats.waits);
+                false
+            }
         }
     }
 

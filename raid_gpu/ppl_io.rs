@@ -9,6 +9,7 @@ use crate::engine::members::MemberSet;
 use crate::engine::ppl::{scan_log, LogId, LogReader, LoggedEntry, BLOCK_BYTES, MAX_LOGGED_SECTORS};
 use crate::io::ArrayIo;
 use crate::kernel_ext::bio::{read_page, transfer_virt};
+use crate::engine::superblock::UUID_LEN;
 use crate::superblock_io::zeroed_block;
 use kernel::{alloc::KVVec, page::Page, prelude::*};
 
@@ -44,11 +45,11 @@ impl LogReader for MemberLogs<'_> {
 }
 
 impl ArrayIo {
-    /// The log at the array's start: finds the newest epoch and, if `replay` (the array was
-    /// not stopped cleanly), makes the parity whole again from the entries of that epoch; then
-    /// voids every entry. Before the disk appears; nothing else does I/O yet. `Err` if the
+    /// The log at the array's start: finds the newest epoch and, with `replay` (the array was
+    /// not stopped cleanly: the key the entries of its last life carry), makes the parity
+    /// whole again from the entries of that epoch; then voids every entry. Before the disk appears; nothing else does I/O yet. `Err` if the
     /// replay could not read or write: the array must not start with parity it could not fix.
-    pub(crate) fn start_log(&self, replay: bool) -> Result {
+    pub(crate) fn start_log(&self, replay: Option<[u8; UUID_LEN]>) -> Result {
         let engine = &self.engine;
         let Some(area) = engine.log().area() else {
             return Ok(());
@@ -68,10 +69,10 @@ impl ArrayIo {
         };
         let mut entries = KVVec::<LoggedEntry>::new();
         let mut full = false;
-        // The key the superblock recorded: the one the entries of the last life carry.
+        // Without a replay only the heads' epoch matters.
         let id = LogId {
-            uuid: engine.superblock().array_uuid,
-            key: engine.superblock().log_key,
+            key: replay.unwrap_or(engine.superblock().log_key),
+            ..engine.log_id()
         };
         let mut block = zeroed_block()?;
         let scan = scan_log(&id, &area, in_sync, &mut reader, &mut block, &mut |e| {
@@ -87,7 +88,7 @@ impl ArrayIo {
                 scan.unreadable.bits()
             );
         }
-        if replay {
+        if replay.is_some() {
             let stats = engine.replay_log(self, &mut entries).map_err(|_| {
                 pr_err!("graid: {}: the partial parity log replay failed (I/O error)\n", name);
                 EIO
@@ -100,9 +101,7 @@ impl ArrayIo {
                 stats.skipped
             );
         }
-        let mut key = [0u8; 16];
-        crate::kernel_ext::random::random_bytes(&mut key);
-        engine.start_log(self, scan.epoch, key);
+        engine.start_log(self, scan.epoch);
         Ok(())
     }
 }

@@ -101,6 +101,8 @@ struct RaidGpuModule {
     /// `/sys/kernel/debug/graid/offload` (`helper_device::write_stats`). First, so it is
     /// removed (and its readers drained) before the devices it reads go.
     offload_stats: Pin<KBox<kernel::debugfs::File<()>>>,
+    /// `/sys/kernel/debug/graid/stripe_buffers` (`stripe_io::write_buffer_stats`).
+    buffer_stats: Pin<KBox<kernel::debugfs::File<()>>>,
     #[pin]
     control: MiscRegistration<control::Control>,
     /// Where the parity helper attaches (`helper_device.rs`).
@@ -116,8 +118,13 @@ impl kernel::InPlaceModule for RaidGpuModule {
             debugfs.read_callback_file(c"offload", (), &helper_device::write_stats),
             GFP_KERNEL,
         );
+        let buffer_stats = KBox::pin_init(
+            debugfs.read_callback_file(c"stripe_buffers", (), &stripe_io::write_buffer_stats),
+            GFP_KERNEL,
+        );
         try_pin_init!(Self {
             offload_stats: offload_stats?,
+            buffer_stats: buffer_stats?,
             // Root only: the control device creates and destroys arrays.
             control <- MiscRegistration::register(c"graid-control", 0o600, module, control::Control::new()),
             // Root only, one helper at a time.

@@ -15,6 +15,7 @@ use crate::engine::platform::LOG_HEADERS;
 use crate::engine::ppl::BLOCK_BYTES as PPL_BLOCK_BYTES;
 use crate::kernel_ext::raid_math::{self, Vectors, MAX_VECTORS};
 use core::ptr;
+use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::alloc::{flags, Flags};
 use kernel::page::PAGE_SIZE;
 use kernel::prelude::*;
@@ -365,6 +366,43 @@ fn recover(
         },
         Recovery::Lost => false,
     }
+}
+
+/// Where the stripe buffers of every array came from since the module loaded
+/// (`/sys/kernel/debug/graid/stripe_buffers`): wide and narrow fresh allocations, the reserve,
+/// and requests that waited for a buffer to be freed. Counted, not used for decisions.
+pub(crate) struct BufferStats {
+    pub(crate) wide: AtomicU64,
+    pub(crate) fresh: AtomicU64,
+    pub(crate) reserve: AtomicU64,
+    pub(crate) waits: AtomicU64,
+}
+
+pub(crate) static BUFFER_STATS: BufferStats = BufferStats {
+    wide: AtomicU64::new(0),
+    fresh: AtomicU64::new(0),
+    reserve: AtomicU64::new(0),
+    waits: AtomicU64::new(0),
+};
+
+impl BufferStats {
+    pub(crate) fn count(counter: &AtomicU64) {
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Writes [`BUFFER_STATS`] for debugfs.
+pub(crate) fn write_buffer_stats(_: &(), f: &mut kernel::fmt::Formatter<'_>) -> kernel::fmt::Result {
+    let s = &BUFFER_STATS;
+    for (name, counter) in [
+        ("wide", &s.wide),
+        ("fresh", &s.fresh),
+        ("reserve", &s.reserve),
+        ("waits", &s.waits),
+    ] {
+        writeln!(f, "{name}: {}", counter.load(Ordering::Relaxed))?;
+    }
+    Ok(())
 }
 
 /// The array's reserve buffer: one buffer of every column at the longest slice, so a request

@@ -23,7 +23,6 @@ use super::array::ArrayEngine;
 use super::members::{MemberSet, MemberState};
 use super::platform::{Op, Platform, RebuildIoError};
 use super::ppl::{gf_pow2, plan_replay, sort_entries, LoggedEntry, ReplayPiece};
-use super::superblock::UUID_LEN;
 use core::ops::Deref;
 
 /// What a replay did.
@@ -40,14 +39,13 @@ pub struct ReplayStats {
 impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
     /// The array's start, after [`Self::replay_log`] if it was not clean: the log's heads
     /// held `epoch`; every member's head gets the next one (voiding every entry), so the array
-    /// starts with empty rings, and its entries carry `key` (fresh random bytes: an entry of
-    /// an earlier life never passes for one of this), which the superblocks written from now
-    /// on record.
-    pub fn start_log<P: Platform>(&self, p: &P, epoch: u64, key: [u8; UUID_LEN]) {
+    /// starts with empty rings. Its entries carry the key of the superblock the engine was
+    /// made with ([`Self::log_id`]): fresh random bytes at every start, so an entry of an
+    /// earlier life never passes for one of this.
+    pub fn start_log<P: Platform>(&self, p: &P, epoch: u64) {
         if self.has_log() {
             self.log.set_epoch(epoch);
             self.void_log(p);
-            self.log.set_key(key);
         }
     }
 

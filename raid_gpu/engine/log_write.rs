@@ -36,7 +36,6 @@ use super::ppl::{
 };
 use super::request::Phase;
 use super::stripe::{Step, LOCK_SLOTS};
-use super::superblock::UUID_LEN;
 use core::ops::Deref;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
@@ -65,9 +64,6 @@ pub struct LogState {
     switch_wanted: AtomicBool,
     /// By epoch parity, stripe lock slots whose runs may hold a replayable entry.
     live: [[AtomicU64; LOCK_SLOTS / 64]; 2],
-    /// The log's key, as two words (see [`super::ppl::LogId`]): set at the start, before any
-    /// entry is written.
-    key: [AtomicU64; 2],
     /// Counters for DETAIL: entries, barriers, wraps.
     entries: AtomicU64,
     barriers: AtomicU64,
@@ -87,7 +83,6 @@ impl LogState {
             wrap_wanted: AtomicBool::new(false),
             switch_wanted: AtomicBool::new(false),
             live: [const { [const { AtomicU64::new(0) }; LOCK_SLOTS / 64] }; 2],
-            key: [const { AtomicU64::new(0) }; 2],
             entries: AtomicU64::new(0),
             barriers: AtomicU64::new(0),
             wraps: AtomicU64::new(0),
@@ -100,24 +95,6 @@ impl LogState {
 
     pub fn epoch(&self) -> u64 {
         self.epoch.load(Ordering::Relaxed)
-    }
-
-    /// The log's key: what every entry written from now on carries, and what the superblocks
-    /// record.
-    pub fn key(&self) -> [u8; UUID_LEN] {
-        let mut key = [0; UUID_LEN];
-        let (lo, hi) = key.split_at_mut(8);
-        lo.copy_from_slice(&self.key[0].load(Ordering::Relaxed).to_le_bytes());
-        hi.copy_from_slice(&self.key[1].load(Ordering::Relaxed).to_le_bytes());
-        key
-    }
-
-    pub(super) fn set_key(&self, key: [u8; UUID_LEN]) {
-        let (lo, hi) = key.split_at(8);
-        for (word, half) in self.key.iter().zip([lo, hi]) {
-            let bytes = half.first_chunk::<8>().copied().unwrap_or([0; 8]);
-            word.store(u64::from_le_bytes(bytes), Ordering::Relaxed);
-        }
     }
 
     /// The epochs up to which entries may exist on disk (the array's start: the newest head
@@ -206,6 +183,15 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
     /// The log's state (for DETAIL and the platform's replay).
     pub fn log(&self) -> &LogState {
         &self.log
+    }
+
+    /// Whose entries this array writes: its UUID and the key its superblocks record (a new
+    /// one at every start; the replay before it takes the last life's key).
+    pub fn log_id(&self) -> LogId {
+        LogId {
+            uuid: self.superblock.array_uuid,
+            key: self.superblock.log_key,
+        }
     }
 
     /// The worker: a wrap is wanted (a device joined the array).
@@ -337,10 +323,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         stripe.set_step(Step::Log);
         state.begin_pass(Phase::Stripe);
         // Headers first (each target's, or one barrier for all), then the writes.
-        let id = &LogId {
-            uuid: self.superblock.array_uuid,
-            key: log.key(),
-        };
+        let id = &self.log_id();
         let mut ios = [None; 2];
         for (index, (&(member, parity), io)) in
             (0u32..).zip(targets.iter().flatten().zip(ios.iter_mut()))

@@ -129,9 +129,6 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             }
             sb.bitmap_events = self.bitmap_events.load(Ordering::SeqCst);
             sb.resync_offset = self.resync_offset();
-            if sb.ppl {
-                sb.log_key = self.log().key();
-            }
             let failed =
                 p.write_superblocks(targets, |index| match self.members().get(index as usize) {
                     Some(m) => Superblock {

@@ -11,7 +11,7 @@
 //! parity matching.
 
 use crate::host::{Host, LogImage, MemDisk, QueuedIo, HANG};
-use crate::stress::{geometry_of, host_with, log_key, scrub_now, submit_inline_data, Scenario};
+use crate::stress::{geometry_of, host_with, scrub_now, submit_inline_data, Scenario};
 use graid_engine::assembly::{member_status, pick_freshest, MemberStatus};
 use graid_engine::bitmap::load_block;
 use graid_engine::geometry::{Level, MAX_MEMBERS};
@@ -175,7 +175,7 @@ pub fn reassemble(
             let stats = engine.replay_log(&*host, &mut entries).expect("replay I/O");
             replayed = stats.rewritten_sectors;
         }
-        engine.start_log(&*host, scan.epoch, log_key(seed ^ freshest.events));
+        engine.start_log(&*host, scan.epoch);
     }
     // The bits whole again on every member, then the superblock that starts the array.
     engine.write_whole_bitmap(&*host, MemberSet::first(MAX_MEMBERS));

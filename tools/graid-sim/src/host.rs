@@ -11,7 +11,7 @@ use graid_engine::platform::{
     SubmitError, WorkList, LOG_HEADERS,
 };
 use graid_engine::ppl::{
-    decode_entry, LogId, BLOCK_BYTES as PPL_BLOCK_BYTES, BLOCK_SECTORS as PPL_BLOCK_SECTORS,
+    decode_entry, BLOCK_BYTES as PPL_BLOCK_BYTES, BLOCK_SECTORS as PPL_BLOCK_SECTORS,
 };
 use graid_engine::rebuild::REBUILD_COLUMN_SECTORS;
 use graid_engine::request::{Phase, RequestState};
@@ -752,11 +752,7 @@ impl Host {
             return Status::IoError;
         };
         // What the engine writes, the replay must take back (an entry it refuses is lost).
-        let id = LogId {
-            uuid: self.engine.superblock().array_uuid,
-            key: self.engine.log().key(),
-        };
-        if let Err(e) = decode_entry(&id, &header) {
+        if let Err(e) = decode_entry(&self.engine.log_id(), &header) {
             self.violations.report(format!(
                 "request {rq}: a log header the replay refuses ({e:?}): {io:?}"
             ));

@@ -169,7 +169,7 @@ pub fn new_host(scenario: &Scenario, seed: u64) -> (Arc<Host>, Receiver<QueuedIo
     host_with(scenario, seed, None, members, None)
 }
 
-/// A log key for a start (the module draws random bytes).
+/// A log key for a start (the module draws random bytes; here they follow the seed).
 pub fn log_key(seed: u64) -> [u8; 16] {
     let mut key = [0; 16];
     StdRng::seed_from_u64(seed ^ 0x10c_4e7).fill(&mut key[..]);
@@ -214,6 +214,8 @@ pub fn host_with(
                 Area::NONE
             },
             ppl: scenario.ppl,
+            // A new key at every start, as the module draws one.
+            log_key: log_key(seed ^ events),
             ..superblock(&geometry, scenario.level, scenario.chunk_sectors)
         },
         geometry,
@@ -275,7 +277,7 @@ pub fn host_with(
     });
     if fresh {
         // A new array's log: every head written.
-        host.engine.start_log(&*host, 0, log_key(seed));
+        host.engine.start_log(&*host, 0);
     }
     (host, io_rx)
 }
