@@ -913,6 +913,9 @@ impl Array {
     /// RAID 0; `EBUSY`: the array is not optimal (rebuild it first), or a check while a resync
     /// is pending.
     pub(crate) fn scrub(&self, action: u32) -> Result {
+        // It kicks the worker: not while a member operation holds the worker idle to take a
+        // device out (`with_members_idle`), where a worker run could still reach it.
+        let _members = self.members_lock.lock();
         let io = self.io();
         let mode = match action {
             uapi::GRAID_SCRUB_IDLE => {

@@ -68,10 +68,14 @@ pub fn member_status(sbs: &[Superblock], freshest: usize, index: usize) -> Optio
     if let Some(of) = preferred_twin(sbs, index) {
         return Some(MemberStatus::Duplicate { of });
     }
+    // The data area too: every member's I/O goes to the freshest superblock's offset, so a
+    // device whose own superblock puts the data elsewhere would be read and written wrong
+    // (and past its end, its size being checked against its own offset).
     let same_shape = sb.level == best.level
         && sb.members == best.members
         && sb.chunk_sectors == best.chunk_sectors
-        && sb.data_size == best.data_size;
+        && sb.data_size == best.data_size
+        && sb.data_offset == best.data_offset;
     if !same_shape {
         return Some(MemberStatus::Mismatch);
     }

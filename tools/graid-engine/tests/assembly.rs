@@ -147,6 +147,12 @@ fn different_shapes_do_not_mix() {
     resized.data_size += 8;
     let sbs = [member(0, 10), resized];
     assert_eq!(statuses(&sbs)[1], MemberStatus::Mismatch);
+    // Its data elsewhere: the array's I/O would go to the freshest superblock's offset on it
+    // (and past its end where that offset is larger).
+    let mut moved = member(1, 10);
+    moved.data_offset -= 8;
+    let sbs = [member(0, 10), moved];
+    assert_eq!(statuses(&sbs)[1], MemberStatus::Mismatch);
 }
 
 #[test]
