@@ -10,10 +10,12 @@
 //! graid-probe member INDEX fail|remove DEV MEMBER as sent, printing the module's answer
 //! graid-probe helper [DEVICE]              /dev/graid-helper: opens, ATTACH, the area's mappings
 //! graid-probe hostile MODE                 a helper that breaks the protocol or lies (hostile.rs)
+//! graid-probe forge-ppl UUID HEAD_DEV ...   a log entry header forged into data (forge.rs)
 //! ```
 
 mod create;
 mod fault;
+mod forge;
 mod helper;
 mod hostile;
 mod ioctls;
@@ -33,11 +35,13 @@ fn main() -> ExitCode {
         Some("member") => member::run(CONTROL, &args[1..]),
         Some("helper") => helper::run(args.get(1).map_or("/dev/graid-helper", String::as_str)),
         Some("hostile") if args.len() == 2 => hostile::run(&args[1]),
+        Some("forge-ppl") => forge::run(&args[1..]),
         _ => {
             eprintln!(
                 "usage: graid-probe ioctls [CONTROL] | graid-probe create SMALL MEMBER MEMBER... | \
                  graid-probe fail-sweep assemble|create ... | graid-probe member INDEX fail|remove DEV | \
-                 graid-probe helper [DEVICE] | graid-probe hostile MODE"
+                 graid-probe helper [DEVICE] | graid-probe hostile MODE | \
+                 graid-probe forge-ppl UUID HEAD_DEV MEMBERS START SECTORS MEMBER"
             );
             ExitCode::from(2)
         }

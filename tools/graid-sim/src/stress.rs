@@ -68,6 +68,8 @@ pub struct Scenario {
     /// With `in_sync` false: the array resyncs while the submitters run, and the run waits
     /// for the resync to end.
     pub resync: bool,
+    /// A check or repair started once the submitters run; the run waits for it to end.
+    pub scrub: Option<ScrubMode>,
     /// (member, n): before the run, `n` sectors of this member's data area get values no
     /// other copy or parity agrees with (a crash's half-done writes, for the resync to fix).
     pub scribble: Option<(usize, u64)>,
@@ -104,6 +106,7 @@ impl Scenario {
             replace: None,
             replacement_faults: Faults::default(),
             resync: false,
+            scrub: None,
             scribble: None,
             bitmap_region_sectors: None,
             ppl: false,
@@ -446,6 +449,12 @@ pub fn run(scenario: &Scenario, seed: u64) -> Report {
     if scenario.resync {
         host.engine.start_resync(&*host);
     }
+    if let Some(mode) = scenario.scrub {
+        thread::sleep(std::time::Duration::from_millis(2));
+        host.engine
+            .start_scrub(&*host, mode)
+            .unwrap_or_else(|e| panic!("seed {seed}: {mode:?} refused: {e:?}"));
+    }
     let mut model = vec![None; array_sectors as usize];
     let mut errors = Vec::new();
     let (mut ok_read_sectors, mut ok_write_sectors) = (0, 0);
@@ -470,6 +479,13 @@ pub fn run(scenario: &Scenario, seed: u64) -> Report {
     }
     if scenario.resync {
         wait_resynced(&host, seed);
+    }
+    if scenario.scrub.is_some() {
+        let start = std::time::Instant::now();
+        while host.engine.scrub_progress().mode.is_some() {
+            assert!(start.elapsed() < HANG, "seed {seed}: the scrub never ended");
+            thread::sleep(std::time::Duration::from_millis(1));
+        }
     }
     if scenario.level.has_parity() {
         // After a rebuild, through the rebuilt member too.
