@@ -8,23 +8,30 @@
 need_members 4
 set -- $members
 export DM_DISABLE_UDEV=1
-dm_slices "$@"
-slices="/dev/mapper/s0 /dev/mapper/s1 /dev/mapper/s2 /dev/mapper/s3"
-rounds=${GRAID_SOAK:+6}
-rounds=${rounds:-2}
+# 24 MiB slices: 22 MiB of data each, short passes.
+small_slices "$@"
+# `make test`: each level once, RAID 1 (where the race was seen) and RAID 5 with a repair too;
+# `make soak`: every level and pass, four rounds.
+if [ -n "${GRAID_SOAK:-}" ]; then
+	rounds=4 specs="1:0:repair 10:64K:repair 5:64K:repair 6:32K:repair"
+else
+	rounds=1 specs="1:0:repair 10:64K: 5:64K:repair 6:32K:"
+fi
 
-# writers DEV: eight jobs, each over its own 6 MiB, sizes from 512 B to 60 KiB, queue depth 8,
-# verification headers in every block (checked by `readback`). In the background: $writers.
+# writers DEV: eight jobs, each over its own 2 MiB, sizes from 512 B to 60 KiB, queue depth 8,
+# verification headers in every block (checked by `readback`), never two writes of one block in
+# flight (mirrors written so may differ in md too). In the background: $writers.
 writers() {
-	fio --name=race --filename="$1" --size=6M --offset_increment=6M --numjobs=8 --rw=randwrite \
+	fio --name=race --filename="$1" --size=2M --offset_increment=2M --numjobs=8 --rw=randwrite \
 		--bsrange=512-60k --direct=1 --ioengine=libaio --iodepth=8 --verify=crc32c \
-		--do_verify=0 --randrepeat=1 --group_reporting --minimal >/tmp/race.out 2>&1 &
+		--do_verify=0 --randrepeat=1 --serialize_overlap=1 --group_reporting --minimal \
+		>/tmp/race.out 2>&1 &
 	writers=$!
 }
 
 # readback DEV WHAT: every block the writers wrote, read back and verified.
 readback() {
-	fio --name=race --filename="$1" --size=6M --offset_increment=6M --numjobs=8 --rw=randwrite \
+	fio --name=race --filename="$1" --size=2M --offset_increment=2M --numjobs=8 --rw=randwrite \
 		--bsrange=512-60k --direct=1 --ioengine=libaio --iodepth=8 --verify=crc32c \
 		--verify_only --verify_fatal=1 --randrepeat=1 --group_reporting --minimal \
 		>/tmp/readback.out 2>&1 || { cat /tmp/readback.out; fail "$2: blocks read back wrong"; }
@@ -36,7 +43,14 @@ copies_identical() {
 	echo 3 >/proc/sys/vm/drop_caches
 	for s in /dev/mapper/s1 /dev/mapper/s2 /dev/mapper/s3; do
 		if ! cmp -l /dev/mapper/s0 $s 2097152 2097152 >/tmp/cmp.out 2>&1; then
-			echo "$(wc -l </tmp/cmp.out) bytes differ, the first at $(head -n 1 /tmp/cmp.out)"
+			first=$(head -n 1 /tmp/cmp.out | awk '{print $1}')
+			sector=$(((first - 1) / 512))
+			echo "$(wc -l </tmp/cmp.out) bytes differ, the first at byte $first (member sector $sector)"
+			# What each copy holds there: fio's block header (offset, time, numberio).
+			for c in $slices; do
+				echo "$c:"
+				dd if=$c bs=512 skip=$sector count=1 iflag=direct 2>/dev/null | hexdump -C | head -n 4
+			done
 			fail "$1: the copies on s0 and $s differ"
 		fi
 	done
@@ -60,9 +74,9 @@ no_mismatch() {
 }
 
 for round in $(seq 1 $rounds); do
-	for spec in "1 0" "10 64K" "5 64K" "6 32K"; do
-		set -- $spec
-		level=$1 chunk=$2
+	for spec in $specs; do
+		level=${spec%%:*} rest=${spec#*:}
+		chunk=${rest%%:*} repair=${rest#*:}
 		what="RAID $level round $round, initial resync"
 		wipe_superblocks $slices
 		if [ "$chunk" = 0 ]; then
@@ -78,15 +92,16 @@ for round in $(seq 1 $rounds); do
 		readback $dev "$what"
 		[ "$level" = 1 ] && copies_identical "$what"
 		no_mismatch race "$what"
-
-		what="RAID $level round $round, repair"
-		writers $dev
-		expect_rc 0 graidctl repair race
-		finishes $writers 300 "writers during the repair" || { cat /tmp/race.out; fail "$what: fio failed"; }
-		scrub_ends race
-		readback $dev "$what"
-		[ "$level" = 1 ] && copies_identical "$what"
-		no_mismatch race "$what"
+		if [ -n "$repair" ]; then
+			what="RAID $level round $round, repair"
+			writers $dev
+			expect_rc 0 graidctl repair race
+			finishes $writers 300 "writers during the repair" || { cat /tmp/race.out; fail "$what: fio failed"; }
+			scrub_ends race
+			readback $dev "$what"
+			[ "$level" = 1 ] && copies_identical "$what"
+			no_mismatch race "$what"
+		fi
 		expect_rc 0 graidctl stop race
 	done
 done
