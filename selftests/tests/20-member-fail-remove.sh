@@ -117,7 +117,12 @@ echo "--- RAID 5 never synchronised (not clean): a degraded start is refused, a 
 wipe_superblocks $d0 $d1 $d2 $d3
 expect_rc 0 graidctl create fr --level 5 $d0 $d1 $d2
 dev=$(array_dev "$OUT")
+# Paced so that it cannot end before the stop (at full speed it may, and then the array is
+# in sync and a degraded start is right).
+expect_rc 0 graidctl set-speed fr --min 1M --max 1M
 fio_verify "$dev" 0 8M randwrite 4k-64k
+expect_rc 0 graidctl detail fr
+expect_match 'Sync : resync pending' "$OUT" "the initial resync still running at the stop"
 expect_rc 0 graidctl stop fr
 expect_rc 1 graidctl assemble --run $d0 $d2
 expect_match 'not stopped cleanly.*EUCLEAN' "$OUT" "refusal of a dirty degraded RAID 5"
