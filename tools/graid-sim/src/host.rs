@@ -148,6 +148,27 @@ impl MemDisk {
             .is_some()
     }
 
+    /// A write of `len` sectors at `first` fails because of a bad sector that sticks.
+    fn write_hits_stuck(&self, first: u64, len: u64) -> bool {
+        self.faults.bad_sectors_stick && self.any_bad(first, len)
+    }
+
+    /// A write of `len` sectors at `first` succeeded: it clears the bad sectors there (unless
+    /// they stick), and with `rot` one sector it wrote may go bad (`Faults::rot_ppm`).
+    fn written(&self, first: u64, len: u64, rot: bool, rng: &mut StdRng) {
+        if self.faults.bad_sectors_stick {
+            return;
+        }
+        let mut bad = self.bad.lock().unwrap();
+        let cleared: Vec<u64> = bad.range(first..first + len).copied().collect();
+        for s in cleared {
+            bad.remove(&s);
+        }
+        if rot && rng.random_range(0..1_000_000) < self.faults.rot_ppm {
+            bad.insert(first + rng.random_range(0..len));
+        }
+    }
+
     /// Swaps what two devices hold (sectors and superblocks): the platform moving a
     /// replacement's device into its member's place, as the kernel moves the open device.
     pub fn swap_contents(&self, other: &MemDisk) {
@@ -391,8 +412,7 @@ impl Host {
             disk.flushes.fetch_add(1, Ordering::Relaxed);
             return Status::Ok;
         }
-        self.check_dirty(io, disk);
-        self.check_intent(rq, io, disk);
+        self.check_marks(rq, io, disk);
         let first = io.member_sector;
         let len = io.info.sectors;
         if first < DATA_OFFSET || first + len > DATA_OFFSET + self.data_sectors || len == 0 {
@@ -431,7 +451,7 @@ impl Host {
                     && rng.random_range(0..1_000_000) < disk.faults.read_error_ppm));
         let fails = disk.next_io_fails(rng)
             || read_fails
-            || (op == Op::Write && bad && disk.faults.bad_sectors_stick)
+            || (op == Op::Write && disk.write_hits_stuck(first, len))
             || (op == Op::Discard && disk.faults.discard_errors);
         // A failing write may still have written a part; a failing read leaves garbage.
         let done = match (fails, op) {
@@ -451,22 +471,26 @@ impl Host {
             Op::Discard => sectors[member_range].fill(0),
             Op::Flush => {}
         }
-        if op.is_write() && !fails && !disk.faults.bad_sectors_stick {
-            let mut bad = disk.bad.lock().unwrap();
-            let cleared: Vec<u64> = bad.range(first..first + len).copied().collect();
-            for s in cleared {
-                bad.remove(&s);
-            }
+        if op.is_write() && !fails {
             let first_pass = self.slot(rq).state.phase() == Phase::Normal;
-            if op == Op::Write && first_pass && rng.random_range(0..1_000_000) < disk.faults.rot_ppm
-            {
-                bad.insert(first + rng.random_range(0..len));
-            }
+            disk.written(first, len, op == Op::Write && first_pass, rng);
         }
         if fails {
             Status::IoError
         } else {
             Status::Ok
+        }
+    }
+
+    /// A request's write must find the array marked dirty and its write-intent bits on the
+    /// member. Not a read's repair: it writes back what the others say the data is (recovered
+    /// from another copy or the parity), so a crash in the middle leaves each sector as it was
+    /// (unreadable) or right, never copies or parity that disagree (md's read repair writes
+    /// without `md_write_start` too).
+    fn check_marks(&self, rq: usize, io: &MemberIo<usize>, disk: &MemDisk) {
+        if self.slot(rq).state.op() != Op::Read {
+            self.check_dirty(io, disk);
+            self.check_intent(rq, io, disk);
         }
     }
 
@@ -535,8 +559,7 @@ impl Host {
         column: u32,
         offset: u64,
     ) -> Status {
-        self.check_dirty(io, disk);
-        self.check_intent(rq, io, disk);
+        self.check_marks(rq, io, disk);
         let (op, first, len) = (io.info.op, io.member_sector, io.info.sectors);
         let mut buffer = self.slot(rq).buffer.lock().unwrap();
         let Some(col) = buffer.get_mut(column as usize) else {
@@ -556,12 +579,19 @@ impl Host {
             && (disk.any_bad(first, len)
                 || (disk.faults.read_error_ppm > 0
                     && rng.random_range(0..1_000_000) < disk.faults.read_error_ppm));
-        let fails = disk.next_io_fails(rng) || read_fails;
+        let fails = disk.next_io_fails(rng)
+            || read_fails
+            || (op == Op::Write && disk.write_hits_stuck(first, len));
         let done = match (fails, op) {
             (false, _) => len,
             (true, Op::Read) => 0,
             (true, _) => rng.random_range(0..=len),
         };
+        if op == Op::Write && !fails {
+            // A write request's own writes may rot, as on the segment path.
+            let request_writes = self.slot(rq).state.op() == Op::Write;
+            disk.written(first, len, request_writes, rng);
+        }
         let mut sectors = disk.sectors.lock().unwrap();
         let member_range = first as usize..(first + done) as usize;
         match op {
@@ -1176,9 +1206,10 @@ impl Platform for Host {
                 std::thread::sleep(Duration::from_micros(100));
                 Ok(())
             }
-            Op::Write if fails => Err(RebuildIoError),
+            Op::Write if fails || disk.write_hits_stuck(sector, sectors) => Err(RebuildIoError),
             Op::Write if !self.lands() => Ok(()),
             Op::Write => {
+                disk.written(sector, sectors, false, &mut self.rng.lock().unwrap());
                 disk.sectors.lock().unwrap()[from..to].copy_from_slice(col);
                 self.rebuild_copies.fetch_add(1, Ordering::Relaxed);
                 Ok(())
