@@ -60,7 +60,8 @@ pub struct Faults {
     /// Superblock writes fail.
     pub superblock_errors: bool,
     /// After a successful write of a request's first pass, one sector it wrote goes bad with
-    /// this chance in parts per million (bad sectors appearing as the run goes).
+    /// this chance in parts per million (bad sectors appearing as the run goes); on RAID 5/6,
+    /// once a write request ended, one sector of each piece of data it wrote.
     pub rot_ppm: u32,
 }
 
@@ -482,6 +483,27 @@ impl Host {
         }
     }
 
+    /// RAID 5/6 (whose member writes go through stripe buffers, where a write and a repair's
+    /// rewrite look alike): after a write request ended, each member sector of data it wrote
+    /// may go bad (`Faults::rot_ppm`).
+    fn rot(&self, spec: &Spec) {
+        let g = self.engine.geometry();
+        if spec.op != Some(Op::Write) || !g.level().has_parity() {
+            return;
+        }
+        let Ok(pieces) = g.map_write(spec.start, spec.sectors) else {
+            return;
+        };
+        let mut rng = self.rng.lock().unwrap();
+        for piece in pieces {
+            let disk = &self.disks[piece.member as usize];
+            if rng.random_range(0..1_000_000) < disk.faults.rot_ppm {
+                let at = DATA_OFFSET + piece.member_sector + rng.random_range(0..piece.sectors);
+                disk.bad.lock().unwrap().insert(at);
+            }
+        }
+    }
+
     /// A request's write must find the array marked dirty and its write-intent bits on the
     /// member. Not a read's repair: it writes back what the others say the data is (recovered
     /// from another copy or the parity), so a crash in the middle leaves each sector as it was
@@ -588,9 +610,8 @@ impl Host {
             (true, _) => rng.random_range(0..=len),
         };
         if op == Op::Write && !fails {
-            // A write request's own writes may rot, as on the segment path.
-            let request_writes = self.slot(rq).state.op() == Op::Write;
-            disk.written(first, len, request_writes, rng);
+            // (Rot comes at the request's end: `rot`.)
+            disk.written(first, len, false, rng);
         }
         let mut sectors = disk.sectors.lock().unwrap();
         let member_range = first as usize..(first + done) as usize;
@@ -1023,6 +1044,7 @@ impl Platform for Host {
         let spec = slot.spec.lock().unwrap().clone();
         if status == Status::Ok {
             self.check_durable(rq, &spec);
+            self.rot(&spec);
         }
         slot.in_flight.store(false, Ordering::Release);
         *slot.outcome.lock().unwrap() = Some(status);
