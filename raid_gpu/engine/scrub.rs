@@ -311,14 +311,14 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         let Some(done) = done else {
             return;
         };
-        if let Err(why) = done {
-            // Not consistent: the position stays before the window.
-            self.window_unpassed(p, mode, why);
+        if s.generation.load(Ordering::SeqCst) != generation {
+            // Started over meanwhile (its counts were reset after this window counted).
             p.kick_worker();
             return;
         }
-        if s.generation.load(Ordering::SeqCst) != generation {
-            // Started over meanwhile (its counts were reset after this window counted).
+        if let Err(why) = done {
+            // Not consistent: the position stays before the window.
+            self.window_unpassed(p, mode, why);
             p.kick_worker();
             return;
         }
