@@ -566,8 +566,9 @@ impl ArrayView {
         match self.scrub_read_errors {
             0 => String::new(),
             n => format!(
-                "{n} blocks of 4 KiB (last check, repair or resync: each rewritten from the \
-                 others, or it stopped there)"
+                "{n} block{} of 4 KiB (last check, repair or resync: each rewritten from the \
+                 others, or it stopped there)",
+                if n == 1 { "" } else { "s" }
             ),
         }
     }
