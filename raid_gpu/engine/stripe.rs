@@ -629,7 +629,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
     ) {
         let stripe = p.state(rq).stripe();
         let (a, b) = stripe.slice();
-        if b - a > RETRY_SECTORS && a >= stripe.retry_end.load(Ordering::Relaxed) {
+        if b.saturating_sub(a) > RETRY_SECTORS && a >= stripe.retry_end.load(Ordering::Relaxed) {
             stripe.retry_end.store(b, Ordering::Relaxed);
             self.plan_again(p, rq);
             return;
