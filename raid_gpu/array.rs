@@ -976,6 +976,10 @@ impl Array {
         if engine.is_dirty() {
             out.flags |= uapi::GRAID_DETAIL_DIRTY;
         }
+        let scrub = engine.scrub_progress();
+        if scrub.stalled {
+            out.flags |= uapi::GRAID_DETAIL_SCRUB_STALLED;
+        }
         out.member_data_sectors = engine.geometry().member_data_sectors();
         out.rebuilt_sectors = engine.rebuilt_sectors();
         out.rebuild_skipped_sectors = engine.rebuild_skipped_sectors();
@@ -989,7 +993,6 @@ impl Array {
             out.bitmap_dirty = bitmap.dirty_regions();
         }
         (out.speed_min_kibs, out.speed_max_kibs) = engine.rebuild_speed();
-        let scrub = engine.scrub_progress();
         out.scrub_action = match scrub.mode {
             None => uapi::GRAID_SCRUB_IDLE,
             Some(ScrubMode::Check) => uapi::GRAID_SCRUB_CHECK,
@@ -998,6 +1001,7 @@ impl Array {
         };
         (out.scrub_done, out.scrub_total) = (scrub.done, scrub.total);
         out.mismatch_sectors = scrub.mismatches;
+        out.scrub_read_errors = scrub.read_errors;
         out.rate_kibs = engine.background_kibs();
         let spares = io.spares.lock();
         for (spare, out) in spares.iter().zip(out.spares.iter_mut()) {

@@ -8,7 +8,7 @@
 //! on every architecture graid supports.
 
 /// Bumped on every incompatible change to anything in this file.
-pub const GRAID_ABI_VERSION: u32 = 8;
+pub const GRAID_ABI_VERSION: u32 = 9;
 
 /// Name of the control misc device, as it appears under `/dev`.
 pub const GRAID_CONTROL_NAME: &str = "graid-control";
@@ -257,6 +257,10 @@ pub const GRAID_DETAIL_DIRTY: u32 = 4;
 /// [`GraidDetail::flags`]: the array has a partial parity log (RAID 5/6): a crash while
 /// degraded loses nothing the writes in flight did not touch.
 pub const GRAID_DETAIL_PPL: u32 = 8;
+/// [`GraidDetail::flags`]: the last check, repair or resync stopped before its end, at
+/// `scrub_done`: a window there could not be made consistent (a member failed its rewrite, or
+/// some data has no readable copy). A resync stopped so waits to be asked again (REPAIR).
+pub const GRAID_DETAIL_SCRUB_STALLED: u32 = 16;
 
 /// One member in [`GraidDetail`].
 #[repr(C)]
@@ -278,7 +282,8 @@ pub struct GraidMemberDetail {
     pub write_bytes: u64,
     /// I/O errors this member returned.
     pub errors: u64,
-    /// Read errors on this member repaired by rewriting the data from another copy.
+    /// Read errors on this member repaired by rewriting the data from another copy or the
+    /// parity (one per repaired request, or per 4 KiB block a scrub rewrote).
     pub corrected: u64,
     /// Sectors of its data area in sync; `u64::MAX` when all are.
     pub recovery_offset: u64,
@@ -357,6 +362,9 @@ pub struct GraidDetail {
     pub ppl_entries: u64,
     pub ppl_barriers: u64,
     pub ppl_wraps: u64,
+    /// Out: 4 KiB blocks the running or last scrub could not read: each recovered from the
+    /// others and rewritten (the member's `corrected` count), or the scrub stopped there.
+    pub scrub_read_errors: u64,
 }
 
 /// [`GraidDetail::replace_role`] when no replace runs.

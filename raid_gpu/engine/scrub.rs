@@ -12,6 +12,19 @@
 //! The count (md's `mismatch_cnt`) is in 512-byte sectors: each sector of a copy, or of a P or
 //! Q, that differs from what it should hold counts once (md counts in 4 KiB units, as 8).
 //!
+//! # Read errors
+//!
+//! A window whose reads fail is gone through again a block ([`RETRY_SECTORS`], md's stripe
+//! page) at a time, every mode alike (md's `R5_ReadError`, raid1's `fix_sync_read_error`):
+//! a member's block that does not read is recovered from the others (another copy; the other
+//! members through the parity), written back and read again, and counts as a corrected read
+//! error of the member; then the window is compared and repaired as usual. A member whose
+//! rewrite, re-read or repair write fails is failed (the worker's rules: never the last copy)
+//! and the scrub ends there (a resync holds, as on any degraded array). A block that no member
+//! can give ends the scrub too ([`ScrubProgress::stalled`]). Either way the window is not
+//! passed: the position stays before it, a resync's bitmap regions keep their bits and the
+//! array does not become in sync.
+//!
 //! # Resync
 //!
 //! A resync is a repair the array runs by itself while its copies or parity are not known to
@@ -28,13 +41,15 @@
 //! - a stop pauses it; `repair` goes on from its position; `check` waits for it.
 
 use super::array::{ArrayEngine, ArrayState};
+use super::geometry::Piece;
+use super::layout::Recovery;
 use super::members::{MemberSet, MemberState};
 use super::parity::{ParityJob, ParityOp};
-use super::platform::{Op, Platform, RebuildIo, MAX_REBUILD_BATCH};
+use super::platform::{MemberEvent, Op, Platform, RebuildIo, MAX_REBUILD_BATCH};
 use super::rebuild::REBUILD_COLUMN_SECTORS;
 use super::superblock::RECOVERY_COMPLETE;
 use core::ops::Deref;
-use core::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 
 /// What a scrub does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,6 +80,21 @@ const CHECK: u8 = 1;
 const REPAIR: u8 = 2;
 const RESYNC: u8 = 3;
 
+/// The block a window whose reads failed is read, recovered and rewritten by (4 KiB, md's
+/// stripe page): a bad sector costs its block, not the window, and recovering a torn
+/// stripe's good sectors from its stale parity is avoided.
+pub const RETRY_SECTORS: u64 = 8;
+
+/// Why a scrub window could not be made consistent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Unpassed {
+    /// A member failed its rewrite, re-read or repair write: it is failed (or, holding the
+    /// last copy of some data, kept with the array broken).
+    Failed,
+    /// Some data has no readable copy (or its parity could not be computed).
+    Unreadable,
+}
+
 /// Resync sectors between the superblock updates that record its position while the array is
 /// clean (64 MiB of member data on RAID 5/6): a crash while idle goes on from there.
 const RESYNC_CHECKPOINT_SECTORS: u64 = 64 * 2048;
@@ -77,8 +107,11 @@ pub struct ScrubState {
     done: AtomicU64,
     /// Mismatched sectors found by the running or last scrub.
     mismatches: AtomicU64,
-    /// Reads that failed during the running or last scrub (those places were not compared).
+    /// Blocks that failed to read during the running or last scrub (each recovered and
+    /// rewritten, or the scrub stopped there).
     read_errors: AtomicU64,
+    /// The last scrub stopped before its end: a window could not be made consistent.
+    stalled: AtomicBool,
     /// Bumped by each start: a step that began before a restart does not move the new one.
     generation: AtomicU64,
 }
@@ -90,6 +123,7 @@ impl ScrubState {
             done: AtomicU64::new(0),
             mismatches: AtomicU64::new(0),
             read_errors: AtomicU64::new(0),
+            stalled: AtomicBool::new(false),
             generation: AtomicU64::new(0),
         }
     }
@@ -111,8 +145,12 @@ pub struct ScrubProgress {
     pub total: u64,
     /// Mismatched sectors found by the running or last scrub.
     pub mismatches: u64,
-    /// Failed reads of the running or last scrub.
+    /// Blocks of the running or last scrub that failed to read ([`RETRY_SECTORS`] each).
     pub read_errors: u64,
+    /// The last scrub stopped at `done` before its end: a member failed its rewrite there,
+    /// or some data has no readable copy. A resync is then not running (and the array not in
+    /// sync) until asked again (`repair`, or the next assembly).
+    pub stalled: bool,
 }
 
 impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
@@ -146,6 +184,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         s.done.store(0, Ordering::Relaxed);
         s.mismatches.store(0, Ordering::Relaxed);
         s.read_errors.store(0, Ordering::Relaxed);
+        s.stalled.store(false, Ordering::Relaxed);
         let code = match mode {
             ScrubMode::Check => CHECK,
             ScrubMode::Repair | ScrubMode::Resync => REPAIR,
@@ -168,6 +207,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         if self.in_sync() || !self.redundant() {
             return;
         }
+        self.scrub.stalled.store(false, Ordering::Relaxed);
         self.scrub.mode.store(RESYNC, Ordering::SeqCst);
         p.kick_worker();
     }
@@ -214,6 +254,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             total: self.scrub_total(),
             mismatches: s.mismatches.load(Ordering::Relaxed),
             read_errors: s.read_errors.load(Ordering::Relaxed),
+            stalled: s.stalled.load(Ordering::Relaxed),
         }
     }
 
@@ -236,7 +277,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         if self.state() != ArrayState::Optimal {
             // A resync waits for the rebuild (which kicks the worker as it ends).
             if mode != ScrubMode::Resync {
-                self.stop_scrub();
+                self.abort_scrub();
             }
             return;
         }
@@ -267,11 +308,17 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         } else {
             self.in_window(p, at, end, || self.scrub_mirror(p, at, end, repair))
         };
-        if done.is_none() {
+        let Some(done) = done else {
             return;
-        }
+        };
         if s.generation.load(Ordering::SeqCst) != generation {
             // Started over meanwhile (its counts were reset after this window counted).
+            p.kick_worker();
+            return;
+        }
+        if let Err(why) = done {
+            // Not consistent: the position stays before the window.
+            self.window_unpassed(p, mode, why);
             p.kick_worker();
             return;
         }
@@ -294,6 +341,25 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             self.keep_pace(p, started, end - at);
         }
         p.kick_worker();
+    }
+
+    /// Stops the running scrub before its end, and says so ([`ScrubProgress::stalled`]).
+    fn abort_scrub(&self) {
+        self.scrub.stalled.store(true, Ordering::Relaxed);
+        self.stop_scrub();
+    }
+
+    /// A window could not be made consistent (`why`). A member it failed is recorded first;
+    /// then the scrub stops, except a resync that lost a member: it holds while the array is
+    /// degraded, as it always does, and goes on from this window after the rebuild.
+    fn window_unpassed<P: Platform>(&self, p: &P, mode: ScrubMode, why: Unpassed) {
+        if self.failing.load(Ordering::SeqCst) > 0 {
+            // On error the array is broken; the failure path reports it.
+            let _ = self.write_superblocks(p);
+        }
+        if mode != ScrubMode::Resync || why == Unpassed::Unreadable {
+            self.abort_scrub();
+        }
     }
 
     /// The resync reached the end: the array is in sync, and its superblocks say so.
@@ -331,108 +397,303 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         }
     }
 
-    /// Compares the copies of array sectors `[a, b)` piece by piece (each copy into its own
-    /// buffer column, the first that reads being the reference), rewriting the others from it
-    /// with `repair`.
-    fn scrub_mirror<P: Platform>(&self, p: &P, a: u64, b: u64, repair: bool) {
-        let g = &self.geometry;
-        let base = self.superblock.data_offset;
-        let Ok(pieces) = g.map_read(a, b - a, 0) else {
-            return;
-        };
+    /// Compares the copies of array sectors `[a, b)` piece by piece, each copy read into its
+    /// own buffer column, with copy 0 (the one a resync keeps): with `repair` it is written
+    /// over the copies that differ. A copy's blocks that do not read are rewritten from
+    /// another copy first.
+    fn scrub_mirror<P: Platform>(
+        &self,
+        p: &P,
+        a: u64,
+        b: u64,
+        repair: bool,
+    ) -> Result<(), Unpassed> {
+        let pieces = self
+            .geometry
+            .map_read(a, b - a, 0)
+            .map_err(|_| Unpassed::Unreadable)?;
         for piece in pieces {
-            let copies: [Option<(u32, u64)>; 32] = core::array::from_fn(|c| {
-                let c = u32::try_from(c).ok().filter(|&c| c < g.copies())?;
-                let copy = g
-                    .map_read(piece.array_sector, piece.sectors, c)
-                    .ok()?
-                    .next()?;
-                Some((copy.member, base.saturating_add(copy.member_sector)))
-            });
-            let mut reference = None;
+            let copies = self.copies_of(piece);
             let mut unread = MemberSet::EMPTY;
             for (c, &(member, sector)) in (0u32..).zip(copies.iter().flatten()) {
                 if p.rebuild_io(Op::Read, member, sector, c, 0, piece.sectors)
                     .is_err()
                 {
-                    self.scrub.read_errors.fetch_add(1, Ordering::Relaxed);
                     unread = unread.with(c);
-                } else if reference.is_none() {
-                    reference = Some(c);
                 }
             }
-            let Some(r) = reference else {
-                continue;
-            };
+            if !unread.is_empty() {
+                self.fix_copies(p, &copies, unread, piece.sectors)?;
+            }
+            self.compare_copies(p, &copies, piece.sectors, repair)?;
+        }
+        Ok(())
+    }
+
+    /// Each copy of `piece`: its member and first member sector (data offset included).
+    fn copies_of(&self, piece: Piece) -> Copies {
+        let g = &self.geometry;
+        let base = self.superblock.data_offset;
+        core::array::from_fn(|c| {
+            let c = u32::try_from(c).ok().filter(|&c| c < g.copies())?;
+            let copy = g
+                .map_read(piece.array_sector, piece.sectors, c)
+                .ok()?
+                .next()?;
+            Some((copy.member, base.saturating_add(copy.member_sector)))
+        })
+    }
+
+    /// The copies in `unread` (their read of the piece failed) read again a block at a time;
+    /// a block one does not read is written from a copy that read it and read back (raid1's
+    /// `fix_sync_read_error`). Every copy's column then holds what its member holds.
+    fn fix_copies<P: Platform>(
+        &self,
+        p: &P,
+        copies: &Copies,
+        unread: MemberSet,
+        sectors: u64,
+    ) -> Result<(), Unpassed> {
+        let mut at = 0;
+        while at < sectors {
+            let len = RETRY_SECTORS.min(sectors - at);
+            let mut bad = MemberSet::EMPTY;
             for (c, &(member, sector)) in (0u32..).zip(copies.iter().flatten()) {
-                if c == r || unread.contains(c) {
-                    continue;
-                }
-                let differ = p.rebuild_differ(r, c, 0, piece.sectors);
-                self.scrub.mismatches.fetch_add(differ, Ordering::Relaxed);
-                if repair && differ > 0 {
-                    // A failed rewrite is the next read's to find (and the failure rules').
-                    let _ = p.rebuild_io(Op::Write, member, sector, r, 0, piece.sectors);
+                if unread.contains(c)
+                    && p.rebuild_io(Op::Read, member, sector.saturating_add(at), c, at, len)
+                        .is_err()
+                {
+                    bad = bad.with(c);
                 }
             }
+            if !bad.is_empty() {
+                self.rewrite_copies(p, copies, bad, at, len)?;
+            }
+            at += len;
+        }
+        Ok(())
+    }
+
+    /// The block `[at, at + len)` of the piece on the copies in `bad`, which do not read it:
+    /// written from the first copy that does, and read back.
+    fn rewrite_copies<P: Platform>(
+        &self,
+        p: &P,
+        copies: &Copies,
+        bad: MemberSet,
+        at: u64,
+        len: u64,
+    ) -> Result<(), Unpassed> {
+        self.scrub
+            .read_errors
+            .fetch_add(u64::from(bad.len()), Ordering::Relaxed);
+        let source = (0..self.geometry.copies())
+            .find(|&c| !bad.contains(c))
+            .ok_or(Unpassed::Unreadable)?;
+        for (c, &(member, sector)) in (0u32..).zip(copies.iter().flatten()) {
+            if bad.contains(c) {
+                let to = sector.saturating_add(at);
+                let fixed = p.rebuild_io(Op::Write, member, to, source, at, len).is_ok()
+                    && p.rebuild_io(Op::Read, member, to, c, at, len).is_ok();
+                self.block_rewritten(p, member, fixed)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A member's unreadable block was written back (and read again, `fixed`): a corrected
+    /// read error; or not: the member is failed.
+    fn block_rewritten<P: Platform>(
+        &self,
+        p: &P,
+        member: u32,
+        fixed: bool,
+    ) -> Result<(), Unpassed> {
+        if fixed {
+            self.read_error_repaired(p, member);
+            Ok(())
+        } else {
+            self.try_fail(p, member, MemberEvent::Failed);
+            Err(Unpassed::Failed)
         }
     }
 
+    /// Counts the sectors in which each copy's column differs from copy 0's; with `repair`
+    /// writes copy 0 over a copy that differs (a member whose write fails is failed).
+    fn compare_copies<P: Platform>(
+        &self,
+        p: &P,
+        copies: &Copies,
+        sectors: u64,
+        repair: bool,
+    ) -> Result<(), Unpassed> {
+        for (c, &(member, sector)) in (0u32..).zip(copies.iter().flatten()).skip(1) {
+            let differ = p.rebuild_differ(0, c, 0, sectors);
+            self.scrub.mismatches.fetch_add(differ, Ordering::Relaxed);
+            if repair
+                && differ > 0
+                && p.rebuild_io(Op::Write, member, sector, 0, 0, sectors)
+                    .is_err()
+            {
+                self.try_fail(p, member, MemberEvent::Failed);
+                return Err(Unpassed::Failed);
+            }
+        }
+        Ok(())
+    }
+
     /// Compares the parity of member rows `[a, b)` (whole stripe rows, at most a buffer
-    /// column) with the parity of their data: every member read into its column, each
-    /// stripe's P and Q kept in the two spare columns, the parity generated, the two compared;
-    /// with `repair` the generated parity is written where it differs.
-    fn scrub_stripes<P: Platform>(&self, p: &P, a: u64, b: u64, repair: bool) {
-        let g = &self.geometry;
-        let n = g.members();
-        let (sectors, at) = (b - a, self.superblock.data_offset.saturating_add(a));
-        // Every member at once.
+    /// column) with the parity of their data (see [`Self::scrub_rows`]). If a read fails, the
+    /// rows go again a block at a time, each block with the members whose read of it fails
+    /// recovered from the others.
+    fn scrub_stripes<P: Platform>(
+        &self,
+        p: &P,
+        a: u64,
+        b: u64,
+        repair: bool,
+    ) -> Result<(), Unpassed> {
+        if self.read_rows(p, a, b).is_empty() {
+            return self.scrub_rows(p, a, b, MemberSet::EMPTY, repair);
+        }
+        let mut x = a;
+        while x < b {
+            let y = x.saturating_add(RETRY_SECTORS).min(b);
+            let lost = self.read_rows(p, x, y);
+            self.scrub_rows(p, x, y, lost, repair)?;
+            x = y;
+        }
+        Ok(())
+    }
+
+    /// Reads member rows `[a, b)` of every member into its buffer column, all at once; the
+    /// members whose read failed.
+    fn read_rows<P: Platform>(&self, p: &P, a: u64, b: u64) -> MemberSet {
+        let n = self.geometry.members();
+        let at = self.superblock.data_offset.saturating_add(a);
         let reads: [RebuildIo; MAX_REBUILD_BATCH] = core::array::from_fn(|m| RebuildIo {
             // Below MAX_REBUILD_BATCH: lossless.
             member: m as u32,
             sector: at,
             column: m as u32,
-            sectors,
+            sectors: b - a,
         });
         let reads = reads.get(..n as usize).unwrap_or(&reads);
-        if p.rebuild_batch(Op::Read, reads) != 0 {
-            // Not compared: a read error is the failure rules' business on the I/O path.
-            self.scrub.read_errors.fetch_add(1, Ordering::Relaxed);
-            return;
+        let failed = p.rebuild_batch(Op::Read, reads);
+        (0..n)
+            .filter(|&m| failed & 1u64.checked_shl(m).unwrap_or(0) != 0)
+            .fold(MemberSet::EMPTY, MemberSet::with)
+    }
+
+    /// Rows `[a, b)` read into the buffer, the members in `lost` failing: those recovered from
+    /// the others; each stripe's P and Q kept in the two spare columns and generated from the
+    /// data; the lost members' columns written back and read again; the parity compared, and
+    /// with `repair` written where it differs (md's raid5/6 repair: data is never changed).
+    fn scrub_rows<P: Platform>(
+        &self,
+        p: &P,
+        a: u64,
+        b: u64,
+        lost: MemberSet,
+        repair: bool,
+    ) -> Result<(), Unpassed> {
+        let job = self.rows_job(a, b).ok_or(Unpassed::Unreadable)?;
+        if !lost.is_empty() {
+            self.recover_rows(p, &job, lost)?;
         }
-        let chunk = u64::from(g.chunk_sectors()).max(1);
-        let stripe = a / chunk;
-        let Some(map) = g.stripe_map(stripe) else {
-            return;
-        };
-        let job = ParityJob {
-            op: ParityOp::Generate,
-            map,
-            head: a - stripe * chunk,
-            chunk,
-            sectors,
-        };
-        let (saved_p, saved_q) = (n, n + 1);
+        let n = self.geometry.members();
         for (map, from, to) in job.stripes() {
-            p.rebuild_copy(map.p(), saved_p, from, to - from);
+            p.rebuild_copy(map.p(), n, from, to - from);
             if let Some(q) = map.q() {
-                p.rebuild_copy(q, saved_q, from, to - from);
+                p.rebuild_copy(q, n + 1, from, to - from);
             }
         }
         if !p.rebuild_compute(&job) {
-            return;
+            return Err(Unpassed::Unreadable);
         }
+        let at = self.superblock.data_offset.saturating_add(a);
+        for m in lost.iter() {
+            let fixed = p.rebuild_io(Op::Write, m, at, m, 0, b - a).is_ok()
+                && p.rebuild_io(Op::Read, m, at, m, 0, b - a).is_ok();
+            self.block_rewritten(p, m, fixed)?;
+        }
+        self.compare_parity(p, &job, at, lost, repair)
+    }
+
+    /// A job generating the parity of member rows `[a, b)` in the rebuild buffer.
+    fn rows_job(&self, a: u64, b: u64) -> Option<ParityJob> {
+        let g = &self.geometry;
+        let chunk = u64::from(g.chunk_sectors()).max(1);
+        let stripe = a / chunk;
+        Some(ParityJob {
+            op: ParityOp::Generate,
+            map: g.stripe_map(stripe)?,
+            head: a - stripe * chunk,
+            chunk,
+            sectors: b - a,
+        })
+    }
+
+    /// Recovers the columns of the members in `lost` over `job`'s rows from the others.
+    fn recover_rows<P: Platform>(
+        &self,
+        p: &P,
+        job: &ParityJob,
+        lost: MemberSet,
+    ) -> Result<(), Unpassed> {
+        self.scrub
+            .read_errors
+            .fetch_add(u64::from(lost.len()), Ordering::Relaxed);
+        let recoverable = job
+            .stripes()
+            .all(|(map, _, _)| map.recovery(lost) != Recovery::Lost);
+        let recover = ParityJob {
+            op: ParityOp::Recover { lost },
+            ..*job
+        };
+        if recoverable && p.rebuild_compute(&recover) {
+            Ok(())
+        } else {
+            Err(Unpassed::Unreadable)
+        }
+    }
+
+    /// Compares each stripe's P and Q (but the lost members', rewritten already) kept in the
+    /// spare columns with the generated ones, counting the sectors that differ; with `repair`
+    /// writes the generated parity where it differs (a member whose write fails is failed).
+    fn compare_parity<P: Platform>(
+        &self,
+        p: &P,
+        job: &ParityJob,
+        at: u64,
+        lost: MemberSet,
+        repair: bool,
+    ) -> Result<(), Unpassed> {
+        let n = self.geometry.members();
         for (map, from, to) in job.stripes() {
             let len = to - from;
-            let parity = [(map.p(), saved_p), (map.q().unwrap_or(n), saved_q)];
-            for (member, saved) in parity.into_iter().filter(|&(m, _)| m < n) {
+            let parity = [(map.p(), n), (map.q().unwrap_or(n), n + 1)];
+            for (member, saved) in parity
+                .into_iter()
+                .filter(|&(m, _)| m < n && !lost.contains(m))
+            {
                 let differ = p.rebuild_differ(member, saved, from, len);
                 self.scrub.mismatches.fetch_add(differ, Ordering::Relaxed);
-                if repair && differ > 0 {
-                    let sector = at.saturating_add(from);
-                    let _ = p.rebuild_io(Op::Write, member, sector, member, from, len);
+                let sector = at.saturating_add(from);
+                if repair
+                    && differ > 0
+                    && p.rebuild_io(Op::Write, member, sector, member, from, len)
+                        .is_err()
+                {
+                    self.try_fail(p, member, MemberEvent::Failed);
+                    return Err(Unpassed::Failed);
                 }
             }
         }
+        Ok(())
     }
 }
+
+/// Each copy of a mirror piece: its member and first member sector (see
+/// `ArrayEngine::copies_of`).
+type Copies = [Option<(u32, u64)>; 32];

@@ -38,9 +38,19 @@
 //!    sender's CPU) goes on in a fresh work item, never inline: a long request would otherwise
 //!    run every later slice one level deeper into one kernel stack.
 //!
-//! A member I/O error on any step goes to the worker, which fails the member (or refuses when
-//! that would lose data: then the request fails) while the stripe stays locked, so no other
-//! request computes parity from the stale column; the slice is then planned again, degraded.
+//! A member I/O error on any step goes to the worker while the stripe stays locked, so no
+//! other request computes parity from the stale column or writes the rows meanwhile:
+//!
+//! - a **read error** is repaired, as md does (`R5_ReadError`, `R5_ReWrite`): the slice is
+//!   read again a block ([`RETRY_SECTORS`], md's stripe page) at a time; a member that fails
+//!   a block is *bad* for it: lost to the slice, which is planned again degraded, its column
+//!   rebuilt from the others (the read is served from it; a write overlays its new data), then
+//!   written back whole and read again. The member counts a corrected read error; only one
+//!   whose rewrite or re-read fails is failed. Where the parity cannot rebuild the block (a
+//!   degraded array), the request fails and nothing else: no member is failed, the array is
+//!   not broken (md's last-copy rule);
+//! - a **write error** fails the member (or refuses when that would lose data: then the
+//!   request fails); the slice goes on (the parity written covers the member's data).
 
 use super::array::{ArrayEngine, ArrayState};
 use super::geometry::{Geometry, MAX_MEMBERS};
@@ -62,6 +72,10 @@ pub const LOCK_SLOTS: usize = 256;
 /// stripe buffer to `2 * members * SLICE_SECTORS` sectors (4 MiB with 32 members). The
 /// platform's reserve buffer is this size.
 pub const SLICE_SECTORS: u64 = 64;
+
+/// The block a slice whose read failed is read again by (4 KiB, md's stripe page), so that
+/// only the blocks that fail are rebuilt and rewritten (see the module comment).
+pub const RETRY_SECTORS: u64 = 8;
 
 /// Buffer a request asks for first, all columns together (1 MiB): a wider window when the
 /// slice needs few columns, so a large write takes fewer steps (each a round trip to the
@@ -142,6 +156,8 @@ code_enum! {
         Log,
         /// The slice waits for the log to wrap (no ring space).
         LogWait,
+        /// The bad members' rewritten rows are read back.
+        Verify,
     }
 }
 
@@ -180,6 +196,11 @@ pub struct StripeState {
     slice_end: AtomicU64,
     /// Members treated as lost for the current slice.
     lost: AtomicU32,
+    /// Members that failed to read a block of the current slice: lost to it, and their
+    /// columns rewritten (see the module comment).
+    bad: AtomicU32,
+    /// Slices start below this row are [`RETRY_SECTORS`] long: a read failed there.
+    retry_end: AtomicU64,
     /// The request holds the lock of this slot / a stripe buffer.
     locked: AtomicBool,
     slot: AtomicU32,
@@ -196,6 +217,8 @@ impl StripeState {
             slice_start: AtomicU64::new(0),
             slice_end: AtomicU64::new(0),
             lost: AtomicU32::new(0),
+            bad: AtomicU32::new(0),
+            retry_end: AtomicU64::new(0),
             locked: AtomicBool::new(false),
             slot: AtomicU32::new(0),
             buffer: AtomicBool::new(false),
@@ -237,11 +260,17 @@ impl StripeState {
         MemberSet::from_bits(self.lost.load(Ordering::Relaxed))
     }
 
+    fn bad(&self) -> MemberSet {
+        MemberSet::from_bits(self.bad.load(Ordering::Relaxed))
+    }
+
     /// A new request: nothing held, first slice not chosen yet.
     pub(crate) fn reset(&self) {
         self.set_step(Step::Lock);
         self.slice_start.store(u64::MAX, Ordering::Relaxed);
         self.slice_end.store(0, Ordering::Relaxed);
+        self.bad.store(0, Ordering::Relaxed);
+        self.retry_end.store(0, Ordering::Relaxed);
         self.locked.store(false, Ordering::Relaxed);
         self.buffer.store(false, Ordering::Relaxed);
         self.log_held.store(0, Ordering::Relaxed);
@@ -466,20 +495,11 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         p.queue_stripe_work(rq);
     }
 
-    /// The worker's part for a direct RAID 5/6 read that returned member errors: fails those
-    /// members and reads again through the stripe engine (degraded), or fails the read when
-    /// that would lose data. (md first rewrites the sector from parity; not yet here.)
+    /// The worker's part for a direct RAID 5/6 read that returned member errors: it goes again
+    /// through the stripe engine, which locks the run, finds the blocks that fail, serves them
+    /// from the parity and rewrites them (see the module comment).
     pub(super) fn direct_read_errors<P: Platform>(&self, p: &P, rq: P::Request) {
-        let state = p.state(rq);
-        let mut kept = false;
-        for member in state.errors().iter() {
-            kept |= !self.try_fail(p, member, MemberEvent::Failed);
-        }
-        if kept {
-            self.complete(p, rq, Status::IoError);
-        } else {
-            self.submit_stripe(p, rq);
-        }
+        self.submit_stripe(p, rq);
     }
 
     /// True if a read of `[start, start + sectors)` can go straight to the data members.
@@ -519,7 +539,12 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
                 PassEnd::ToWorker => {}
             },
             Step::Write => match self.pass_result(p, rq, state) {
-                PassEnd::Ok => self.next_slice(p, rq, &span, Status::Ok),
+                PassEnd::Ok => self.after_write(p, rq, &span),
+                PassEnd::Failed => self.stripe_end(p, rq, Status::IoError),
+                PassEnd::ToWorker => {}
+            },
+            Step::Verify => match self.pass_result(p, rq, state) {
+                PassEnd::Ok => self.repaired(p, rq, &span),
                 PassEnd::Failed => self.stripe_end(p, rq, Status::IoError),
                 PassEnd::ToWorker => {}
             },
@@ -548,15 +573,12 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         PassEnd::ToWorker
     }
 
-    /// The worker's part: a stripe pass ended with member errors. Fails those members (the
-    /// stripe stays locked meanwhile), then plans the slice again degraded after a read, or
-    /// moves on after a write (the parity written covers the failed member's data).
+    /// The worker's part: a stripe pass ended with member errors (the stripe stays locked
+    /// meanwhile). Read errors are repaired (`slice_read_errors`); members that failed a write,
+    /// rewrite or read back are failed, and the slice goes on (the parity written covers a
+    /// failed member's data); a log write's failure plans the slice again without the member.
     pub(super) fn stripe_errors<P: Platform>(&self, p: &P, rq: P::Request) {
         let state = p.state(rq);
-        let mut kept = false;
-        for member in state.errors().iter() {
-            kept |= !self.try_fail(p, member, MemberEvent::Failed);
-        }
         let Some(span) = Span::new(
             &self.geometry,
             self.superblock.data_offset,
@@ -566,22 +588,78 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             self.stripe_end(p, rq, Status::IoError);
             return;
         };
-        if kept {
-            // Beyond redundancy: the data of this slice cannot be made consistent.
+        let stripe = state.stripe();
+        let errors = state.errors();
+        if stripe.step() == Step::Read {
+            self.slice_read_errors(p, rq, &span, errors);
+            return;
+        }
+        let mut kept = false;
+        for member in errors.iter() {
+            kept |= !self.try_fail(p, member, MemberEvent::Failed);
+        }
+        // A failed member's rewrite is not read back.
+        stripe.bad.fetch_and(!errors.bits(), Ordering::Relaxed);
+        match stripe.step() {
+            // A read's data went to the request already: only its repair failed.
+            Step::Write | Step::Verify if kept && stripe.mode() != Mode::Read => {
+                // Beyond redundancy: the data of this slice cannot be made consistent.
+                self.stripe_end(p, rq, Status::IoError);
+            }
+            Step::Write => self.after_write(p, rq, &span),
+            Step::Verify => self.repaired(p, rq, &span),
+            _ if kept => self.stripe_end(p, rq, Status::IoError),
+            _ => {
+                // A log write failed: the slice is planned again without that member.
+                self.plan_again(p, rq);
+            }
+        }
+    }
+
+    /// Read errors `errors` in the current slice: read it again a block at a time; in a block,
+    /// the members that fail are bad: the slice is planned again with them lost (rebuilt,
+    /// then rewritten). Where the parity cannot rebuild them, the request fails and nothing
+    /// else (md's last-copy rule: the array goes on).
+    fn slice_read_errors<P: Platform>(
+        &self,
+        p: &P,
+        rq: P::Request,
+        span: &Span,
+        errors: MemberSet,
+    ) {
+        let stripe = p.state(rq).stripe();
+        let (a, b) = stripe.slice();
+        if b.saturating_sub(a) > RETRY_SECTORS && a >= stripe.retry_end.load(Ordering::Relaxed) {
+            stripe.retry_end.store(b, Ordering::Relaxed);
+            self.plan_again(p, rq);
+            return;
+        }
+        let bad = stripe.bad().union(errors);
+        let lost = self.unusable(span).union(bad);
+        if span
+            .stripes_in(a, b)
+            .any(|(_, map, _, _)| map.recovery(lost) == Recovery::Lost)
+        {
             self.stripe_end(p, rq, Status::IoError);
             return;
         }
-        let stripe = state.stripe();
-        match stripe.step() {
-            Step::Write => self.next_slice(p, rq, &span, Status::Ok),
-            _ => {
-                // A log write failed: the slice is planned again without that member.
-                self.release_log(p, rq);
-                self.drop_buffer(p, rq);
-                stripe.set_step(Step::Plan);
-                p.queue_stripe_work(rq);
-            }
-        }
+        stripe.bad.store(bad.bits(), Ordering::Relaxed);
+        self.plan_again(p, rq);
+    }
+
+    /// Plans the current slice again (after an error), from a fresh buffer.
+    fn plan_again<P: Platform>(&self, p: &P, rq: P::Request) {
+        self.release_log(p, rq);
+        self.drop_buffer(p, rq);
+        p.state(rq).stripe().set_step(Step::Plan);
+        p.queue_stripe_work(rq);
+    }
+
+    /// The members not in use now (failed, or being rebuilt).
+    fn unusable(&self, span: &Span) -> MemberSet {
+        (0..span.members())
+            .filter(|&m| !self.usable(m, MemberSet::EMPTY))
+            .fold(MemberSet::EMPTY, MemberSet::with)
     }
 
     /// Takes the stripe lock, or queues `rq` behind it. True if taken.
@@ -624,21 +702,21 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             self.stripe_end(p, rq, Status::IoError);
             return;
         }
-        let n = span.members();
-        let lost = (0..n)
-            .filter(|&m| !self.usable(m, MemberSet::EMPTY))
-            .fold(MemberSet::EMPTY, MemberSet::with);
+        let lost = self.unusable(span).union(stripe.bad());
         if span.map.recovery(lost) == Recovery::Lost {
             self.stripe_end(p, rq, Status::IoError);
             return;
         }
-        let narrow = self.slice_plan(span, op, lost, a, SLICE_SECTORS);
+        // A block at a time where a read failed (see the module comment).
+        let retry = a < stripe.retry_end.load(Ordering::Relaxed);
+        let limit = if retry { RETRY_SECTORS } else { SLICE_SECTORS };
+        let narrow = self.slice_plan(span, op, lost, a, limit);
         // As wide as WIDE_SLICE_SECTORS of buffer allow with the columns this plan needs, in
         // whole narrow slices.
         let wide_len = (WIDE_SLICE_SECTORS / u64::from(narrow.columns.count().max(1)))
             / SLICE_SECTORS
             * SLICE_SECTORS;
-        let wide = (wide_len > SLICE_SECTORS && narrow.end < hi)
+        let wide = (!retry && wide_len > SLICE_SECTORS && narrow.end < hi)
             .then(|| self.slice_plan(span, op, lost, a, wide_len))
             .filter(|w| {
                 w.end > narrow.end
@@ -897,7 +975,8 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
                 }
             }
         }
-        if needed {
+        // A repair rewrites the bad members' columns whole: rebuild them.
+        if needed || !stripe.bad().is_empty() {
             stripe.set_step(Step::Recover);
             p.compute_parity(rq, &span.job(ParityOp::Recover { lost }, a, b));
         } else {
@@ -963,10 +1042,11 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
                 self.copy_request(p, rq, span, (t, i), column, from, to, true);
             }
         }
-        if mode == Mode::Read {
+        if mode == Mode::Read && stripe.bad().is_empty() {
             self.next_slice(p, rq, span, Status::Ok);
             return;
         }
+        // (A read with bad members: their parity too, then the rewrite.)
         stripe.set_step(Step::Compute);
         let op = if mode == Mode::ReadModifyWrite {
             ParityOp::Update { changed }
@@ -1018,6 +1098,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         let stripe = state.stripe();
         let (a, b) = stripe.slice();
         let mode = stripe.mode();
+        let bad = stripe.bad();
         let n = span.members();
         // A partial slice's new data is durable when its writes complete (FUA): a later
         // partial write's logged partial parity is built on it, and must not describe data a
@@ -1040,7 +1121,8 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             // Every member in use now, also one lost to this slice's reads: one being rebuilt
             // (or added, or rebuilt since the plan) takes its column, which the slice holds
             // whole (recovered, computed, or the new data of the rows written).
-            if !self.writable(m) {
+            // A read writes only the bad members' columns back.
+            if !self.writable(m) || (mode == Mode::Read && !bad.contains(m)) {
                 continue;
             }
             let mut io = Coalesce::default();
@@ -1049,6 +1131,8 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             for (t, map, ta, tb) in span.stripes_in(a, b) {
                 let (column, range) = match map.role(m) {
                     Role::P | Role::Q => (m, Some((ta, tb))),
+                    // Rebuilt whole (and overlaid with the new data): rewritten whole.
+                    Role::Data(_) if bad.contains(m) => (m, Some((ta, tb))),
                     Role::Data(i) => {
                         fua = fua_data;
                         let column = if mode == Mode::ReadModifyWrite {
@@ -1087,6 +1171,11 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         let stripe = p.state(rq).stripe();
         let (a, b) = stripe.slice();
         let mode = stripe.mode();
+        if mode == Mode::Read {
+            // A read's repair writes back what the data is: nothing to log.
+            self.send_writes(p, rq, span);
+            return;
+        }
         let need = self.log_need(self.slice_full(span, a, b, mode), span.slot);
         if need == LogNeed::None {
             self.send_writes(p, rq, span);
@@ -1127,10 +1216,45 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         }
     }
 
+    /// The slice's writes are done: read the bad members' rewritten rows back, if any, else
+    /// go on.
+    fn after_write<P: Platform>(&self, p: &P, rq: P::Request, span: &Span) {
+        let state = p.state(rq);
+        let stripe = state.stripe();
+        let bad = stripe.bad();
+        if bad.is_empty() {
+            self.next_slice(p, rq, span, Status::Ok);
+            return;
+        }
+        let (a, b) = stripe.slice();
+        stripe.set_step(Step::Verify);
+        state.begin_pass(Phase::Stripe);
+        let mut sent = Ok(());
+        for m in bad.iter().filter(|&m| self.usable(m, MemberSet::EMPTY)) {
+            sent = sent.and_then(|()| self.send_column(p, rq, span, Op::Read, m, m, (a, b), false));
+        }
+        let _ = sent;
+        if state.put(Status::Ok).is_some() {
+            // Not inline: see `send_reads`.
+            p.queue_stripe_work(rq);
+        }
+    }
+
+    /// The bad members' rewritten rows read back: each counts a corrected read error (one
+    /// whose read back failed was failed instead); the slice is done.
+    fn repaired<P: Platform>(&self, p: &P, rq: P::Request, span: &Span) {
+        let bad = p.state(rq).stripe().bad();
+        for m in bad.iter().filter(|&m| self.usable(m, MemberSet::EMPTY)) {
+            self.read_error_repaired(p, m);
+        }
+        self.next_slice(p, rq, span, Status::Ok);
+    }
+
     /// The slice is done: plan the next one, or end the request.
     fn next_slice<P: Platform>(&self, p: &P, rq: P::Request, span: &Span, status: Status) {
         self.release_log(p, rq);
         let stripe = p.state(rq).stripe();
+        stripe.bad.store(0, Ordering::Relaxed);
         let (_, b) = stripe.slice();
         let (_, hi) = span.hull();
         self.drop_buffer(p, rq);

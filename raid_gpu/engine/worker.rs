@@ -150,10 +150,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             }
             Phase::Verify if errors.is_empty() && status == Status::Ok => {
                 for member in state.repair_targets().iter() {
-                    if let Some(m) = self.members().get(member as usize) {
-                        m.count_corrected();
-                    }
-                    p.member_event(member, MemberEvent::ReadErrorRepaired);
+                    self.read_error_repaired(p, member);
                 }
                 self.finish_repair(p, rq, Status::Ok)
             }
@@ -218,6 +215,15 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
                 p.push(WorkList::Parked, rq);
             }
         });
+    }
+
+    /// A read error of member `member` was repaired: the data written back from another copy
+    /// (or the parity) and read again. Counted (DETAIL's corrected errors) and told.
+    pub(super) fn read_error_repaired<P: Platform>(&self, p: &P, member: u32) {
+        if let Some(m) = self.members().get(member as usize) {
+            m.count_corrected();
+        }
+        p.member_event(member, MemberEvent::ReadErrorRepaired);
     }
 
     /// The members of `set` still in use.

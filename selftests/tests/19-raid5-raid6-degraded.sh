@@ -3,7 +3,8 @@
 # while fio writes with crc32c verification fails that member, and the job still passes;
 # degraded reads rebuild the lost chunks and degraded writes keep parity right (read back
 # again). RAID 6 loses two. A RAID 5 that loses a second member fails reads rather than
-# return anything. An optimal RAID 6 of 8 survives stop/assemble, and ext4 round-trips on it.
+# return anything (a read error parity cannot cover fails the read alone, md's last-copy rule),
+# and the first write to reach it leaves the array taking no more writes. An optimal RAID 6 of 8 survives stop/assemble, and ext4 round-trips on it.
 . /graid/lib.sh
 need_members 4
 modprobe dm-mod 2>/dev/null
@@ -69,6 +70,9 @@ echo "--- the same RAID 5 loses a second member: reads fail, nothing wrong is re
 kill_slice 6
 dd if="$dev" of=/dev/null bs=1M count=16 iflag=direct 2>/dev/null &&
 	fail "a read across a RAID 5 with two members lost succeeded"
+# (Whole stripes: written without reading, so they reach the dead member.)
+dd if=/dev/zero of="$dev" bs=1M count=16 oflag=direct 2>/dev/null &&
+	fail "a write across a RAID 5 with two members lost succeeded"
 s=$(state d5)
 [ "$s" = failed ] || [ "$s" = broken ] || fail "RAID 5 with two members lost is $s"
 expect_rc 0 graidctl stop d5

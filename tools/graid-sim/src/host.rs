@@ -62,7 +62,8 @@ pub struct Faults {
     /// Superblock writes fail.
     pub superblock_errors: bool,
     /// After a successful write of a request's first pass, one sector it wrote goes bad with
-    /// this chance in parts per million (bad sectors appearing as the run goes).
+    /// this chance in parts per million (bad sectors appearing as the run goes); on RAID 5/6,
+    /// once a write request ended, one sector of each piece of data it wrote.
     pub rot_ppm: u32,
 }
 
@@ -220,6 +221,27 @@ impl MemDisk {
             .range(first..first + len)
             .next()
             .is_some()
+    }
+
+    /// A write of `len` sectors at `first` fails because of a bad sector that sticks.
+    fn write_hits_stuck(&self, first: u64, len: u64) -> bool {
+        self.faults.bad_sectors_stick && self.any_bad(first, len)
+    }
+
+    /// A write of `len` sectors at `first` succeeded: it clears the bad sectors there (unless
+    /// they stick), and with `rot` one sector it wrote may go bad (`Faults::rot_ppm`).
+    fn written(&self, first: u64, len: u64, rot: bool, rng: &mut StdRng) {
+        if self.faults.bad_sectors_stick {
+            return;
+        }
+        let mut bad = self.bad.lock().unwrap();
+        let cleared: Vec<u64> = bad.range(first..first + len).copied().collect();
+        for s in cleared {
+            bad.remove(&s);
+        }
+        if rot && rng.random_range(0..1_000_000) < self.faults.rot_ppm {
+            bad.insert(first + rng.random_range(0..len));
+        }
     }
 
     /// Swaps what two devices hold (sectors and superblocks): the platform moving a
@@ -488,8 +510,7 @@ impl Host {
             }
             return Status::Ok;
         }
-        self.check_dirty(io, disk);
-        self.check_intent(rq, io, disk);
+        self.check_marks(rq, io, disk);
         let first = io.member_sector;
         let len = io.info.sectors;
         if first < DATA_OFFSET || first + len > DATA_OFFSET + self.data_sectors || len == 0 {
@@ -528,7 +549,7 @@ impl Host {
                     && rng.random_range(0..1_000_000) < disk.faults.read_error_ppm));
         let fails = disk.next_io_fails(rng)
             || read_fails
-            || (op == Op::Write && bad && disk.faults.bad_sectors_stick)
+            || (op == Op::Write && disk.write_hits_stuck(first, len))
             || (op == Op::Discard && disk.faults.discard_errors);
         // A failing write may still have written a part; a failing read leaves garbage.
         let done = match (fails, op) {
@@ -563,22 +584,47 @@ impl Host {
             }
             Op::Flush => {}
         }
-        if op.is_write() && !fails && !disk.faults.bad_sectors_stick {
-            let mut bad = disk.bad.lock().unwrap();
-            let cleared: Vec<u64> = bad.range(first..first + len).copied().collect();
-            for s in cleared {
-                bad.remove(&s);
-            }
+        if op.is_write() && !fails {
             let first_pass = self.slot(rq).state.phase() == Phase::Normal;
-            if op == Op::Write && first_pass && rng.random_range(0..1_000_000) < disk.faults.rot_ppm
-            {
-                bad.insert(first + rng.random_range(0..len));
-            }
+            disk.written(first, len, op == Op::Write && first_pass, rng);
         }
         if fails {
             Status::IoError
         } else {
             Status::Ok
+        }
+    }
+
+    /// RAID 5/6 (whose member writes go through stripe buffers, where a write and a repair's
+    /// rewrite look alike): after a write request ended, each member sector of data it wrote
+    /// may go bad (`Faults::rot_ppm`).
+    fn rot(&self, spec: &Spec) {
+        let g = self.engine.geometry();
+        if spec.op != Some(Op::Write) || !g.level().has_parity() {
+            return;
+        }
+        let Ok(pieces) = g.map_write(spec.start, spec.sectors) else {
+            return;
+        };
+        let mut rng = self.rng.lock().unwrap();
+        for piece in pieces {
+            let disk = &self.disks[piece.member as usize];
+            if rng.random_range(0..1_000_000) < disk.faults.rot_ppm {
+                let at = DATA_OFFSET + piece.member_sector + rng.random_range(0..piece.sectors);
+                disk.bad.lock().unwrap().insert(at);
+            }
+        }
+    }
+
+    /// A request's write must find the array marked dirty and its write-intent bits on the
+    /// member. Not a read's repair: it writes back what the others say the data is (recovered
+    /// from another copy or the parity), so a crash in the middle leaves each sector as it was
+    /// (unreadable) or right, never copies or parity that disagree (md's read repair writes
+    /// without `md_write_start` too).
+    fn check_marks(&self, rq: usize, io: &MemberIo<usize>, disk: &MemDisk) {
+        if self.slot(rq).state.op() != Op::Read {
+            self.check_dirty(io, disk);
+            self.check_intent(rq, io, disk);
         }
     }
 
@@ -651,8 +697,7 @@ impl Host {
         column: u32,
         offset: u64,
     ) -> Status {
-        self.check_dirty(io, disk);
-        self.check_intent(rq, io, disk);
+        self.check_marks(rq, io, disk);
         let (op, first, len) = (io.info.op, io.member_sector, io.info.sectors);
         let mut buffer = self.slot(rq).buffer.lock().unwrap();
         let Some(col) = buffer.get_mut(column as usize) else {
@@ -672,12 +717,18 @@ impl Host {
             && (disk.any_bad(first, len)
                 || (disk.faults.read_error_ppm > 0
                     && rng.random_range(0..1_000_000) < disk.faults.read_error_ppm));
-        let fails = disk.next_io_fails(rng) || read_fails;
+        let fails = disk.next_io_fails(rng)
+            || read_fails
+            || (op == Op::Write && disk.write_hits_stuck(first, len));
         let done = match (fails, op) {
             (false, _) => len,
             (true, Op::Read) => 0,
             (true, _) => rng.random_range(0..=len),
         };
+        if op == Op::Write && !fails {
+            // (Rot comes at the request's end: `rot`.)
+            disk.written(first, len, false, rng);
+        }
         let mut sectors = disk.sectors.lock().unwrap();
         let member_range = first as usize..(first + done) as usize;
         match op {
@@ -1122,6 +1173,7 @@ impl Platform for Host {
         let spec = slot.spec.lock().unwrap().clone();
         if status == Status::Ok {
             self.check_durable(rq, &spec);
+            self.rot(&spec);
         }
         slot.in_flight.store(false, Ordering::Release);
         *slot.outcome.lock().unwrap() = Some(status);
@@ -1325,11 +1377,12 @@ impl Platform for Host {
                 std::thread::sleep(Duration::from_micros(100));
                 Ok(())
             }
-            Op::Write if fails => Err(RebuildIoError),
+            Op::Write if fails || disk.write_hits_stuck(sector, sectors) => Err(RebuildIoError),
             Op::Write if !self.lands() => Ok(()),
             Op::Write => {
-                let mut sectors = disk.sectors.lock().unwrap();
-                disk.store(&mut sectors, from, col, self.volatile_cache, false);
+                disk.written(sector, sectors, false, &mut self.rng.lock().unwrap());
+                let mut data = disk.sectors.lock().unwrap();
+                disk.store(&mut data, from, col, self.volatile_cache, false);
                 let _ = to;
                 self.rebuild_copies.fetch_add(1, Ordering::Relaxed);
                 Ok(())

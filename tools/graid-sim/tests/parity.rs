@@ -6,10 +6,12 @@
 use graid_engine::array::ArrayState;
 use graid_engine::geometry::{Level, ParityLayout};
 use graid_engine::platform::{MemberEvent, Op, Status};
+use graid_engine::scrub::ScrubMode;
 use graid_parity::gf;
 use graid_sim::host::{mul64, Faults, Host, Mutation, DATA_OFFSET};
 use graid_sim::stress::{
-    run, run_overlapping, scrub_now, seeds, Report, Scenario, NEW_DEVICE_UUID,
+    fail_member, new_host, run, run_overlapping, scrub_now, seeds, submit_inline_data, Report,
+    Scenario, NEW_DEVICE_UUID,
 };
 use std::sync::atomic::Ordering;
 
@@ -502,7 +504,6 @@ fn a_replacement_copied_under_load_takes_the_members_place_with_parity_intact() 
 
 #[test]
 fn check_counts_wrong_parity_and_repair_regenerates_it() {
-    use graid_engine::scrub::ScrubMode;
     for seed in seeds(2) {
         for (scenario, layout) in [
             (raid5(4, 16), ParityLayout::LeftSymmetric),
@@ -535,4 +536,235 @@ fn check_counts_wrong_parity_and_repair_regenerates_it() {
             check_parity(host, layout, seed);
         }
     }
+}
+
+/// Writes distinct tags over array sectors `[0, sectors)` and returns them.
+fn fill(host: &Host, sectors: u64) -> Vec<u64> {
+    let data: Vec<u64> = (0..sectors)
+        .map(|s| 0x3e1_0000_0000 | (s << 4) | 1)
+        .collect();
+    assert_eq!(
+        submit_inline_data(host, Op::Write, 0, data.clone()),
+        Some(Status::Ok)
+    );
+    data
+}
+
+/// Reads `[start, start + sectors)` inline: how it ended, and what it returned.
+fn read(host: &Host, start: u64, sectors: u64) -> (Option<Status>, Vec<u64>) {
+    let status = submit_inline_data(host, Op::Read, start, vec![0; sectors as usize]);
+    (status, host.slots[0].data.lock().unwrap().clone())
+}
+
+/// The member holding array sector `sector`, and its member sector (data offset included).
+fn place(host: &Host, sector: u64) -> (usize, u64) {
+    let piece = host
+        .engine
+        .geometry()
+        .map_read(sector, 1, 0)
+        .unwrap()
+        .next()
+        .unwrap();
+    (piece.member as usize, DATA_OFFSET + piece.member_sector)
+}
+
+fn corrected(host: &Host, member: usize) -> u64 {
+    host.engine.members()[member].stats().corrected
+}
+
+/// md's `R5_ReadError`: a read error on an optimal RAID 5/6 is served from parity, the
+/// sectors are written back and read again, the member counts a corrected error and stays.
+/// A direct read's bad sector, and one under a small write's read-modify-write (on P).
+#[test]
+fn a_read_error_on_an_optimal_array_is_repaired_from_parity_and_the_member_stays() {
+    // Wide enough that a one-sector write reads the old data and P (read-modify-write).
+    for scenario in [raid5(5, 8), raid6(7, 8)] {
+        let (host, _io_rx) = new_host(&scenario, 31);
+        let g = *host.engine.geometry();
+        let mut data = fill(&host, 256);
+        let (m, at) = place(&host, 50);
+        host.disks[m].bad.lock().unwrap().insert(at);
+        let (status, got) = read(&host, 40, 32);
+        assert_eq!(status, Some(Status::Ok), "{:?}", g.level());
+        assert_eq!(got, data[40..72], "{:?}: wrong data", g.level());
+        assert!(host.members_failed_by_io().is_empty(), "{:?}", g.level());
+        assert_eq!(host.engine.state(), ArrayState::Optimal);
+        assert_eq!(corrected(&host, m), 1, "{:?}", g.level());
+        assert_eq!(
+            host.members_with(MemberEvent::ReadErrorRepaired),
+            [m as u32]
+        );
+        assert!(
+            host.disks[m].bad.lock().unwrap().is_empty(),
+            "not rewritten"
+        );
+
+        let (_, row) = place(&host, 130);
+        let p = g.stripe_map(g.stripe_of(130)).unwrap().p() as usize;
+        host.disks[p].bad.lock().unwrap().insert(row);
+        data[130] = 0x3e1_ffff_0001;
+        assert_eq!(
+            submit_inline_data(&host, Op::Write, 130, vec![data[130]]),
+            Some(Status::Ok)
+        );
+        assert!(host.members_failed_by_io().is_empty(), "{:?}", g.level());
+        assert_eq!(corrected(&host, p), 1, "{:?}: P", g.level());
+        assert!(
+            host.disks[p].bad.lock().unwrap().is_empty(),
+            "P not rewritten"
+        );
+        assert_eq!(read(&host, 0, 256), (Some(Status::Ok), data.clone()));
+        assert_eq!(scrub_now(&host, ScrubMode::Check, 31).mismatches, 0);
+        check_parity(&host, ParityLayout::LeftSymmetric, 31);
+        let violations = host.violations.0.lock().unwrap().clone();
+        assert!(violations.is_empty(), "{violations:#?}");
+    }
+}
+
+/// md's rule: a member whose rewrite fails is failed; the read is still served from parity.
+#[test]
+fn a_member_whose_rewrite_from_parity_fails_is_failed_and_the_read_still_succeeds() {
+    for scenario in [raid5(4, 8), raid6(5, 8)] {
+        let (probe, _io_rx) = new_host(&scenario, 32);
+        let (m, at) = place(&probe, 50);
+        let mut scenario = scenario;
+        scenario.faults[m].bad_sectors_stick = true;
+        let (host, _io_rx) = new_host(&scenario, 32);
+        let data = fill(&host, 256);
+        host.disks[m].bad.lock().unwrap().insert(at);
+        assert_eq!(
+            read(&host, 40, 32),
+            (Some(Status::Ok), data[40..72].to_vec())
+        );
+        assert_eq!(host.members_failed_by_io(), [m as u32]);
+        assert_eq!(host.engine.state(), ArrayState::Degraded);
+        assert!(host.recorded_faulty(m as u32));
+        assert_eq!(read(&host, 0, 256), (Some(Status::Ok), data));
+    }
+}
+
+/// Degraded beyond what parity can rebuild for one place: the read there fails, and nothing
+/// else (md's last-copy rule): no member is failed, the array is not broken, other reads and
+/// writes go on. A RAID 6 missing one member still rebuilds around the bad sector.
+#[test]
+fn on_a_degraded_array_a_read_error_parity_cannot_cover_fails_only_that_read() {
+    let (host, _io_rx) = new_host(&raid5(4, 8), 33);
+    let data = fill(&host, 256);
+    let (d, at) = place(&host, 50);
+    let lost = (d as u32 + 1) % 4;
+    fail_member(&host, lost, 33);
+    host.disks[d].bad.lock().unwrap().insert(at);
+    assert_eq!(read(&host, 50, 1).0, Some(Status::IoError));
+    assert_eq!(host.engine.state(), ArrayState::Degraded);
+    assert!(host.members_with(MemberEvent::KeptLastCopy).is_empty());
+    assert!(host.engine.members()[d].is_in_sync(), "member {d} dropped");
+    assert_eq!(read(&host, 0, 40), (Some(Status::Ok), data[..40].to_vec()));
+    assert_eq!(
+        submit_inline_data(&host, Op::Write, 100, vec![7; 8]),
+        Some(Status::Ok)
+    );
+
+    let (host, _io_rx) = new_host(&raid6(5, 8), 34);
+    let data = fill(&host, 256);
+    let (d, at) = place(&host, 50);
+    fail_member(&host, (d as u32 + 1) % 5, 34);
+    host.disks[d].bad.lock().unwrap().insert(at);
+    assert_eq!(
+        read(&host, 40, 32),
+        (Some(Status::Ok), data[40..72].to_vec())
+    );
+    assert_eq!(corrected(&host, d), 1);
+    assert!(host.engine.members()[d].is_in_sync(), "member {d} dropped");
+    assert_eq!(host.engine.state(), ArrayState::Degraded);
+}
+
+/// Under random load with bad sectors on one member: every read right, no request failed, the
+/// member kept, its read errors corrected; a check then finds the parity right.
+#[test]
+fn read_errors_under_load_are_repaired_from_parity_without_failing_the_member() {
+    for seed in seeds(2) {
+        // The second RAID 5 with a partial parity log (its repaired slices log too).
+        for (scenario, ppl) in [
+            (raid5(4, 8), false),
+            (raid5(5, 16), true),
+            (raid6(6, 8), false),
+        ] {
+            let mut scenario = scenario.with_fault(
+                1,
+                Faults {
+                    bad_sectors: 100,
+                    ..Faults::default()
+                },
+            );
+            scenario.ppl = ppl;
+            let report = run(&scenario, seed);
+            healthy(&report, seed);
+            let host = &report.host;
+            assert!(host.members_failed_by_io().is_empty(), "seed {seed}");
+            let fixed = corrected(host, 1);
+            assert!(fixed > 0, "seed {seed}: nothing was repaired");
+            assert_eq!(
+                host.members_with(MemberEvent::ReadErrorRepaired).len() as u64,
+                fixed,
+                "seed {seed}"
+            );
+            assert_eq!(scrub_now(host, ScrubMode::Check, seed).mismatches, 0);
+            check_parity(host, ParityLayout::LeftSymmetric, seed);
+        }
+    }
+}
+
+/// A repair rewrites a member's rows from the others; a write landing in between would be
+/// undone there. Overlapping reads and writes while sectors of member 0 keep going bad: the
+/// parity stays right and the member is never failed.
+#[test]
+fn read_repair_from_parity_never_races_a_write() {
+    for seed in seeds(2) {
+        for scenario in [raid5(4, 8), raid6(5, 8)] {
+            let mut scenario = scenario.with_fault(
+                0,
+                Faults {
+                    rot_ppm: 200_000,
+                    ..Faults::default()
+                },
+            );
+            scenario.rounds *= 4;
+            scenario.inline_percent = 0;
+            let host = run_overlapping(&scenario, seed, 64);
+            assert!(corrected(&host, 0) > 0, "seed {seed}: nothing was repaired");
+            assert_eq!(
+                host.engine.state(),
+                ArrayState::Optimal,
+                "seed {seed}: {:?}",
+                host.events.lock().unwrap()
+            );
+            check_parity(&host, ParityLayout::LeftSymmetric, seed);
+        }
+    }
+}
+
+/// Only the block that failed is rebuilt and rewritten (md's stripe page), not the rows around
+/// it: where the parity is stale (an array not in sync), rebuilding sectors that read well
+/// from it would change them.
+#[test]
+fn a_read_repair_rewrites_only_the_block_that_failed() {
+    let mut scenario = raid5(4, 32);
+    scenario.in_sync = false;
+    let (host, _io_rx) = new_host(&scenario, 35);
+    let g = *host.engine.geometry();
+    let data = fill(&host, 96);
+    // Array sectors 0..32: the first data chunk of stripe 0, member rows 0..32.
+    let (d, at) = place(&host, 5);
+    host.disks[d].bad.lock().unwrap().insert(at);
+    let p = g.stripe_map(0).unwrap().p() as usize;
+    host.disks[p].sectors.lock().unwrap()[(DATA_OFFSET + 20) as usize] ^= 0x5c1b_0000;
+    assert_eq!(read(&host, 0, 32), (Some(Status::Ok), data[..32].to_vec()));
+    assert_eq!(corrected(&host, d), 1);
+    let disk = host.disks[d].sectors.lock().unwrap();
+    let rows = DATA_OFFSET as usize..DATA_OFFSET as usize + 32;
+    assert_eq!(
+        disk[rows],
+        data[..32],
+        "member {d} rewritten beyond its bad block"
+    );
 }

@@ -393,3 +393,235 @@ fn a_check_and_a_repair_under_load_leave_every_copy_and_parity_matching() {
         }
     }
 }
+
+/// Runs the worker until the running scrub (a resync, say) ends or stops, or `until` holds.
+fn work_until(host: &Host, until: impl Fn(&Host) -> bool) {
+    let start = Instant::now();
+    while host.engine.scrub_progress().mode.is_some() && !until(host) {
+        assert!(start.elapsed() < Duration::from_secs(20), "no end");
+        host.engine.work(host);
+    }
+    // The worker's next runs: a failure recorded, nothing more moved.
+    for _ in 0..3 {
+        host.engine.work(host);
+    }
+}
+
+/// Writes distinct tags over array sectors `[0, sectors)` and returns them.
+fn fill(host: &Host, sectors: u64) -> Vec<u64> {
+    let data: Vec<u64> = (0..sectors)
+        .map(|s| 0x7a9_0000_0000 | (s << 4) | 1)
+        .collect();
+    assert_eq!(
+        graid_sim::stress::submit_inline_data(host, Op::Write, 0, data.clone()),
+        Some(Status::Ok)
+    );
+    data
+}
+
+/// Makes the parity (RAID 5/6: the P of the row's stripe) or copy 1 (mirrors) of member rows
+/// `rows` disagree with the data, as a crash's half-done writes leave them.
+fn scribble_rows(host: &Host, rows: &[u64]) -> u64 {
+    let g = host.engine.geometry();
+    for &row in rows {
+        let member = if g.level().has_parity() {
+            let stripe = row / u64::from(g.chunk_sectors());
+            g.stripe_map(stripe).unwrap().p() as usize
+        } else {
+            1
+        };
+        host.disks[member].sectors.lock().unwrap()[(DATA_OFFSET + row) as usize] ^= 0x5c1b_0000;
+    }
+    rows.len() as u64
+}
+
+fn add_bad(host: &Host, bad: &[(usize, u64)]) {
+    for &(member, row) in bad {
+        host.disks[member]
+            .bad
+            .lock()
+            .unwrap()
+            .insert(DATA_OFFSET + row);
+    }
+}
+
+/// md's resync on a read error (`R5_ReadError`, raid1's `fix_sync_read_error`): the block is
+/// recovered from the others, written back and read again, and the window is then compared
+/// and repaired like any other. Bad sectors on several members of one window, in different
+/// 4 KiB blocks (two in one block on RAID 6), inside a window whose parity or copies the
+/// scribble made disagree.
+#[test]
+fn a_resync_rewrites_bad_sectors_from_the_others_and_leaves_every_window_consistent() {
+    // Level, members, chunk, and the bad sectors: (member, member row).
+    type Case = (Level, u32, u32, &'static [(usize, u64)]);
+    let cases: [Case; 3] = [
+        // Copy 0, the one the resync keeps, and copy 1 in another block of the same piece.
+        (Level::Raid1, 2, 0, &[(0, 5), (1, 30)]),
+        // Data of stripe 0 and the P of stripe 2 (member 1), rows 3 and 21.
+        (
+            Level::Raid5(ParityLayout::LeftSymmetric),
+            4,
+            8,
+            &[(0, 3), (1, 21)],
+        ),
+        // Two members in one row (recovered from P and Q), a third elsewhere.
+        (
+            Level::Raid6(ParityLayout::LeftSymmetric),
+            5,
+            8,
+            &[(0, 3), (1, 3), (2, 21)],
+        ),
+    ];
+    for (level, members, chunk, bad) in cases {
+        let mut scenario = Scenario::new(level, members, chunk);
+        scenario.in_sync = false;
+        let (host, _io_rx) = new_host(&scenario, 21);
+        let data = fill(&host, 256);
+        // Rows of the first window (128 KiB of every member), none of them a bad one's.
+        let scribbled = scribble_rows(&host, &[40, 41, 100, 150, 200]);
+        add_bad(&host, bad);
+        host.engine.start_resync(&*host);
+        work_until(&host, |h| h.engine.in_sync());
+        assert!(host.engine.in_sync(), "{level:?}: the resync did not end");
+        assert!(
+            host.members_failed_by_io().is_empty(),
+            "{level:?}: a member was failed"
+        );
+        for (m, disk) in host.disks.iter().enumerate() {
+            let left = disk.bad.lock().unwrap().clone();
+            assert!(left.is_empty(), "{level:?}: member {m} still has {left:?}");
+        }
+        let corrected: u64 = host
+            .engine
+            .members()
+            .iter()
+            .map(|m| m.stats().corrected)
+            .sum();
+        assert_eq!(corrected, bad.len() as u64, "{level:?}: corrected blocks");
+        assert_eq!(
+            host.engine.scrub_progress().mismatches,
+            scribbled,
+            "{level:?}: the resync's mismatches"
+        );
+        let check = scrub_now(&host, ScrubMode::Check, 21);
+        assert_eq!(
+            (check.mismatches, check.read_errors),
+            (0, 0),
+            "{level:?}: {check:?}"
+        );
+        // The data the bad sectors held was recovered, not invented.
+        let slot = &host.slots[0];
+        assert_eq!(
+            graid_sim::stress::submit_inline_data(&host, Op::Read, 0, vec![0; 256]),
+            Some(Status::Ok)
+        );
+        assert_eq!(*slot.data.lock().unwrap(), data, "{level:?}: data changed");
+        let violations = host.violations.0.lock().unwrap().clone();
+        assert!(violations.is_empty(), "{level:?}: {violations:#?}");
+    }
+}
+
+/// A bad sector the resync cannot rewrite (it sticks): the member is failed (not the last
+/// copy) and recorded, and the window is not claimed: the position stays before it, the
+/// array is not in sync, the bitmap keeps the region.
+#[test]
+fn a_resync_over_a_sector_that_cannot_be_rewritten_fails_the_member_and_keeps_the_window() {
+    for (level, members, chunk, victim) in [
+        (Level::Raid1, 2, 0, 1usize),
+        (Level::Raid5(ParityLayout::LeftSymmetric), 4, 8, 2),
+        (Level::Raid6(ParityLayout::LeftSymmetric), 5, 8, 3),
+    ] {
+        let mut scenario = Scenario::new(level, members, chunk);
+        scenario.in_sync = false;
+        scenario.bitmap_region_sectors = Some(512);
+        scenario.faults[victim].bad_sectors_stick = true;
+        let (host, _io_rx) = new_host(&scenario, 22);
+        let (_, states) = host.bitmap.as_ref().unwrap();
+        for s in states.iter() {
+            s.set_dirty_at_start();
+        }
+        // In the second window (walk sectors 256..512 of region 0).
+        add_bad(&host, &[(victim, 300)]);
+        host.engine.start_resync(&*host);
+        work_until(&host, |h| !h.members_failed_by_io().is_empty());
+        assert_eq!(
+            host.members_failed_by_io(),
+            vec![victim as u32],
+            "{level:?}: the member whose rewrite failed"
+        );
+        assert!(!host.engine.in_sync(), "{level:?}: in sync");
+        assert_eq!(host.engine.resync_offset(), 256, "{level:?}: position");
+        assert!(states[0].needs_sync(), "{level:?}: region 0 lost its bit");
+        let newest = host.disks[0].newest_superblock().unwrap();
+        assert_eq!(
+            newest.slots[victim],
+            graid_engine::superblock::Slot::Faulty,
+            "{level:?}: the failure is not recorded"
+        );
+        assert!(!newest.clean || newest.resync_offset <= 256, "{level:?}");
+    }
+}
+
+/// A window with data no member can give (two members of a RAID 5 unreadable in one row):
+/// the resync stops there and says so, fails nothing, and the array stays not in sync.
+#[test]
+fn a_resync_over_unreadable_data_stops_at_that_window_and_fails_nothing() {
+    let mut scenario = Scenario::new(Level::Raid5(ParityLayout::LeftSymmetric), 4, 8);
+    scenario.in_sync = false;
+    let (host, _io_rx) = new_host(&scenario, 23);
+    add_bad(&host, &[(0, 300), (1, 300)]);
+    host.engine.start_resync(&*host);
+    work_until(&host, |_| false);
+    assert!(!host.engine.in_sync(), "in sync over unreadable data");
+    let progress = host.engine.scrub_progress();
+    assert_eq!((progress.mode, progress.done), (None, 256), "{progress:?}");
+    assert!(progress.stalled && progress.read_errors > 0, "{progress:?}");
+    assert!(host.members_failed_by_io().is_empty());
+    assert_eq!(
+        host.engine.state(),
+        graid_engine::array::ArrayState::Optimal
+    );
+}
+
+/// A check that meets bad sectors rewrites them from the other copies or the parity, as md's
+/// check does, counts them (read errors, and a corrected error for the member) and fails
+/// nothing; the data stays what was written.
+#[test]
+fn a_check_rewrites_bad_sectors_from_the_others_and_fails_nothing() {
+    for (level, members, chunk) in [
+        (Level::Raid10, 4, 16),
+        (Level::Raid5(ParityLayout::LeftSymmetric), 4, 8),
+        (Level::Raid6(ParityLayout::LeftSymmetric), 5, 8),
+    ] {
+        let scenario = Scenario::new(level, members, chunk);
+        let (host, _io_rx) = new_host(&scenario, 24);
+        let data = fill(&host, 512);
+        let bad = [(0, 130), (2, 260), (2, 300)];
+        add_bad(&host, &bad);
+        let check = scrub_now(&host, ScrubMode::Check, 24);
+        assert_eq!(
+            (check.mismatches, check.read_errors),
+            (0, bad.len() as u64),
+            "{level:?}: {check:?}"
+        );
+        assert!(host.members_failed_by_io().is_empty(), "{level:?}");
+        for (m, disk) in host.disks.iter().enumerate() {
+            let left = disk.bad.lock().unwrap().clone();
+            assert!(left.is_empty(), "{level:?}: member {m} still has {left:?}");
+        }
+        let corrected: Vec<u64> = host
+            .engine
+            .members()
+            .iter()
+            .map(|m| m.stats().corrected)
+            .collect();
+        assert_eq!(corrected[0] + corrected[2], 3, "{level:?}: {corrected:?}");
+        assert_eq!(
+            graid_sim::stress::submit_inline_data(&host, Op::Read, 0, vec![0; 512]),
+            Some(Status::Ok)
+        );
+        assert_eq!(*host.slots[0].data.lock().unwrap(), data, "{level:?}");
+        let again = scrub_now(&host, ScrubMode::Check, 24);
+        assert_eq!((again.mismatches, again.read_errors), (0, 0), "{level:?}");
+    }
+}

@@ -79,6 +79,7 @@ pub fn detail_request(index: u32) -> GraidDetail {
         ppl_entries: 0,
         ppl_barriers: 0,
         ppl_wraps: 0,
+        scrub_read_errors: 0,
     }
 }
 

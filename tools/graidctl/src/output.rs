@@ -7,10 +7,10 @@ use crate::uuid;
 use graid_abi::{
     GraidDetail, GraidMemberDetail, GRAID_ARRAY_BROKEN, GRAID_ARRAY_DEGRADED, GRAID_ARRAY_FAILED,
     GRAID_ARRAY_OPTIMAL, GRAID_DETAIL_DIRTY, GRAID_DETAIL_PPL, GRAID_DETAIL_REBUILD_STALLED,
-    GRAID_DETAIL_RESYNC_PENDING, GRAID_MAX_MEMBERS, GRAID_MAX_SPARES, GRAID_MEMBER_ACTIVE,
-    GRAID_MEMBER_FAULTY, GRAID_MEMBER_MISSING, GRAID_MEMBER_REBUILDING, GRAID_REPLACE_ABANDONED,
-    GRAID_REPLACE_COPYING, GRAID_REPLACE_FAILED, GRAID_REPLACE_SWAPPING, GRAID_ROLE_NONE,
-    GRAID_SCRUB_CHECK, GRAID_SCRUB_REPAIR, GRAID_SCRUB_RESYNC,
+    GRAID_DETAIL_RESYNC_PENDING, GRAID_DETAIL_SCRUB_STALLED, GRAID_MAX_MEMBERS, GRAID_MAX_SPARES,
+    GRAID_MEMBER_ACTIVE, GRAID_MEMBER_FAULTY, GRAID_MEMBER_MISSING, GRAID_MEMBER_REBUILDING,
+    GRAID_REPLACE_ABANDONED, GRAID_REPLACE_COPYING, GRAID_REPLACE_FAILED, GRAID_REPLACE_SWAPPING,
+    GRAID_ROLE_NONE, GRAID_SCRUB_CHECK, GRAID_SCRUB_REPAIR, GRAID_SCRUB_RESYNC,
 };
 use serde::Serialize;
 
@@ -104,6 +104,14 @@ pub struct ArrayView {
     pub scrub: Option<ScrubView>,
     /// Mismatched 512-byte sectors found by the running or last check or repair.
     pub mismatch_sectors: u64,
+    /// 4 KiB blocks the running or last check, repair or resync could not read: each
+    /// rewritten from the other copies or the parity (the members' `corrected`), or it stopped
+    /// there.
+    pub scrub_read_errors: u64,
+    /// The last check, repair or resync stopped before its end, this far (percent): a window
+    /// there could not be made consistent (a member failed its rewrite, or some data has no
+    /// readable copy). None if it did not.
+    pub scrub_stopped_percent: Option<f64>,
     pub members: Vec<MemberView>,
     /// Devices waiting to take a failed member's place.
     pub spares: Vec<SpareView>,
@@ -322,6 +330,10 @@ impl MemberView {
     }
 }
 
+/// Why a check, repair or resync stops before its end (DETAIL's `GRAID_DETAIL_SCRUB_STALLED`).
+pub const SCRUB_STOPPED: &str = "a window could not be made consistent (a member failed its \
+     rewrite, or some data has no readable copy; the kernel log says which)";
+
 impl ArrayView {
     pub fn new(d: &GraidDetail, sys: &dyn System) -> Self {
         let count = (d.nr_members as usize).min(GRAID_MAX_MEMBERS);
@@ -375,6 +387,12 @@ impl ArrayView {
                 _ => None,
             },
             mismatch_sectors: d.mismatch_sectors,
+            scrub_read_errors: d.scrub_read_errors,
+            scrub_stopped_percent: (d.flags & GRAID_DETAIL_SCRUB_STALLED != 0).then(|| {
+                (d.scrub_done.min(d.scrub_total) as f64 * 1000.0 / d.scrub_total.max(1) as f64)
+                    .floor()
+                    / 10.0
+            }),
             rebuild: d.members[..count]
                 .iter()
                 .find(|m| m.state == GRAID_MEMBER_REBUILDING)
@@ -528,17 +546,30 @@ impl ArrayView {
     }
 
     /// The check, repair or resync for people: `check 40.0% (3 mismatched sectors so far)`,
-    /// or empty.
+    /// where the last one stopped before its end, or empty.
     pub fn scrub_text(&self) -> String {
-        match &self.scrub {
-            Some(s) => format!(
+        match (&self.scrub, self.scrub_stopped_percent) {
+            (Some(s), _) => format!(
                 "{} {:.1}% ({} mismatched sectors so far){}",
                 s.action,
                 s.percent,
                 self.mismatch_sectors,
                 speed_text(s.rate_kibs, s.seconds_left)
             ),
-            None => String::new(),
+            (None, Some(percent)) => format!("stopped at {percent:.1}%: {SCRUB_STOPPED}"),
+            (None, None) => String::new(),
+        }
+    }
+
+    /// The scrub's unreadable blocks for people, or empty.
+    pub fn scrub_read_errors_text(&self) -> String {
+        match self.scrub_read_errors {
+            0 => String::new(),
+            n => format!(
+                "{n} block{} of 4 KiB (last check, repair or resync: each rewritten from the \
+                 others, or it stopped there)",
+                if n == 1 { "" } else { "s" }
+            ),
         }
     }
 
@@ -566,6 +597,7 @@ impl ArrayView {
             ("Rebuild", self.rebuild_text()),
             ("Replace", self.replace_text()),
             ("Scrub", self.scrub_text()),
+            ("Unreadable", self.scrub_read_errors_text()),
             (
                 "Mismatches",
                 if self.mismatch_sectors > 0 {

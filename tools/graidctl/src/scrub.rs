@@ -181,6 +181,29 @@ mod tests {
             out,
             "graidctl: /dev/graid0 (m): repair finished: 8 mismatched sectors\n"
         );
+        // One that stops before its end (a window it could not make consistent) is an error.
+        let mut pause = || {
+            let mut arrays = ctl.arrays.borrow_mut();
+            arrays[0].scrub_action = GRAID_SCRUB_IDLE;
+            arrays[0].flags |= graid_abi::GRAID_DETAIL_SCRUB_STALLED;
+            arrays[0].scrub_done = arrays[0].scrub_total / 2;
+        };
+        let err = run(
+            &ctl,
+            &sys,
+            &m,
+            Scrub::Check,
+            &args(true, false),
+            false,
+            &mut pause,
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("the check stopped at 50.0%: a window could not be made consistent"),
+            "{err}"
+        );
+        ctl.arrays.borrow_mut()[0].flags = 0;
         run(
             &ctl,
             &sys,
@@ -191,7 +214,7 @@ mod tests {
             &mut || {},
         )
         .unwrap();
-        assert_eq!(ctl.scrubs.borrow()[2].action, GRAID_SCRUB_IDLE);
+        assert_eq!(ctl.scrubs.borrow()[3].action, GRAID_SCRUB_IDLE);
     }
 
     #[test]

@@ -226,6 +226,37 @@ ROLE  DEVICE        STATE    READS  WRITES     READ  WRITTEN  ERRORS  CORRECTED
     }
 
     #[test]
+    fn detail_says_where_a_scrub_stopped_and_what_it_could_not_read() {
+        let (ctl, sys) = setup();
+        {
+            let mut arrays = ctl.arrays.borrow_mut();
+            let a = &mut arrays[0];
+            a.flags |= graid_abi::GRAID_DETAIL_SCRUB_STALLED;
+            a.scrub_done = 1 << 20;
+            a.scrub_total = 1 << 22;
+            a.scrub_read_errors = 3;
+        }
+        let text = detail(&ctl, &sys, &parse("/dev/graid0").unwrap(), false).unwrap();
+        assert!(
+            text.contains("Scrub : stopped at 25.0%: a window could not be made consistent"),
+            "{text}"
+        );
+        assert!(text.contains("Unreadable : 3 blocks of 4 KiB"), "{text}");
+        let v: serde_json::Value = serde_json::from_str(
+            &detail(&ctl, &sys, &parse("/dev/graid0").unwrap(), true).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(v["scrub_stopped_percent"], 25.0);
+        assert_eq!(v["scrub_read_errors"], 3);
+        ctl.arrays.borrow_mut()[0].flags = 0;
+        let v: serde_json::Value = serde_json::from_str(
+            &detail(&ctl, &sys, &parse("/dev/graid0").unwrap(), true).unwrap(),
+        )
+        .unwrap();
+        assert!(v["scrub_stopped_percent"].is_null());
+    }
+
+    #[test]
     fn detail_of_a_parity_array_says_whether_its_write_hole_is_closed() {
         let sys = FakeSystem::with_disks(&["nvme0n1", "nvme1n1", "nvme2n1"]);
         let ctl = FakeControl::with(vec![
@@ -315,6 +346,8 @@ ROLE  DEVICE        STATE    READS  WRITES     READ  WRITTEN  ERRORS  CORRECTED
                 "replace",
                 "resync_pending",
                 "scrub",
+                "scrub_read_errors",
+                "scrub_stopped_percent",
                 "size_bytes",
                 "size_sectors",
                 "spares",

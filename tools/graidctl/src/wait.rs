@@ -6,7 +6,7 @@ use crate::array_ref::{resolve, ArrayRef};
 use crate::control::ControlDevice;
 use crate::error::CtlError;
 use crate::member::System;
-use crate::output::{json, speed_text, ArrayView, RebuildView};
+use crate::output::{json, speed_text, ArrayView, RebuildView, SCRUB_STOPPED};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::time::Duration;
 
@@ -235,6 +235,16 @@ pub fn wait_scrub(
         progress.show(&step, &mut last_tenth);
         pause();
         view = ArrayView::new(&resolve(ctl, sys, array)?, sys);
+    }
+    if let Some(percent) = view.scrub_stopped_percent {
+        if let Progress::Bar(bar) = progress {
+            bar.abandon();
+        }
+        return Err(CtlError::Failed(format!(
+            "{label}: the {action} stopped at {percent:.1}%: {SCRUB_STOPPED} ({} mismatched \
+             sectors so far)",
+            view.mismatch_sectors
+        )));
     }
     if let Progress::Bar(bar) = progress {
         bar.finish_and_clear();
