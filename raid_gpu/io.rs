@@ -907,6 +907,10 @@ impl Platform for ArrayIo {
         Ok(())
     }
 
+    fn raid6_update(&self) -> bool {
+        crate::kernel_ext::raid_math::can_xor_syndrome()
+    }
+
     /// To the helper when the offload takes it (`helper_device.rs`), else here and now.
     fn compute_parity(&self, rq: RqRef, job: &ParityJob) {
         if let Err(kernel) = helper_device::offload(self, rq, job) {

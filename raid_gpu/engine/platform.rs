@@ -435,6 +435,16 @@ pub trait Platform {
     /// `io.member`, like a [`Self::submit`]. On `Err` nothing was sent.
     fn submit_log(&self, rq: Self::Request, io: &LogIo) -> Result<(), SubmitError>;
 
+    /// Whether [`Self::compute_parity`] can do a RAID 6 [`ParityOp::Update`] (read-modify-write:
+    /// the old data folded out of P and Q and the new folded in). md asks
+    /// `raid6_can_xor_syndrome()`: without it the engine writes by reconstruct-write instead.
+    /// RAID 5's update, a plain XOR, always can.
+    ///
+    /// [`ParityOp::Update`]: super::parity::ParityOp::Update
+    fn raid6_update(&self) -> bool {
+        true
+    }
+
     /// Computes `job` on `rq`'s stripe buffer and then calls
     /// [`ArrayEngine::parity_done`](super::array::ArrayEngine::parity_done) for `rq`, inline
     /// or later, from process context. Called from process context.

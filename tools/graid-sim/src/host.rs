@@ -285,6 +285,11 @@ pub struct StripeHome {
     pub parity_jobs: AtomicU64,
     /// Parity jobs over more than one stripe (adjacent stripes batched).
     pub run_jobs: AtomicU64,
+    /// RAID 6 parity updates (read-modify-write) cannot be computed, as in a kernel without
+    /// `raid6_can_xor_syndrome()`: such a job fails.
+    pub no_raid6_update: bool,
+    /// Parity updates (read-modify-write) computed.
+    pub update_jobs: AtomicU64,
 }
 
 /// Deliberate bugs, to show the stress tests catch them.
@@ -646,8 +651,11 @@ impl Host {
 
     /// Computes `job` on `buffer` (a request's stripe buffer, or the rebuild's).
     fn parity_on(&self, buffer: &mut Vec<Vec<u64>>, job: &ParityJob) -> bool {
-        if matches!(job.op, ParityOp::Update { .. }) && job.stripe_count() != 1 {
-            return false;
+        if matches!(job.op, ParityOp::Update { .. }) {
+            if job.stripe_count() != 1 || (self.stripe.no_raid6_update && job.map.parity() == 2) {
+                return false;
+            }
+            self.stripe.update_jobs.fetch_add(1, Ordering::Relaxed);
         }
         job.stripes().all(|(map, from, to)| {
             self.parity_stripe(buffer, job.op, map, from as usize, (to - from) as usize)
@@ -1413,6 +1421,10 @@ impl Platform for Host {
         let range = offset as usize..(offset + sectors) as usize;
         let src = buffer[from as usize][range.clone()].to_vec();
         buffer[to as usize][range].copy_from_slice(&src);
+    }
+
+    fn raid6_update(&self) -> bool {
+        !self.stripe.no_raid6_update
     }
 
     fn compute_parity(&self, rq: usize, job: &ParityJob) {

@@ -75,6 +75,9 @@ pub struct Scenario {
     pub bitmap_region_sectors: Option<u64>,
     /// RAID 5/6: a partial parity log in the default area (its heads written at the start).
     pub ppl: bool,
+    /// RAID 6: the platform cannot compute a parity update (read-modify-write), as a kernel
+    /// without `raid6_can_xor_syndrome()`.
+    pub no_raid6_update: bool,
 }
 
 impl Scenario {
@@ -105,6 +108,7 @@ impl Scenario {
             scribble: None,
             bitmap_region_sectors: None,
             ppl: false,
+            no_raid6_update: false,
         }
     }
 
@@ -246,6 +250,7 @@ pub fn new_host_from(
             max_buffers: scenario.max_buffers,
             async_parity_percent: scenario.async_parity_percent,
             mutation: scenario.mutation,
+            no_raid6_update: scenario.no_raid6_update,
             ..StripeHome::default()
         },
         bitmap: scenario.bitmap_region_sectors.map(|size| {

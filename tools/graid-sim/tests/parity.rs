@@ -145,6 +145,34 @@ fn read_modify_write_and_reconstruct_write_both_run() {
     healthy(&report, seed);
     check_parity(&report.host, ParityLayout::LeftSymmetric, seed);
     assert!(report.host.stripe.parity_jobs.load(Ordering::Relaxed) > 0);
+    assert!(report.host.stripe.update_jobs.load(Ordering::Relaxed) > 0);
+}
+
+#[test]
+fn raid6_writes_by_reconstruct_write_where_the_platform_cannot_update_parity() {
+    // As md without `raid6_can_xor_syndrome()`: the same small writes that choose
+    // read-modify-write above go by reconstruct-write, and all succeed.
+    for seed in seeds(2) {
+        let scenario = Scenario {
+            no_raid6_update: true,
+            ..raid6(8, 64)
+        };
+        let report = run(&scenario, seed);
+        healthy(&report, seed);
+        check_parity(&report.host, ParityLayout::LeftSymmetric, seed);
+        assert_eq!(report.host.stripe.update_jobs.load(Ordering::Relaxed), 0);
+    }
+    // RAID 5's update is a plain XOR, always there.
+    let seed = seeds(1).next().unwrap();
+    let report = run(
+        &Scenario {
+            no_raid6_update: true,
+            ..raid5(8, 64)
+        },
+        seed,
+    );
+    healthy(&report, seed);
+    assert!(report.host.stripe.update_jobs.load(Ordering::Relaxed) > 0);
 }
 
 #[test]
