@@ -173,6 +173,17 @@ pub struct RebuildIo {
 /// Most transfers a [`Platform::rebuild_batch`] holds: a buffer column each.
 pub const MAX_REBUILD_BATCH: usize = super::geometry::MAX_MEMBERS as usize + 2;
 
+/// Who computed a job of the rebuild buffer ([`Platform::rebuild_compute`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Computed {
+    /// The platform itself (the kernel): trusted.
+    Here,
+    /// The parity helper (`Documentation/ring-protocol.rst`), this attachment of it: root, but
+    /// not trusted with what reaches a member. The engine checks its answer before writing
+    /// anything that depends on it, and reports a wrong one ([`Platform::helper_wrong`]).
+    Helper(u64),
+}
+
 /// What happened to a member, for the log.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MemberEvent {
@@ -354,8 +365,17 @@ pub trait Platform {
     fn rebuild_differ(&self, a: u32, b: u32, offset: u64, sectors: u64) -> u64;
 
     /// Computes `job` on the rebuild buffer (as [`Self::compute_parity`] does on a request's)
-    /// and waits. False if it could not.
-    fn rebuild_compute(&self, job: &ParityJob) -> bool;
+    /// and waits; with `offload`, by the parity helper if one takes it. Says who did, `None`
+    /// if it could not. A helper's answer changes only the columns the job computes (a
+    /// generation's P and Q, a recovery's lost columns).
+    fn rebuild_compute(&self, job: &ParityJob, offload: bool) -> Option<Computed>;
+
+    /// The engine found a result of helper attachment `helper` ([`Computed::Helper`]) wrong:
+    /// the platform stops trusting it (detaches it, counts it, logs it) if it is still the
+    /// one attached. The worker only.
+    fn helper_wrong(&self, helper: u64) {
+        let _ = helper;
+    }
 
     /// Nanoseconds on a monotonic clock (any origin): the rebuild's pace.
     fn now_ns(&self) -> u64;

@@ -30,7 +30,7 @@
 use super::array::{ArrayEngine, ArrayState};
 use super::members::{MemberSet, MemberState};
 use super::parity::{ParityJob, ParityOp};
-use super::platform::{Op, Platform, RebuildIo, MAX_REBUILD_BATCH};
+use super::platform::{Computed, Op, Platform, RebuildIo, MAX_REBUILD_BATCH};
 use super::rebuild::REBUILD_COLUMN_SECTORS;
 use super::superblock::RECOVERY_COMPLETE;
 use core::ops::Deref;
@@ -419,20 +419,55 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
                 p.rebuild_copy(q, saved_q, from, to - from);
             }
         }
-        if !p.rebuild_compute(&job) {
+        let Some(by) = p.rebuild_compute(&job, true) else {
             return;
+        };
+        let mut differ = Self::parity_differs(p, &job, n, |_, _, _, _| {});
+        if let (Computed::Helper(helper), true) = (by, differ > 0) {
+            // A helper's parity is never counted or written: where it differs from the
+            // members', the kernel generates it again and only its own result counts (a scrub
+            // job does not show the helper the members' parity to copy), and a helper that
+            // disagrees is caught.
+            if p.rebuild_compute(&job, false).is_none() {
+                return;
+            }
+            let ours = Self::parity_differs(p, &job, n, |_, _, _, _| {});
+            if ours != differ {
+                p.helper_wrong(helper);
+            }
+            differ = ours;
         }
+        self.scrub.mismatches.fetch_add(differ, Ordering::Relaxed);
+        if repair && differ > 0 {
+            Self::parity_differs(p, &job, n, |member, from, len, differ| {
+                if differ > 0 {
+                    let sector = at.saturating_add(from);
+                    let _ = p.rebuild_io(Op::Write, member, sector, member, from, len);
+                }
+            });
+        }
+    }
+
+    /// Sectors of `job`'s stripes whose P or Q (generated in their member's column of the
+    /// rebuild buffer) differ from the members' (kept in the spare columns `n` and `n + 1`);
+    /// `each(member, offset, sectors, differ)` for every stripe's P and Q.
+    fn parity_differs<P: Platform>(
+        p: &P,
+        job: &ParityJob,
+        n: u32,
+        mut each: impl FnMut(u32, u64, u64, u64),
+    ) -> u64 {
+        let (saved_p, saved_q) = (n, n + 1);
+        let mut total = 0u64;
         for (map, from, to) in job.stripes() {
             let len = to - from;
             let parity = [(map.p(), saved_p), (map.q().unwrap_or(n), saved_q)];
             for (member, saved) in parity.into_iter().filter(|&(m, _)| m < n) {
                 let differ = p.rebuild_differ(member, saved, from, len);
-                self.scrub.mismatches.fetch_add(differ, Ordering::Relaxed);
-                if repair && differ > 0 {
-                    let sector = at.saturating_add(from);
-                    let _ = p.rebuild_io(Op::Write, member, sector, member, from, len);
-                }
+                each(member, from, len, differ);
+                total = total.saturating_add(differ);
             }
         }
+        total
     }
 }

@@ -78,6 +78,9 @@ pub struct Scenario {
     /// RAID 6: the platform cannot compute a parity update (read-modify-write), as a kernel
     /// without `raid6_can_xor_syndrome()`.
     pub no_raid6_update: bool,
+    /// RAID 5/6: a parity helper takes the rebuild's and the scrub's jobs, right for the first
+    /// this many, then wrong (`StripeHome::helper`).
+    pub helper_lies_after: Option<u64>,
 }
 
 impl Scenario {
@@ -109,6 +112,7 @@ impl Scenario {
             bitmap_region_sectors: None,
             ppl: false,
             no_raid6_update: false,
+            helper_lies_after: None,
         }
     }
 
@@ -251,6 +255,7 @@ pub fn new_host_from(
             async_parity_percent: scenario.async_parity_percent,
             mutation: scenario.mutation,
             no_raid6_update: scenario.no_raid6_update,
+            helper: Mutex::new(scenario.helper_lies_after),
             ..StripeHome::default()
         },
         bitmap: scenario.bitmap_region_sectors.map(|size| {
