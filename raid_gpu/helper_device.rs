@@ -31,6 +31,7 @@ use crate::kernel_ext::{
     capability::require_sys_admin,
     misc::MiscOps,
     pin::PinnedPages,
+    racy,
     work::{noio_scope, DelayedWorker, WorkHandler},
 };
 use crate::ring_uapi::{
@@ -39,7 +40,8 @@ use crate::ring_uapi::{
     H2K_OFFSET, HELPER_ENGINE_LEN, HELPER_ENTER_WAIT, HELPER_FALLBACKS, HELPER_FALLBACK_NAMES,
     HELPER_STATE_DEGRADED, HELPER_STATE_HEALTHY, HELPER_STATE_NONE, HELPER_STATE_NO_POOL,
     JOB_OP_PQ, JOB_OP_RECOVER, JOB_OP_XOR, JOB_STATUS_OK, K2H_BYTES, POOL_MAX_BYTES, POOL_MIN_BYTES,
-    POOL_UNIT_BYTES, RING_ABI_VERSION, RING_FEATURES, RING_FEATURE_RECOVER, RING_MAGIC, SQE_BYTES,
+    POOL_UNIT_BYTES, RING_ABI_VERSION, RING_FEATURES, RING_FEATURE_BATCH, RING_FEATURE_RECOVER,
+    RING_MAGIC, SQE_BYTES,
     SQ_ENTRIES,
     SQ_HEAD_OFFSET, SQ_OFFSET, SQ_TAIL_OFFSET,
 };
@@ -55,7 +57,7 @@ use kernel::{
     new_mutex, new_poll_condvar,
     page::{Page, PAGE_SIZE},
     prelude::*,
-    sync::{poll::PollCondVar, poll::PollTable, Completion as Done, Mutex, MutexGuard},
+    sync::{poll::PollCondVar, poll::PollTable, Arc, Completion as Done, Mutex, MutexGuard},
     transmute::{AsBytes, FromBytes},
     uaccess::{UserPtr, UserSlice},
 };
@@ -109,26 +111,41 @@ pub(crate) fn offload(io: &ArrayIo, rq: RqRef, job: &ParityJob) -> Result<(), Ke
     let device = device().ok_or(KernelJob { measure_bytes: None })?;
     let staging = device.plan(job, Offloadable::Generate)?;
     let owner = Owner::Request { io, rq };
-    device.submit(owner, job, &staging).map_err(|reason| device.refused(reason, &staging))
+    device
+        .submit(owner, job, &staging)
+        .map(|_| ())
+        .map_err(|reason| device.refused(reason, &staging))
 }
 
 /// Sends `job` on `buffer` to the helper and waits until it ends: `Ok`, the helper's result is
-/// in `buffer`; `Err`, the caller computes it. For the rebuild and the scrub, whose worker may
-/// sleep: recoveries go too. The wait is bounded by the job's deadline.
-pub(crate) fn offload_and_wait(buffer: &mut StripeBuffer, job: &ParityJob) -> Result<(), KernelJob> {
+/// in `buffer`, and this is the attachment that computed it (for [`caught_wrong`]); `Err`, the
+/// caller computes it. For the rebuild and the scrub, whose worker may sleep: recoveries go
+/// too. The wait is bounded by the job's deadline. The engine checks such a result before
+/// anything that depends on it reaches a member (`engine/rebuild.rs`, `engine/scrub.rs`).
+pub(crate) fn offload_and_wait(buffer: &mut StripeBuffer, job: &ParityJob) -> Result<u64, KernelJob> {
     let device = device().ok_or(KernelJob { measure_bytes: None })?;
     let staging = device.plan(job, Offloadable::GenerateAndRecover)?;
     stack_pin_init!(let waiter = Waiter::new(buffer));
     let owner = Owner::Waiter(ptr::from_ref(&*waiter));
-    device
+    let helper = device
         .submit(owner, job, &staging)
         .map_err(|reason| device.refused(reason, &staging))?;
     // Ends exactly once (the job table): completed, expired, or taken back at a detach.
     waiter.done.wait_for_completion();
     if waiter.by_helper.load(Ordering::Relaxed) {
-        Ok(())
+        Ok(helper)
     } else {
         Err(KernelJob { measure_bytes: None })
+    }
+}
+
+/// The engine found wrong a result of attachment `helper` that [`offload_and_wait`] returned
+/// (a rebuild's recovery or a scrub's parity, each checked before use): as a wrong sampled
+/// result, it is counted (`wrong`, a protocol error) and the helper detached, if it is still
+/// the one attached.
+pub(crate) fn caught_wrong(helper: u64) {
+    if let Some(device) = device() {
+        device.caught_wrong(helper);
     }
 }
 
@@ -305,11 +322,18 @@ impl Finished {
     }
 }
 
+/// Lists of finished jobs a pool keeps ([`Pool::take_list`]): one for `ENTER`, one for the
+/// deadline work.
+const LISTS: usize = 2;
+
 /// The pool the helper registered, and the jobs out in it: slot `i` owns area `i`.
 struct Pool {
     pages: PinnedPages,
     jobs: JobTable<KVec<JobSlot>>,
     shadows: KVec<Option<Shadow>>,
+    /// Lists with room for every slot's job, allocated with the pool: the jobs that end under
+    /// the lock go on one, to run after it (never an allocation under the lock).
+    lists: KVec<KVec<Finished>>,
     /// Completions checked by the kernel and found right, and when the last check ran.
     verified: u64,
     last_verify_ns: u64,
@@ -320,10 +344,32 @@ impl Pool {
         (job as usize).saturating_mul(AREA_BYTES as usize)
     }
 
-    /// A list with room for every slot's job: the jobs that end under the lock, run after it.
-    fn finished_list(&self) -> Result<KVec<Finished>> {
+    /// A list with room for `slots` jobs.
+    fn new_list(slots: usize) -> Result<KVec<Finished>> {
         // NOIO: the memory may come from reclaim that waits for these very jobs.
-        Ok(noio_scope(|| KVec::with_capacity(self.shadows.len(), GFP_KERNEL))?)
+        Ok(noio_scope(|| KVec::with_capacity(slots, GFP_KERNEL))?)
+    }
+
+    /// A list for the jobs that end under the lock: one the pool keeps, else `own` (the
+    /// caller's, allocated without the lock) if it is big enough; `Err(slots)`: neither, the
+    /// caller allocates one of `slots` (only when more than [`LISTS`] reap at once).
+    fn take_list(&mut self, own: &mut Option<KVec<Finished>>) -> Result<KVec<Finished>, usize> {
+        if let Some(list) = self.lists.pop() {
+            return Ok(list);
+        }
+        match own.take() {
+            Some(list) if list.capacity() >= self.shadows.len() => Ok(list),
+            _ => Err(self.shadows.len()),
+        }
+    }
+
+    /// Keeps an emptied list for the next [`Self::take_list`] (one too many, or too small for
+    /// this pool, is handed back to be freed).
+    fn give_back(&mut self, list: KVec<Finished>) -> Option<KVec<Finished>> {
+        if list.capacity() < self.shadows.len() || !list.is_empty() {
+            return Some(list);
+        }
+        self.lists.push_within_capacity(list).err().map(|e| e.0)
     }
 
     /// Moves the shadow of `job` (taken back) to `list` to be computed by the kernel.
@@ -372,10 +418,18 @@ impl Stats {
     }
 }
 
+/// The control area's pages, shared with the helper's mappings being set up (`mmap` inserts
+/// them without the lock).
+struct ControlArea {
+    pages: KVec<Page>,
+}
+
 /// An attached helper's ring.
 struct Attachment {
-    /// The control area's pages.
-    pages: KVec<Page>,
+    /// Which attachment since the module loaded (the `attaches` count): a result the engine
+    /// finds wrong later names its helper by it ([`caught_wrong`]).
+    id: u64,
+    control: Arc<ControlArea>,
     /// The SQ tail the kernel published, and the CQ head it consumed to: the kernel's own
     /// copies (the pages' are for the helper, never read back).
     sq_tail: u32,
@@ -395,7 +449,7 @@ impl Attachment {
     /// the helper's mapping.
     fn word<R>(&self, offset: u64, f: impl FnOnce(&AtomicU32) -> R) -> Option<R> {
         let offset = usize::try_from(offset).ok().filter(|o| o % 4 == 0)?;
-        let page = self.pages.get(offset / PAGE_SIZE)?;
+        let page = self.control.pages.get(offset / PAGE_SIZE)?;
         // SAFETY: a page of the area, alive while `self` is; unmapped below.
         let base = unsafe { bindings::kmap_local_page(page.as_ptr()) };
         let word = base.cast::<u8>().wrapping_add(offset % PAGE_SIZE).cast::<u32>();
@@ -425,10 +479,11 @@ impl Attachment {
     fn publish(&mut self, sqe: &Sqe) -> Result {
         let at = SQ_OFFSET + u64::from(self.sq_tail % SQ_ENTRIES) * SQE_BYTES as u64;
         let at = usize::try_from(at).map_err(|_| EINVAL)?;
-        let page = self.pages.get(at / PAGE_SIZE).ok_or(EINVAL)?;
+        let page = self.control.pages.get(at / PAGE_SIZE).ok_or(EINVAL)?;
         let bytes = sqe.as_bytes();
-        // SAFETY: `bytes` is the entry; the page checks the range (entries never straddle).
-        unsafe { page.write_raw(bytes.as_ptr(), at % PAGE_SIZE, bytes.len())? };
+        // SAFETY: `bytes` is the entry, a local; the range is checked (entries never straddle).
+        // The helper may be reading the page (K2H is mapped to it): a racy copy.
+        unsafe { racy::write(page, at % PAGE_SIZE, bytes.as_ptr(), bytes.len())? };
         self.sq_tail = self.sq_tail.wrapping_add(1);
         // The entry before the tail (the helper loads the tail with acquire).
         fence(Ordering::Release);
@@ -516,6 +571,15 @@ impl Attachment {
         }
         self.store(CQ_HEAD_OFFSET, self.cq_head);
         Ok(())
+    }
+
+    /// Writes `RingHeader::pool_bytes`: the pool registered.
+    fn set_pool_bytes(&self, bytes: u64) -> Result {
+        let page = self.control.pages.first().ok_or(EINVAL)?;
+        let value = bytes.to_le_bytes();
+        // SAFETY: `value` is a local of its own length; the helper may be reading the header
+        // (mapped read-only to it): a racy copy.
+        unsafe { racy::write(page, POOL_BYTES_OFFSET, value.as_ptr(), value.len()) }
     }
 
     /// Detaches: every job out is taken back (to be computed by the kernel).
@@ -613,14 +677,35 @@ impl HelperDevice {
         });
     }
 
-    /// Drops the lock, then runs `finished`.
-    fn finish(&self, helper: MutexGuard<'_, Helper>, finished: KVec<Finished>) {
+    /// Drops the lock, then runs `finished`, whose list then goes back to the pool.
+    fn finish(&self, helper: MutexGuard<'_, Helper>, mut finished: KVec<Finished>) {
         drop(helper);
         noio_scope(|| {
-            for job in finished {
+            for job in finished.drain_all() {
                 job.run(&self.stats);
             }
         });
+        if finished.capacity() > 0 {
+            let mut helper = self.helper.lock();
+            let pool = helper.attached.as_mut().and_then(|a| a.pool.as_mut());
+            let unused = match pool {
+                Some(pool) => pool.give_back(finished),
+                None => Some(finished),
+            };
+            drop(helper);
+            drop(unused);
+        }
+    }
+
+    /// See [`caught_wrong`].
+    fn caught_wrong(&self, id: u64) {
+        let helper = self.helper.lock();
+        if helper.attached.as_ref().is_some_and(|a| a.id == id) {
+            self.stats.fallback(Fallback::Wrong);
+            self.stats.protocol_errors.fetch_add(1, Ordering::Relaxed);
+            pr_warn!("graid: parity helper returned a wrong recovery or parity (checked before use): detached\n");
+            self.detach(helper, KVec::new());
+        }
     }
 
     /// `job`'s layout in an area if it may go to the helper (`ops`), else the reason (counted).
@@ -642,8 +727,8 @@ impl HelperDevice {
 
     /// See [`offload`]: `job` of `owner`, planned as `staging`, to the helper if it is
     /// attached, does the op, is no slower than the kernel (`engine::offload::route`) and has
-    /// room.
-    fn submit(&self, owner: Owner, job: &ParityJob, staging: &Staging) -> Result<(), Fallback> {
+    /// room; `Ok`: the attachment it went to.
+    fn submit(&self, owner: Owner, job: &ParityJob, staging: &Staging) -> Result<u64, Fallback> {
         let staging = *staging;
         let op = match (staging.lost, staging.parity) {
             (Some(_), _) => JOB_OP_RECOVER,
@@ -656,6 +741,10 @@ impl HelperDevice {
         let mut helper = self.helper.lock();
         let a = helper.attached.as_mut().ok_or(Fallback::NoHelper)?;
         if op == JOB_OP_RECOVER && a.features & RING_FEATURE_RECOVER == 0 {
+            return Err(Fallback::Op);
+        }
+        // A job of several stripes only to a helper that takes them.
+        if staging.stripes > 1 && a.features & RING_FEATURE_BATCH == 0 {
             return Err(Fallback::Op);
         }
         // A full SQ (or an impossible head: ENTER will tell) sends nothing.
@@ -715,6 +804,7 @@ impl HelperDevice {
                 sent_ns,
             });
         }
+        let id = a.id;
         drop(helper);
         self.stats.jobs.fetch_add(1, Ordering::Relaxed);
         self.stats.bytes.fetch_add(staging.data_bytes(), Ordering::Relaxed);
@@ -726,7 +816,7 @@ impl HelperDevice {
         }
         self.jobs.notify_all();
         self.deadlines.run_after(deadline_ms());
-        Ok(())
+        Ok(id)
     }
 
     fn status(&self) -> HelperStatus {
@@ -769,36 +859,52 @@ impl HelperDevice {
         status
     }
 
-    /// ATTACH: checks the helper's ABI version (`EPROTO` if it differs), answers the features
-    /// in force and the control area's size, and allocates the area. `EBUSY` if attached.
-    fn attach(&self, file: &File, user: UserSlice) -> Result<isize> {
-        let (mut reader, mut writer) = user.reader_writer();
-        let mut req: HelperAttach = reader.read()?;
-        let mut helper = self.helper.lock();
+    /// Whether `file` may attach now: `EBADF` if it is not the helper's, `EBUSY` if attached.
+    fn may_attach(helper: &Helper, file: &File) -> Result {
         if !helper.owns(file) {
             return Err(EBADF);
         }
         if helper.attached.is_some() {
             return Err(EBUSY);
         }
+        Ok(())
+    }
+
+    /// ATTACH: checks the helper's ABI version (`EPROTO` if it differs), answers the features
+    /// in force and the control area's size, and allocates the area. `EBUSY` if attached.
+    ///
+    /// The allocation and the copies from and to user space run without the lock: the I/O
+    /// path takes it (reclaim may wait for that I/O), and `mmap` takes it under the mmap
+    /// lock, which a fault on the reply would take. So the checks run twice.
+    fn attach(&self, file: &File, user: UserSlice) -> Result<isize> {
+        let (mut reader, mut writer) = user.reader_writer();
+        let mut req: HelperAttach = reader.read()?;
+        Self::may_attach(&self.helper.lock(), file)?;
         if req.abi_version != RING_ABI_VERSION {
             return Err(errno::eproto());
         }
         req.features &= RING_FEATURES;
         req.control_bytes = CONTROL_BYTES;
-        let pages = control_area(req.features)?;
+        let control = control_area(req.features)?;
         writer.write(&req)?;
-        let pid = kernel::current!().pid();
+        let pid = u32::try_from(kernel::current!().pid()).unwrap_or(0);
+        let mut helper = self.helper.lock();
+        if let Err(e) = Self::may_attach(&helper, file) {
+            drop(helper);
+            drop(control);
+            return Err(e);
+        }
         helper.attached = Some(Attachment {
-            pages,
+            id: self.stats.attaches.fetch_add(1, Ordering::Relaxed).wrapping_add(1),
+            control,
             sq_tail: 0,
             cq_head: 0,
             engine: req.engine,
             features: req.features,
-            pid: u32::try_from(pid).unwrap_or(0),
+            pid,
             pool: None,
         });
-        self.stats.attaches.fetch_add(1, Ordering::Relaxed);
+        drop(helper);
         self.helper_cost.store(0, Ordering::Relaxed);
         Ok(0)
     }
@@ -830,12 +936,17 @@ impl HelperDevice {
             table.push(JobSlot::default(), GFP_KERNEL)?;
             shadows.push(None, GFP_KERNEL)?;
         }
+        let mut lists = KVec::with_capacity(LISTS, GFP_KERNEL)?;
+        for _ in 0..LISTS {
+            lists.push(KVec::with_capacity(slots, GFP_KERNEL)?, GFP_KERNEL)?;
+        }
         let mut jobs = JobTable::new(table);
         jobs.attach();
         let pool = Pool {
             pages,
             jobs,
             shadows,
+            lists,
             verified: 0,
             last_verify_ns: 0,
         };
@@ -843,10 +954,21 @@ impl HelperDevice {
         let owner = helper.owns(file);
         match helper.attached.as_mut() {
             Some(a) if owner && a.pool.is_none() => {
-                a.pool = Some(pool);
-                Ok(0)
+                let set = a.set_pool_bytes(req.bytes);
+                if set.is_ok() {
+                    a.pool = Some(pool);
+                    return Ok(0);
+                }
+                // Unpinned without the lock (the unpin takes the mmap lock).
+                drop(helper);
+                drop(pool);
+                set.map(|()| 0)
             }
-            _ => Err(EBUSY),
+            _ => {
+                drop(helper);
+                drop(pool);
+                Err(EBUSY)
+            }
         }
     }
 
@@ -859,6 +981,8 @@ impl HelperDevice {
         if req.flags & !HELPER_ENTER_WAIT != 0 {
             return Err(EINVAL);
         }
+        // A list of our own, allocated without the lock, if the pool's are all in use.
+        let mut own = None;
         loop {
             let mut helper = self.helper.lock();
             if !helper.owns(file) {
@@ -867,9 +991,14 @@ impl HelperDevice {
             let Some(a) = helper.attached.as_mut() else {
                 return Err(EINVAL);
             };
-            let mut list = match a.pool.as_mut() {
-                Some(pool) => pool.finished_list()?,
+            let mut list = match a.pool.as_mut().map(|pool| pool.take_list(&mut own)) {
                 None => KVec::new(),
+                Some(Ok(list)) => list,
+                Some(Err(slots)) => {
+                    drop(helper);
+                    own = Some(Pool::new_list(slots)?);
+                    continue;
+                }
             };
             let answer = a
                 .reap(&mut list, &self.stats, &self.helper_cost)
@@ -885,6 +1014,11 @@ impl HelperDevice {
                 req.pending = pending;
                 break;
             }
+            // Empty: back to the pool while this waits.
+            own = match helper.attached.as_mut().and_then(|a| a.pool.as_mut()) {
+                Some(pool) => pool.give_back(list),
+                None => Some(list),
+            };
             if self.jobs.wait_interruptible(&mut helper) {
                 return Err(ERESTARTSYS);
             }
@@ -908,13 +1042,26 @@ impl WorkHandler for HelperDevice {
     /// The deadline check: jobs past theirs are taken back and computed here; too many misses
     /// in a row detach the helper.
     fn run(&self) {
-        let mut helper = self.helper.lock();
-        let Some(pool) = helper.attached.as_mut().and_then(|a| a.pool.as_mut()) else {
-            return;
+        let mut own = None;
+        let (mut helper, mut list) = loop {
+            let mut helper = self.helper.lock();
+            let Some(pool) = helper.attached.as_mut().and_then(|a| a.pool.as_mut()) else {
+                return;
+            };
+            match pool.take_list(&mut own) {
+                Ok(list) => break (helper, list),
+                Err(slots) => {
+                    drop(helper);
+                    // No memory: the check runs again a deadline later.
+                    let Ok(list) = Pool::new_list(slots) else {
+                        self.deadlines.run_after(deadline_ms());
+                        return;
+                    };
+                    own = Some(list);
+                }
+            }
         };
-        let Ok(mut list) = pool.finished_list() else {
-            drop(helper);
-            self.deadlines.run_after(deadline_ms());
+        let Some(pool) = helper.attached.as_mut().and_then(|a| a.pool.as_mut()) else {
             return;
         };
         let Pool { jobs, shadows, .. } = pool;
@@ -935,8 +1082,11 @@ impl WorkHandler for HelperDevice {
     }
 }
 
+/// Where `RingHeader::pool_bytes` lies in the first page.
+const POOL_BYTES_OFFSET: usize = core::mem::offset_of!(RingHeader, pool_bytes);
+
 /// The control area's pages, zeroed, the header written.
-fn control_area(features: u64) -> Result<KVec<Page>> {
+fn control_area(features: u64) -> Result<Arc<ControlArea>> {
     let count = usize::try_from(CONTROL_BYTES).map_err(|_| EINVAL)? / PAGE_SIZE;
     let mut pages = KVec::with_capacity(count, GFP_KERNEL)?;
     for _ in 0..count {
@@ -944,9 +1094,10 @@ fn control_area(features: u64) -> Result<KVec<Page>> {
     }
     let header = header_bytes(features);
     let first = pages.first().ok_or(EINVAL)?;
-    // SAFETY: `header` is a local array of its own length, within the page.
+    // SAFETY: `header` is a local array of its own length, within the page; the page is new,
+    // mapped nowhere else yet.
     unsafe { first.write_raw(header.as_ptr(), 0, header.len())? };
-    Ok(pages)
+    Ok(Arc::new(ControlArea { pages }, GFP_KERNEL)?)
 }
 
 /// The `RingHeader` as its `repr(C)` bytes (little-endian, as the tools read it).
@@ -1040,11 +1191,17 @@ impl MiscOps for HelperDevice {
     /// Maps K2H (read-only: `EACCES` for a writable mapping) or H2K, each whole or in part, but
     /// never across the two; `EINVAL` before ATTACH or outside the area.
     fn mmap(&self, file: &File, vma: &VmaNew) -> Result {
-        let helper = self.helper.lock();
-        let control = match (&helper.attached, helper.owns(file)) {
-            (Some(a), true) => &a.pages,
-            _ => return Err(EINVAL),
+        // Only a reference to the pages under the lock: the caller holds the mmap lock, and
+        // inserting pages allocates page tables; neither may nest in the lock the I/O path
+        // takes (the reference keeps the pages while they are inserted, the mapping after).
+        let area = {
+            let helper = self.helper.lock();
+            match (&helper.attached, helper.owns(file)) {
+                (Some(a), true) => a.control.clone(),
+                _ => return Err(EINVAL),
+            }
         };
+        let control = &area.pages;
         // SAFETY: the vma is being set up by the VFS for this call (it holds the mmap lock).
         let start: usize = unsafe { (*vma.as_ptr()).vm_pgoff };
         let pages = (vma.end() - vma.start()) / PAGE_SIZE;

@@ -13,7 +13,7 @@ use crate::engine::geometry::Geometry;
 use crate::engine::members::{MemberSet, MemberState};
 use crate::engine::parity::{Columns, ParityJob};
 use crate::engine::platform::{
-    LogIo, MemberEvent, MemberIo, Op, PieceInfo, Platform, RebuildIo, RebuildIoError, Source,
+    Computed, LogIo, MemberEvent, MemberIo, Op, PieceInfo, Platform, RebuildIo, RebuildIoError, Source,
     Status, SubmitError, WorkList,
 };
 use crate::engine::ppl::BLOCK_BYTES as PPL_BLOCK_BYTES;
@@ -772,13 +772,27 @@ impl Platform for ArrayIo {
         kernel::time::delay::fsleep(kernel::time::Delta::from_millis(i64::from(ms)));
     }
 
-    /// To the helper when the offload takes it (the worker waits), else here and now.
-    fn rebuild_compute(&self, job: &ParityJob) -> bool {
-        self.with_rebuild_buffer(|buffer| match helper_device::offload_and_wait(buffer, job) {
-            Ok(()) => true,
-            Err(kernel) => self.compute_timed(buffer, job, kernel.measure_bytes),
+    /// To the helper when asked and the offload takes it (the worker waits), else here and
+    /// now.
+    fn rebuild_compute(&self, job: &ParityJob, offload: bool) -> Option<Computed> {
+        self.with_rebuild_buffer(|buffer| {
+            let sent = if offload {
+                helper_device::offload_and_wait(buffer, job)
+            } else {
+                Err(helper_device::KernelJob { measure_bytes: None })
+            };
+            match sent {
+                Ok(helper) => Some(Computed::Helper(helper)),
+                Err(kernel) => self
+                    .compute_timed(buffer, job, kernel.measure_bytes)
+                    .then_some(Computed::Here),
+            }
         })
-        .unwrap_or(false)
+        .flatten()
+    }
+
+    fn helper_wrong(&self, helper: u64) {
+        helper_device::caught_wrong(helper);
     }
 
     fn queue_stripe_work(&self, rq: RqRef) {
@@ -934,6 +948,10 @@ impl Platform for ArrayIo {
         // SAFETY: the bio is complete; its end_io releases it.
         unsafe { bio::submit(bio) };
         Ok(())
+    }
+
+    fn raid6_update(&self) -> bool {
+        crate::kernel_ext::raid_math::can_xor_syndrome()
     }
 
     /// To the helper when the offload takes it (`helper_device.rs`), else here and now.

@@ -26,7 +26,9 @@ fn offset(area: usize, relative: u64) -> Result<usize> {
 }
 
 /// Writes `job`'s column table (and lost table) and the columns the helper reads into the area
-/// at byte `area` of `pool` (padding each short piece with zeros). `EINVAL` if a column is not
+/// at byte `area` of `pool` (padding each short piece with zeros), and zeroes the columns it
+/// writes: a helper that answers OK without computing leaves zeros, not an earlier job's
+/// bytes, which a check of its result (sampled) then finds wrong. `EINVAL` if a column is not
 /// in the buffer or the area is not in the pool.
 pub(crate) fn stage_in(
     buf: &mut StripeBuffer,
@@ -49,14 +51,15 @@ pub(crate) fn stage_in(
             let bytes = u64::try_from(column).map_err(|_| EINVAL)?.to_le_bytes();
             // SAFETY: `bytes` is a local array of 8 bytes.
             unsafe { pool.write(offset(area, entry * 8)?, bytes.as_ptr(), bytes.len())? };
+            let column_bytes = usize::try_from(staging.column_bytes).map_err(|_| EINVAL)?;
             if !staging.copies(&map, slot).0 {
+                pool.zero(column, column_bytes)?;
                 continue;
             }
             let member = slot_member(&map, slot).ok_or(EINVAL)?;
             let src = buf.at(member, at, len).ok_or(EINVAL)?;
             // SAFETY: `src` is `len` bytes of the buffer's column (`at` checked them).
             unsafe { pool.write(column, src, len)? };
-            let column_bytes = usize::try_from(staging.column_bytes).map_err(|_| EINVAL)?;
             if len < column_bytes {
                 pool.zero(column + len, column_bytes - len)?;
             }

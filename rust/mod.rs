@@ -15,6 +15,7 @@ pub(crate) mod misc;
 pub(crate) mod pin;
 pub(crate) mod plug;
 pub(crate) mod raid_math;
+pub(crate) mod racy;
 pub(crate) mod random;
 mod shim;
 pub(crate) mod work;

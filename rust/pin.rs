@@ -7,6 +7,7 @@
 //! mapping (unmap, exit): the kernel reads and writes them through their own mappings, never
 //! through the process's addresses.
 
+use crate::kernel_ext::racy;
 use core::ptr::NonNull;
 use kernel::{
     alloc::flags::GFP_KERNEL,
@@ -155,52 +156,45 @@ impl PinnedPages {
         Ok(())
     }
 
-    /// Copies `len` bytes from `src` to the pinned range at `offset`.
+    /// Copies `len` bytes from `src` to the pinned range at `offset` (the process may access
+    /// them meanwhile: see `racy.rs`).
     ///
     /// # Safety
     ///
-    /// `src` is valid for reads of `len` bytes.
+    /// `src` is valid for reads of `len` bytes, and not written meanwhile.
     pub(crate) unsafe fn write(&self, offset: usize, src: *const u8, len: usize) -> Result {
         self.pieces(offset, len, |page, within, done, piece| {
-            // SAFETY: `src + done` has `piece` readable bytes (the caller's promise); the page
-            // checks `within + piece`.
-            unsafe { page.write_raw(src.wrapping_add(done), within, piece) }
+            // SAFETY: `src + done` has `piece` readable bytes (the caller's promise).
+            unsafe { racy::write(page, within, src.wrapping_add(done), piece) }
         })
     }
 
-    /// Copies `len` bytes at `offset` of the pinned range to `dst`.
+    /// Copies `len` bytes at `offset` of the pinned range to `dst`: whatever the process left
+    /// there, torn if it writes them meanwhile (`racy.rs`), so untrusted.
     ///
     /// # Safety
     ///
-    /// `dst` is valid for writes of `len` bytes.
+    /// `dst` is valid for writes of `len` bytes, which nothing else accesses meanwhile.
     pub(crate) unsafe fn read(&self, offset: usize, dst: *mut u8, len: usize) -> Result {
         self.pieces(offset, len, |page, within, done, piece| {
             // SAFETY: `dst + done` has `piece` writable bytes (the caller's promise).
-            unsafe { page.read_raw(dst.wrapping_add(done), within, piece) }
+            unsafe { racy::read(page, within, dst.wrapping_add(done), piece) }
         })
     }
 
-    /// Whether the `len` bytes at `offset` of the pinned range equal those at `src`.
+    /// Whether the `len` bytes at `offset` of the pinned range equal those at `src` (a byte
+    /// the process changes meanwhile may compare either way).
     ///
     /// # Safety
     ///
-    /// `src` is valid for reads of `len` bytes.
+    /// `src` is valid for reads of `len` bytes, and not written meanwhile.
     pub(crate) unsafe fn same(&self, offset: usize, src: *const u8, len: usize) -> Result<bool> {
         let mut same = true;
         self.pieces(offset, len, |page, within, done, piece| {
-            if !same {
-                return Ok(());
+            if same {
+                // SAFETY: `src + done` has `piece` readable bytes (the caller's promise).
+                same = unsafe { racy::same(page, within, src.wrapping_add(done), piece)? };
             }
-            // SAFETY: a pinned page (see `page`), mapped for this task until the unmap below.
-            let base = unsafe { bindings::kmap_local_page(page.as_ptr()) }.cast::<u8>();
-            // SAFETY: `within + piece <= PAGE_SIZE` (`pieces`); the helper may be writing these
-            // bytes (a hostile one): they are only compared, and a torn read compares unequal.
-            let theirs = unsafe { core::slice::from_raw_parts(base.wrapping_add(within), piece) };
-            // SAFETY: `src + done` has `piece` readable bytes (the caller's promise).
-            let ours = unsafe { core::slice::from_raw_parts(src.wrapping_add(done), piece) };
-            same = theirs == ours;
-            // SAFETY: mapped above, on this task.
-            unsafe { bindings::kunmap_local(base.cast()) };
             Ok(())
         })?;
         Ok(same)
@@ -208,10 +202,7 @@ impl PinnedPages {
 
     /// Zeroes `len` bytes at `offset` of the pinned range.
     pub(crate) fn zero(&self, offset: usize, len: usize) -> Result {
-        self.pieces(offset, len, |page, within, _, piece| {
-            // SAFETY: the page checks the range; nobody holds a reference into it.
-            unsafe { page.fill_zero_raw(within, piece) }
-        })
+        self.pieces(offset, len, |page, within, _, piece| racy::zero(page, within, piece))
     }
 }
 

@@ -13,6 +13,7 @@
 #include <linux/workqueue.h>
 #include <linux/bvec.h>
 #include <linux/mm.h>
+#include <linux/string.h>
 
 #include "shim.h"
 
@@ -63,6 +64,16 @@ struct bio_vec graid_bio_iter_iovec(struct bio *bio, struct bvec_iter iter) { re
 void graid_bio_advance_iter(struct bio *bio, struct bvec_iter *iter, unsigned int bytes) { bio_advance_iter(bio, iter, bytes); }
 void graid_memcpy_from_bvec(char *to, struct bio_vec *bvec) { memcpy_from_bvec(to, bvec); }
 void graid_memcpy_to_bvec(struct bio_vec *bvec, const char *from) { memcpy_to_bvec(bvec, from); }
+
+/*
+ * Copies and compares on pages a process may write at the same moment (the parity helper's
+ * pinned pool, the ring's shared pages): plain memcpy/memset/memcmp, outside Rust's memory
+ * model, where a racing writer can tear the bytes but cause nothing undefined on our side.
+ * Whatever is read this way is untrusted (rust/racy.rs).
+ */
+void graid_copy_racy(void *dst, const void *src, size_t len) { memcpy(dst, src, len); }
+void graid_zero_racy(void *dst, size_t len) { memset(dst, 0, len); }
+bool graid_same_racy(const void *a, const void *b, size_t len) { return memcmp(a, b, len) == 0; }
 
 /*
  * File operations of every graid disk: the owner, so an open disk pins the module, and an open

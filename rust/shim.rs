@@ -67,4 +67,7 @@ extern "C" {
     pub(crate) fn graid_memcpy_to_bvec(bvec: *mut bio_vec, from: *const c_char);
     pub(crate) fn graid_init_delayed_work(dwork: *mut delayed_work, func: work_func_t);
     pub(crate) fn graid_queue_delayed_work_ms(wq: *mut workqueue_struct, dwork: *mut delayed_work, ms: c_uint) -> bool;
+    pub(crate) fn graid_copy_racy(dst: *mut c_void, src: *const c_void, len: usize);
+    pub(crate) fn graid_zero_racy(dst: *mut c_void, len: usize);
+    pub(crate) fn graid_same_racy(a: *const c_void, b: *const c_void, len: usize) -> bool;
 }

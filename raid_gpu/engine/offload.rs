@@ -36,8 +36,9 @@ code_enum! {
         NoHelper,
         /// Less data than the offload threshold: the ring would cost more than it saves.
         Small,
-        /// An op kept in the kernel: read-modify-write (latency-critical), and recovery on the
-        /// request path or for a helper that does not do it.
+        /// An op kept in the kernel: read-modify-write (latency-critical), recovery on the
+        /// request path or for a helper that does not do it, and a job of several stripes for a
+        /// helper that did not take `RING_FEATURE_BATCH`.
         Op,
         /// The job's columns do not fit a pool area.
         TooBig,

@@ -175,6 +175,17 @@ pub struct RebuildIo {
 /// Most transfers a [`Platform::rebuild_batch`] holds: a buffer column each.
 pub const MAX_REBUILD_BATCH: usize = super::geometry::MAX_MEMBERS as usize + 2;
 
+/// Who computed a job of the rebuild buffer ([`Platform::rebuild_compute`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Computed {
+    /// The platform itself (the kernel): trusted.
+    Here,
+    /// The parity helper (`Documentation/ring-protocol.rst`), this attachment of it: root, but
+    /// not trusted with what reaches a member. The engine checks its answer before writing
+    /// anything that depends on it, and reports a wrong one ([`Platform::helper_wrong`]).
+    Helper(u64),
+}
+
 /// What happened to a member, for the log.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MemberEvent {
@@ -361,8 +372,17 @@ pub trait Platform {
     fn rebuild_differ(&self, a: u32, b: u32, offset: u64, sectors: u64) -> u64;
 
     /// Computes `job` on the rebuild buffer (as [`Self::compute_parity`] does on a request's)
-    /// and waits. False if it could not.
-    fn rebuild_compute(&self, job: &ParityJob) -> bool;
+    /// and waits; with `offload`, by the parity helper if one takes it. Says who did, `None`
+    /// if it could not. A helper's answer changes only the columns the job computes (a
+    /// generation's P and Q, a recovery's lost columns).
+    fn rebuild_compute(&self, job: &ParityJob, offload: bool) -> Option<Computed>;
+
+    /// The engine found a result of helper attachment `helper` ([`Computed::Helper`]) wrong:
+    /// the platform stops trusting it (detaches it, counts it, logs it) if it is still the
+    /// one attached. The worker only.
+    fn helper_wrong(&self, helper: u64) {
+        let _ = helper;
+    }
 
     /// Nanoseconds on a monotonic clock (any origin): the rebuild's pace.
     fn now_ns(&self) -> u64;
@@ -441,6 +461,16 @@ pub trait Platform {
     /// [`ArrayEngine::piece_done`](super::array::ArrayEngine::piece_done) as a write of
     /// `io.member`, like a [`Self::submit`]. On `Err` nothing was sent.
     fn submit_log(&self, rq: Self::Request, io: &LogIo) -> Result<(), SubmitError>;
+
+    /// Whether [`Self::compute_parity`] can do a RAID 6 [`ParityOp::Update`] (read-modify-write:
+    /// the old data folded out of P and Q and the new folded in). md asks
+    /// `raid6_can_xor_syndrome()`: without it the engine writes by reconstruct-write instead.
+    /// RAID 5's update, a plain XOR, always can.
+    ///
+    /// [`ParityOp::Update`]: super::parity::ParityOp::Update
+    fn raid6_update(&self) -> bool {
+        true
+    }
 
     /// Computes `job` on `rq`'s stripe buffer and then calls
     /// [`ArrayEngine::parity_done`](super::array::ArrayEngine::parity_done) for `rq`, inline

@@ -19,9 +19,10 @@
 
 use super::array::ArrayEngine;
 use super::geometry::Piece;
+use super::layout::Role;
 use super::members::{MemberSet, MemberState};
 use super::parity::{ParityJob, ParityOp};
-use super::platform::{MemberEvent, Op, Platform, RebuildIo, MAX_REBUILD_BATCH};
+use super::platform::{Computed, MemberEvent, Op, Platform, RebuildIo, MAX_REBUILD_BATCH};
 use super::rate::RateMeter;
 use super::request::{Phase, RequestState};
 use super::superblock::RECOVERY_COMPLETE;
@@ -55,6 +56,26 @@ const MAX_SLEEP_MS: u64 = 1000;
 
 /// No window: `lo` above any sector, `hi` below.
 const NO_LO: u64 = u64::MAX;
+
+/// Which columns check a helper's recovery (`ArrayEngine::check_columns`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Check {
+    /// The surviving P and Q.
+    Parity,
+    /// The lost data.
+    Lost,
+}
+
+/// What `ArrayEngine::check_columns` does with each pair of a member's column and a spare.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Pair {
+    /// The member's column to the spare.
+    Keep,
+    /// The spare back to the member's column.
+    Restore,
+    /// Count the sectors that differ.
+    Compare,
+}
 
 /// Why a window could not be rebuilt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -592,17 +613,107 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         let recoverable = job
             .stripes()
             .all(|(m, _, _)| m.recovery(lost) != super::layout::Recovery::Lost);
-        // Recovery rebuilds the lost data; P and Q are then generated from the whole data
-        // (the backends' recovery need not regenerate a lost P or Q beside lost data).
+        // Recovery rebuilds the lost data (by the helper, if one takes it); P and Q are then
+        // generated here from the whole data (the backends' recovery need not regenerate a
+        // lost P or Q beside lost data), which also checks a helper's recovery.
         let generate = ParityJob {
             op: ParityOp::Generate,
             ..job
         };
-        if !recoverable || !p.rebuild_compute(&job) || !p.rebuild_compute(&generate) {
+        if !recoverable {
             return Err(StepError::Unreadable);
+        }
+        let helper = match p.rebuild_compute(&job, true).ok_or(StepError::Unreadable)? {
+            Computed::Helper(helper) => Some(helper),
+            Computed::Here => None,
+        };
+        if helper.is_some() {
+            self.check_columns(p, &job, lost, Check::Parity, Pair::Keep);
+        }
+        p.rebuild_compute(&generate, false)
+            .ok_or(StepError::Unreadable)?;
+        if let Some(helper) = helper {
+            self.check_recovery(p, &job, &generate, lost, helper)?;
         }
         p.rebuild_io(Op::Write, dest, at, target, 0, sectors)
             .map_err(|_| StepError::TargetWrite)
+    }
+
+    /// Checks a helper's recovery of `job` (the members in `lost` lost; P and Q since
+    /// generated here, `generate`, over the data it recovered) before anything of it is
+    /// written: every stripe's P and Q that survive must be what the members hold (kept in
+    /// the spare columns before the generation). A liar cannot pass: the parity compared is
+    /// computed here, never by the helper, and in each stripe at most as many columns are lost
+    /// as there is parity, so the equations of the surviving P and Q have one solution for the
+    /// lost data (one column: P or Q alone fixes it; two data columns: both survive, and
+    /// `e_a ^ e_b = 0`, `g^a·e_a ^ g^b·e_b = 0` force both errors to zero). A recovery that
+    /// passes is the one the kernel computes, byte for byte.
+    ///
+    /// One that fails is done again here from the members (the surviving parity put back),
+    /// and the helper reported ([`Platform::helper_wrong`]) if its lost data differs from
+    /// ours: a stripe that was already inconsistent fails the check as well, but then the
+    /// helper's answer is the kernel's and it is not accused.
+    fn check_recovery<P: Platform>(
+        &self,
+        p: &P,
+        job: &ParityJob,
+        generate: &ParityJob,
+        lost: MemberSet,
+        helper: u64,
+    ) -> Result<(), StepError> {
+        if self.check_columns(p, job, lost, Check::Parity, Pair::Compare) == 0 {
+            return Ok(());
+        }
+        self.check_columns(p, job, lost, Check::Parity, Pair::Restore);
+        self.check_columns(p, job, lost, Check::Lost, Pair::Keep);
+        p.rebuild_compute(job, false).ok_or(StepError::Unreadable)?;
+        if self.check_columns(p, job, lost, Check::Lost, Pair::Compare) > 0 {
+            p.helper_wrong(helper);
+        }
+        p.rebuild_compute(generate, false)
+            .map(|_| ())
+            .ok_or(StepError::Unreadable)
+    }
+
+    /// Does `op` on each pair of a member's column and a spare column (the rebuild buffer's
+    /// last two) over `job`'s stripes, and returns the sectors that differ (`Pair::Compare`).
+    /// The pairs: with `Check::Parity` each stripe's P and Q that survive `lost` (the first
+    /// spare for P, the second for Q); with `Check::Lost` each stripe's data columns of the
+    /// members in `lost` (at most two: the first lost member's with the first spare).
+    fn check_columns<P: Platform>(
+        &self,
+        p: &P,
+        job: &ParityJob,
+        lost: MemberSet,
+        check: Check,
+        op: Pair,
+    ) -> u64 {
+        let spare = self.geometry.members();
+        let mut differ = 0u64;
+        for (map, from, to) in job.stripes() {
+            let members = match check {
+                Check::Parity => [Some(map.p()), map.q()].map(|m| m.filter(|&m| !lost.contains(m))),
+                Check::Lost => {
+                    let mut lost = lost.iter();
+                    [lost.next(), lost.next()]
+                        .map(|m| m.filter(|&m| matches!(map.role(m), Role::Data(_))))
+                }
+            };
+            let len = to - from;
+            for (s, m) in (spare..).zip(members) {
+                let Some(m) = m else {
+                    continue;
+                };
+                match op {
+                    Pair::Keep => p.rebuild_copy(m, s, from, len),
+                    Pair::Restore => p.rebuild_copy(s, m, from, len),
+                    Pair::Compare => {
+                        differ = differ.saturating_add(p.rebuild_differ(m, s, from, len));
+                    }
+                }
+            }
+        }
+        differ
     }
 
     /// One step of a replace's copy (`replace.rs`), if one runs: copies the next window of the

@@ -45,7 +45,7 @@ use super::geometry::Piece;
 use super::layout::Recovery;
 use super::members::{MemberSet, MemberState};
 use super::parity::{ParityJob, ParityOp};
-use super::platform::{MemberEvent, Op, Platform, RebuildIo, MAX_REBUILD_BATCH};
+use super::platform::{Computed, MemberEvent, Op, Platform, RebuildIo, MAX_REBUILD_BATCH};
 use super::rebuild::REBUILD_COLUMN_SECTORS;
 use super::superblock::RECOVERY_COMPLETE;
 use core::ops::Deref;
@@ -608,16 +608,18 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
                 p.rebuild_copy(q, n + 1, from, to - from);
             }
         }
-        if !p.rebuild_compute(&job) {
-            return Err(Unpassed::Unreadable);
-        }
+        // Where a lost member's column is rewritten, nothing of it comes from the helper (a
+        // lost P or Q is written back as generated here).
+        let by = p
+            .rebuild_compute(&job, lost.is_empty())
+            .ok_or(Unpassed::Unreadable)?;
         let at = self.superblock.data_offset.saturating_add(a);
         for m in lost.iter() {
             let fixed = p.rebuild_io(Op::Write, m, at, m, 0, b - a).is_ok()
                 && p.rebuild_io(Op::Read, m, at, m, 0, b - a).is_ok();
             self.block_rewritten(p, m, fixed)?;
         }
-        self.compare_parity(p, &job, at, lost, repair)
+        self.compare_parity(p, &job, at, lost, repair, by)
     }
 
     /// A job generating the parity of member rows `[a, b)` in the rebuild buffer.
@@ -651,7 +653,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             op: ParityOp::Recover { lost },
             ..*job
         };
-        if recoverable && p.rebuild_compute(&recover) {
+        if recoverable && p.rebuild_compute(&recover, false).is_some() {
             Ok(())
         } else {
             Err(Unpassed::Unreadable)
@@ -668,8 +670,59 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         at: u64,
         lost: MemberSet,
         repair: bool,
+        by: Computed,
     ) -> Result<(), Unpassed> {
         let n = self.geometry.members();
+        let mut differ = Self::parity_differs(p, job, n, lost, |_, _, _, _| {});
+        if let (Computed::Helper(helper), true) = (by, differ > 0) {
+            // A helper's parity is never counted or written: where it differs from the
+            // members', the kernel generates it again and only its own result counts (a scrub
+            // job does not show the helper the members' parity to copy), and a helper that
+            // disagrees is caught.
+            if p.rebuild_compute(job, false).is_none() {
+                return Err(Unpassed::Unreadable);
+            }
+            let ours = Self::parity_differs(p, job, n, lost, |_, _, _, _| {});
+            if ours != differ {
+                p.helper_wrong(helper);
+            }
+            differ = ours;
+        }
+        self.scrub.mismatches.fetch_add(differ, Ordering::Relaxed);
+        if !repair || differ == 0 {
+            return Ok(());
+        }
+        let mut failed = None;
+        Self::parity_differs(p, job, n, lost, |member, from, len, differ| {
+            if differ > 0
+                && failed.is_none()
+                && p.rebuild_io(Op::Write, member, at.saturating_add(from), member, from, len)
+                    .is_err()
+            {
+                failed = Some(member);
+            }
+        });
+        match failed {
+            Some(member) => {
+                self.try_fail(p, member, MemberEvent::Failed);
+                Err(Unpassed::Failed)
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// Sectors of `job`'s stripes whose P or Q (generated in their member's column of the
+    /// rebuild buffer) differ from the members' (kept in the spare columns `n` and `n + 1`),
+    /// but the lost members' (rewritten already); `each(member, offset, sectors, differ)` for
+    /// every stripe's P and Q.
+    fn parity_differs<P: Platform>(
+        p: &P,
+        job: &ParityJob,
+        n: u32,
+        lost: MemberSet,
+        mut each: impl FnMut(u32, u64, u64, u64),
+    ) -> u64 {
+        let mut total = 0u64;
         for (map, from, to) in job.stripes() {
             let len = to - from;
             let parity = [(map.p(), n), (map.q().unwrap_or(n), n + 1)];
@@ -678,19 +731,11 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
                 .filter(|&(m, _)| m < n && !lost.contains(m))
             {
                 let differ = p.rebuild_differ(member, saved, from, len);
-                self.scrub.mismatches.fetch_add(differ, Ordering::Relaxed);
-                let sector = at.saturating_add(from);
-                if repair
-                    && differ > 0
-                    && p.rebuild_io(Op::Write, member, sector, member, from, len)
-                        .is_err()
-                {
-                    self.try_fail(p, member, MemberEvent::Failed);
-                    return Err(Unpassed::Failed);
-                }
+                each(member, from, len, differ);
+                total = total.saturating_add(differ);
             }
         }
-        Ok(())
+        total
     }
 }
 

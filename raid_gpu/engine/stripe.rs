@@ -710,14 +710,16 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         // A block at a time where a read failed (see the module comment).
         let retry = a < stripe.retry_end.load(Ordering::Relaxed);
         let limit = if retry { RETRY_SECTORS } else { SLICE_SECTORS };
-        let narrow = self.slice_plan(span, op, lost, a, limit);
+        // RAID 6 writes by read-modify-write only where the platform can update parity.
+        let rmw = span.map.parity() == 1 || p.raid6_update();
+        let narrow = self.slice_plan(span, op, lost, a, limit, rmw);
         // As wide as WIDE_SLICE_SECTORS of buffer allow with the columns this plan needs, in
         // whole narrow slices.
         let wide_len = (WIDE_SLICE_SECTORS / u64::from(narrow.columns.count().max(1)))
             / SLICE_SECTORS
             * SLICE_SECTORS;
         let wide = (!retry && wide_len > SLICE_SECTORS && narrow.end < hi)
-            .then(|| self.slice_plan(span, op, lost, a, wide_len))
+            .then(|| self.slice_plan(span, op, lost, a, wide_len, rmw))
             .filter(|w| {
                 w.end > narrow.end
                     && u64::from(w.columns.count()).saturating_mul(w.end - a) <= WIDE_SLICE_SECTORS
@@ -751,8 +753,16 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
     /// The plan for a slice from row `a`, at most `limit` rows long, with the members in
     /// `lost` lost. Reads, degraded writes and rows written in every data column (full) may
     /// run across stripes; a partial write stays in its stripe, and stops where full rows
-    /// begin.
-    fn slice_plan(&self, span: &Span, op: Op, lost: MemberSet, a: u64, limit: u64) -> SlicePlan {
+    /// begin. `rmw`: read-modify-write may be chosen.
+    fn slice_plan(
+        &self,
+        span: &Span,
+        op: Op,
+        lost: MemberSet,
+        a: u64,
+        limit: u64,
+        rmw: bool,
+    ) -> SlicePlan {
         let (_, hi) = span.hull();
         let until = |end: u64| a.saturating_add(limit).min(hi).min(end);
         let all = Columns::members(MemberSet::first(span.members()));
@@ -791,7 +801,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             } else {
                 let t = span.stripe_at(a);
                 let end = partial_end(t);
-                (self.write_mode(span, t, a, end), end)
+                (self.write_mode(span, t, a, end, rmw), end)
             }
         };
         let columns = match mode {
@@ -825,8 +835,9 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
     /// Read-modify-write or reconstruct-write for rows `[a, b)` of stripe `t` of an optimal
     /// array, some data column not written: whichever reads fewer sectors (reconstruct on a
     /// tie, and always while the parity is not known to be consistent: a read-modify-write
-    /// would carry an inconsistency forward).
-    fn write_mode(&self, span: &Span, t: u64, a: u64, b: u64) -> Mode {
+    /// would carry an inconsistency forward, and where the platform cannot update the
+    /// parity: `rmw` false).
+    fn write_mode(&self, span: &Span, t: u64, a: u64, b: u64, rmw: bool) -> Mode {
         let map = span.map_of(t);
         let len = b - a;
         let mut rcw_reads = 0u64;
@@ -840,7 +851,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         }
         if rcw_reads == 0 {
             Mode::Full
-        } else if self.in_sync() && rmw_reads < rcw_reads {
+        } else if rmw && self.in_sync() && rmw_reads < rcw_reads {
             Mode::ReadModifyWrite
         } else {
             Mode::ReconstructWrite

@@ -13,7 +13,8 @@
 #   generation, twice, an impossible CQ tail: each detached with EPROTO; one that scribbles
 #   over its whole pool while answering, and after it closed; one that answers OK with random
 #   parity (a liar: the kernel's check of a new helper's results catches it, "wrong" counted):
-#   all data verifies and check finds 0 mismatches.
+#   all data verifies and check finds 0 mismatches;
+# - a helper that did not take RING_FEATURE_BATCH is sent jobs of one stripe only.
 . /graid/lib.sh
 # Every eligible job to the helper, however slow it is under emulation (the default sends each
 # job to the faster side: under TCG mostly the kernel; tools/graid-engine tests that policy).
@@ -113,6 +114,24 @@ for mode in wrong-id stale twice garbage scribble liar; do
 done
 [ "$(helper_field protocol_errors)" -ge $((errors + 5)) ] || fail "protocol errors were not counted"
 [ "$(fallbacks wrong)" -gt "$wrong" ] || fail "the liar's wrong result was not counted"
+
+echo "--- a helper without RING_FEATURE_BATCH gets jobs of one stripe only"
+# 1 MiB writes make jobs of several stripes (kept in the kernel, counted as "op"); whole-stripe
+# writes (320 KiB on six members at 64 KiB chunks, stripe-aligned, after the 1 MiB writes' 16 MiB)
+# jobs of one, which it gets.
+op=$(fallbacks op)
+fio --name=write $(fio_args "$dev" 0 16M write 1m-1m) --do_verify=0 --rate=4m >/tmp/fio.out 2>&1 &
+writer=$!
+fio --name=stripes $(fio_args "$dev" 16640k 15M write 320k-320k) --do_verify=0 --rate=4m \
+	>/tmp/fio2.out 2>&1 &
+stripes=$!
+expect_rc 0 graid-probe hostile no-batch
+echo "$OUT"
+finishes $writer 120 "fio beside the no-batch helper" || { cat /tmp/fio.out; fail "fio failed beside the no-batch helper"; }
+finishes $stripes 120 "fio beside the no-batch helper" || { cat /tmp/fio2.out; fail "fio failed beside the no-batch helper"; }
+[ "$(fallbacks op)" -gt "$op" ] || fail "no job of several stripes was kept from the no-batch helper"
+fio_readback "$dev" 0 16M write 1m-1m "data lost beside the no-batch helper"
+fio_readback "$dev" 16640k 15M write 320k-320k "data lost beside the no-batch helper"
 expect_rc 0 graidctl check off5 --wait
 expect_match 'check finished: 0 mismatched sectors' "$OUT" "check after the hostile helpers"
 expect_rc 0 graidctl helper

@@ -5,6 +5,9 @@
 #   everything fio wrote, before and while degraded, reads back;
 # - check with the helper finds 0 mismatches; a scribbled P block is found (8 sectors),
 #   repaired, and a new check finds 0;
+# - a helper that answers right 32 times and then lies (graid-probe hostile turncoat): the
+#   rebuild it takes part in writes none of its lies (fio verifies, check finds 0, the lie is
+#   counted); nor does a repair;
 # - the helper SIGKILLed mid-rebuild: the rebuild goes on in the kernel and completes;
 #   SIGSTOPped mid-rebuild: the waiting jobs expire and the kernel computes them, the rebuild
 #   completes, and the continued helper attaches again;
@@ -25,7 +28,7 @@ scribble() {
 
 small_slices $members
 : >/tmp/helper.log
-trap 'kill -KILL $helper 2>/dev/null; kill -CONT $helper 2>/dev/null' EXIT
+trap 'kill -KILL $helper ${turncoat:-} 2>/dev/null; kill -CONT $helper 2>/dev/null' EXIT
 start_helper
 
 echo "--- two members lost, rebuilt one after the other by the helper"
@@ -62,6 +65,43 @@ expect_rc 0 graidctl repair r6 --wait
 expect_match 'repair finished: 8 mismatched sectors' "$OUT" "repair of a scribbled P"
 expect_rc 0 graidctl check r6 --wait
 expect_match 'check finished: 0 mismatched sectors' "$OUT" "check after the repair"
+
+echo "--- a helper right 32 times, then lying: nothing it lies about reaches a member"
+# The default offload_verify=1 checks each of a new helper's first 16 results, then one a
+# second: the rebuild checks every recovery against the parity on the members before it
+# writes it, and the scrub recomputes every mismatch a helper claims (engine/rebuild.rs,
+# engine/scrub.rs). Before that, the lies between two sampled checks were written.
+kill -TERM $helper
+finishes $helper 20 "the helper after SIGTERM" || fail "the helper did not exit 0 on SIGTERM"
+wait_helper none 10 || fail "the module still shows the helper after SIGTERM"
+wrong=$(fallbacks wrong)
+fail_remove r6 s1
+graid-probe hostile turncoat=32 >/tmp/turncoat.out 2>&1 </dev/null &
+turncoat=$!
+wait_helper healthy 20 || { cat /tmp/turncoat.out; fail "the turncoat did not attach"; }
+add_back r6 s1
+wait_rebuilt r6 300
+finishes $turncoat 60 "the turncoat" || { cat /tmp/turncoat.out; fail "the turncoat was not detached"; }
+cat /tmp/turncoat.out
+[ "$(fallbacks wrong)" -gt "$wrong" ] || fail "the turncoat's lies were not counted"
+fio_readback "$dev" 0 32M write 1m-1m "data the turncoat's rebuild lost"
+fio_readback "$dev" 32M 16M randwrite 4k-256k "degraded writes the turncoat's rebuild lost"
+expect_rc 0 graidctl check r6 --wait
+expect_match 'check finished: 0 mismatched sectors' "$OUT" "check after the turncoat's rebuild"
+# The repair of a scribbled P with a turncoat: it writes the kernel's parity, never a lie.
+wrong=$(fallbacks wrong)
+scribble s5 16
+graid-probe hostile turncoat=16 >/tmp/turncoat.out 2>&1 </dev/null &
+turncoat=$!
+wait_helper healthy 20 || { cat /tmp/turncoat.out; fail "the turncoat did not attach"; }
+expect_rc 0 graidctl repair r6 --wait
+expect_match 'repair finished: 8 mismatched sectors' "$OUT" "repair with the turncoat"
+finishes $turncoat 60 "the turncoat" || { cat /tmp/turncoat.out; fail "the turncoat was not detached"; }
+cat /tmp/turncoat.out
+[ "$(fallbacks wrong)" -gt "$wrong" ] || fail "the turncoat's lies were not counted"
+expect_rc 0 graidctl check r6 --wait
+expect_match 'check finished: 0 mismatched sectors' "$OUT" "check after the repair with the turncoat"
+start_helper
 
 echo "--- the helper SIGKILLed mid-rebuild: the kernel finishes it"
 # Slow enough that the kill and the stop below come mid-rebuild: an idle rebuild of a slice

@@ -152,6 +152,17 @@ pub struct PoolMemory(#[allow(dead_code)] Mapping);
 impl Attached {
     /// Opens `path`, attaches as `engine`, maps the ring and donates a pool of `pool_bytes`.
     pub fn attach(path: &str, engine: &str, pool_bytes: usize) -> Result<Self, HelperError> {
+        Self::attach_with(path, engine, pool_bytes, RING_FEATURES)
+    }
+
+    /// [`Self::attach`] taking only `features` (`RING_FEATURE_*`): how an older helper attaches
+    /// (tests).
+    pub fn attach_with(
+        path: &str,
+        engine: &str,
+        pool_bytes: usize,
+        features: u64,
+    ) -> Result<Self, HelperError> {
         let cpath = CString::new(path).map_err(|_| HelperError::Open {
             path: path.into(),
             source: io::ErrorKind::InvalidInput.into(),
@@ -179,7 +190,7 @@ impl Attached {
         }
         let mut req = HelperAttach {
             abi_version: RING_ABI_VERSION,
-            features: RING_FEATURES,
+            features,
             engine: name,
             ..HelperAttach::default()
         };

@@ -3,9 +3,10 @@
 
 use crate::sys::{open_as_nobody, open_control, raw_ioctl, Fd, Report};
 use graid_abi::ring::{
-    HelperAttach, HelperEnter, CONTROL_BYTES, CQ_ENTRIES, CQ_TAIL_OFFSET, H2K_BYTES, H2K_OFFSET,
-    HEARTBEAT_OFFSET, HELPER_ENTER_WAIT, HELPER_IOC_ATTACH, HELPER_IOC_DETACH, HELPER_IOC_ENTER,
-    K2H_BYTES, RING_ABI_VERSION, RING_FEATURES, RING_MAGIC, SQ_ENTRIES,
+    HelperAttach, HelperEnter, HelperPool, RingHeader, CONTROL_BYTES, CQ_ENTRIES, CQ_TAIL_OFFSET,
+    H2K_BYTES, H2K_OFFSET, HEARTBEAT_OFFSET, HELPER_ENTER_WAIT, HELPER_IOC_ATTACH,
+    HELPER_IOC_DETACH, HELPER_IOC_ENTER, HELPER_IOC_REGISTER_POOL, K2H_BYTES, POOL_MIN_BYTES,
+    RING_ABI_VERSION, RING_FEATURES, RING_MAGIC, SQ_ENTRIES,
 };
 use std::process::ExitCode;
 
@@ -174,6 +175,7 @@ pub fn run(path: &str) -> ExitCode {
                 r.failed += 1;
                 println!("not ok the header: {magic:#x} {version} {sq} {cq}");
             }
+            pool_checks(&mut r, &fd, k2h);
             // SAFETY: changing the protection of our own mapping.
             let made_writable =
                 unsafe { libc::mprotect(k2h.cast(), 4096, libc::PROT_READ | libc::PROT_WRITE) };
@@ -231,6 +233,51 @@ pub fn run(path: &str) -> ExitCode {
     } else {
         ExitCode::FAILURE
     }
+}
+
+/// REGISTER_POOL of private anonymous memory: the header in K2H then says how much.
+fn pool_checks(r: &mut Report, fd: &Fd, k2h: *mut u8) {
+    let bytes = POOL_MIN_BYTES as usize;
+    // SAFETY: a fresh private anonymous mapping; unmapped below, after the device let go.
+    let at = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            bytes,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if at == libc::MAP_FAILED {
+        r.check("a pool's memory", -1, &[0]);
+        return;
+    }
+    let mut req = HelperPool {
+        address: at as u64,
+        bytes: bytes as u64,
+    };
+    r.check(
+        "register a pool",
+        raw_ioctl(fd, HELPER_IOC_REGISTER_POOL, &mut req as *mut _ as usize),
+        &[0],
+    );
+    // SAFETY: `pool_bytes` lies in the header, in the readable K2H mapping.
+    let pool_bytes = unsafe {
+        k2h.add(std::mem::offset_of!(RingHeader, pool_bytes))
+            .cast::<u64>()
+            .read_volatile()
+    };
+    r.total += 1;
+    if pool_bytes == bytes as u64 {
+        println!("ok the header says the pool's size");
+    } else {
+        r.failed += 1;
+        println!("not ok the header says a pool of {pool_bytes} bytes, not {bytes}");
+    }
+    // The pin holds the pages, not the mapping: unmapping is safe while registered.
+    // SAFETY: our own mapping; nothing refers into it.
+    unsafe { libc::munmap(at, bytes) };
 }
 
 /// ENTER and poll with no job out, then a completion of no job: the protocol error detaches

@@ -12,13 +12,24 @@
 //! - `liar`: keeps to the protocol but answers every job OK with random bytes where the
 //!   parity should be: the kernel's check of its results must catch it (the first jobs of a
 //!   helper are all checked) before any reaches a member.
+//!
+//! Two more serve jobs for a while instead of breaking the protocol at the first:
+//!
+//! - `turncoat=N`: computes its first `N` jobs right (past the kernel's check of every one of
+//!   a new helper's first 16), then answers every job OK with random bytes, until the module
+//!   detaches it (it then exits 0, saying how many it answered right and wrong). A rebuild's
+//!   recoveries and a scrub's parity must never be written from its lies (test 27);
+//! - `no-batch`: attaches without `RING_FEATURE_BATCH`, as an older helper, and computes every
+//!   job for 5 s: it fails if any job carries more than one stripe, or none came.
 
 use graid_abi::ring::{
     Cqe, CQ_ENTRIES, CQ_HEAD_OFFSET, CQ_TAIL_OFFSET, JOB_OP_PQ, JOB_OP_XOR, JOB_STATUS_FAILED,
-    JOB_STATUS_OK,
+    JOB_STATUS_OK, RING_FEATURE_RECOVER,
 };
 use graid_helper::control::{decode_sqe, encode_cqe, CQ, SQ, SQE_WORDS};
 use graid_helper::device::Attached;
+use graid_helper::engines::{self, EngineChoice, GpuOptions};
+use graid_helper::exec::Pool;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -99,7 +110,141 @@ fn scribble(base: usize, len: usize, stop: &AtomicBool) {
     }
 }
 
+/// Serves jobs right with the CPU engine, each handed to `answer(sqe, status)` (which may
+/// lie about it and returns the status to complete it with), until `answer` says stop
+/// (`None` from `until`), or the module detaches it (`Ok`) or `limit` passes (`Err`).
+fn serve(
+    helper: &Attached,
+    limit: Duration,
+    mut answer: impl FnMut(&graid_abi::ring::Sqe, u32) -> u32,
+    mut done: impl FnMut() -> bool,
+) -> Result<(), String> {
+    let engine = engines::build(EngineChoice::Cpu, 1, &GpuOptions::default())?;
+    let (base, len) = helper.pool_range();
+    // SAFETY: the helper's pool mapping, alive as long as `helper`; a job's columns are this
+    // helper's from the SQ entry's publication to its completion (the protocol).
+    let pool = unsafe { Pool::new(base, len) };
+    let area = helper.area();
+    let start = Instant::now();
+    let mut words = [0u32; SQE_WORDS];
+    while start.elapsed() < limit {
+        let mut sqes = Vec::new();
+        while sqes.len() < 64 && SQ.pop(&area, &mut words).map_err(|_| "bad SQ indices")? {
+            sqes.push(decode_sqe(&words));
+        }
+        let status = pool.execute(&sqes, &*engine);
+        for (sqe, status) in sqes.iter().zip(status) {
+            let status = answer(sqe, status);
+            complete(helper, sqe.job, sqe.generation, status);
+        }
+        match helper.enter(0) {
+            Ok(_) => {}
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EPROTO | libc::EINVAL)) => {
+                return Ok(());
+            }
+            Err(e) => return Err(format!("ENTER: {e}")),
+        }
+        if done() {
+            return Ok(());
+        }
+        if sqes.is_empty() {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+    Err(format!("still attached after {} s", limit.as_secs()))
+}
+
+/// `turncoat=N`: see the module's documentation.
+fn turncoat(right: u64) -> ExitCode {
+    let helper = match Attached::attach(DEVICE, "turncoat", 8 << 20) {
+        Ok(helper) => helper,
+        Err(e) => {
+            eprintln!("graid-probe hostile: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let (base, len) = helper.pool_range();
+    let (mut answered, mut lies) = (0u64, 0u64);
+    let served = serve(
+        &helper,
+        Duration::from_secs(600),
+        |sqe, status| {
+            if status == JOB_STATUS_OK && answered >= right {
+                lie(base as usize, len, sqe);
+                lies += 1;
+            }
+            answered += 1;
+            status
+        },
+        || false,
+    );
+    println!(
+        "turncoat: {} jobs answered right, {lies} lied about",
+        answered - lies
+    );
+    match served {
+        Ok(()) if lies > 0 => {
+            println!("detached");
+            ExitCode::SUCCESS
+        }
+        Ok(()) => {
+            eprintln!("graid-probe hostile: turncoat: detached before it lied");
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("graid-probe hostile: turncoat: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `no-batch`: see the module's documentation.
+fn no_batch() -> ExitCode {
+    let helper = match Attached::attach_with(DEVICE, "no-batch", 8 << 20, RING_FEATURE_RECOVER) {
+        Ok(helper) => helper,
+        Err(e) => {
+            eprintln!("graid-probe hostile: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let (mut jobs, mut batched) = (0u64, 0u64);
+    let until = Instant::now() + Duration::from_secs(5);
+    let served = serve(
+        &helper,
+        Duration::from_secs(60),
+        |sqe, status| {
+            jobs += 1;
+            if sqe.stripes > 1 {
+                batched += 1;
+            }
+            status
+        },
+        || Instant::now() >= until,
+    );
+    println!("no-batch: {jobs} jobs, {batched} of several stripes");
+    if let Err(e) = served {
+        eprintln!("graid-probe hostile: no-batch: {e}");
+        return ExitCode::FAILURE;
+    }
+    if jobs == 0 || batched > 0 {
+        return ExitCode::FAILURE;
+    }
+    ExitCode::SUCCESS
+}
+
 pub fn run(mode: &str) -> ExitCode {
+    if let Some(right) = mode.strip_prefix("turncoat=") {
+        return match right.parse() {
+            Ok(right) => turncoat(right),
+            Err(_) => {
+                eprintln!("graid-probe hostile: turncoat=N: N is a number of jobs");
+                ExitCode::from(2)
+            }
+        };
+    }
+    if mode == "no-batch" {
+        return no_batch();
+    }
     let helper = match Attached::attach(DEVICE, "hostile", 8 << 20) {
         Ok(helper) => helper,
         Err(e) => {

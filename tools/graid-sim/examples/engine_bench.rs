@@ -9,8 +9,8 @@ use graid_engine::geometry::{Geometry, Level};
 use graid_engine::members::{MemberSet, MemberState};
 use graid_engine::parity::{Columns, ParityJob};
 use graid_engine::platform::{
-    LogIo, MemberEvent, MemberIo, Op, PieceInfo, Platform, RebuildIoError, Status, SubmitError,
-    WorkList,
+    Computed, LogIo, MemberEvent, MemberIo, Op, PieceInfo, Platform, RebuildIoError, Status,
+    SubmitError, WorkList,
 };
 use graid_engine::request::RequestState;
 use graid_engine::superblock::Superblock;
@@ -95,8 +95,8 @@ impl Platform for Null {
         0
     }
 
-    fn rebuild_compute(&self, _job: &ParityJob) -> bool {
-        true
+    fn rebuild_compute(&self, _job: &ParityJob, _offload: bool) -> Option<Computed> {
+        Some(Computed::Here)
     }
 
     fn now_ns(&self) -> u64 {

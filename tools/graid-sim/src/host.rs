@@ -7,8 +7,8 @@ use graid_engine::layout::{Recovery, Role, StripeMap};
 use graid_engine::members::{MemberSet, MemberState};
 use graid_engine::parity::{Columns, ParityJob, ParityOp};
 use graid_engine::platform::{
-    LogIo, MemberEvent, MemberIo, Op, PieceInfo, Platform, RebuildIoError, Source, Status,
-    SubmitError, WorkList, LOG_HEADERS,
+    Computed, LogIo, MemberEvent, MemberIo, Op, PieceInfo, Platform, RebuildIoError, Source,
+    Status, SubmitError, WorkList, LOG_HEADERS,
 };
 use graid_engine::ppl::{
     decode_entry, BLOCK_BYTES as PPL_BLOCK_BYTES, BLOCK_SECTORS as PPL_BLOCK_SECTORS,
@@ -392,6 +392,19 @@ pub struct StripeHome {
     pub parity_jobs: AtomicU64,
     /// Parity jobs over more than one stripe (adjacent stripes batched).
     pub run_jobs: AtomicU64,
+    /// RAID 6 parity updates (read-modify-write) cannot be computed, as in a kernel without
+    /// `raid6_can_xor_syndrome()`: such a job fails.
+    pub no_raid6_update: bool,
+    /// Parity updates (read-modify-write) computed.
+    pub update_jobs: AtomicU64,
+    /// A parity helper the rebuild's and the scrub's jobs go to (`rebuild_compute`), as to the
+    /// kernel's `/dev/graid-helper`: `Some(n)` while attached, right for its first `n` jobs,
+    /// then wrong (it changes every column it writes). Nothing it computed wrong may reach a
+    /// member.
+    pub helper: Mutex<Option<u64>>,
+    /// Jobs the helper did, and wrong results the engine caught (`helper_wrong`).
+    pub helper_jobs: AtomicU64,
+    pub helper_caught: AtomicU64,
 }
 
 /// Deliberate bugs, to show the stress tests catch them.
@@ -826,8 +839,11 @@ impl Host {
 
     /// Computes `job` on `buffer` (a request's stripe buffer, or the rebuild's).
     fn parity_on(&self, buffer: &mut Vec<Vec<u64>>, job: &ParityJob) -> bool {
-        if matches!(job.op, ParityOp::Update { .. }) && job.stripe_count() != 1 {
-            return false;
+        if matches!(job.op, ParityOp::Update { .. }) {
+            if job.stripe_count() != 1 || (self.stripe.no_raid6_update && job.map.parity() == 2) {
+                return false;
+            }
+            self.stripe.update_jobs.fetch_add(1, Ordering::Relaxed);
         }
         job.stripes().all(|(map, from, to)| {
             self.parity_stripe(buffer, job.op, map, from as usize, (to - from) as usize)
@@ -1505,14 +1521,44 @@ impl Platform for Host {
         std::thread::sleep(Duration::from_millis(u64::from(ms)));
     }
 
-    fn rebuild_compute(&self, job: &ParityJob) -> bool {
+    fn rebuild_compute(&self, job: &ParityJob, offload: bool) -> Option<Computed> {
         let mut buffer = self.rebuild_buffer();
+        let helper = if offload {
+            *self.stripe.helper.lock().unwrap()
+        } else {
+            None
+        };
+        if let Some(right) = helper {
+            // What a helper writes: only the columns the job computes, the rest as it was.
+            let mut theirs = buffer.clone();
+            if !self.parity_on(&mut theirs, job) {
+                self.violations
+                    .report(format!("rebuild parity job on missing columns: {job:?}"));
+                return None;
+            }
+            if self.stripe.helper_jobs.fetch_add(1, Ordering::Relaxed) >= right {
+                helper_lie(&mut theirs, job);
+            }
+            for (map, from, to) in job.stripes() {
+                for c in written_columns(job, &map) {
+                    let range = from as usize..to as usize;
+                    buffer[c as usize][range.clone()].copy_from_slice(&theirs[c as usize][range]);
+                }
+            }
+            return Some(Computed::Helper(1));
+        }
         let ok = self.parity_on(&mut buffer, job);
         if !ok {
             self.violations
                 .report(format!("rebuild parity job on missing columns: {job:?}"));
         }
-        ok
+        ok.then_some(Computed::Here)
+    }
+
+    fn helper_wrong(&self, helper: u64) {
+        assert_eq!(helper, 1, "a helper the host never had");
+        *self.stripe.helper.lock().unwrap() = None;
+        self.stripe.helper_caught.fetch_add(1, Ordering::Relaxed);
     }
 
     fn queue_stripe_work(&self, rq: usize) {
@@ -1620,6 +1666,10 @@ impl Platform for Host {
         buffer[to as usize][range].copy_from_slice(&src);
     }
 
+    fn raid6_update(&self) -> bool {
+        !self.stripe.no_raid6_update
+    }
+
     fn compute_parity(&self, rq: usize, job: &ParityJob) {
         self.stripe.parity_jobs.fetch_add(1, Ordering::Relaxed);
         if job.stripe_count() > 1 {
@@ -1663,6 +1713,28 @@ impl Platform for Host {
 thread_local! {
     /// Parity completions this thread is inside (see `compute_parity`).
     static PARITY_DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// The columns of `map`'s stripe that `job` computes: a generation's P and Q, a recovery's
+/// lost columns.
+fn written_columns(job: &ParityJob, map: &StripeMap) -> Vec<u32> {
+    match job.op {
+        ParityOp::Recover { lost } => lost.iter().collect(),
+        _ => [Some(map.p()), map.q()].into_iter().flatten().collect(),
+    }
+}
+
+/// What a lying helper leaves of `job` in `buffer`: every column it computes changed.
+fn helper_lie(buffer: &mut [Vec<u64>], job: &ParityJob) {
+    for (map, from, to) in job.stripes() {
+        for c in written_columns(job, &map) {
+            if let Some(col) = buffer.get_mut(c as usize) {
+                for tag in col.iter_mut().take(to as usize).skip(from as usize) {
+                    *tag ^= 0x11e0_0000_0000_0001;
+                }
+            }
+        }
+    }
 }
 
 /// Column `to` += `coef` × column `from` (GF(2^8) on each byte of each tag).

@@ -79,6 +79,12 @@ pub struct Scenario {
     pub ppl: bool,
     /// Members with volatile write caches (see [`Host::volatile_cache`]).
     pub volatile_cache: bool,
+    /// RAID 6: the platform cannot compute a parity update (read-modify-write), as a kernel
+    /// without `raid6_can_xor_syndrome()`.
+    pub no_raid6_update: bool,
+    /// RAID 5/6: a parity helper takes the rebuild's and the scrub's jobs, right for the first
+    /// this many, then wrong (`StripeHome::helper`).
+    pub helper_lies_after: Option<u64>,
 }
 
 impl Scenario {
@@ -111,6 +117,8 @@ impl Scenario {
             bitmap_region_sectors: None,
             ppl: false,
             volatile_cache: false,
+            no_raid6_update: false,
+            helper_lies_after: None,
         }
     }
 
@@ -264,6 +272,8 @@ pub fn host_with(
             max_buffers: scenario.max_buffers,
             async_parity_percent: scenario.async_parity_percent,
             mutation: scenario.mutation,
+            no_raid6_update: scenario.no_raid6_update,
+            helper: Mutex::new(scenario.helper_lies_after),
             ..StripeHome::default()
         },
         bitmap: scenario.bitmap_region_sectors.map(|size| {

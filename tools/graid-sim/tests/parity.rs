@@ -147,6 +147,34 @@ fn read_modify_write_and_reconstruct_write_both_run() {
     healthy(&report, seed);
     check_parity(&report.host, ParityLayout::LeftSymmetric, seed);
     assert!(report.host.stripe.parity_jobs.load(Ordering::Relaxed) > 0);
+    assert!(report.host.stripe.update_jobs.load(Ordering::Relaxed) > 0);
+}
+
+#[test]
+fn raid6_writes_by_reconstruct_write_where_the_platform_cannot_update_parity() {
+    // As md without `raid6_can_xor_syndrome()`: the same small writes that choose
+    // read-modify-write above go by reconstruct-write, and all succeed.
+    for seed in seeds(2) {
+        let scenario = Scenario {
+            no_raid6_update: true,
+            ..raid6(8, 64)
+        };
+        let report = run(&scenario, seed);
+        healthy(&report, seed);
+        check_parity(&report.host, ParityLayout::LeftSymmetric, seed);
+        assert_eq!(report.host.stripe.update_jobs.load(Ordering::Relaxed), 0);
+    }
+    // RAID 5's update is a plain XOR, always there.
+    let seed = seeds(1).next().unwrap();
+    let report = run(
+        &Scenario {
+            no_raid6_update: true,
+            ..raid5(8, 64)
+        },
+        seed,
+    );
+    healthy(&report, seed);
+    assert!(report.host.stripe.update_jobs.load(Ordering::Relaxed) > 0);
 }
 
 #[test]
@@ -767,4 +795,115 @@ fn a_read_repair_rewrites_only_the_block_that_failed() {
         data[..32],
         "member {d} rewritten beyond its bad block"
     );
+}
+
+#[test]
+fn a_helper_that_turns_liar_gets_no_wrong_recovery_onto_a_member() {
+    // The rebuild's recoveries go to a helper that is right for its first three jobs and
+    // wrong from then on (as `graid-probe hostile turncoat` in the VM): the engine checks each
+    // recovery against the parity on the members before it writes anything, so the liar is
+    // caught at its first wrong answer, the kernel recomputes, and every stripe ends right.
+    for seed in seeds(2) {
+        let cases = [
+            (raid5(4, 16), ParityLayout::LeftSymmetric, 1, None),
+            (raid6(6, 16), ParityLayout::LeftSymmetric, 2, None),
+            // Two lost: data and data, data and P, data and Q, P and Q as the stripes rotate.
+            (raid6(6, 16), ParityLayout::LeftSymmetric, 2, Some(4)),
+        ];
+        // An honest helper (never wrong) is never accused.
+        let liars = [(3, 1), (u64::MAX, 0)];
+        for ((base, layout, target, also_gone), (right, caught)) in cases
+            .into_iter()
+            .flat_map(|c| liars.map(|l| (c.clone(), l)))
+        {
+            let mut scenario = Scenario {
+                rebuild: Some(target),
+                data_sectors: 16384,
+                helper_lies_after: Some(right),
+                ..base
+            };
+            if let Some(gone) = also_gone {
+                scenario = scenario.with_fault(gone as usize, dies_after(0));
+            }
+            // `run` reads everything back through the rebuilt member.
+            let report = run(&scenario, seed);
+            let host = &report.host;
+            assert!(report.errors.is_empty(), "seed {seed}: {:?}", report.errors);
+            assert!(
+                host.engine.members()[target as usize].is_in_sync(),
+                "seed {seed}: member {target} not rebuilt"
+            );
+            let stripe = &host.stripe;
+            assert!(
+                stripe.helper_jobs.load(Ordering::Relaxed) > 3,
+                "seed {seed}"
+            );
+            assert_eq!(
+                stripe.helper_caught.load(Ordering::Relaxed),
+                caught,
+                "seed {seed}: a liar is caught once, then detached"
+            );
+            assert_eq!(
+                stripe.helper.lock().unwrap().is_none(),
+                caught == 1,
+                "seed {seed}"
+            );
+            if also_gone.is_none() {
+                check_parity(host, layout, seed);
+            }
+        }
+    }
+}
+
+#[test]
+fn a_lying_helpers_scrub_parity_is_never_written() {
+    use graid_engine::scrub::ScrubMode;
+    for seed in seeds(2) {
+        for (scenario, layout) in [
+            (raid5(4, 16), ParityLayout::LeftSymmetric),
+            (raid6(5, 8), ParityLayout::LeftSymmetric),
+        ] {
+            let report = run(&scenario, seed);
+            let host = &*report.host;
+            let g = *host.engine.geometry();
+            let chunk = u64::from(g.chunk_sectors());
+            let raid6 = g.level().parity_members() == 2;
+            for row in (0..23u64).map(|i| i * 97 % g.member_data_sectors()) {
+                let (p, _, _) = md_stripe(layout, g.members(), raid6, row / chunk);
+                host.disks[p as usize].sectors.lock().unwrap()[(DATA_OFFSET + row) as usize] ^= 1;
+            }
+            let stripe = &host.stripe;
+            // A helper that lies from its first job: its claims of mismatches are recomputed
+            // by the kernel before they are counted, and it is caught.
+            *stripe.helper.lock().unwrap() = Some(0);
+            assert_eq!(
+                scrub_now(host, ScrubMode::Check, seed).mismatches,
+                23,
+                "seed {seed}"
+            );
+            assert_eq!(
+                stripe.helper_caught.load(Ordering::Relaxed),
+                1,
+                "seed {seed}"
+            );
+            // Again for the repair: what it writes is the kernel's parity, never the liar's.
+            *stripe.helper.lock().unwrap() = Some(0);
+            assert_eq!(
+                scrub_now(host, ScrubMode::Repair, seed).mismatches,
+                23,
+                "seed {seed}"
+            );
+            assert_eq!(
+                stripe.helper_caught.load(Ordering::Relaxed),
+                2,
+                "seed {seed}"
+            );
+            assert_eq!(
+                scrub_now(host, ScrubMode::Check, seed).mismatches,
+                0,
+                "seed {seed}"
+            );
+            check_parity(host, layout, seed);
+        }
+    }
 }
