@@ -1,0 +1,450 @@
+# Crash consistency with the members' real write order (Documentation/testing.rst, "Crashes
+# replayed from the members' write logs"). dm-log-writes under each member of a RAID 5, a
+# RAID 6 and a RAID 5 with a member missing (partial parity log and write-intent bitmap on, the
+# defaults) records every write, flush and FUA write in the order it became durable.
+#
+# Each member is a stack of device-mapper devices: y (dm-delay: one member's flushes held
+# FLUSH_MS, a different member each round, so graid's flushes are torn for a while: some
+# members done, one not) over g (dm-linear, a gate that can be suspended without letting the
+# held flush go) over lw (log-writes of d, the member's 24 MiB, to l, its log).
+#
+# fio writes in rounds: round r writes its own 4 KiB blocks, every R-th block of the region (so
+# rounds share stripes and every write is a partial-stripe read-modify-write, but no block is
+# written twice), with crc32c headers, then fsyncs the array; once the array is marked clean
+# again, a time point rN. A time point T: every gate suspended (what is in flight below them
+# completes, what comes after waits), the mark T.a in every log, every lw flushed (the writes
+# each member completed and no flush covered yet get logged, then the flush), the mark T.b,
+# the gates resumed. Between T.a and T.b a member's log holds exactly what its volatile cache
+# held at T. During each round a background loop takes time points tR.K.
+#
+# Then each member's log is replayed (graid-logreplay) onto a blank copy of its device, to cut
+# points in log order (each replay goes on from the last), and at each cut the copies are
+# assembled in dm-snapshots (what the assembly writes stays in the snapshot). Cuts:
+# - rN.a on every member: rounds 1..N read back, the later rounds' blocks read zero;
+# - a time point tN.K inside round N, "same" (T.a on every member) or "torn" (each member on
+#   its own somewhere in T.a..T.b: its cache lost some of its last writes);
+# - a flush of graid's inside round N (its PREFLUSH writes of superblocks, bitmap blocks and log
+#   heads, and fio's fsync; the j-th on every member), "same" (past it on every member) or
+#   "torn" (each member past its flush, or before it with a random part of the writes it made
+#   durable);
+#   for these two, rounds before N read back and rounds after N read zero; round N's blocks were
+#   neither acknowledged nor flushed.
+# Every cut is a state a real power cut can leave: no member holds a write that waited for
+# something another member's cut leaves out. (Independent random cuts per member are not: a
+# data write can be in one member's log only after the log entry it waited for on another.)
+# After each assembly the resync runs, everything is read back, and `graidctl check` finds 0
+# mismatched sectors (not on the degraded RAID 5, where nothing can be compared: what it must
+# show is that the missing member's blocks, rebuilt from parity, read back intact).
+#
+# GRAID_LOGWRITES_SEED=N repeats the cut choices of a run (its seed is printed; the logs
+# themselves differ run to run, as the VM's timing does); GRAID_LOGWRITES_CASES="raid5 raid6
+# raid5-degraded" picks cases. make soak (GRAID_SOAK=1): more rounds, every flush and every
+# time point, same and torn.
+. /graid/lib.sh
+need_members 4
+export DM_DISABLE_UDEV=1
+for m in dm-log-writes dm-snapshot dm-delay; do modprobe $m || fail "no $m module"; done
+
+SEED=${GRAID_LOGWRITES_SEED:-$(($(od -An -N4 -tu4 /dev/urandom | tr -d ' ') % 1000000))}
+CASES=${GRAID_LOGWRITES_CASES:-raid5 raid6 raid5-degraded}
+if [ "${GRAID_SOAK:-0}" = 1 ]; then
+	ROUNDS=5 REGION=$((5 * 1024 * 1024)) ALL=1
+else
+	ROUNDS=2 REGION=$((2 * 1024 * 1024)) ALL=0
+fi
+FLUSH_MS=200
+echo "seed $SEED (GRAID_LOGWRITES_SEED=$SEED repeats these cut choices), cases: $CASES, $ROUNDS rounds"
+
+# Each drive: the member's device (24 MiB, later the replay's target), its log (64 MiB) and
+# the snapshots' copy-on-write space (24 MiB).
+DATA=49152 LOG=131072 COW=49152
+
+rng=$SEED
+# rand N: R = a number in 0..N-1 from the seeded generator.
+rand() {
+	rng=$(((rng * 1103515245 + 12345) % 2147483648))
+	R=$(((rng / 65536) % $1))
+}
+
+# wait_nodes NAME...: until /dev/mapper/NAME exists for each (no udev makes them here).
+wait_nodes() {
+	dmsetup mknodes >/dev/null 2>&1
+	for n in "$@"; do
+		t=0
+		until [ -b /dev/mapper/$n ]; do
+			t=$((t + 1))
+			[ $t -lt 100 ] || fail "/dev/mapper/$n never appeared"
+			usleep 50000
+		done
+	done
+}
+
+# round_job R MODE: fio's options for round R's blocks on $dev: write, verify (crc32c) or zero
+# (reads back zeroes).
+round_job() {
+	local r=$1 mode=$2 o
+	o="--name=$mode$r --filename=$dev --offset=$(((r - 1) * 4096)) --size=$((REGION - (r - 1) * 4096))"
+	o="$o --rw=write:$(((ROUNDS - 1) * 4))k --bs=4k --direct=1 --ioengine=libaio --iodepth=16"
+	case $mode in
+	write) echo "$o --verify=crc32c --do_verify=0 --end_fsync=1" ;;
+	verify) echo "$o --verify=crc32c --verify_only --verify_fatal=1" ;;
+	zero) echo "$o --verify=pattern --verify_pattern=0 --verify_only --verify_fatal=1" ;;
+	esac
+}
+
+# wait_clean: until the array is marked clean again (its superblocks written), 20 s at most.
+wait_clean() {
+	t=0
+	until [ "$(json_field dirty "$(graidctl --json detail $NAME)")" = false ]; do
+		t=$((t + 1))
+		[ $t -lt 200 ] || fail "$NAME still marked dirty 20 s after its writes"
+		usleep 100000
+	done
+}
+
+# timepoint NAME: the marks NAME.a and NAME.b in every present member's log, around a flush of
+# each log-writes device, all gates suspended meanwhile (see the top).
+timepoint() {
+	for i in $PRESENT; do dmsetup --noudevsync suspend --nolockfs g$i || fail "cannot suspend g$i"; done
+	for i in $PRESENT; do dmsetup message lw$i 0 mark $1.a || fail "cannot mark $1.a in lw$i"; done
+	for i in $PRESENT; do sync -d /dev/mapper/lw$i || fail "cannot flush lw$i"; done
+	for i in $PRESENT; do dmsetup message lw$i 0 mark $1.b || fail "cannot mark $1.b in lw$i"; done
+	for i in $PRESENT; do dmsetup --noudevsync resume g$i || fail "cannot resume g$i"; done
+}
+
+# slow MEMBER: MEMBER's flushes are held FLUSH_MS, the others' not at all.
+slow() {
+	for i in $PRESENT; do
+		ms=0
+		[ $i = $1 ] && ms=$FLUSH_MS
+		dmsetup --noudevsync suspend y$i &&
+			dmsetup --noudevsync load y$i --table "0 $DATA delay /dev/mapper/g$i 0 0 /dev/mapper/g$i 0 0 /dev/mapper/g$i 0 $ms" &&
+			dmsetup --noudevsync resume y$i || fail "cannot set y$i's flush delay"
+	done
+}
+
+# setup: for member i (0..N-1) the stack y$i > g$i > lw$i > d$i (logging to l$i); c$i is
+# copy-on-write space.
+setup() {
+	local i=0
+	for drive in $members; do
+		[ $i -lt $N ] || break
+		dmsetup --noudevsync create d$i --table "0 $DATA linear $drive 0" &&
+			dmsetup --noudevsync create l$i --table "0 $LOG linear $drive $DATA" &&
+			dmsetup --noudevsync create c$i --table "0 $COW linear $drive $((DATA + LOG))" ||
+			fail "dmsetup d$i, l$i, c$i"
+		wait_nodes d$i l$i c$i
+		# The logged device and its replays start the same: blank.
+		dd if=/dev/zero of=/dev/mapper/d$i bs=1M count=$((DATA / 2048)) conv=fsync 2>/dev/null ||
+			fail "cannot blank d$i"
+		dd if=/dev/zero of=/dev/mapper/l$i bs=4k count=1 conv=fsync 2>/dev/null || fail "cannot blank l$i"
+		dmsetup --noudevsync create lw$i --table "0 $DATA log-writes /dev/mapper/d$i /dev/mapper/l$i" ||
+			fail "dmsetup lw$i"
+		wait_nodes lw$i
+		dmsetup --noudevsync create g$i --table "0 $DATA linear /dev/mapper/lw$i 0" || fail "dmsetup g$i"
+		wait_nodes g$i
+		dmsetup --noudevsync create y$i --table "0 $DATA delay /dev/mapper/g$i 0 0" || fail "dmsetup y$i"
+		wait_nodes y$i
+		# Without a volatile cache the block layer drops flushes before they reach the log, and
+		# every cut would be the same.
+		for d in lw$i y$i; do
+			wc=$(cat /sys/block/$(basename $(dm_node $d))/queue/write_cache)
+			[ "$wc" = "write back" ] || fail "$d's write cache is '$wc': the log would order nothing"
+		done
+		i=$((i + 1))
+	done
+}
+
+teardown() {
+	for i in $(seq 0 $((N - 1))); do
+		for d in sn$i y$i g$i lw$i d$i l$i c$i; do
+			if dmsetup info $d >/dev/null 2>&1; then
+				dmsetup --noudevsync remove $d || fail "dmsetup remove $d"
+			fi
+		done
+	done
+}
+
+# workload: creates the array over y*, runs the rounds with their time points, stops it and
+# removes the stacks above d* (lw's removal logs what no flush covered, and its end mark).
+workload() {
+	local ys="" i r k
+	for i in $(seq 0 $((N - 1))); do ys="$ys /dev/mapper/y$i"; done
+	expect_rc 0 graidctl create $NAME --level $LEVEL --chunk 64K --bitmap-chunk 1M --assume-clean $ys
+	dev=$(array_dev "$OUT")
+	if [ -n "$MISSING" ]; then
+		expect_rc 0 graidctl fail $NAME /dev/mapper/y$MISSING
+		expect_rc 0 graidctl remove $NAME /dev/mapper/y$MISSING
+	fi
+	wait_clean
+	timepoint r0
+	set -- $PRESENT
+	for r in $(seq 1 $ROUNDS); do
+		# The slow member: each present member in turn.
+		eval "s=\${$(((r - 1) % $# + 1))}"
+		slow $s
+		fio $(round_job $r write) >/tmp/fio.out 2>&1 &
+		writer=$!
+		# Time points while the round writes (every 0.1-0.5 s; at least one).
+		k=0
+		while [ $k = 0 ] || kill -0 $writer 2>/dev/null; do
+			rand 5
+			usleep $(((R + 1) * 100000))
+			timepoint t$r.$k
+			k=$((k + 1))
+		done
+		wait $writer || { cat /tmp/fio.out; fail "round $r's writes failed"; }
+		eval "tps_$r=$k"
+		wait_clean
+		timepoint r$r
+		echo "round $r: member $s's flushes held ${FLUSH_MS} ms, $k time points"
+	done
+	expect_rc 0 graidctl detail $NAME
+	echo "$OUT" | grep -E 'Write Hole|Bitmap|Events'
+	expect_rc 0 graidctl stop $NAME
+	for i in $(seq 0 $((N - 1))); do
+		st=$(dmsetup status lw$i)
+		case $st in *logging_disabled*) fail "lw$i stopped logging (log device full?): $st" ;; esac
+		for d in y$i g$i lw$i; do dmsetup --noudevsync remove $d || fail "dmsetup remove $d"; done
+	done
+}
+
+# at MEMBER MARK: AT = the index of the mark MARK in MEMBER's log.
+at() {
+	AT=$(graid-logreplay mark /dev/mapper/l$1 $2) || fail "no mark $2 in l$1"
+}
+
+# replay_to C...: each present member's copy (d$i) holds the first C entries of its log
+# (replayed on from where it was, or from a blank device if that is past C).
+replay_to() {
+	for i in $PRESENT; do
+		want=$1
+		shift
+		eval "pos=\$pos_$i"
+		if [ "$want" -lt "$pos" ]; then
+			dd if=/dev/zero of=/dev/mapper/d$i bs=1M count=$((DATA / 2048)) conv=fsync 2>/dev/null
+			pos=0
+		fi
+		graid-logreplay replay /dev/mapper/l$i /dev/mapper/d$i --from $pos --to $want >/tmp/replay.out 2>&1 ||
+			{ cat /tmp/replay.out; fail "replay of l$i to $want failed"; }
+		eval "pos_$i=$want"
+	done
+}
+
+cuts_now() { for i in $PRESENT; do eval "printf ' %s' \$pos_$i"; done; }
+
+# cut_fail WHAT: fails the test, saying which cut, what the logs hold around it and how to
+# repeat it.
+cut_fail() {
+	echo "$OUT"
+	for i in $PRESENT; do
+		eval "c=\$pos_$i"
+		from=$((c > 8 ? c - 8 : 0))
+		echo "member $i: its log's entries $from..$((c + 3)) (INDEX FLAGS SECTOR SECTORS [MARK]), cut at $c:"
+		graid-logreplay list /dev/mapper/l$i --from $from --to $((c + 3)) | sed 's/^/    /'
+	done
+	dmesg | grep graid | tail -n 20
+	fail "$CASE, cut '$LABEL' (member cuts:$(cuts_now)): $1 (GRAID_LOGWRITES_SEED=$SEED GRAID_LOGWRITES_CASES=$CASE repeats the choices)"
+}
+
+# check_cut LABEL DONE ZERO_FROM C...: the copies replayed to the member cuts C..., assembled
+# in snapshots, resynced; rounds 1..DONE must read back, rounds ZERO_FROM.. read zero, and the
+# parity must match.
+check_cut() {
+	local done_rounds=$2 zero_from=$3 snaps="" jobs="" r i adev
+	LABEL=$1
+	shift 3
+	replay_to "$@"
+	for i in $PRESENT; do
+		dmsetup --noudevsync create sn$i --table "0 $DATA snapshot /dev/mapper/d$i /dev/mapper/c$i N 8" ||
+			cut_fail "dmsetup sn$i"
+		snaps="$snaps /dev/mapper/sn$i"
+	done
+	wait_nodes $(for i in $PRESENT; do echo sn$i; done)
+	OUT=$(graidctl assemble $RUN $snaps 2>&1) || cut_fail "the assembly failed"
+	adev=$(array_dev "$OUT")
+	t=0
+	while [ "$(json_field resync_pending "$(graidctl --json detail $NAME)")" != false ]; do
+		t=$((t + 1))
+		[ $t -lt 600 ] || { OUT=$(graidctl detail $NAME); cut_fail "the resync did not end in 60 s"; }
+		usleep 100000
+	done
+	for r in $(seq 1 $ROUNDS); do
+		if [ $r -le $done_rounds ]; then
+			jobs="$jobs $(dev=$adev round_job $r verify)"
+		elif [ $r -ge $zero_from ]; then
+			jobs="$jobs $(dev=$adev round_job $r zero)"
+		fi
+	done
+	if [ -n "$jobs" ]; then
+		fio $jobs >/tmp/fio.out 2>&1 || {
+			OUT=$(grep -E 'verify|bad|error|fio:' /tmp/fio.out | head -n 20)
+			cut_fail "acknowledged and flushed writes (rounds 1..$done_rounds) or never written blocks (rounds $zero_from..) read back wrong"
+		}
+	fi
+	if [ "$NEG" = 1 ] && [ $done_rounds -lt $ROUNDS ]; then
+		fio $(dev=$adev round_job $((done_rounds + 1)) verify) >/tmp/fio.out 2>&1 &&
+			cut_fail "round $((done_rounds + 1))'s blocks verify before they were written: the check proves nothing"
+	fi
+	if [ -z "$MISSING" ]; then
+		OUT=$(graidctl check $NAME --wait 2>&1) || cut_fail "graidctl check failed"
+		echo "$OUT" | grep -q ' 0 mismatched sectors' || cut_fail "parity does not match the data after the resync"
+	fi
+	OUT=$(graidctl stop $NAME 2>&1) || cut_fail "graidctl stop failed"
+	for i in $PRESENT; do dmsetup --noudevsync remove sn$i || fail "dmsetup remove sn$i"; done
+	echo "ok: $LABEL: rounds 1..$done_rounds read back, $zero_from.. zero (member cuts:$(cuts_now))"
+	CUTS=$((CUTS + 1))
+}
+
+# timepoint_cut ROUND K KIND: the cut at the time point tROUND.K, same or torn.
+timepoint_cut() {
+	local cuts="" lost=0 i a b
+	for i in $PRESENT; do
+		at $i t$1.$2.a
+		a=$AT
+		at $i t$1.$2.b
+		b=$AT
+		# Entries a+1..b-2 are the writes the member's cache held, b-1 the flush of them.
+		cut=$((a + 1))
+		if [ $3 = torn ]; then
+			rand $((b - a - 1))
+			cut=$((a + 1 + R))
+			[ $cut = $((b - 1)) ] || lost=$((lost + 1))
+		fi
+		cuts="$cuts $cut"
+	done
+	check_cut "round $1, time point $(($2 + 1)) of $(eval echo \$tps_$1), $3 ($lost members lost writes)" \
+		$(($1 - 1)) $(($1 + 1)) $cuts
+}
+
+# events_of ROUND: ev_I = member I's flushes in ROUND ("FLUSH BATCH_START AFTER" triples, from
+# graid-logreplay events; our own time point flushes left out) and NEV their count, which must
+# be the same on every member (graid flushes every member at once).
+events_of() {
+	NEV=
+	for i in $PRESENT; do
+		e=$(graid-logreplay events /dev/mapper/l$i --from-mark r$(($1 - 1)).b --to-mark r$1.a) ||
+			fail "no events in l$i for round $1"
+		# Each time point's own flush sits right before its .b mark.
+		marks=$(graid-logreplay marks /dev/mapper/l$i | awk '$2 ~ /\.b$/ { print $1 }' | tr '\n' ' ')
+		e=$(echo "$e" | awk -v m=" $marks" 'index(m, " " ($1 + 1) " ") == 0')
+		eval "ev_$i=\"$(echo $e)\""
+		n=$(echo "$e" | grep -c .)
+		if [ -z "$NEV" ]; then
+			NEV=$n
+		elif [ "$n" != "$NEV" ]; then
+			for j in $PRESENT; do eval "echo \"member $j: \$ev_$j\""; done
+			fail "$CASE round $1: the members' logs hold different numbers of flushes ($NEV, $n)"
+		fi
+	done
+}
+
+# event_cut: the cut at graid's flush $J (from 0) of round $ROUND on every member, $KIND (same
+# or torn).
+event_cut() {
+	local cuts="" lost=0 i flush batch
+	for i in $PRESENT; do
+		eval "set -- \$ev_$i"
+		shift $((J * 3))
+		flush=$1 batch=$2
+		# Past the flush only (not the FUA write after it: that may have waited for every
+		# member's flush).
+		cut=$((flush + 1))
+		if [ $KIND = torn ]; then
+			rand 2
+			if [ $R = 1 ]; then
+				rand $((flush - batch + 1))
+				cut=$((batch + R))
+				lost=$((lost + 1))
+			fi
+		fi
+		cuts="$cuts $cut"
+	done
+	# Torn means some member before its flush: if the draw left none, the last goes back.
+	if [ $KIND = torn ] && [ $lost = 0 ]; then
+		cuts="${cuts% *} $batch"
+		lost=1
+	fi
+	check_cut "round $ROUND, flush $(($J + 1)) of $NEV, $KIND ($lost members before it)" \
+		$((ROUND - 1)) $((ROUND + 1)) $cuts
+}
+
+CUTS=0 NEG=
+for CASE in $CASES; do
+	case $CASE in
+	raid5) LEVEL=5 N=3 MISSING= RUN= ;;
+	raid6) LEVEL=6 N=4 MISSING= RUN= ;;
+	raid5-degraded) LEVEL=5 N=4 MISSING=3 RUN=--run ;;
+	*) fail "unknown case $CASE" ;;
+	esac
+	NAME=lw$LEVEL
+	PRESENT=$(seq 0 $((N - 1)) | grep -vx "${MISSING:-none}" | tr '\n' ' ')
+	echo "--- $CASE: RAID $LEVEL of $N${MISSING:+, member $MISSING missing}, $ROUNDS rounds"
+	setup
+	workload
+	for i in $PRESENT; do
+		echo "l$i: $(graid-logreplay info /dev/mapper/l$i | tr '\n' ' ')"
+		eval "pos_$i=0"
+		dd if=/dev/zero of=/dev/mapper/d$i bs=1M count=$((DATA / 2048)) conv=fsync 2>/dev/null
+	done
+	for ROUND in $(seq 1 $ROUNDS); do
+		events_of $ROUND
+		eval "tps=\$tps_$ROUND"
+		echo "round $ROUND: $NEV flushes of graid's on every member, $tps time points"
+		[ $NEV -gt 0 ] || fail "$CASE round $ROUND: no flush in the logs (fio's fsync at least)"
+		# In log order: each time point's and flush's cuts, then the round's end. A time point
+		# sits between two flushes: take it where it falls.
+		if [ $ALL = 1 ]; then
+			tp_list=$(seq 0 $((tps - 1))) ev_list=$(seq 0 $((NEV - 1)))
+		else
+			rand $tps
+			tp_list=$R
+			rand $NEV
+			ev_list=$R
+		fi
+		set -- $PRESENT
+		first=$1
+		: >/tmp/items
+		for k in $tp_list; do
+			at $first t$ROUND.$k.a
+			echo "$AT t $k" >>/tmp/items
+		done
+		eval "set -- \$ev_$first"
+		j=0
+		while [ $# -ge 3 ]; do
+			echo "$ev_list" | grep -qx $j && echo "$1 e $j" >>/tmp/items
+			shift 3
+			j=$((j + 1))
+		done
+		for item in $(sort -n /tmp/items | awk '{ print $2 ":" $3 }'); do
+			J=${item#*:}
+			case $item in
+			t:*)
+				[ $ALL = 1 ] && timepoint_cut $ROUND $J same
+				timepoint_cut $ROUND $J torn
+				;;
+			e:*)
+				if [ $ALL = 1 ]; then
+					KIND=same
+					event_cut
+				fi
+				KIND=torn
+				event_cut
+				;;
+			esac
+		done
+		marks=""
+		for i in $PRESENT; do
+			at $i r$ROUND.a
+			marks="$marks $((AT + 1))"
+		done
+		# At the first, also that the check can fail: round 2's blocks are not there yet.
+		NEG=$([ $ROUND = 1 ] && echo 1)
+		check_cut "mark r$ROUND" $ROUND $((ROUND + 1)) $marks
+		NEG=
+	done
+	teardown
+	wipe_superblocks $members
+done
+echo "$CUTS cuts checked"
+unload_module
