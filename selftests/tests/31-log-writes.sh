@@ -424,12 +424,13 @@ for CASE in $CASES; do
 				timepoint_cut $ROUND $J torn
 				;;
 			e:*)
+				# Torn first: its cuts are at or before the same cut's.
+				KIND=torn
+				event_cut
 				if [ $ALL = 1 ]; then
 					KIND=same
 					event_cut
 				fi
-				KIND=torn
-				event_cut
 				;;
 			esac
 		done

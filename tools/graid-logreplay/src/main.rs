@@ -9,7 +9,7 @@
 use clap::{Parser, Subcommand, ValueEnum};
 use graid_logreplay::{replay, DiscardMode, Entry, Log, ReadAt, Target};
 use std::fs::File;
-use std::io;
+use std::io::{self, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 use std::process::ExitCode;
@@ -154,9 +154,15 @@ fn run(cli: Cli) -> Result<(), String> {
         Cmd::List { log, from, to } => {
             let (_, l) = open_log(&log)?;
             let to = to.unwrap_or(l.entries.len()).min(l.entries.len());
-            for e in l.entries.get(from..to).unwrap_or(&[]) {
-                println!("{}", line(e));
-            }
+            let text: String = l
+                .entries
+                .get(from..to)
+                .unwrap_or(&[])
+                .iter()
+                .map(|e| line(e) + "\n")
+                .collect();
+            // A reader that stops early (`| head`) is no error.
+            let _ = io::stdout().lock().write_all(text.as_bytes());
         }
         Cmd::Marks { log } => {
             let (_, l) = open_log(&log)?;
