@@ -55,9 +55,25 @@ fi
 FLUSH_MS=200
 echo "seed $SEED (GRAID_LOGWRITES_SEED=$SEED repeats these cut choices), cases: $CASES, $ROUNDS rounds"
 
-# Each drive: the member's device (24 MiB, later the replay's target), its log (64 MiB) and
-# the snapshots' copy-on-write space (24 MiB).
-DATA=49152 LOG=131072 COW=49152
+# Each drive: the member's device (12 MiB, later the replay's target), its log (64 MiB) and
+# the snapshots' copy-on-write space (12 MiB).
+DATA=24576 LOG=131072 COW=24576
+
+# dm ARGS...: dmsetup without its note that it makes the nodes itself (udev runs, but not for
+# these devices).
+dm() {
+	dmsetup "$@" 2>/tmp/dm.err
+	rc=$?
+	grep -v '^Udev is running and DM_DISABLE_UDEV' /tmp/dm.err >&2
+	return $rc
+}
+
+# uptime_ms: the guest's uptime in milliseconds.
+uptime_ms() {
+	read -r up _ </proc/uptime
+	# Two decimals; the 1 in front keeps "08" from being read as octal.
+	echo $((${up%.*} * 1000 + (1${up#*.} - 100) * 10))
+}
 
 rng=$SEED
 # rand N: R = a number in 0..N-1 from the seeded generator.
@@ -68,7 +84,7 @@ rand() {
 
 # wait_nodes NAME...: until /dev/mapper/NAME exists for each (no udev makes them here).
 wait_nodes() {
-	dmsetup mknodes >/dev/null 2>&1
+	dm mknodes >/dev/null 2>&1
 	for n in "$@"; do
 		t=0
 		until [ -b /dev/mapper/$n ]; do
@@ -105,11 +121,11 @@ wait_clean() {
 # timepoint NAME: the marks NAME.a and NAME.b in every present member's log, around a flush of
 # each log-writes device, all gates suspended meanwhile (see the top).
 timepoint() {
-	for i in $PRESENT; do dmsetup --noudevsync suspend --nolockfs g$i || fail "cannot suspend g$i"; done
-	for i in $PRESENT; do dmsetup message lw$i 0 mark $1.a || fail "cannot mark $1.a in lw$i"; done
-	for i in $PRESENT; do sync -d /dev/mapper/lw$i || fail "cannot flush lw$i"; done
-	for i in $PRESENT; do dmsetup message lw$i 0 mark $1.b || fail "cannot mark $1.b in lw$i"; done
-	for i in $PRESENT; do dmsetup --noudevsync resume g$i || fail "cannot resume g$i"; done
+	dm --noudevsync suspend --nolockfs $GATES || fail "cannot suspend $GATES"
+	for i in $PRESENT; do dm message lw$i 0 mark $1.a || fail "cannot mark $1.a in lw$i"; done
+	sync -d $LWS || fail "cannot flush $LWS"
+	for i in $PRESENT; do dm message lw$i 0 mark $1.b || fail "cannot mark $1.b in lw$i"; done
+	dm --noudevsync resume $GATES || fail "cannot resume $GATES"
 }
 
 # slow MEMBER: MEMBER's flushes are held FLUSH_MS, the others' not at all.
@@ -117,9 +133,9 @@ slow() {
 	for i in $PRESENT; do
 		ms=0
 		[ $i = $1 ] && ms=$FLUSH_MS
-		dmsetup --noudevsync suspend y$i &&
-			dmsetup --noudevsync load y$i --table "0 $DATA delay /dev/mapper/g$i 0 0 /dev/mapper/g$i 0 0 /dev/mapper/g$i 0 $ms" &&
-			dmsetup --noudevsync resume y$i || fail "cannot set y$i's flush delay"
+		dm --noudevsync suspend y$i &&
+			dm --noudevsync load y$i --table "0 $DATA delay /dev/mapper/g$i 0 0 /dev/mapper/g$i 0 0 /dev/mapper/g$i 0 $ms" &&
+			dm --noudevsync resume y$i || fail "cannot set y$i's flush delay"
 	done
 }
 
@@ -129,21 +145,21 @@ setup() {
 	local i=0
 	for drive in $members; do
 		[ $i -lt $N ] || break
-		dmsetup --noudevsync create d$i --table "0 $DATA linear $drive 0" &&
-			dmsetup --noudevsync create l$i --table "0 $LOG linear $drive $DATA" &&
-			dmsetup --noudevsync create c$i --table "0 $COW linear $drive $((DATA + LOG))" ||
+		dm --noudevsync create d$i --table "0 $DATA linear $drive 0" &&
+			dm --noudevsync create l$i --table "0 $LOG linear $drive $DATA" &&
+			dm --noudevsync create c$i --table "0 $COW linear $drive $((DATA + LOG))" ||
 			fail "dmsetup d$i, l$i, c$i"
 		wait_nodes d$i l$i c$i
 		# The logged device and its replays start the same: blank.
 		dd if=/dev/zero of=/dev/mapper/d$i bs=1M count=$((DATA / 2048)) conv=fsync 2>/dev/null ||
 			fail "cannot blank d$i"
 		dd if=/dev/zero of=/dev/mapper/l$i bs=4k count=1 conv=fsync 2>/dev/null || fail "cannot blank l$i"
-		dmsetup --noudevsync create lw$i --table "0 $DATA log-writes /dev/mapper/d$i /dev/mapper/l$i" ||
+		dm --noudevsync create lw$i --table "0 $DATA log-writes /dev/mapper/d$i /dev/mapper/l$i" ||
 			fail "dmsetup lw$i"
 		wait_nodes lw$i
-		dmsetup --noudevsync create g$i --table "0 $DATA linear /dev/mapper/lw$i 0" || fail "dmsetup g$i"
+		dm --noudevsync create g$i --table "0 $DATA linear /dev/mapper/lw$i 0" || fail "dmsetup g$i"
 		wait_nodes g$i
-		dmsetup --noudevsync create y$i --table "0 $DATA delay /dev/mapper/g$i 0 0" || fail "dmsetup y$i"
+		dm --noudevsync create y$i --table "0 $DATA delay /dev/mapper/g$i 0 0" || fail "dmsetup y$i"
 		wait_nodes y$i
 		# Without a volatile cache the block layer drops flushes before they reach the log, and
 		# every cut would be the same.
@@ -158,11 +174,17 @@ setup() {
 teardown() {
 	for i in $(seq 0 $((N - 1))); do
 		for d in sn$i y$i g$i lw$i d$i l$i c$i; do
-			if dmsetup info $d >/dev/null 2>&1; then
-				dmsetup --noudevsync remove $d || fail "dmsetup remove $d"
+			if dm info $d >/dev/null 2>&1; then
+				dm --noudevsync remove $d || fail "dmsetup remove $d"
 			fi
 		done
 	done
+}
+
+# array_writes: write requests the array completed so far.
+array_writes() {
+	set -- $(cat /sys/block/${dev#/dev/}/stat)
+	echo $5
 }
 
 # workload: creates the array over y*, runs the rounds with their time points, stops it and
@@ -183,13 +205,21 @@ workload() {
 		# The slow member: each present member in turn.
 		eval "s=\${$(((r - 1) % $# + 1))}"
 		slow $s
+		w0=$(array_writes)
 		fio $(round_job $r write) >/tmp/fio.out 2>&1 &
 		writer=$!
-		# Time points while the round writes (every 0.1-0.5 s; at least one).
+		# The first time point once the writes are under way (fio takes a while to start).
+		t0=$(uptime_ms)
+		while [ $(array_writes) -lt $((w0 + 16)) ] && kill -0 $writer 2>/dev/null; do
+			[ $(($(uptime_ms) - t0)) -lt 30000 ] || fail "round $r: fio wrote nothing in 30 s"
+			usleep 20000
+		done
+		# Time points while the round writes (every 0-0.4 s; at least one; make test uses one a
+		# round, so takes two).
 		k=0
-		while [ $k = 0 ] || kill -0 $writer 2>/dev/null; do
+		while [ $k = 0 ] || { kill -0 $writer 2>/dev/null && { [ $ALL = 1 ] || [ $k -lt 2 ]; }; }; do
 			rand 5
-			usleep $(((R + 1) * 100000))
+			usleep $((R * 100000))
 			timepoint t$r.$k
 			k=$((k + 1))
 		done
@@ -203,9 +233,9 @@ workload() {
 	echo "$OUT" | grep -E 'Write Hole|Bitmap|Events'
 	expect_rc 0 graidctl stop $NAME
 	for i in $(seq 0 $((N - 1))); do
-		st=$(dmsetup status lw$i)
+		st=$(dm status lw$i)
 		case $st in *logging_disabled*) fail "lw$i stopped logging (log device full?): $st" ;; esac
-		for d in y$i g$i lw$i; do dmsetup --noudevsync remove $d || fail "dmsetup remove $d"; done
+		for d in y$i g$i lw$i; do dm --noudevsync remove $d || fail "dmsetup remove $d"; done
 	done
 }
 
@@ -255,18 +285,19 @@ check_cut() {
 	LABEL=$1
 	shift 3
 	replay_to "$@"
+	spec=""
 	for i in $PRESENT; do
-		dmsetup --noudevsync create sn$i --table "0 $DATA snapshot /dev/mapper/d$i /dev/mapper/c$i N 8" ||
-			cut_fail "dmsetup sn$i"
+		spec="$spec${spec:+;}sn$i,,,rw,0 $DATA snapshot /dev/mapper/d$i /dev/mapper/c$i N 8"
 		snaps="$snaps /dev/mapper/sn$i"
 	done
-	wait_nodes $(for i in $PRESENT; do echo sn$i; done)
+	dm --noudevsync create --concise "$spec" || cut_fail "dmsetup create $spec"
+	wait_nodes $SNAPS
 	OUT=$(graidctl assemble $RUN $snaps 2>&1) || cut_fail "the assembly failed"
 	adev=$(array_dev "$OUT")
-	t=0
-	while [ "$(json_field resync_pending "$(graidctl --json detail $NAME)")" != false ]; do
-		t=$((t + 1))
-		[ $t -lt 600 ] || { OUT=$(graidctl detail $NAME); cut_fail "the resync did not end in 60 s"; }
+	# The resync (a degraded RAID 5 has none: its log was replayed before it started).
+	t0=$(uptime_ms)
+	while [ -z "$MISSING" ] && [ "$(json_field resync_pending "$(graidctl --json detail $NAME)")" != false ]; do
+		[ $(($(uptime_ms) - t0)) -lt 60000 ] || { OUT=$(graidctl detail $NAME); cut_fail "the resync did not end in 60 s"; }
 		usleep 100000
 	done
 	for r in $(seq 1 $ROUNDS); do
@@ -291,14 +322,14 @@ check_cut() {
 		echo "$OUT" | grep -q ' 0 mismatched sectors' || cut_fail "parity does not match the data after the resync"
 	fi
 	OUT=$(graidctl stop $NAME 2>&1) || cut_fail "graidctl stop failed"
-	for i in $PRESENT; do dmsetup --noudevsync remove sn$i || fail "dmsetup remove sn$i"; done
+	dm --noudevsync remove $SNAPS || fail "dmsetup remove $SNAPS"
 	echo "ok: $LABEL: rounds 1..$done_rounds read back, $zero_from.. zero (member cuts:$(cuts_now))"
 	CUTS=$((CUTS + 1))
 }
 
 # timepoint_cut ROUND K KIND: the cut at the time point tROUND.K, same or torn.
 timepoint_cut() {
-	local cuts="" lost=0 i a b
+	local cuts="" lost=0 i a b held=
 	for i in $PRESENT; do
 		at $i t$1.$2.a
 		a=$AT
@@ -310,52 +341,77 @@ timepoint_cut() {
 			rand $((b - a - 1))
 			cut=$((a + 1 + R))
 			[ $cut = $((b - 1)) ] || lost=$((lost + 1))
+			[ $b -gt $((a + 2)) ] && held=$i
 		fi
 		cuts="$cuts $cut"
 	done
+	# Torn means some member lost writes: if the draw kept every cache whole, a member that
+	# held some loses them all.
+	if [ $3 = torn ] && [ $lost = 0 ] && [ -n "$held" ]; then
+		cuts=$(k=0; for i in $PRESENT; do
+			set -- $cuts
+			shift $k
+			if [ $i = $held ]; then at $i t$ROUND.$J.a; echo $((AT + 1)); else echo $1; fi
+			k=$((k + 1))
+		done | tr '\n' ' ')
+		lost=1
+	fi
 	check_cut "round $1, time point $(($2 + 1)) of $(eval echo \$tps_$1), $3 ($lost members lost writes)" \
 		$(($1 - 1)) $(($1 + 1)) $cuts
 }
 
-# events_of ROUND: ev_I = member I's flushes in ROUND ("FLUSH BATCH_START AFTER" triples, from
-# graid-logreplay events; our own time point flushes left out) and NEV their count, which must
-# be the same on every member (graid flushes every member at once).
+# events_of ROUND: graid's flushes in ROUND on every present member (our time points' own
+# flushes left out). /tmp/ev.I: member I's, a line each: KEY FLUSH BATCH_START AFTER (entry
+# numbers, graid-logreplay events), KEY the flushed write's sector (a PREFLUSH write: a
+# superblock, bitmap block or log head) or - (an empty flush), and #N its N-th in the round.
+# EVKEYS: the keys on every member, in the first member's order (the same write goes to every
+# member at once); empty flushes only if every member has as many (graid may leave out a
+# member with nothing to flush). NEV: their count.
 events_of() {
-	NEV=
+	local i n first= keys k
 	for i in $PRESENT; do
 		e=$(graid-logreplay events /dev/mapper/l$i --from-mark r$(($1 - 1)).b --to-mark r$1.a) ||
 			fail "no events in l$i for round $1"
 		# Each time point's own flush sits right before its .b mark.
 		marks=$(graid-logreplay marks /dev/mapper/l$i | awk '$2 ~ /\.b$/ { print $1 }' | tr '\n' ' ')
-		e=$(echo "$e" | awk -v m=" $marks" 'index(m, " " ($1 + 1) " ") == 0')
-		eval "ev_$i=\"$(echo $e)\""
-		n=$(echo "$e" | grep -c .)
-		if [ -z "$NEV" ]; then
-			NEV=$n
-		elif [ "$n" != "$NEV" ]; then
-			for j in $PRESENT; do eval "echo \"member $j: \$ev_$j\""; done
-			fail "$CASE round $1: the members' logs hold different numbers of flushes ($NEV, $n)"
-		fi
+		echo "$e" | awk -v m=" $marks" 'NF == 4 && index(m, " " ($1 + 1) " ") == 0 {
+			n[$4]++; print $4 "#" n[$4], $1, $2, $3 }' >/tmp/ev.$i
+		echo "member $i: $(awk '{ printf "%s@%s ", $1, $2 }' /tmp/ev.$i)"
+		[ -n "$first" ] || first=$i
 	done
+	keys=$(awk '{ print $1 }' /tmp/ev.$first)
+	plain=$(grep -c '^-#' /tmp/ev.$first)
+	EVKEYS=
+	for k in $keys; do
+		for i in $PRESENT; do
+			grep -q "^$k " /tmp/ev.$i || continue 2
+			case $k in -*) [ "$(grep -c '^-#' /tmp/ev.$i)" = "$plain" ] || continue 2 ;; esac
+		done
+		EVKEYS="$EVKEYS $k"
+	done
+	NEV=$(echo $EVKEYS | wc -w)
 }
 
-# event_cut: the cut at graid's flush $J (from 0) of round $ROUND on every member, $KIND (same
-# or torn).
+# event_cut: the cut at graid's flush $J (from 0, of EVKEYS) of round $ROUND on every member,
+# $KIND: same (past the flush, and the write it came with, on every member) or torn (each
+# member past its flush, with or without the write, or before it: a random part of the writes
+# it made durable kept).
 event_cut() {
-	local cuts="" lost=0 i flush batch
+	local cuts="" lost=0 i key flush batch after
+	key=$(echo $EVKEYS | cut -d' ' -f$((J + 1)))
 	for i in $PRESENT; do
-		eval "set -- \$ev_$i"
-		shift $((J * 3))
-		flush=$1 batch=$2
-		# Past the flush only (not the FUA write after it: that may have waited for every
-		# member's flush).
-		cut=$((flush + 1))
+		set -- $(grep "^$key " /tmp/ev.$i)
+		flush=$2 batch=$3 after=$4
+		cut=$after
 		if [ $KIND = torn ]; then
 			rand 2
 			if [ $R = 1 ]; then
 				rand $((flush - batch + 1))
 				cut=$((batch + R))
 				lost=$((lost + 1))
+			else
+				rand 2
+				[ $R = 1 ] || cut=$((flush + 1))
 			fi
 		fi
 		cuts="$cuts $cut"
@@ -365,7 +421,7 @@ event_cut() {
 		cuts="${cuts% *} $batch"
 		lost=1
 	fi
-	check_cut "round $ROUND, flush $(($J + 1)) of $NEV, $KIND ($lost members before it)" \
+	check_cut "round $ROUND, flush $key ($((J + 1)) of $NEV), $KIND ($lost members before it)" \
 		$((ROUND - 1)) $((ROUND + 1)) $cuts
 }
 
@@ -379,6 +435,10 @@ for CASE in $CASES; do
 	esac
 	NAME=lw$LEVEL
 	PRESENT=$(seq 0 $((N - 1)) | grep -vx "${MISSING:-none}" | tr '\n' ' ')
+	GATES= LWS= SNAPS=
+	for i in $PRESENT; do
+		GATES="$GATES g$i" LWS="$LWS /dev/mapper/lw$i" SNAPS="$SNAPS sn$i"
+	done
 	echo "--- $CASE: RAID $LEVEL of $N${MISSING:+, member $MISSING missing}, $ROUNDS rounds"
 	setup
 	workload
@@ -391,16 +451,18 @@ for CASE in $CASES; do
 		events_of $ROUND
 		eval "tps=\$tps_$ROUND"
 		echo "round $ROUND: $NEV flushes of graid's on every member, $tps time points"
-		[ $NEV -gt 0 ] || fail "$CASE round $ROUND: no flush in the logs (fio's fsync at least)"
+		[ $NEV -gt 0 ] || fail "$CASE round $ROUND: no flush of graid's on every member (its superblock writes at least)"
 		# In log order: each time point's and flush's cuts, then the round's end. A time point
 		# sits between two flushes: take it where it falls.
 		if [ $ALL = 1 ]; then
 			tp_list=$(seq 0 $((tps - 1))) ev_list=$(seq 0 $((NEV - 1)))
-		else
+		elif [ $((ROUND % 2)) = 1 ]; then
+			# make test: a torn time point in odd rounds, a torn flush in even ones.
 			rand $tps
-			tp_list=$R
+			tp_list=$R ev_list=
+		else
 			rand $NEV
-			ev_list=$R
+			tp_list= ev_list=$R
 		fi
 		set -- $PRESENT
 		first=$1
@@ -409,11 +471,9 @@ for CASE in $CASES; do
 			at $first t$ROUND.$k.a
 			echo "$AT t $k" >>/tmp/items
 		done
-		eval "set -- \$ev_$first"
 		j=0
-		while [ $# -ge 3 ]; do
-			echo "$ev_list" | grep -qx $j && echo "$1 e $j" >>/tmp/items
-			shift 3
+		for key in $EVKEYS; do
+			echo "$ev_list" | grep -qx $j && echo "$(grep "^$key " /tmp/ev.$first | cut -d' ' -f2) e $j" >>/tmp/items
 			j=$((j + 1))
 		done
 		for item in $(sort -n /tmp/items | awk '{ print $2 ":" $3 }'); do

@@ -329,18 +329,20 @@ impl Log {
             while batch_start > from && e[batch_start - 1].is_volatile() {
                 batch_start -= 1;
             }
-            // dm sends a PREFLUSH write with data as an empty flush, then the data with FUA once
-            // the flush is done: the write that follows is most likely that data.
-            let after =
-                if i + 1 < to && e[i + 1].is_fua() && e[i + 1].has_data() && !e[i + 1].is_flush() {
-                    i + 2
-                } else {
-                    i + 1
-                };
+            // dm sends a PREFLUSH write with data as an empty flush that keeps the write's
+            // sector and FUA flag, then, once the flush is done, the data with FUA: the first
+            // FUA write of that sector after the flush is the rest of the same write.
+            let write = (e[i].is_fua() && !e[i].has_data()).then_some(e[i].sector);
+            let data = write.and_then(|sector| {
+                e[i + 1..to]
+                    .iter()
+                    .find(|d| d.is_fua() && !d.is_flush() && d.has_data() && d.sector == sector)
+            });
             events.push(FlushEvent {
                 flush: i,
                 batch_start,
-                after,
+                after: data.map_or(i + 1, |d| d.index + 1),
+                write,
             });
         }
         Ok(events)
@@ -396,16 +398,20 @@ fn check_range(from: usize, to: usize, n: usize) -> Result<()> {
 
 /// A flush in the log and the writes it made durable. A cut (the number of entries replayed)
 /// in `batch_start..=flush` is the device after a power cut before the flush completed, its
-/// cache having kept the writes the cut takes; a cut at `flush + 1` or `after` (past the FUA
-/// write that a PREFLUSH write with data leaves behind) is the device after the flush.
+/// cache having kept the writes the cut takes; a cut at `flush + 1` is the device after the
+/// flush, and at `after`, for the flush of a PREFLUSH write with data, after that write too.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FlushEvent {
     /// The flush's index.
     pub flush: usize,
     /// The first write of the batch logged with it (== `flush` when none).
     pub batch_start: usize,
-    /// The cut past the flush and the FUA write directly after it, if any.
+    /// The cut past the flush and, for a PREFLUSH write with data, past that write's data
+    /// (logged as a FUA write of the same sector after the flush); else `flush + 1`.
     pub after: usize,
+    /// For a PREFLUSH write with data (the flush entry has the FUA flag and the write's
+    /// sector), that sector; `None` for an empty flush.
+    pub write: Option<u64>,
 }
 
 /// One step of a replay.
@@ -566,7 +572,7 @@ pub fn replay<R: ReadAt + ?Sized, T: Target + ?Sized>(
 pub mod synth {
     //! Logs laid out as the kernel writes them, for tests (of this crate and its users).
 
-    use super::{FLAG_DISCARD, FLAG_FLUSH, FLAG_FUA, FLAG_MARK, MAGIC, VERSION};
+    use super::{FLAG_DISCARD, FLAG_FLUSH, FLAG_FUA, FLAG_MARK, FLAG_METADATA, MAGIC, VERSION};
 
     /// Builds a log entry by entry.
     pub struct LogBuilder {
@@ -622,6 +628,12 @@ pub mod synth {
             self.entry(0, 0, FLAG_FLUSH, &[], &[])
         }
 
+        /// The flush dm sends ahead of a `PREFLUSH | FUA` write with data at `sector`: no data,
+        /// but the write's sector and flags (its data follows later as a FUA write).
+        pub fn preflush(&mut self, sector: u64) -> &mut Self {
+            self.entry(sector, 0, FLAG_FLUSH | FLAG_FUA | FLAG_METADATA, &[], &[])
+        }
+
         /// A discard of `blocks` blocks at `sector` (no data in the log).
         pub fn discard(&mut self, sector: u64, blocks: u64) -> &mut Self {
             self.entry(sector, blocks, FLAG_DISCARD, &[], &[])
@@ -662,8 +674,8 @@ mod tests {
         b.mark("start")
             .write(2, &pattern(ss, 2, 0x10)) // 1
             .write(8, &pattern(ss, 1, 0x20)) // 2
-            .flush() // 3
-            .fua(0, &pattern(ss, 1, 0x30)) // 4: the data of a PREFLUSH|FUA write
+            .preflush(0) // 3: a PREFLUSH|FUA write's flush ...
+            .fua(0, &pattern(ss, 1, 0x30)) // 4: ... and its data
             .fua(12, &pattern(ss, 1, 0x40)) // 5: a FUA write on its own
             .mark("r1") // 6
             .write(3, &pattern(ss, 1, 0x50)) // 7: overwrites block 3
@@ -850,66 +862,51 @@ mod tests {
 
     #[test]
     fn finds_each_flush_and_the_batch_it_made_durable() {
+        let ev = |flush, batch_start, after, write| FlushEvent {
+            flush,
+            batch_start,
+            after,
+            write,
+        };
         let (_, bytes) = sample(512);
         let log = Log::read(bytes.as_slice()).unwrap();
-        // Flush 3 made entries 1 and 2 durable and is followed by a FUA write (4); flush 10
-        // made 7..=9 durable (the discard included) and is followed by a mark.
+        // Flush 3 (of a PREFLUSH write of block 0) made entries 1 and 2 durable, and its
+        // data is entry 4; flush 10 made 7..=9 durable (the discard included).
         assert_eq!(
             log.flush_events(0, 12).unwrap(),
-            vec![
-                FlushEvent {
-                    flush: 3,
-                    batch_start: 1,
-                    after: 5
-                },
-                FlushEvent {
-                    flush: 10,
-                    batch_start: 7,
-                    after: 11
-                },
-            ]
+            vec![ev(3, 1, 5, Some(0)), ev(10, 7, 11, None)]
         );
+        assert!(log.entries[3].is_fua() && log.entries[3].flag_names() == "flush,fua,meta");
         // Between r1 and r2 only the second; a range never reaches back before its start.
-        assert_eq!(
-            log.flush_events(6, 11).unwrap(),
-            vec![FlushEvent {
-                flush: 10,
-                batch_start: 7,
-                after: 11
-            }]
-        );
-        assert_eq!(
-            log.flush_events(8, 11).unwrap(),
-            vec![FlushEvent {
-                flush: 10,
-                batch_start: 8,
-                after: 11
-            }]
-        );
-        // A FUA write before the batch ends it; an empty batch starts at the flush.
+        assert_eq!(log.flush_events(6, 11).unwrap(), vec![ev(10, 7, 11, None)]);
+        assert_eq!(log.flush_events(8, 11).unwrap(), vec![ev(10, 8, 11, None)]);
+        // A FUA write before the batch ends it; an empty batch starts at the flush. A FUA write
+        // after an empty flush is a write of its own (it may have waited for other members'
+        // flushes), not part of the flush; a PREFLUSH write's data comes after other FUA
+        // writes, or not in the range at all.
         let mut b = LogBuilder::new(512);
         b.write(1, &pattern(512, 1, 1))
             .fua(2, &pattern(512, 1, 2))
             .write(3, &pattern(512, 1, 3))
-            .flush()
-            .flush();
+            .flush() // 3
+            .fua(5, &pattern(512, 1, 4))
+            .preflush(6) // 5
+            .fua(7, &pattern(512, 1, 5))
+            .fua(6, &pattern(512, 1, 6)) // 7: 5's data
+            .preflush(9) // 8
+            .write(9, &pattern(512, 1, 7))
+            .fua(9, &pattern(512, 1, 8)); // 10: 8's data
         let bytes = b.finish(None);
         let log = Log::read(bytes.as_slice()).unwrap();
         assert_eq!(
-            log.flush_events(0, 5).unwrap(),
+            log.flush_events(0, 11).unwrap(),
             vec![
-                FlushEvent {
-                    flush: 3,
-                    batch_start: 2,
-                    after: 4
-                },
-                FlushEvent {
-                    flush: 4,
-                    batch_start: 4,
-                    after: 5
-                }
+                ev(3, 2, 4, None),
+                ev(5, 5, 8, Some(6)),
+                ev(8, 8, 11, Some(9))
             ]
         );
+        assert_eq!(log.flush_events(0, 10).unwrap()[2], ev(8, 8, 9, Some(9)));
     }
 
     #[test]

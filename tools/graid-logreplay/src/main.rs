@@ -47,9 +47,9 @@ enum Cmd {
         from: usize,
     },
     /// The flushes between two marks (or in the whole log), one a line: FLUSH BATCH_START
-    /// AFTER, entry numbers: a cut in BATCH_START..=FLUSH loses some of the writes the flush
-    /// made durable, FLUSH+1 and AFTER are past it (AFTER also past the FUA write a flush
-    /// with data leaves after it).
+    /// AFTER SECTOR: a cut (entry number) in BATCH_START..=FLUSH loses some of the writes the
+    /// flush made durable, FLUSH+1 is past it, AFTER also past the data of the PREFLUSH write
+    /// it belongs to; SECTOR is that write's sector, `-` for an empty flush.
     Events {
         log: String,
         #[arg(long)]
@@ -196,7 +196,8 @@ fn run(cli: Cli) -> Result<(), String> {
                 .flush_events(from, to)
                 .map_err(|e| format!("{log}: {e}"))?
             {
-                println!("{} {} {}", ev.flush, ev.batch_start, ev.after);
+                let write = ev.write.map_or("-".to_string(), |s| s.to_string());
+                println!("{} {} {} {write}", ev.flush, ev.batch_start, ev.after);
             }
         }
         Cmd::Replay {

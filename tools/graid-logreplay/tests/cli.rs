@@ -42,7 +42,7 @@ fn lists_finds_and_replays_in_steps() {
     let mut b = LogBuilder::new(512);
     b.mark("r0")
         .write(4, &pattern(512, 2, 0x10))
-        .flush()
+        .preflush(0)
         .fua(0, &pattern(512, 1, 0x20))
         .mark("r1")
         .write(5, &pattern(512, 1, 0x30))
@@ -62,16 +62,16 @@ fn lists_finds_and_replays_in_steps() {
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines[0], "0 mark 0 0 r0");
     assert_eq!(lines[1], "1 - 4 2");
-    assert_eq!(lines[2], "2 flush 0 0");
+    assert_eq!(lines[2], "2 flush,fua,meta 0 0");
     assert_eq!(lines[3], "3 fua 0 1");
     let (ok, out, _) = tool(&["mark", &log, "r1"]);
     assert!(ok && out.trim() == "4", "{out}");
     let (ok, _, err) = tool(&["mark", &log, "r9"]);
     assert!(!ok && err.contains("no mark 'r9'"), "{err}");
     let (ok, out, _) = tool(&["events", &log, "--from-mark", "r0", "--to-mark", "r2"]);
-    assert!(ok && out == "2 1 4\n6 5 7\n", "{out}");
+    assert!(ok && out == "2 1 4 0\n6 5 7 -\n", "{out}");
     let (ok, out, _) = tool(&["events", &log, "--from-mark", "r1", "--to-mark", "r2"]);
-    assert!(ok && out == "6 5 7\n", "{out}");
+    assert!(ok && out == "6 5 7 -\n", "{out}");
 
     // To r1, then on from r1 to the end: the same as one replay of everything.
     let (ok, out, err) = tool(&["replay", &log, &target, "--to-mark", "r1"]);
