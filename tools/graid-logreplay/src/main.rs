@@ -1,7 +1,7 @@
 //! graid-logreplay: lists and replays dm-log-writes logs (the log format is described in
 //! lib.rs). graid's crash tests put `log-writes` under each member of an array, write, then
 //! replay each member's log to many cut points and assemble the copies
-//! (selftests/tests/31-log-writes.sh).
+//! (selftests/tests/34-log-writes.sh).
 //!
 //! An entry number N as a cut means "the first N entries": `replay --to N` applies entries
 //! 0..N, `--from M` starts at entry M of a target that already holds entries 0..M.

@@ -4,9 +4,9 @@
 # defaults) records every write, flush and FUA write in the order it became durable.
 #
 # Each member is a stack of device-mapper devices: y (dm-delay: one member's flushes held
-# FLUSH_MS, a different member each round, so graid's flushes are torn for a while: some
-# members done, one not) over g (dm-linear, a gate that can be suspended without letting the
-# held flush go) over lw (log-writes of d, the member's 24 MiB, to l, its log).
+# FLUSH_MS, so graid's flushes are torn for a while: some members done, one not; make soak:
+# each member in turn, a round each) over g (dm-linear, a gate that can be suspended without
+# letting a held flush go) over lw (log-writes of d, the member's 12 MiB, to l, its log).
 #
 # fio writes in rounds: round r writes its own 4 KiB blocks, every R-th block of the region (so
 # rounds share stripes and every write is a partial-stripe read-modify-write, but no block is
@@ -15,7 +15,7 @@
 # completes, what comes after waits), the mark T.a in every log, every lw flushed (the writes
 # each member completed and no flush covered yet get logged, then the flush), the mark T.b,
 # the gates resumed. Between T.a and T.b a member's log holds exactly what its volatile cache
-# held at T. During each round a background loop takes time points tR.K.
+# held at T. While a round writes, time points tR.K.
 #
 # Then each member's log is replayed (graid-logreplay) onto a blank copy of its device, to cut
 # points in log order (each replay goes on from the last), and at each cut the copies are
@@ -23,23 +23,25 @@
 # - rN.a on every member: rounds 1..N read back, the later rounds' blocks read zero;
 # - a time point tN.K inside round N, "same" (T.a on every member) or "torn" (each member on
 #   its own somewhere in T.a..T.b: its cache lost some of its last writes);
-# - a flush of graid's inside round N (its PREFLUSH writes of superblocks, bitmap blocks and log
-#   heads, and fio's fsync; the j-th on every member), "same" (past it on every member) or
-#   "torn" (each member past its flush, or before it with a random part of the writes it made
-#   durable);
+# - a flush of graid's inside round N: of a PREFLUSH write (superblock, bitmap block, log head:
+#   matched across members by its sector and occurrence) or an empty one (fio's fsync), "same"
+#   (past it, and its write, on every member) or "torn" (each member past its flush, with or
+#   without the write's data, or before it with a random part of the writes it made durable);
 #   for these two, rounds before N read back and rounds after N read zero; round N's blocks were
 #   neither acknowledged nor flushed.
+# make test: a torn time point in round 1, a torn flush in round 2, and r2; make soak: every
+# time point and flush, same and torn, and every round's end.
 # Every cut is a state a real power cut can leave: no member holds a write that waited for
 # something another member's cut leaves out. (Independent random cuts per member are not: a
 # data write can be in one member's log only after the log entry it waited for on another.)
 # After each assembly the resync runs, everything is read back, and `graidctl check` finds 0
 # mismatched sectors (not on the degraded RAID 5, where nothing can be compared: what it must
-# show is that the missing member's blocks, rebuilt from parity, read back intact).
+# show is that the missing member's blocks, rebuilt from parity, read back intact). The first
+# cut of each case also shows the check can fail (a round not written yet does not verify).
 #
 # GRAID_LOGWRITES_SEED=N repeats the cut choices of a run (its seed is printed; the logs
 # themselves differ run to run, as the VM's timing does); GRAID_LOGWRITES_CASES="raid5 raid6
-# raid5-degraded" picks cases. make soak (GRAID_SOAK=1): more rounds, every flush and every
-# time point, same and torn.
+# raid5-degraded" picks cases.
 . /graid/lib.sh
 need_members 4
 export DM_DISABLE_UDEV=1
@@ -128,57 +130,67 @@ timepoint() {
 	dm --noudevsync resume $GATES || fail "cannot resume $GATES"
 }
 
-# slow MEMBER: MEMBER's flushes are held FLUSH_MS, the others' not at all.
+# delay_args MEMBER: dm-delay's arguments for y$MEMBER: flushes held FLUSH_MS if it is $SLOW.
+delay_args() {
+	local ms=0
+	[ "$1" = "$SLOW" ] && ms=$FLUSH_MS
+	echo "/dev/mapper/g$1 0 0 /dev/mapper/g$1 0 0 /dev/mapper/g$1 0 $ms"
+}
+
+# slow MEMBER: from now on MEMBER's flushes are held FLUSH_MS, the others' not at all.
 slow() {
-	for i in $PRESENT; do
-		ms=0
-		[ $i = $1 ] && ms=$FLUSH_MS
+	local was=$SLOW i
+	SLOW=$1
+	for i in $was $SLOW; do
 		dm --noudevsync suspend y$i &&
-			dm --noudevsync load y$i --table "0 $DATA delay /dev/mapper/g$i 0 0 /dev/mapper/g$i 0 0 /dev/mapper/g$i 0 $ms" &&
+			dm --noudevsync load y$i --table "0 $DATA delay $(delay_args $i)" &&
 			dm --noudevsync resume y$i || fail "cannot set y$i's flush delay"
 	done
 }
 
 # setup: for member i (0..N-1) the stack y$i > g$i > lw$i > d$i (logging to l$i); c$i is
-# copy-on-write space.
+# copy-on-write space. Member $SLOW's flushes are held (slow).
 setup() {
-	local i=0
+	local i=0 spec="" d
 	for drive in $members; do
 		[ $i -lt $N ] || break
-		dm --noudevsync create d$i --table "0 $DATA linear $drive 0" &&
-			dm --noudevsync create l$i --table "0 $LOG linear $drive $DATA" &&
-			dm --noudevsync create c$i --table "0 $COW linear $drive $((DATA + LOG))" ||
-			fail "dmsetup d$i, l$i, c$i"
-		wait_nodes d$i l$i c$i
+		spec="$spec${spec:+;}d$i,,,rw,0 $DATA linear $drive 0;l$i,,,rw,0 $LOG linear $drive $DATA"
+		spec="$spec;c$i,,,rw,0 $COW linear $drive $((DATA + LOG))"
+		i=$((i + 1))
+	done
+	dm --noudevsync create --concise "$spec" || fail "dmsetup create $spec"
+	wait_nodes $(for i in $ALL_MEMBERS; do echo d$i l$i c$i; done)
+	for i in $ALL_MEMBERS; do
 		# The logged device and its replays start the same: blank.
 		dd if=/dev/zero of=/dev/mapper/d$i bs=1M count=$((DATA / 2048)) conv=fsync 2>/dev/null ||
 			fail "cannot blank d$i"
 		dd if=/dev/zero of=/dev/mapper/l$i bs=4k count=1 conv=fsync 2>/dev/null || fail "cannot blank l$i"
-		dm --noudevsync create lw$i --table "0 $DATA log-writes /dev/mapper/d$i /dev/mapper/l$i" ||
-			fail "dmsetup lw$i"
-		wait_nodes lw$i
-		dm --noudevsync create g$i --table "0 $DATA linear /dev/mapper/lw$i 0" || fail "dmsetup g$i"
-		wait_nodes g$i
-		dm --noudevsync create y$i --table "0 $DATA delay /dev/mapper/g$i 0 0" || fail "dmsetup y$i"
-		wait_nodes y$i
+	done
+	for layer in lw g y; do
+		spec=""
+		for i in $ALL_MEMBERS; do
+			case $layer in
+			lw) t="0 $DATA log-writes /dev/mapper/d$i /dev/mapper/l$i" ;;
+			g) t="0 $DATA linear /dev/mapper/lw$i 0" ;;
+			y) t="0 $DATA delay $(delay_args $i)" ;;
+			esac
+			spec="$spec${spec:+;}$layer$i,,,rw,$t"
+		done
+		dm --noudevsync create --concise "$spec" || fail "dmsetup create $spec"
+		wait_nodes $(for i in $ALL_MEMBERS; do echo $layer$i; done)
+	done
+	for i in $ALL_MEMBERS; do
 		# Without a volatile cache the block layer drops flushes before they reach the log, and
 		# every cut would be the same.
 		for d in lw$i y$i; do
 			wc=$(cat /sys/block/$(basename $(dm_node $d))/queue/write_cache)
 			[ "$wc" = "write back" ] || fail "$d's write cache is '$wc': the log would order nothing"
 		done
-		i=$((i + 1))
 	done
 }
 
 teardown() {
-	for i in $(seq 0 $((N - 1))); do
-		for d in sn$i y$i g$i lw$i d$i l$i c$i; do
-			if dm info $d >/dev/null 2>&1; then
-				dm --noudevsync remove $d || fail "dmsetup remove $d"
-			fi
-		done
-	done
+	dm --noudevsync remove $(for i in $ALL_MEMBERS; do echo d$i l$i c$i; done) || fail "dmsetup remove"
 }
 
 # array_writes: write requests the array completed so far.
@@ -202,9 +214,11 @@ workload() {
 	timepoint r0
 	set -- $PRESENT
 	for r in $(seq 1 $ROUNDS); do
-		# The slow member: each present member in turn.
-		eval "s=\${$(((r - 1) % $# + 1))}"
-		slow $s
+		# make soak: each present member slow in turn.
+		if [ $ALL = 1 ] && [ $r -gt 1 ]; then
+			eval "s=\${$(((r - 1) % $# + 1))}"
+			slow $s
+		fi
 		w0=$(array_writes)
 		fio $(round_job $r write) >/tmp/fio.out 2>&1 &
 		writer=$!
@@ -227,16 +241,17 @@ workload() {
 		eval "tps_$r=$k"
 		wait_clean
 		timepoint r$r
-		echo "round $r: member $s's flushes held ${FLUSH_MS} ms, $k time points"
+		echo "round $r: member $SLOW's flushes held ${FLUSH_MS} ms, $k time points"
 	done
 	expect_rc 0 graidctl detail $NAME
 	echo "$OUT" | grep -E 'Write Hole|Bitmap|Events'
 	expect_rc 0 graidctl stop $NAME
-	for i in $(seq 0 $((N - 1))); do
+	for i in $ALL_MEMBERS; do
 		st=$(dm status lw$i)
 		case $st in *logging_disabled*) fail "lw$i stopped logging (log device full?): $st" ;; esac
-		for d in y$i g$i lw$i; do dm --noudevsync remove $d || fail "dmsetup remove $d"; done
 	done
+	dm --noudevsync remove $(for l in y g lw; do for i in $ALL_MEMBERS; do echo $l$i; done; done) ||
+		fail "dmsetup remove y*, g*, lw*"
 }
 
 # at MEMBER MARK: AT = the index of the mark MARK in MEMBER's log.
@@ -313,9 +328,11 @@ check_cut() {
 			cut_fail "acknowledged and flushed writes (rounds 1..$done_rounds) or never written blocks (rounds $zero_from..) read back wrong"
 		}
 	fi
-	if [ "$NEG" = 1 ] && [ $done_rounds -lt $ROUNDS ]; then
-		fio $(dev=$adev round_job $((done_rounds + 1)) verify) >/tmp/fio.out 2>&1 &&
-			cut_fail "round $((done_rounds + 1))'s blocks verify before they were written: the check proves nothing"
+	if [ "$NEG" = 1 ] && [ $zero_from -le $ROUNDS ]; then
+		# The case's first cut shows the check can fail: a round not written yet.
+		fio $(dev=$adev round_job $zero_from verify) >/tmp/fio.out 2>&1 &&
+			cut_fail "round $zero_from's blocks verify before they were written: the check proves nothing"
+		NEG=
 	fi
 	if [ -z "$MISSING" ]; then
 		OUT=$(graidctl check $NAME --wait 2>&1) || cut_fail "graidctl check failed"
@@ -434,12 +451,18 @@ for CASE in $CASES; do
 	*) fail "unknown case $CASE" ;;
 	esac
 	NAME=lw$LEVEL
-	PRESENT=$(seq 0 $((N - 1)) | grep -vx "${MISSING:-none}" | tr '\n' ' ')
+	ALL_MEMBERS=$(seq 0 $((N - 1)) | tr '\n' ' ')
+	PRESENT=$(echo $ALL_MEMBERS | tr ' ' '\n' | grep -vx "${MISSING:-none}" | tr '\n' ' ')
+	# The member whose flushes are held (make soak: each in turn, a round each).
+	set -- $PRESENT
+	rand $#
+	eval "SLOW=\${$((R + 1))}"
 	GATES= LWS= SNAPS=
 	for i in $PRESENT; do
 		GATES="$GATES g$i" LWS="$LWS /dev/mapper/lw$i" SNAPS="$SNAPS sn$i"
 	done
 	echo "--- $CASE: RAID $LEVEL of $N${MISSING:+, member $MISSING missing}, $ROUNDS rounds"
+	NEG=1
 	setup
 	workload
 	for i in $PRESENT; do
@@ -494,15 +517,15 @@ for CASE in $CASES; do
 				;;
 			esac
 		done
-		marks=""
-		for i in $PRESENT; do
-			at $i r$ROUND.a
-			marks="$marks $((AT + 1))"
-		done
-		# At the first, also that the check can fail: round 2's blocks are not there yet.
-		NEG=$([ $ROUND = 1 ] && echo 1)
-		check_cut "mark r$ROUND" $ROUND $((ROUND + 1)) $marks
-		NEG=
+		# Each round's end (make test: the last one's).
+		if [ $ALL = 1 ] || [ $ROUND = $ROUNDS ]; then
+			marks=""
+			for i in $PRESENT; do
+				at $i r$ROUND.a
+				marks="$marks $((AT + 1))"
+			done
+			check_cut "mark r$ROUND" $ROUND $((ROUND + 1)) $marks
+		fi
 	done
 	teardown
 	wipe_superblocks $members
