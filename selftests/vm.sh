@@ -78,7 +78,7 @@ copy_binary() {
 		cp -L "$lib" "$root$lib"
 	done
 }
-for b in "$bin/graidctl" "$bin/graid-probe" "$bin/graid-helper"; do copy_binary "$b"; done
+for b in "$bin/graidctl" "$bin/graid-probe" "$bin/graid-helper" "$bin/graid-logreplay"; do copy_binary "$b"; done
 # Test tools from Debian (see APT_PACKAGES in build/versions.env).
 for b in fio mkfs.ext4 e2fsck blkid dmsetup mdadm udevadm; do
 	copy_binary "$(PATH=/usr/sbin:/sbin:$PATH command -v "$b")"
@@ -112,6 +112,8 @@ GRAID_SHELL=$shell
 GRAID_TEST_TIMEOUT=${VM_TEST_TIMEOUT:-900}
 GRAID_SOAK=${GRAID_SOAK:-0}
 GRAID_SWEEP_FIRST=${GRAID_SWEEP_FIRST:-}
+GRAID_LOGWRITES_SEED=${GRAID_LOGWRITES_SEED:-}
+GRAID_LOGWRITES_CASES=${GRAID_LOGWRITES_CASES:-}
 ENV
 cp "$GRAID_ROOT/selftests/guest-init" "$root/init"
 chmod +x "$root/init"
