@@ -696,8 +696,15 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         Self::parity_differs(p, job, n, lost, |member, from, len, differ| {
             if differ > 0
                 && failed.is_none()
-                && p.rebuild_io(Op::Write, member, at.saturating_add(from), member, from, len)
-                    .is_err()
+                && p.rebuild_io(
+                    Op::Write,
+                    member,
+                    at.saturating_add(from),
+                    member,
+                    from,
+                    len,
+                )
+                .is_err()
             {
                 failed = Some(member);
             }
