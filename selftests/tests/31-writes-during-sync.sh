@@ -12,7 +12,7 @@ export DM_DISABLE_UDEV=1
 small_slices "$@"
 # `make test`: each level once, RAID 1 (where the race was seen) and RAID 5 with a repair too;
 # `make soak`: every level and pass, four rounds.
-if [ -n "${GRAID_SOAK:-}" ]; then
+if [ "${GRAID_SOAK:-0}" = 1 ]; then
 	rounds=4 specs="1:0:repair 10:64K:repair 5:64K:repair 6:32K:repair"
 else
 	rounds=1 specs="1:0:repair 10:64K: 5:64K:repair 6:32K:"

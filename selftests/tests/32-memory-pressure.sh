@@ -25,16 +25,22 @@ old_timeout=$(cat /proc/sys/kernel/hung_task_timeout_secs)
 echo 20 >/proc/sys/kernel/hung_task_timeout_secs
 fallbacks_before=$(($(counter reserve) + $(counter waits)))
 
-# A tmpfs that holds the free memory and most of the swap: filling it swaps.
+# Most of the memory pinned in huge pages (freed at the end), so that little has to be written
+# before reclaim starts: the pressure is the same, the test shorter.
+old_huge=$(cat /proc/sys/vm/nr_hugepages)
+avail_kb=$(awk '/^MemAvailable:/ {print $2}' /proc/meminfo)
+huge_kb=$(awk '/^Hugepagesize:/ {print $2}' /proc/meminfo)
+echo $(((avail_kb - 320 * 1024) / huge_kb)) >/proc/sys/vm/nr_hugepages
+# A tmpfs that holds the free memory and some swap: filling it swaps.
 avail_kb=$(awk '/^MemAvailable:/ {print $2}' /proc/meminfo)
 swap_kb=$(awk '/^SwapTotal:/ {print $2}' /proc/meminfo)
-hog_mb=$(((avail_kb + swap_kb * 6 / 10) / 1024))
+hog_mb=$((avail_kb / 1024 + 160))
 echo "available $((avail_kb / 1024)) MiB, swap $((swap_kb / 1024)) MiB: a tmpfs of $hog_mb MiB"
 mkdir -p /mnt/pressure
 mount -t tmpfs -o size=$((hog_mb + 8))m tmpfs /mnt/pressure || fail "tmpfs"
 
 # Buffered writes to the RAID 6 meanwhile: dirty pages that only its stripe engine can clean.
-fio --name=dirty --filename=$datadev --size=192M --rw=randwrite --bsrange=4k-256k \
+fio --name=dirty --filename=$datadev --size=64M --rw=randwrite --bsrange=4k-256k \
 	--ioengine=psync --direct=0 --verify=crc32c --do_verify=0 --randrepeat=1 --end_fsync=1 \
 	--minimal >/tmp/dirty.out 2>&1 &
 dirty=$!
@@ -50,9 +56,10 @@ echo "swap used at the end: $(awk '/^SwapFree:/ {print $2}' /proc/meminfo) kB fr
 cat $dbg/graid/stripe_buffers
 rm -f /mnt/pressure/hog
 umount /mnt/pressure
+echo "$old_huge" >/proc/sys/vm/nr_hugepages
 swapoff $swapdev || fail "swapoff"
 echo "$old_timeout" >/proc/sys/kernel/hung_task_timeout_secs
-fio --name=dirty --filename=$datadev --size=192M --rw=randwrite --bsrange=4k-256k \
+fio --name=dirty --filename=$datadev --size=64M --rw=randwrite --bsrange=4k-256k \
 	--ioengine=psync --direct=1 --verify=crc32c --verify_only --verify_fatal=1 --randrepeat=1 \
 	--minimal >/tmp/dirty.out 2>&1 || { cat /tmp/dirty.out; fail "the RAID 6 read back wrong"; }
 # Under that pressure fresh buffers failed, and requests took the reserve or waited.
