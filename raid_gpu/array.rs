@@ -406,7 +406,7 @@ impl Array {
                 running: AtomicBool::new(false),
                 to_announce: [const { AtomicU32::new(0) }; ANNOUNCED.len()],
                 // SAFETY: the worker is a field of the value `this` points at.
-                takeover <- unsafe { Worker::new(this.as_ptr(), c"graid_takeover") },
+                takeover <- unsafe { Worker::new(this.as_ptr(), c"graid_takeover", kernel::static_lock_class!()) },
                 disk <- Disk::new(
                     &config,
                     ArrayIo::new(superblock, geometry, members, spares, in_sync, bitmap),

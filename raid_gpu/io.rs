@@ -244,7 +244,7 @@ impl ArrayIo {
     ) -> impl PinInit<Self, Error> {
         try_pin_init!(&this in Self {
             // SAFETY: the worker is a field of the value `this` points at.
-            worker <- unsafe { Worker::new(this.as_ptr(), c"graid") },
+            worker <- unsafe { Worker::new(this.as_ptr(), c"graid", kernel::static_lock_class!()) },
             engine <- engine_in_place(superblock, geometry, &members, &spares, in_sync),
             superblocks <- SuperblockWriter::new(members.len()),
             // One place past the roles for a replacement's device (`engine/replace.rs`).

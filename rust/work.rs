@@ -11,7 +11,7 @@
 
 use crate::kernel_ext::shim;
 use core::marker::PhantomData;
-use kernel::{bindings, prelude::*, types::Opaque};
+use kernel::{bindings, prelude::*, sync::LockClassKey, types::Opaque};
 
 /// What a [`Worker`] runs.
 pub(crate) trait WorkHandler: Send + Sync {
@@ -56,13 +56,20 @@ unsafe impl<T: WorkHandler> Send for Worker<T> {}
 unsafe impl<T: WorkHandler> Sync for Worker<T> {}
 
 impl<T: WorkHandler> Worker<T> {
-    /// A worker for `owner`, with a queue named `name`.
+    /// A worker for `owner`, with a queue named `name`; its work item in lockdep class `key`.
+    /// Each worker needs a class of its own (`kernel::static_lock_class!()` at the caller): a
+    /// static here would be one for every `T` (statics are not generic), and lockdep would take
+    /// a flush of one worker under a lock another one takes for a deadlock.
     ///
     /// # Safety
     ///
     /// `owner` must point at the pinned value this worker is a field of, so it outlives the
     /// worker.
-    pub(crate) unsafe fn new(owner: *const T, name: &'static CStr) -> impl PinInit<Self, Error> {
+    pub(crate) unsafe fn new(
+        owner: *const T,
+        name: &'static CStr,
+        key: Pin<&'static LockClassKey>,
+    ) -> impl PinInit<Self, Error> {
         try_pin_init!(Self {
             work <- Opaque::ffi_init(|slot: *mut bindings::work_struct| {
                 // SAFETY: `slot` is valid for writes and pinned; `run` matches `work_func_t`.
@@ -72,7 +79,7 @@ impl<T: WorkHandler> Worker<T> {
                         Some(Self::run),
                         false,
                         name.as_char_ptr(),
-                        kernel::static_lock_class!().as_ptr(),
+                        key.as_ptr(),
                     )
                 }
             }),

@@ -10,6 +10,15 @@ echo "TAP version 13"
 echo "1..$#"
 bad=$(dmesg -c | grep -E "$DMESG_BAD")
 [ -z "$bad" ] || echo "$bad" | sed 's/^/# boot dmesg: /'
+# On the debug kernel: lockdep turns itself off at its first report or at any taint (a KASAN
+# report at boot taints), and then checks nothing. Say which.
+if [ -r /proc/lockdep_stats ]; then
+	if grep -Eq 'debug_locks: +1$' /proc/lockdep_stats; then
+		echo "# lockdep: on"
+	else
+		echo "# lockdep: OFF since boot: lock order is not checked in this run"
+	fi
+fi
 
 # A test's exit status is its own, not that of the line stamper after it.
 set -o pipefail
