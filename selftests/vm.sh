@@ -169,7 +169,9 @@ qemu=(qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp "$cpus" -m "$mem"
 cmdline="console=ttyS0 panic=-1 oops=panic rdinit=/init"
 # The debug kernel under TCG with 5-level paging (-cpu max has LA57) reports a KASAN wild access
 # in an interrupt during identify_cpu; the report taints the kernel, which turns lockdep off.
-[ "${KERNEL_VARIANT:-test}" = debug ] && cmdline="$cmdline no5lvl"
+if [ "${KERNEL_VARIANT:-test}" = debug ]; then
+	cmdline="$cmdline no5lvl"
+fi
 
 if ((shell)); then
 	exec "${qemu[@]}" -append "$cmdline" -serial mon:stdio
