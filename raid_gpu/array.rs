@@ -663,7 +663,8 @@ impl Array {
                     uuid: spare.uuid,
                     file: KBox::into_inner(file),
                 };
-                io.spares.lock().push(spare, GFP_KERNEL)?;
+                // NOIO: see `add_spare`.
+                noio_scope(|| io.spares.lock().push(spare, GFP_KERNEL))?;
             }
             return Err(match e {
                 ReplaceError::NoSpare => ENOENT,
@@ -824,7 +825,10 @@ impl Array {
     fn add_spare(&self, spare: SpareDevice) -> Result<u32> {
         let io = self.io();
         let (slot, uuid, bdev) = (spare.slot, spare.uuid, spare.file.bdev());
-        io.spares.lock().push(spare, GFP_KERNEL)?;
+        // NOIO: the engine's worker takes this lock, and a member operation may wait for the
+        // worker with the queue frozen, where reclaim that writes back through the array would
+        // wait too (lockdep, 24-replace on the debug kernel).
+        noio_scope(|| io.spares.lock().push(spare, GFP_KERNEL))?;
         io.engine.request_spare(io, uuid, slot);
         io.wait_worker();
         if let Err(e) = io.engine.spare_added(slot) {
