@@ -530,6 +530,17 @@ fn a_replacement_copied_under_load_takes_the_members_place_with_parity_intact() 
     }
 }
 
+/// Flips a bit of the P sector of `rows` member rows spread over the members (97 apart).
+fn flip_parity_rows(host: &Host, layout: ParityLayout, rows: u64) {
+    let g = *host.engine.geometry();
+    let chunk = u64::from(g.chunk_sectors());
+    let raid6 = g.level().parity_members() == 2;
+    for row in (0..rows).map(|i| i * 97 % g.member_data_sectors()) {
+        let (p, _, _) = md_stripe(layout, g.members(), raid6, row / chunk);
+        host.disks[p as usize].sectors.lock().unwrap()[(DATA_OFFSET + row) as usize] ^= 1;
+    }
+}
+
 #[test]
 fn check_counts_wrong_parity_and_repair_regenerates_it() {
     for seed in seeds(2) {
@@ -546,10 +557,7 @@ fn check_counts_wrong_parity_and_repair_regenerates_it() {
             let chunk = u64::from(g.chunk_sectors());
             let n = g.members();
             let raid6 = g.level().parity_members() == 2;
-            for row in (0..23u64).map(|i| i * 97 % g.member_data_sectors()) {
-                let (p, _, _) = md_stripe(layout, n, raid6, row / chunk);
-                host.disks[p as usize].sectors.lock().unwrap()[(DATA_OFFSET + row) as usize] ^= 1;
-            }
+            flip_parity_rows(host, layout, 23);
             let data_row = 5 * chunk + 3;
             let (_, _, order) = md_stripe(layout, n, raid6, data_row / chunk);
             host.disks[order[0] as usize].sectors.lock().unwrap()
@@ -865,13 +873,7 @@ fn a_lying_helpers_scrub_parity_is_never_written() {
         ] {
             let report = run(&scenario, seed);
             let host = &*report.host;
-            let g = *host.engine.geometry();
-            let chunk = u64::from(g.chunk_sectors());
-            let raid6 = g.level().parity_members() == 2;
-            for row in (0..23u64).map(|i| i * 97 % g.member_data_sectors()) {
-                let (p, _, _) = md_stripe(layout, g.members(), raid6, row / chunk);
-                host.disks[p as usize].sectors.lock().unwrap()[(DATA_OFFSET + row) as usize] ^= 1;
-            }
+            flip_parity_rows(host, layout, 23);
             let stripe = &host.stripe;
             // A helper that lies from its first job: its claims of mismatches are recomputed
             // by the kernel before they are counted, and it is caught.
