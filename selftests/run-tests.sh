@@ -75,7 +75,8 @@ for t in "$@"; do
 		echo "# kmemleak: leaked objects, allocated during this test or the one before"
 		[ $rc = 0 ] || [ $rc = $KSFT_SKIP ] && rc=1
 	fi
-	bad=$(dmesg -c | grep -E "$DMESG_BAD")
+	log=$(dmesg -c)
+	bad=$(echo "$log" | grep -E "$DMESG_BAD")
 	if [ -n "$bad" ]; then
 		echo "$bad" | sed 's/^/# dmesg: /'
 		[ $rc = 0 ] || [ $rc = $KSFT_SKIP ] && rc=1
@@ -83,7 +84,13 @@ for t in "$@"; do
 	case $rc in
 	0) echo "ok $n $name"; pass=$((pass + 1)) ;;
 	"$KSFT_SKIP") echo "ok $n $name # SKIP"; skipped=$((skipped + 1)) ;;
-	*) echo "not ok $n $name # exit=$rc"; fail=$((fail + 1)); contain ;;
+	*)
+		# What the module said last is often why: CI keeps only this output.
+		echo "$log" | grep -E 'graid|raid_gpu' | tail -n 40 | sed 's/^/# kernel: /'
+		echo "not ok $n $name # exit=$rc"
+		fail=$((fail + 1))
+		contain
+		;;
 	esac
 done
 echo "# Totals: pass:$pass fail:$fail xfail:0 xpass:0 skip:$skipped error:0"
