@@ -521,8 +521,7 @@ impl Array {
             };
             (old, attached)
         })?;
-        // Closes the failed device, outside the freeze.
-        drop(old);
+        self.close_released(old);
         if let Err(e) = attached {
             // The spare's device is gone: the engine forgets it too.
             io.engine.request_spare_removal(io, slot);
@@ -572,14 +571,8 @@ impl Array {
                     }
                     old
                 }
-                ReplaceStage::Failed => {
-                    // SAFETY: as above.
-                    let file = unsafe { io.files.detach(index) };
-                    if let Some(file) = &file {
-                        self.disk.unlink_member(file.bdev());
-                    }
-                    file
-                }
+                // SAFETY: as above.
+                ReplaceStage::Failed => unsafe { io.files.detach(index) },
                 ReplaceStage::Abandoned => {
                     // SAFETY: as above.
                     let file = unsafe { io.files.detach(index) }?;
@@ -603,8 +596,7 @@ impl Array {
         let Some((r, old)) = released else {
             return Ok(());
         };
-        // Closes the released device, outside the freeze.
-        drop(old);
+        self.close_released(old);
         if r.stage == ReplaceStage::Done {
             pr_info!(
                 "graid: {}: the replacement took member {}'s place; the old device is released\n",
@@ -671,7 +663,8 @@ impl Array {
                     uuid: spare.uuid,
                     file: KBox::into_inner(file),
                 };
-                io.spares.lock().push(spare, GFP_KERNEL)?;
+                // NOIO: see `add_spare`.
+                noio_scope(|| io.spares.lock().push(spare, GFP_KERNEL))?;
             }
             return Err(match e {
                 ReplaceError::NoSpare => ENOENT,
@@ -682,20 +675,25 @@ impl Array {
         Ok(role)
     }
 
-    /// Takes role `role`'s device out of the array (unlinked as a slave) and returns it, to be
-    /// closed outside the freeze.
+    /// Takes role `role`'s device out of the array and returns it, for
+    /// [`Self::close_released`] once the queue is live again.
     ///
     /// # Safety
     ///
     /// Called inside [`Self::with_members_idle`], with `members_lock` held (only member
     /// operations, which hold it, would wake the worker).
     unsafe fn release_role_device(&self, role: u32) -> Option<KBox<BlockDeviceFile>> {
-        let io = self.io();
-        if let Some(bdev) = io.files.get(role).map(|f| f.bdev()) {
-            self.disk.unlink_member(bdev);
-        }
         // SAFETY: the queue is frozen and the worker idle (the caller's contract).
-        unsafe { io.files.detach(role) }
+        unsafe { self.io().files.detach(role) }
+    }
+
+    /// Unlinks a device taken out of the array as a slave and closes it. Never inside the
+    /// freeze: the holder mutex is taken elsewhere around allocations that may reclaim, and
+    /// reclaim may write back through this array (lockdep: q_usage_counter -> blk_holder_mutex).
+    fn close_released(&self, file: Option<KBox<BlockDeviceFile>>) {
+        if let Some(file) = file {
+            self.disk.unlink_member(file.bdev());
+        }
     }
 
     /// Runs `f` while no request is in flight (hence no member I/O or stripe step) and the
@@ -712,7 +710,9 @@ impl Array {
             }
         };
         frozen.ops().quiesce_worker();
-        let result = f();
+        // No allocation in here may reclaim through I/O: it could wait on this frozen queue
+        // (md's mddev_suspend does the same).
+        let result = noio_scope(f);
         drop(frozen);
         io.engine.release_rebuild(io);
         Ok(result)
@@ -825,7 +825,10 @@ impl Array {
     fn add_spare(&self, spare: SpareDevice) -> Result<u32> {
         let io = self.io();
         let (slot, uuid, bdev) = (spare.slot, spare.uuid, spare.file.bdev());
-        io.spares.lock().push(spare, GFP_KERNEL)?;
+        // NOIO: the engine's worker takes this lock, and a member operation may wait for the
+        // worker with the queue frozen, where reclaim that writes back through the array would
+        // wait too (lockdep, 24-replace on the debug kernel).
+        noio_scope(|| io.spares.lock().push(spare, GFP_KERNEL))?;
         io.engine.request_spare(io, uuid, slot);
         io.wait_worker();
         if let Err(e) = io.engine.spare_added(slot) {
@@ -872,8 +875,7 @@ impl Array {
         }
         // SAFETY: inside `with_members_idle`.
         let file = self.with_members_idle(|| unsafe { self.release_role_device(role) })?;
-        // Closes the device, outside the freeze.
-        drop(file);
+        self.close_released(file);
         self.announce(Some((MemberChange::Removed, role)));
         Ok(role)
     }

@@ -283,14 +283,18 @@ impl ArrayIo {
     }
 
     /// Waits until the worker is idle for good, with the rebuild held
-    /// ([`ArrayEngine::hold_rebuild`]): a rebuild step running now queues the worker once
-    /// more as it ends, and that run, finding the hold, queues nothing (nor sets the safe-mode
-    /// timer, which is taken off before and after).
+    /// ([`ArrayEngine::hold_rebuild`]) and no request in flight: a run may kick the worker
+    /// again as it ends (the rebuild step's end, a log switch, a timer), and a flush does not
+    /// wait for that next run, so this flushes until nothing is queued, running or due. With
+    /// the rebuild held and no request, each run queues fewer, and the loop ends.
     pub(crate) fn quiesce_worker(&self) {
-        self.worker.cancel_timer();
-        self.flush_worker();
-        self.worker.cancel_timer();
-        self.worker.flush();
+        loop {
+            self.worker.cancel_timer();
+            self.flush_worker();
+            if !self.worker.busy() {
+                break;
+            }
+        }
     }
 
     /// Runs `f` on the stripe buffer of `rq`, if it holds one.

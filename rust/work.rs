@@ -133,6 +133,18 @@ impl<T: WorkHandler> Worker<T> {
         unsafe { bindings::flush_work(self.work.get()) };
     }
 
+    /// True while `T::run` is queued, running, or due on its timer. A run that kicks itself
+    /// is queued again as it ends, which [`Self::flush`] does not wait for: a caller that
+    /// needs the worker idle flushes until this is false.
+    pub(crate) fn busy(&self) -> bool {
+        // SAFETY: the work item and the timer's live as long as `self`; `work_busy` only
+        // reads their state under the pool's lock.
+        unsafe {
+            bindings::work_busy(self.work.get()) != 0
+                || bindings::work_busy(&raw mut (*self.later.get()).work) != 0
+        }
+    }
+
     /// Takes `T::run` off the queue (and its timer off) and waits for a running one to end
     /// (it may be kicked again after).
     pub(crate) fn cancel(&self) {
