@@ -399,23 +399,8 @@ impl Array {
                 EIO
             })
         };
-        let array = KBox::pin_init(
-            try_pin_init!(&this in Array {
-                index,
-                members_lock <- new_mutex!(()),
-                running: AtomicBool::new(false),
-                to_announce: [const { AtomicU32::new(0) }; ANNOUNCED.len()],
-                // SAFETY: the worker is a field of the value `this` points at.
-                takeover <- unsafe { Worker::new(this.as_ptr(), c"graid_takeover", kernel::static_lock_class!()) },
-                disk <- Disk::new(
-                    &config,
-                    ArrayIo::new(superblock, geometry, members, spares, in_sync, bitmap),
-                    first_write,
-                ),
-                _holder: holder,
-            }),
-            GFP_KERNEL,
-        )?;
+        let io = ArrayIo::new(&superblock, geometry, members, spares, in_sync, bitmap);
+        let array = Self::pin_new(index, &config, io, first_write, holder)?;
         for bdev in spare_bdevs {
             array.disk.link_member(bdev);
         }
@@ -431,6 +416,32 @@ impl Array {
             array.kick_takeover();
         }
         Ok(array)
+    }
+
+    /// Allocates the array and brings up its disk, `first_write` run before the disk is
+    /// added. Out of line: with the distro's older rustc (1.85) the nested initializers in
+    /// [`Self::start`]'s frame passed the kernel's frame limit.
+    #[inline(never)]
+    fn pin_new(
+        index: u32,
+        config: &DiskConfig<'_>,
+        io: impl PinInit<ArrayIo, Error>,
+        first_write: impl FnOnce(&ArrayIo) -> Result,
+        holder: Holder,
+    ) -> Result<Pin<KBox<Array>>> {
+        KBox::pin_init(
+            try_pin_init!(&this in Array {
+                index,
+                members_lock <- new_mutex!(()),
+                running: AtomicBool::new(false),
+                to_announce: [const { AtomicU32::new(0) }; ANNOUNCED.len()],
+                // SAFETY: the worker is a field of the value `this` points at.
+                takeover <- unsafe { Worker::new(this.as_ptr(), c"graid_takeover", kernel::static_lock_class!()) },
+                disk <- Disk::new(config, io, first_write),
+                _holder: holder,
+            }),
+            GFP_KERNEL,
+        )
     }
 
     /// The array whose request handler `io` is.

@@ -234,14 +234,17 @@ pub(crate) struct ArrayIo {
 
 impl ArrayIo {
     /// `in_sync`: the copies are known to hold the same data.
+    /// The superblock is borrowed, not moved: each initializer that moved it held a copy
+    /// of its own, and with an older rustc (the distro's 1.85) the copies in the caller's
+    /// frame passed the kernel's frame limit.
     pub(crate) fn new(
-        superblock: Superblock,
+        superblock: &Superblock,
         geometry: Geometry,
         members: KVec<Option<Member>>,
         spares: KVec<SpareDevice>,
         in_sync: bool,
         bitmap: Option<Bitmap>,
-    ) -> impl PinInit<Self, Error> {
+    ) -> impl PinInit<Self, Error> + '_ {
         try_pin_init!(&this in Self {
             // SAFETY: the worker is a field of the value `this` points at.
             worker <- unsafe { Worker::new(this.as_ptr(), c"graid", kernel::static_lock_class!()) },
@@ -393,7 +396,7 @@ unsafe extern "C" fn stripe_work_fn(work: *mut bindings::work_struct) {
 /// Builds the engine where it will live: in its own frame (not inlined), so the engine's
 /// temporary never adds to the stack of `Array::start`, which builds the whole array.
 fn engine_in_place<'a>(
-    superblock: Superblock,
+    superblock: &'a Superblock,
     geometry: Geometry,
     members: &'a [Option<Member>],
     spares: &'a [SpareDevice],
@@ -402,17 +405,17 @@ fn engine_in_place<'a>(
     #[inline(never)]
     fn write(
         slot: *mut ArrayEngine<KVec<MemberState>>,
-        superblock: Superblock,
+        superblock: &Superblock,
         geometry: Geometry,
         members: &[Option<Member>],
         spares: &[SpareDevice],
         in_sync: bool,
     ) -> Result {
-        let states = member_states(&superblock, members)?;
+        let states = member_states(superblock, members)?;
         // Built straight into the slot: a temporary engine (over a KiB) would make this frame
         // pass the kernel's limit.
         // SAFETY: `slot` is valid for writes (the `Init` contract).
-        unsafe { slot.write(ArrayEngine::new(superblock, geometry, states, in_sync).map_err(|_| EINVAL)?) };
+        unsafe { slot.write(ArrayEngine::new(*superblock, geometry, states, in_sync).map_err(|_| EINVAL)?) };
         // SAFETY: initialised just above.
         let engine = unsafe { &*slot };
         for spare in spares {
