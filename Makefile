@@ -4,7 +4,7 @@
 # Rust-enabled kernel build tree: make module KDIR=/path/to/linux-build
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
-.PHONY: help deps kernel module rust-analyzer tools host-test lint emulated-test vm-test crash-test soak test vm-run vm-shell bench-offload bench-bitmap bench-ppl \
+.PHONY: help deps kernel module distro-module rust-analyzer tools host-test lint emulated-test vm-test crash-test soak test vm-run vm-shell bench-offload bench-bitmap bench-ppl \
 	demo bench bench-ring ptx clean
 
 CARGO ?= cargo
@@ -28,6 +28,8 @@ help:
 	@echo "  kernel         build the test-VM kernel into the cache (no-op when cached);"
 	@echo "                 KERNEL_VARIANT=debug for KASAN/lockdep (works with every target)"
 	@echo "  module         build raid_gpu.ko (KDIR=... for another kernel tree)"
+	@echo "  distro-module  build raid_gpu.ko for Debian trixie's own 7.2 kernel (in a cached"
+	@echo "                 trixie chroot, with that kernel's gcc-14 and rustc 1.85.1)"
 	@echo "  tools          build graidctl and friends (cargo, release)"
 	@echo "  rust-analyzer  write rust-project.json for the module"
 	@echo "  host-test      cargo test for everything that runs on the host"
@@ -77,6 +79,11 @@ lint: deps
 	build/ptx.sh --check
 	@# Every document parses without a warning (Debian's python3-docutils).
 	for f in Documentation/*.rst; do /usr/bin/docutils --halt=warning "$$f" /dev/null || exit 1; done
+
+# raid_gpu.ko for Debian's own 7.2 kernel (trixie-backports), built in a trixie chroot with that
+# kernel's gcc-14 and rustc 1.85.1 (build/distro-module.sh; Documentation/build.rst).
+distro-module: deps
+	build/distro-module.sh
 
 vm-test: module tools
 	selftests/run.sh
