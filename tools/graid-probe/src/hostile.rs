@@ -30,6 +30,7 @@ use graid_helper::control::{decode_sqe, encode_cqe, CQ, SQ, SQE_WORDS};
 use graid_helper::device::Attached;
 use graid_helper::engines::{self, EngineChoice, GpuOptions};
 use graid_helper::exec::Pool;
+use std::cell::Cell;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -207,20 +208,23 @@ fn no_batch() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let (mut jobs, mut batched) = (0u64, 0u64);
+    let (jobs, mut batched) = (Cell::new(0u64), 0u64);
+    // Five seconds of jobs, and longer until the first comes: the writers start beside this
+    // probe, and on a slow (debug, emulated, busy) machine they may take seconds to write.
     let until = Instant::now() + Duration::from_secs(5);
     let served = serve(
         &helper,
         Duration::from_secs(60),
         |sqe, status| {
-            jobs += 1;
+            jobs.set(jobs.get() + 1);
             if sqe.stripes > 1 {
                 batched += 1;
             }
             status
         },
-        || Instant::now() >= until,
+        || Instant::now() >= until && jobs.get() > 0,
     );
+    let jobs = jobs.get();
     println!("no-batch: {jobs} jobs, {batched} of several stripes");
     if let Err(e) = served {
         eprintln!("graid-probe hostile: no-batch: {e}");
