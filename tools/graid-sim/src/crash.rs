@@ -112,7 +112,11 @@ pub fn reassemble(
         return Err(StartError::TooManyMissing);
     }
     let trusted = freshest.resync_offset == RECOVERY_COMPLETE && (freshest.clean || freshest.ppl);
-    if !missing.is_empty() && geometry.level().has_parity() && !trusted && !force {
+    // A member being rebuilt is as good as missing above its recovery offset: the module
+    // refuses a crashed RAID 5/6 with one as it refuses one degraded (`check_rebuild_sources`,
+    // md's "cannot start dirty degraded array"), since what parity implies there may be torn.
+    let rebuilding = members.iter().any(MemberState::is_recovering);
+    if (!missing.is_empty() || rebuilding) && geometry.level().has_parity() && !trusted && !force {
         return Err(StartError::ParityUntrusted);
     }
     // After a crash while writing, the copies may differ anywhere.
