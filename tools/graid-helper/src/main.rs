@@ -25,6 +25,9 @@ enum Command {
     /// Which kinds of host memory the engine's device imports as a shared pool (anonymous,
     /// transparent huge pages, hugetlbfs, memfd, shared anonymous); one line each.
     MemoryProbe(MemoryProbeArgs),
+    /// Write the man pages and shell completions into DIR (used by packaging).
+    #[command(hide = true)]
+    GenerateDocs { dir: std::path::PathBuf },
 }
 
 #[derive(clap::Args, Debug)]
@@ -105,6 +108,15 @@ fn main() -> ExitCode {
     match Cli::parse().command {
         Command::Run(args) => run(&args),
         Command::Loopback(args) => loopback(&args),
+        Command::GenerateDocs { dir } => {
+            match graid_clidoc::write(<Cli as clap::CommandFactory>::command(), &dir) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("graid-helper: {}: {e}", dir.display());
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Command::MemoryProbe(args) if args.engine == EngineChoice::Cpu => {
             println!("the CPU engine imports nothing: it computes in the pool where it is");
             ExitCode::SUCCESS

@@ -7,7 +7,7 @@ use crate::control::ControlDevice;
 use crate::errno::{ioctl_error, Op};
 use crate::error::CtlError;
 use crate::member::{describe, resolve_members, Rdev, System};
-use crate::output::{array_device, json, ArrayView};
+use crate::output::{array_device, json, present_members, ArrayView};
 use crate::uuid;
 use clap::Args;
 use graid_abi::{
@@ -24,10 +24,19 @@ pub struct AssembleArgs {
     /// assemble each array that is not running yet.
     #[arg(short, long, conflicts_with = "members")]
     pub scan: bool,
+    /// With --scan: only the array with this UUID (the last-resort timer's start of one
+    /// array).
+    #[arg(long, requires = "scan")]
+    pub uuid: Option<String>,
+    /// A member has appeared (udev runs this for each): start its array once every role has
+    /// a current member; until then do nothing (graid-last-resort@UUID.timer starts it
+    /// degraded later). Devices with no graid superblock are ignored.
+    #[arg(short = 'I', long, value_name = "DEVICE", conflicts_with_all = ["scan", "members"])]
+    pub incremental: Option<String>,
     /// The array's member block devices, in any order; first, optionally, the array as
     /// mdadm users type it (NAME or /dev/graid/NAME: the members must belong to that array;
     /// /dev/graidN: start it as that device).
-    #[arg(value_name = "MEMBER", required_unless_present = "scan")]
+    #[arg(value_name = "MEMBER", required_unless_present_any = ["scan", "incremental"])]
     pub members: Vec<String>,
     /// Start the array even if some members are missing, as long as no data is lost (degraded;
     /// mdadm's --run). Without it an array with missing members is refused and they are named.
@@ -82,7 +91,7 @@ fn split_target<'a>(
 
 /// Checks the members given on the command line without the module (none with `--scan`).
 pub fn prepare(sys: &dyn System, args: &AssembleArgs) -> Result<Prepared, CtlError> {
-    if args.scan {
+    if args.scan || args.incremental.is_some() {
         return Ok(Prepared::default());
     }
     let (target, members) = split_target(sys, &args.members)?;
@@ -133,6 +142,39 @@ fn check_names(sys: &dyn System, members: &[String], name: &str) -> Result<(), C
     Ok(())
 }
 
+/// Where `--scan` and `--incremental` serialise: udev starts one `--incremental` per member
+/// as members appear, often together, and the last-resort timer's `--scan` may run beside
+/// them; each decides from what is running, so they must take turns.
+const ASSEMBLE_LOCK: &str = "/run/graid/assemble.lock";
+
+/// Takes [`ASSEMBLE_LOCK`] for `--scan` and `--incremental` (held until the file is dropped);
+/// assembling named members needs no turn.
+pub fn take_turn(args: &AssembleArgs) -> Result<Option<std::fs::File>, CtlError> {
+    use std::os::fd::AsRawFd;
+    if !args.scan && args.incremental.is_none() {
+        return Ok(None);
+    }
+    let path = std::path::Path::new(ASSEMBLE_LOCK);
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| CtlError::io(format!("creating {}", dir.display()), e))?;
+    }
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .map_err(|e| CtlError::io(format!("opening {ASSEMBLE_LOCK}"), e))?;
+    // SAFETY: flock on a descriptor this function owns; no memory is passed.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
+        return Err(CtlError::io(
+            format!("locking {ASSEMBLE_LOCK}"),
+            std::io::Error::last_os_error(),
+        ));
+    }
+    Ok(Some(file))
+}
+
 /// Assembles the members [`prepare`] checked, or scans.
 pub fn submit(
     ctl: &dyn ControlDevice,
@@ -141,8 +183,15 @@ pub fn submit(
     prepared: &Prepared,
     json_out: bool,
 ) -> Result<String, CtlError> {
+    if let Some(device) = &args.incremental {
+        return incremental(ctl, sys, device, json_out);
+    }
     if args.scan {
-        return scan(ctl, sys, args.run, json_out);
+        let only = match &args.uuid {
+            Some(text) => Some(uuid::parse(text).map_err(CtlError::Usage)?),
+            None => None,
+        };
+        return scan(ctl, sys, args.run, only, json_out);
     }
     let index = match prepared.target {
         Some(Target::Index(index)) => Some(index),
@@ -341,14 +390,9 @@ fn status_text(status: &MemberStatus, found: &[Found]) -> String {
     }
 }
 
-fn scan(
-    ctl: &dyn ControlDevice,
-    sys: &dyn System,
-    run: bool,
-    json_out: bool,
-) -> Result<String, CtlError> {
-    let found: Vec<Found> = sys
-        .block_devices()
+/// Every block device holding a graid superblock.
+fn found_devices(sys: &dyn System) -> Vec<Found> {
+    sys.block_devices()
         .into_iter()
         .filter_map(|dev| {
             let block = sys.read_superblock(&dev.path).ok()?;
@@ -359,65 +403,91 @@ fn scan(
                 sb,
             })
         })
-        .collect();
+        .collect()
+}
+
+/// Picks the members of array `array_uuid` among `found` (by their freshest superblock) and
+/// assembles them, unless the array runs already; `None` if no device belongs to it.
+fn assemble_found(
+    ctl: &dyn ControlDevice,
+    sys: &dyn System,
+    found: &[Found],
+    running: &[graid_abi::GraidDetail],
+    array_uuid: [u8; 16],
+    run: bool,
+) -> Option<ScanResult> {
+    let sbs: Vec<Superblock> = found.iter().map(|f| f.sb).collect();
+    let freshest = pick_freshest(&sbs, &array_uuid)?;
+    let mut result = ScanResult {
+        uuid: uuid::format(&array_uuid),
+        name: sbs[freshest].array_name.as_str().to_owned(),
+        status: "failed",
+        members: Vec::new(),
+        left_out: Vec::new(),
+        array: None,
+        error: None,
+    };
+    if let Some(a) = running.iter().find(|a| a.uuid == array_uuid) {
+        result.status = "running";
+        result.array = Some(ArrayView::new(a, sys));
+        return Some(result);
+    }
+    let mut rdevs = Vec::new();
+    for (i, f) in found.iter().enumerate() {
+        if f.sb.array_uuid != array_uuid {
+            continue;
+        }
+        match member_status(&sbs, freshest, i) {
+            Some(status) if status.joins() => {
+                rdevs.push(f.rdev);
+                result.members.push(f.path.clone());
+            }
+            Some(status) => result.left_out.push(LeftOut {
+                device: describe(sys, f.rdev),
+                reason: status_text(&status, found),
+            }),
+            None => {}
+        }
+    }
+    rdevs.truncate(GRAID_MAX_MEMBERS);
+    result.members.truncate(GRAID_MAX_MEMBERS);
+    let how = How { run, index: None };
+    match assemble(ctl, sys, &rdevs, &result.members, how) {
+        Ok(view) => {
+            result.status = "assembled";
+            result.array = Some(view);
+        }
+        Err(e) => result.error = Some(e.to_string()),
+    }
+    Some(result)
+}
+
+fn scan(
+    ctl: &dyn ControlDevice,
+    sys: &dyn System,
+    run: bool,
+    only: Option<[u8; 16]>,
+    json_out: bool,
+) -> Result<String, CtlError> {
+    let found = found_devices(sys);
     let running = running_arrays(ctl)?;
     // Array UUIDs in the order their first member was found.
     let mut uuids: Vec<[u8; 16]> = Vec::new();
     for f in &found {
-        if !uuids.contains(&f.sb.array_uuid) {
+        if !uuids.contains(&f.sb.array_uuid) && only.is_none_or(|u| u == f.sb.array_uuid) {
             uuids.push(f.sb.array_uuid);
         }
     }
-    let sbs: Vec<Superblock> = found.iter().map(|f| f.sb).collect();
-    let mut results = Vec::new();
-    for array_uuid in uuids {
-        let Some(freshest) = pick_freshest(&sbs, &array_uuid) else {
-            continue;
-        };
-        let mut result = ScanResult {
-            uuid: uuid::format(&array_uuid),
-            name: sbs[freshest].array_name.as_str().to_owned(),
-            status: "failed",
-            members: Vec::new(),
-            left_out: Vec::new(),
-            array: None,
-            error: None,
-        };
-        if let Some(a) = running.iter().find(|a| a.uuid == array_uuid) {
-            result.status = "running";
-            result.array = Some(ArrayView::new(a, sys));
-            results.push(result);
-            continue;
-        }
-        let mut rdevs = Vec::new();
-        for (i, f) in found.iter().enumerate() {
-            if f.sb.array_uuid != array_uuid {
-                continue;
-            }
-            match member_status(&sbs, freshest, i) {
-                Some(status) if status.joins() => {
-                    rdevs.push(f.rdev);
-                    result.members.push(f.path.clone());
-                }
-                Some(status) => result.left_out.push(LeftOut {
-                    device: describe(sys, f.rdev),
-                    reason: status_text(&status, &found),
-                }),
-                None => {}
-            }
-        }
-        rdevs.truncate(GRAID_MAX_MEMBERS);
-        result.members.truncate(GRAID_MAX_MEMBERS);
-        let how = How { run, index: None };
-        match assemble(ctl, sys, &rdevs, &result.members, how) {
-            Ok(view) => {
-                result.status = "assembled";
-                result.array = Some(view);
-            }
-            Err(e) => result.error = Some(e.to_string()),
-        }
-        results.push(result);
+    if let (Some(u), true) = (only, uuids.is_empty()) {
+        return Err(CtlError::Failed(format!(
+            "no member of array {} found",
+            uuid::format(&u)
+        )));
     }
+    let results: Vec<ScanResult> = uuids
+        .into_iter()
+        .filter_map(|u| assemble_found(ctl, sys, &found, &running, u, run))
+        .collect();
     let failed = results.iter().filter(|r| r.status == "failed").count();
     let total = results.len();
     let stdout = if json_out {
@@ -432,6 +502,122 @@ fn scan(
         });
     }
     Ok(stdout)
+}
+
+/// What `--incremental` did with the device that appeared.
+#[derive(Debug, Serialize)]
+struct IncrementalReport {
+    device: String,
+    /// `ignored` (no graid superblock), `member` (already in its running array), `not-member`
+    /// (its array runs without it), `waiting` (roles still missing), or the scan's status.
+    status: &'static str,
+    uuid: Option<String>,
+    name: Option<String>,
+    /// Roles no present member fills yet (`waiting`).
+    missing_roles: Vec<u32>,
+    array: Option<ScanResult>,
+}
+
+/// `assemble --incremental DEVICE`: md's `mdadm --incremental`, in user space. The module
+/// starts an array from all its members at once, so each call looks at every member present
+/// and starts the array when each role has a current one; the calls are serialised by the
+/// caller (a lock in /run), so two members appearing together start it once.
+fn incremental(
+    ctl: &dyn ControlDevice,
+    sys: &dyn System,
+    device: &str,
+    json_out: bool,
+) -> Result<String, CtlError> {
+    let mut report = IncrementalReport {
+        device: device.to_owned(),
+        status: "ignored",
+        uuid: None,
+        name: None,
+        missing_roles: Vec::new(),
+        array: None,
+    };
+    let output = |report: &IncrementalReport, text: String| {
+        if json_out {
+            json(report)
+        } else {
+            text
+        }
+    };
+    let rdev = sys.block_rdev(device)?;
+    let Some(sb) = sys
+        .read_superblock(device)
+        .ok()
+        .and_then(|block| decode(&block[..]).ok())
+    else {
+        let text = format!("graidctl: {device} holds no graid superblock; nothing to do\n");
+        return Ok(output(&report, text));
+    };
+    let uuid_text = uuid::format(&sb.array_uuid);
+    let label = format!("array {} ({uuid_text})", sb.array_name.as_str());
+    report.uuid = Some(uuid_text.clone());
+    report.name = Some(sb.array_name.as_str().to_owned());
+
+    let running = running_arrays(ctl)?;
+    if let Some(a) = running.iter().find(|a| a.uuid == sb.array_uuid) {
+        let array = array_device(a.index);
+        let text = if present_members(a).iter().any(|m| Rdev::from(m.dev) == rdev) {
+            report.status = "member";
+            format!("graidctl: {device} is already in {label}, running as {array}\n")
+        } else {
+            report.status = "not-member";
+            format!(
+                "graidctl: {label} is running as {array} without {device}; \
+                 'graidctl re-add {array} {device}' adds it back\n"
+            )
+        };
+        return Ok(output(&report, text));
+    }
+
+    let found = found_devices(sys);
+    let sbs: Vec<Superblock> = found.iter().map(|f| f.sb).collect();
+    let missing = pick_freshest(&sbs, &sb.array_uuid)
+        .map(|freshest| missing_roles(&sbs, freshest))
+        .unwrap_or_default();
+    if !missing.is_empty() {
+        report.status = "waiting";
+        let roles: Vec<String> = missing.iter().map(u32::to_string).collect();
+        report.missing_roles = missing;
+        let text = format!(
+            "graidctl: {label}: {device} is here, waiting for role(s) {}; \
+             graid-last-resort@{uuid_text}.timer starts it degraded if they do not come\n",
+            roles.join(", ")
+        );
+        return Ok(output(&report, text));
+    }
+
+    let result = assemble_found(ctl, sys, &found, &running, sb.array_uuid, false);
+    let text = result
+        .as_ref()
+        .map_or(String::new(), |r| scan_text(std::slice::from_ref(r)));
+    report.status = result.as_ref().map_or("failed", |r| r.status);
+    report.array = result;
+    if report.status == "failed" {
+        return Err(CtlError::Partial {
+            stdout: output(&report, text),
+            message: format!("{label} could not be assembled"),
+        });
+    }
+    Ok(output(&report, text))
+}
+
+/// Roles of the array (by its freshest superblock among `sbs`) that no present, current
+/// member fills.
+fn missing_roles(sbs: &[Superblock], freshest: usize) -> Vec<u32> {
+    let members = sbs[freshest].members;
+    let mut filled = vec![false; members as usize];
+    for i in 0..sbs.len() {
+        if let Some(MemberStatus::Active { role }) = member_status(sbs, freshest, i) {
+            if let Some(f) = filled.get_mut(usize::from(role)) {
+                *f = true;
+            }
+        }
+    }
+    (0..members).filter(|&r| !filled[r as usize]).collect()
 }
 
 fn scan_text(results: &[ScanResult]) -> String {
@@ -477,6 +663,8 @@ mod tests {
     fn args(members: &[&str]) -> AssembleArgs {
         AssembleArgs {
             scan: false,
+            uuid: None,
+            incremental: None,
             members: members.iter().map(|m| format!("/dev/{m}")).collect(),
             run: false,
         }
@@ -622,7 +810,7 @@ mod tests {
     fn scan_groups_by_uuid_and_leaves_out_stale_members() {
         let ctl = FakeControl::with(vec![]);
         let sys = scan_system();
-        let out = scan(&ctl, &sys, false, false).unwrap();
+        let out = scan(&ctl, &sys, false, None, false).unwrap();
         assert_eq!(
             out,
             "graidctl: array x (01010101-0101-0101-0101-010101010101): leaving out \
@@ -643,7 +831,7 @@ mod tests {
         running.uuid = [1; 16];
         let ctl = FakeControl::with(vec![running]);
         ctl.fail.borrow_mut().push(("assemble", libc::EUCLEAN));
-        let err = scan(&ctl, &scan_system(), false, true).unwrap_err();
+        let err = scan(&ctl, &scan_system(), false, None, true).unwrap_err();
         assert_eq!(err.exit_code(), EXIT_FAILURE);
         assert_eq!(err.to_string(), "1 of 2 arrays could not be assembled");
         let CtlError::Partial { stdout, .. } = err else {
@@ -668,12 +856,96 @@ mod tests {
         let ctl = FakeControl::with(vec![]);
         let sys = FakeSystem::with_disks(&["a"]);
         assert_eq!(
-            scan(&ctl, &sys, false, false).unwrap(),
+            scan(&ctl, &sys, false, None, false).unwrap(),
             "graidctl: no graid superblocks found\n"
         );
         assert_eq!(
-            scan(&ctl, &sys, false, true).unwrap(),
+            scan(&ctl, &sys, false, None, true).unwrap(),
             "{\n  \"arrays\": []\n}\n"
         );
+    }
+
+    #[test]
+    fn scan_with_uuid_assembles_only_that_array() {
+        let ctl = FakeControl::with(vec![]);
+        let out = scan(&ctl, &scan_system(), true, Some([2; 16]), false).unwrap();
+        assert_eq!(
+            out,
+            "graidctl: array found assembled as /dev/graid0 (raid10, 1/1 members, optimal)\n"
+        );
+        let sent = ctl.assembled.borrow();
+        assert_eq!(sent.len(), 1);
+        assert_eq!(
+            (sent[0].members[0].minor, sent[0].flags),
+            (3, GRAID_ASSEMBLE_RUN)
+        );
+        drop(sent);
+        let err = scan(&ctl, &scan_system(), true, Some([3; 16]), false).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "no member of array 03030303-0303-0303-0303-030303030303 found"
+        );
+    }
+
+    #[test]
+    fn incremental_waits_for_every_role_then_assembles_once() {
+        let ctl = FakeControl::with(vec![]);
+        let mut sys = scan_system();
+        // Only a of array x (two roles) is here yet.
+        sys.devices[1].2 = None;
+        let out = incremental(&ctl, &sys, "/dev/a", false).unwrap();
+        assert_eq!(
+            out,
+            "graidctl: array x (01010101-0101-0101-0101-010101010101): /dev/a is here, \
+             waiting for role(s) 1; graid-last-resort@01010101-0101-0101-0101-010101010101.timer \
+             starts it degraded if they do not come\n"
+        );
+        assert!(
+            ctl.assembled.borrow().is_empty(),
+            "nothing sent while a role is missing"
+        );
+        // The stale c fills no role.
+        let out = incremental(&ctl, &sys, "/dev/c", true).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["status"], "waiting");
+        assert_eq!(v["missing_roles"], serde_json::json!([1]));
+        // b appears: the array starts, with a and b, not degraded (no RUN).
+        let sys = scan_system();
+        let out = incremental(&ctl, &sys, "/dev/b", false).unwrap();
+        assert!(
+            out.ends_with("assembled as /dev/graid0 (raid10, 2/2 members, optimal)\n"),
+            "{out}"
+        );
+        let sent = ctl.assembled.borrow();
+        assert_eq!(sent.len(), 1);
+        assert_eq!((sent[0].nr_members, sent[0].flags), (2, 0));
+    }
+
+    #[test]
+    fn incremental_leaves_running_arrays_and_other_devices_alone() {
+        let mut running = array(4, "x", 1, &[(259, 0, 0)]);
+        running.uuid = [1; 16];
+        let ctl = FakeControl::with(vec![running]);
+        let sys = scan_system();
+        assert_eq!(
+            incremental(&ctl, &sys, "/dev/a", false).unwrap(),
+            "graidctl: /dev/a is already in array x (01010101-0101-0101-0101-010101010101), \
+             running as /dev/graid4\n"
+        );
+        assert_eq!(
+            incremental(&ctl, &sys, "/dev/b", false).unwrap(),
+            "graidctl: array x (01010101-0101-0101-0101-010101010101) is running as \
+             /dev/graid4 without /dev/b; 'graidctl re-add /dev/graid4 /dev/b' adds it back\n"
+        );
+        assert_eq!(
+            incremental(&ctl, &sys, "/dev/e", false).unwrap(),
+            "graidctl: /dev/e holds no graid superblock; nothing to do\n"
+        );
+        assert!(ctl.assembled.borrow().is_empty());
+        // A failed start is a failure, with what was tried.
+        let ctl = FakeControl::with(vec![]);
+        ctl.fail.borrow_mut().push(("assemble", libc::EUCLEAN));
+        let err = incremental(&ctl, &sys, "/dev/a", false).unwrap_err();
+        assert_eq!(err.exit_code(), EXIT_FAILURE);
     }
 }

@@ -121,6 +121,30 @@ impl Control {
         Ok(control)
     }
 
+    /// [`Self::open_checked`], loading the module first if it is not loaded (`modprobe
+    /// raid_gpu`): assembly at boot starts from udev, before anything else asked for graid.
+    /// Every other verb leaves loading to the administrator and says so.
+    pub fn open_loading() -> Result<Self, CtlError> {
+        match Self::open_checked() {
+            Err(CtlError::NoModule { path }) => {
+                // By path: udev runs this with a minimal environment.
+                let modprobe = ["/usr/sbin/modprobe", "/sbin/modprobe"]
+                    .into_iter()
+                    .find(|p| std::path::Path::new(p).exists())
+                    .unwrap_or("modprobe");
+                let loaded = std::process::Command::new(modprobe)
+                    .args(["-q", "raid_gpu"])
+                    .status()
+                    .is_ok_and(|s| s.success());
+                if !loaded {
+                    return Err(CtlError::NoModule { path });
+                }
+                Self::open_checked()
+            }
+            other => other,
+        }
+    }
+
     /// Issues `request` with `arg` as its argument.
     fn call<T: AbiArg>(&self, request: u32, arg: &mut T) -> io::Result<()> {
         // The size field of the request must be the argument's size: the kernel copies exactly

@@ -21,6 +21,7 @@ mod stop;
 mod uuid;
 mod version;
 mod wait;
+mod wait_clean;
 
 use clap::{Parser, Subcommand};
 use control::Control;
@@ -122,10 +123,23 @@ enum Command {
         /// The array (see ARRAY below).
         array: String,
     },
+    /// Wait until every running array is marked clean (no write in flight, superblocks say
+    /// clean), as at shutdown after the filesystems are unmounted; fails naming the arrays
+    /// still dirty after the timeout.
+    WaitClean {
+        /// Seconds to wait at most.
+        #[arg(long, default_value_t = 10)]
+        timeout: u64,
+    },
     /// Print the graid superblock of a member device (works without the module).
     Examine {
         /// Member block device (or image file).
         member: String,
+        /// Print udev properties (KEY=value lines: ID_FS_TYPE=graid_member and the array's
+        /// UUID and name) for udev's IMPORT{program}; nothing, and exit 0, when the device holds
+        /// no graid superblock.
+        #[arg(long, conflicts_with = "json")]
+        export: bool,
     },
     /// Erase the graid superblock of a member that is not in a running array.
     ZeroSuperblock {
@@ -135,6 +149,9 @@ enum Command {
         #[arg(short, long)]
         force: bool,
     },
+    /// Write the man pages and shell completions into DIR (used by packaging).
+    #[command(hide = true)]
+    GenerateDocs { dir: std::path::PathBuf },
 }
 
 fn run(cli: Cli) -> Result<String, CtlError> {
@@ -142,8 +159,21 @@ fn run(cli: Cli) -> Result<String, CtlError> {
     let json = cli.json;
     match cli.command {
         Command::Version => version::run(json),
+        Command::GenerateDocs { dir } => {
+            graid_clidoc::write(<Cli as clap::CommandFactory>::command(), &dir).map_err(
+                |source| CtlError::Io {
+                    what: dir.display().to_string(),
+                    source,
+                },
+            )?;
+            Ok(String::new())
+        }
         Command::Helper => helper::run(&Control::open_checked()?, json),
-        Command::Examine { member } => examine::examine(&sys, &member, json),
+        Command::Examine {
+            member,
+            export: true,
+        } => examine::export(&sys, &member),
+        Command::Examine { member, .. } => examine::examine(&sys, &member, json),
         Command::ZeroSuperblock { member, force } => examine::zero(&member, force, json),
         // Everything checkable without the module is checked before opening it.
         Command::Create(args) => {
@@ -152,7 +182,13 @@ fn run(cli: Cli) -> Result<String, CtlError> {
         }
         Command::Assemble(args) => {
             let prepared = assemble::prepare(&sys, &args)?;
-            assemble::submit(&Control::open_checked()?, &sys, &args, &prepared, json)
+            let _turn = assemble::take_turn(&args)?;
+            let ctl = if args.incremental.is_some() {
+                Control::open_loading()?
+            } else {
+                Control::open_checked()?
+            };
+            assemble::submit(&ctl, &sys, &args, &prepared, json)
         }
         Command::Stop { array, force } => {
             let array = array_ref::parse(&array)?;
@@ -180,6 +216,14 @@ fn run(cli: Cli) -> Result<String, CtlError> {
                 &array,
                 &progress,
                 json,
+                &mut pause,
+            )
+        }
+        Command::WaitClean { timeout } => {
+            let mut pause = || std::thread::sleep(wait::POLL);
+            wait_clean::run(
+                &Control::open_checked()?,
+                std::time::Duration::from_secs(timeout),
                 &mut pause,
             )
         }

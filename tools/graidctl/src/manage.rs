@@ -10,7 +10,7 @@ use crate::control::{Control, ControlDevice};
 use crate::errno::{ioctl_error, Op};
 use crate::error::CtlError;
 use crate::member::{Rdev, System};
-use crate::output::{json, ArrayView};
+use crate::output::{json, present_members, ArrayView};
 use graid_abi::{
     GraidMember, GraidMemberOp, GRAID_MAX_SPARES, GRAID_MEMBER_ACTIVE, GRAID_MEMBER_MISSING,
     GRAID_MEMBER_OP_ADD, GRAID_MEMBER_OP_FAIL, GRAID_MEMBER_OP_REMOVE, GRAID_MEMBER_OP_REPLACE,
@@ -125,8 +125,7 @@ pub fn run(
 ) -> Result<String, CtlError> {
     let detail = resolve(ctl, sys, array)?;
     let label = ArrayView::new(&detail, sys).label();
-    let count = (detail.nr_members as usize).min(detail.members.len());
-    let present = &detail.members[..count];
+    let present = present_members(&detail);
     let spares = &detail.spares[..(detail.nr_spares as usize).min(GRAID_MAX_SPARES)];
     let mut targets = Vec::new();
     for path in members {
@@ -286,8 +285,7 @@ fn former_role(
         Some(Slot::Active { role }) => u32::from(*role),
         _ => return refuse("its superblock gives it no role (graidctl add it)".into()),
     };
-    let count = (detail.nr_members as usize).min(detail.members.len());
-    let first_missing = detail.members[..count]
+    let first_missing = present_members(detail)
         .iter()
         .find(|m| m.state == GRAID_MEMBER_MISSING)
         .map(|m| m.role);

@@ -7,10 +7,10 @@ use crate::uuid;
 use graid_abi::{
     GraidDetail, GraidMemberDetail, GRAID_ARRAY_BROKEN, GRAID_ARRAY_DEGRADED, GRAID_ARRAY_FAILED,
     GRAID_ARRAY_OPTIMAL, GRAID_DETAIL_DIRTY, GRAID_DETAIL_PPL, GRAID_DETAIL_REBUILD_STALLED,
-    GRAID_DETAIL_RESYNC_PENDING, GRAID_DETAIL_SCRUB_STALLED, GRAID_MAX_MEMBERS, GRAID_MAX_SPARES,
-    GRAID_MEMBER_ACTIVE, GRAID_MEMBER_FAULTY, GRAID_MEMBER_MISSING, GRAID_MEMBER_REBUILDING,
-    GRAID_REPLACE_ABANDONED, GRAID_REPLACE_COPYING, GRAID_REPLACE_FAILED, GRAID_REPLACE_SWAPPING,
-    GRAID_ROLE_NONE, GRAID_SCRUB_CHECK, GRAID_SCRUB_REPAIR, GRAID_SCRUB_RESYNC,
+    GRAID_DETAIL_RESYNC_PENDING, GRAID_DETAIL_SCRUB_STALLED, GRAID_MAX_SPARES, GRAID_MEMBER_ACTIVE,
+    GRAID_MEMBER_FAULTY, GRAID_MEMBER_MISSING, GRAID_MEMBER_REBUILDING, GRAID_REPLACE_ABANDONED,
+    GRAID_REPLACE_COPYING, GRAID_REPLACE_FAILED, GRAID_REPLACE_SWAPPING, GRAID_ROLE_NONE,
+    GRAID_SCRUB_CHECK, GRAID_SCRUB_REPAIR, GRAID_SCRUB_RESYNC,
 };
 use serde::Serialize;
 
@@ -62,6 +62,11 @@ pub fn array_device(index: u32) -> String {
 
 /// `detail --export`: the udev properties the module's change uevent carries, in the same form
 /// (`raidN` whatever N is), as `KEY=value` lines for udev's `IMPORT{program}`.
+/// The members DETAIL filled in (`nr_members` of them, never past the array).
+pub fn present_members(d: &GraidDetail) -> &[GraidMemberDetail] {
+    &d.members[..(d.nr_members as usize).min(d.members.len())]
+}
+
 pub fn export_text(d: &GraidDetail) -> String {
     format!(
         "GRAID_NAME={}\nGRAID_UUID={}\nGRAID_LEVEL=raid{}\n",
@@ -336,7 +341,7 @@ pub const SCRUB_STOPPED: &str = "a window could not be made consistent (a member
 
 impl ArrayView {
     pub fn new(d: &GraidDetail, sys: &dyn System) -> Self {
-        let count = (d.nr_members as usize).min(GRAID_MAX_MEMBERS);
+        let members = present_members(d);
         Self {
             device: array_device(d.index),
             index: d.index,
@@ -393,7 +398,7 @@ impl ArrayView {
                     .floor()
                     / 10.0
             }),
-            rebuild: d.members[..count]
+            rebuild: members
                 .iter()
                 .find(|m| m.state == GRAID_MEMBER_REBUILDING)
                 .map(|m| {
@@ -412,10 +417,7 @@ impl ArrayView {
                         stalled: d.flags & GRAID_DETAIL_REBUILD_STALLED != 0,
                     }
                 }),
-            members: d.members[..count]
-                .iter()
-                .map(|m| MemberView::new(m, sys))
-                .collect(),
+            members: members.iter().map(|m| MemberView::new(m, sys)).collect(),
             spares: d.spares[..(d.nr_spares as usize).min(GRAID_MAX_SPARES)]
                 .iter()
                 .map(|&s| SpareView {
