@@ -87,8 +87,11 @@ copy_binary /lib/systemd/systemd-udevd
 cp /etc/mke2fs.conf "$root/etc/"
 # udev: only graid's rules (the host's would probe and watch every drive the tests use); the
 # rules call graidctl where a host install puts it.
-mkdir -p "$root/lib/udev/rules.d"
-cp "$GRAID_ROOT"/tools/udev/*.rules "$root/lib/udev/rules.d/"
+# The assembly rules (members started as they appear) would start arrays behind the tests'
+# backs: 36-incremental installs them for itself.
+mkdir -p "$root/lib/udev/rules.d" "$root/graid/udev-assembly"
+cp "$GRAID_ROOT"/tools/udev/65-graid.rules "$root/lib/udev/rules.d/"
+cp "$GRAID_ROOT"/tools/udev/64-graid-assembly.rules "$root/graid/udev-assembly/"
 ln -s ../bin/graidctl "$root/usr/sbin/graidctl"
 
 # Kernel modules of the test kernel, plus ours, indexed for modprobe.
