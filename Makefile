@@ -4,7 +4,7 @@
 # Rust-enabled kernel build tree: make module KDIR=/path/to/linux-build
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
-.PHONY: help deps kernel module distro-module rust-analyzer tools host-test lint emulated-test vm-test crash-test soak test vm-run vm-shell bench-offload bench-bitmap bench-ppl \
+.PHONY: help deps kernel module distro-module deb deb-test debian-vm-test distro-test rust-analyzer tools host-test lint emulated-test vm-test crash-test soak test vm-run vm-shell bench-offload bench-bitmap bench-ppl \
 	demo bench bench-ring ptx clean
 
 CARGO ?= cargo
@@ -22,7 +22,8 @@ export KERNEL_VARIANT
 help:
 	@echo "graid make targets:"
 	@echo "  demo           boot the test VM and run the demo (the README's main command)"
-	@echo "  test           host tests + lint + emulated-test + module build + VM selftests"
+	@echo "  test           host tests + lint + emulated-test + distro-test + module build +"
+	@echo "                 VM selftests"
 	@echo "                 (the README's test command)"
 	@echo "  deps           install the toolchain and packages (idempotent)"
 	@echo "  kernel         build the test-VM kernel into the cache (no-op when cached);"
@@ -30,6 +31,14 @@ help:
 	@echo "  module         build raid_gpu.ko (KDIR=... for another kernel tree)"
 	@echo "  distro-module  build raid_gpu.ko for Debian trixie's own 7.2 kernel (in a cached"
 	@echo "                 trixie chroot, with that kernel's gcc-14 and rustc 1.85.1)"
+	@echo "  deb            build the Debian packages graid and graid-dkms into out/deb (dpkg-buildpackage"
+	@echo "                 and lintian in the trixie chroot)"
+	@echo "  deb-test       install out/deb's packages in a throwaway trixie chroot: DKMS builds the"
+	@echo "                 module for Debian's kernel; purge leaves nothing behind"
+	@echo "  debian-vm-test a stock Debian trixie VM (its own kernel) with graid installed from the"
+	@echo "                 packages: arrays assembled, mounted and clean after reboots, degraded"
+	@echo "                 start, re-add, helper, purge"
+	@echo "  distro-test    distro-module, deb and debian-vm-test (part of test)"
 	@echo "  tools          build graidctl and friends (cargo, release)"
 	@echo "  rust-analyzer  write rust-project.json for the module"
 	@echo "  host-test      cargo test for everything that runs on the host"
@@ -85,6 +94,23 @@ lint: deps
 distro-module: deps
 	build/distro-module.sh
 
+# graid's Debian packages (build/deb.sh; Documentation/build.rst), and their install test.
+deb: deps
+	build/deb.sh
+
+deb-test: deps
+	build/deb-test.sh
+
+debian-vm-test: tools
+	selftests/debian-vm.sh
+
+# deb-test's checks (DKMS, files, purge) are all made again on the Debian VM, which runs them on
+# the machine itself: make test runs only the VM.
+distro-test: deps tools
+	build/distro-module.sh
+	build/deb.sh
+	selftests/debian-vm.sh
+
 vm-test: module tools
 	selftests/run.sh
 
@@ -107,7 +133,7 @@ ptx:
 emulated-test: deps
 	build/emulated-parity.sh
 
-test: host-test lint emulated-test vm-test
+test: host-test lint emulated-test distro-test vm-test
 
 vm-run: module tools
 	@test -n "$(SCRIPT)" || { echo "usage: make vm-run SCRIPT=path [DISKS=n]"; exit 2; }

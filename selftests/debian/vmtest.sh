@@ -1,0 +1,152 @@
+#!/bin/bash
+# graid's Debian VM test, inside a stock trixie booted from its own kernel, with graid installed
+# from its packages (build/debian-image.sh). selftests/debian-vm.sh boots it four times; each
+# boot runs the next step (the number is kept in /var/lib/graid-vmtest/step) and ends with
+# GRAID-STEP-OK N or GRAID-STEP-FAIL N on this script's output (the second serial port):
+#   1. DKMS installed the module for the running kernel; the helper starts with the module;
+#      a RAID 5 and a RAID 1 are created, get an ext4 each in fstab, and verified data; reboot.
+#   2. Both are assembled by udev with no command, mounted, clean (no resync ran), the data
+#      verifies; power off (the host then boots without one of the RAID 5's members).
+#   3. The RAID 5 starts degraded by the last-resort timer, is mounted, serves verified data and
+#      takes more; power off (the host gives the member back).
+#   4. The returned member is stale: the array starts degraded again, re-add rebuilds it, the
+#      data verifies, a check finds no mismatch, parity went to the helper; the packages are
+#      purged (arrays running) and leave nothing behind; power off (the host then checks that
+#      every member's superblock says clean).
+set -uo pipefail
+state=/var/lib/graid-vmtest
+lib=$(dirname "$0")
+mkdir -p $state
+step=$(cat $state/step 2>/dev/null || echo 1)
+r5=(/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_graid-r5-{0,1,2})
+r1=(/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_graid-r1-{0,1})
+
+say() { echo "vmtest[$step]: $*"; }
+fail() {
+	echo "GRAID-STEP-FAIL $step: $*"
+	journalctl -b --no-pager -o short-monotonic | grep -iE 'graid|raid_gpu|srv-r' | tail -n 60
+	systemctl poweroff
+	exit 1
+}
+done_step() {
+	echo $((step + 1)) >$state/step
+	sync
+	echo "GRAID-STEP-OK $step"
+}
+# wait_for SECONDS WHAT CMD...: runs CMD until it succeeds.
+wait_for() {
+	local n=0 limit=$1 what=$2
+	shift 2
+	until "$@" >/dev/null 2>&1; do
+		n=$((n + 1))
+		[ $n -le "$limit" ] || fail "$what: not after $limit s"
+		sleep 1
+	done
+}
+json() { graidctl --json detail "$1" | sed -n "s/.*\"$2\": *\"\{0,1\}\([^\",}]*\).*/\1/p" | head -n 1; }
+fio_files() {
+	# fio_files MODE DIR SIZE: writes (MODE write) or re-reads (MODE verify) DIR/data with crc32c
+	# verification headers.
+	local extra=(--do_verify=0)
+	[ "$1" = verify ] && extra=(--verify_only)
+	fio --name=data --filename="$2/data" --size="$3" --rw=write --bs=64k --direct=1 \
+		--ioengine=psync --verify=crc32c --verify_fatal=1 "${extra[@]}" >/tmp/fio.out 2>&1 ||
+		{ cat /tmp/fio.out; fail "fio $1 of $2 failed"; }
+}
+lines() { journalctl -b -k --no-pager | grep -c "$1"; }
+
+say "kernel $(uname -r)"
+case $step in
+1)
+	dkms status graid | grep -q "^graid/[^,]*, $(uname -r), x86_64: installed" ||
+		fail "dkms status: $(dkms status graid)"
+	vermagic=$(modinfo -F vermagic raid_gpu) || fail "modinfo finds no raid_gpu"
+	case "$vermagic" in "$(uname -r) "*) ;; *) fail "raid_gpu's vermagic is '$vermagic'" ;; esac
+	say "dkms: $(dkms status graid); vermagic: $vermagic"
+	$lib/package-check.sh installed || fail "the installed packages"
+	man -w graidctl-assemble >/dev/null 2>&1 || [ ! -x /usr/bin/man ] || fail "man finds no graidctl-assemble"
+	modprobe raid_gpu || fail "modprobe raid_gpu failed"
+	wait_for 30 "graid-helper.service after modprobe" systemctl is-active graid-helper
+	graidctl create r5 --level 5 --chunk 64K "${r5[@]}" || fail "create r5"
+	graidctl create r1 --level 1 "${r1[@]}" || fail "create r1"
+	# (Its progress bars would fill the log: the output is a terminal.)
+	graidctl wait r5 >/dev/null && graidctl wait r1 >/dev/null || fail "the initial resyncs"
+	udevadm settle
+	say "$(graidctl list)"
+	for a in r5 r1; do
+		mkfs.ext4 -q /dev/graid/$a || fail "mkfs.ext4 on /dev/graid/$a"
+		mkdir -p /srv/$a
+		echo "/dev/graid/$a /srv/$a ext4 defaults 0 2" >>/etc/fstab
+	done
+	systemctl daemon-reload
+	mount -a || fail "mount -a"
+	fio_files write /srv/r5 48M
+	fio_files write /srv/r1 16M
+	fio_files verify /srv/r5 48M
+	fio_files verify /srv/r1 16M
+	say "data written and verified"
+	jobs=$(graidctl --json helper | sed -n 's/.*"jobs": *\([0-9]*\).*/\1/p' | head -n 1)
+	say "helper: $(graidctl helper | grep -E 'Helper|Offloaded')"
+	[ "${jobs:-0}" -gt 0 ] || fail "no parity job went to graid-helper: $(graidctl helper)"
+	done_step
+	systemctl reboot
+	;;
+2)
+	wait_for 120 "/srv/r5 mounted" findmnt /srv/r5
+	wait_for 120 "/srv/r1 mounted" findmnt /srv/r1
+	for a in r5 r1; do
+		[ "$(json $a state)" = optimal ] || fail "$a: $(graidctl detail $a)"
+		[ "$(json $a resync_pending)" = false ] || fail "$a resyncs after an orderly reboot: $(graidctl detail $a)"
+	done
+	# Marked clean at the reboot (graid.shutdown): no resync, no partial parity log replay.
+	[ "$(lines 'resync')" = 0 ] || fail "a resync ran: $(journalctl -b -k --no-pager | grep resync)"
+	[ "$(lines 'log replayed')" = 0 ] || fail "a log was replayed: $(journalctl -b -k --no-pager | grep replayed)"
+	fio_files verify /srv/r5 48M
+	fio_files verify /srv/r1 16M
+	say "$(graidctl list)"
+	done_step
+	systemctl poweroff
+	;;
+3)
+	# Member 2 of r5 is not attached: the last-resort timer starts it after 30 s.
+	wait_for 180 "/srv/r5 mounted degraded" findmnt /srv/r5
+	[ "$(json r5 state)" = degraded ] || fail "r5: $(graidctl detail r5)"
+	systemctl list-units --all --no-legend 'graid-last-resort@*' | grep -q . ||
+		fail "no graid-last-resort unit ran"
+	fio_files verify /srv/r5 48M
+	mkdir -p /srv/r5/degraded
+	fio_files write /srv/r5/degraded 16M
+	wait_for 60 "/srv/r1 mounted" findmnt /srv/r1
+	fio_files verify /srv/r1 16M
+	say "$(graidctl detail r5 | grep -E 'State|Members')"
+	done_step
+	systemctl poweroff
+	;;
+4)
+	# All members are back; the one missed the degraded writes and stays out until re-added.
+	wait_for 180 "/srv/r5 mounted" findmnt /srv/r5
+	[ "$(json r5 state)" = degraded ] || fail "r5 took its stale member back by itself: $(graidctl detail r5)"
+	graidctl re-add r5 "${r5[2]}" || fail "re-add"
+	graidctl wait r5 >/dev/null || fail "the rebuild after re-add"
+	[ "$(json r5 state)" = optimal ] || fail "r5 after re-add: $(graidctl detail r5)"
+	fio_files verify /srv/r5 48M
+	fio_files verify /srv/r5/degraded 16M
+	graidctl check r5 --wait | grep -q 'check finished: 0 mismatched sectors' ||
+		fail "check after the re-add: $(graidctl detail r5)"
+	jobs=$(graidctl --json helper | sed -n 's/.*"jobs": *\([0-9]*\).*/\1/p' | head -n 1)
+	[ "${jobs:-0}" -gt 0 ] || fail "no parity job went to graid-helper: $(graidctl helper)"
+	$lib/package-check.sh purge || fail "the purge"
+	# The arrays keep running on the loaded module; unmounted, they go idle and are marked
+	# clean, which the host checks on the members after the power-off.
+	umount /srv/r5 /srv/r1 || fail "umount"
+	sed -i '/graid/d' /etc/fstab
+	[ -e /sys/block/graid0 ] || fail "the arrays stopped with the packages"
+	say "purged; arrays still running"
+	done_step
+	systemctl poweroff
+	;;
+*)
+	say "no step $step"
+	systemctl poweroff
+	;;
+esac
