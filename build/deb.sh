@@ -23,7 +23,7 @@ bin=$GRAID_ROOT/tools/target/release
 # The source tree dpkg-buildpackage sees: what the packages hold, in place (debian/rules).
 stage=$out/graid-$version
 rm -rf "$out"
-mkdir -p "$stage"/{bin,man,completions,dkms,udev,systemd,doc,hooks}
+mkdir -p "$stage"/{bin,man,completions,dkms,udev,systemd,doc,hooks,conf}
 cp -a "$GRAID_ROOT/packaging/debian" "$stage/debian"
 cp "$GRAID_ROOT/packaging/dkms/dkms.conf" "$stage/debian/graid-dkms.dkms"
 cp "$GRAID_ROOT/tools/systemd/graid-helper.service" "$stage/debian/graid.graid-helper.service"
@@ -36,6 +36,7 @@ mv "$stage"/generated/* "$stage/completions/"
 rmdir "$stage/generated"
 cp "$GRAID_ROOT"/tools/udev/*.rules "$stage/udev/"
 cp "$GRAID_ROOT"/tools/systemd/graid-last-resort@.* "$GRAID_ROOT"/tools/systemd/graid.shutdown "$stage/systemd/"
+cp "$GRAID_ROOT/tools/config/graid.conf" "$stage/conf/"
 cp "$GRAID_ROOT/README.md" "$GRAID_ROOT"/Documentation/*.rst "$stage/doc/"
 # The module's source as git would commit it, and the DKMS build script.
 (cd "$GRAID_ROOT" && git ls-files -z -co --exclude-standard -- Kbuild raid_gpu rust |

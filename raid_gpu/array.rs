@@ -22,8 +22,8 @@ use crate::engine::bitmap::Regions;
 use crate::engine::ppl::DEFAULT_LOG_AREA;
 use crate::engine::members::MemberSet;
 use crate::engine::superblock::{
-    Area, ArrayName, Slot, Superblock, DEFAULT_BITMAP_AREA, DEFAULT_DATA_OFFSET_SECTORS, MAX_SLOTS,
-    RECOVERY_COMPLETE, UUID_LEN,
+    Area, ArrayName, HomeHost, Slot, Superblock, DEFAULT_BITMAP_AREA, DEFAULT_DATA_OFFSET_SECTORS,
+    MAX_SLOTS, RECOVERY_COMPLETE, UUID_LEN,
 };
 use crate::io::{ArrayIo, Member};
 use crate::member_devices::SpareDevice;
@@ -70,6 +70,7 @@ pub(crate) struct CreateParams {
     pub(crate) level: Level,
     pub(crate) chunk_sectors: u32,
     pub(crate) name: ArrayName,
+    pub(crate) homehost: HomeHost,
     pub(crate) uuid: [u8; 16],
     pub(crate) created: u64,
     pub(crate) sync: InitialSync,
@@ -241,6 +242,7 @@ impl Array {
             features_incompat: 0,
             array_uuid: params.uuid,
             array_name: params.name,
+            homehost: params.homehost,
             created: params.created,
             // The first update writes event 1.
             events: 0,
@@ -1029,6 +1031,7 @@ impl Array {
         out.events = engine.events();
         out.uuid = sb.array_uuid;
         out.name = *sb.array_name.as_padded();
+        out.homehost = *sb.homehost.as_padded();
         for ((role, member), slot) in (0u32..).zip(engine.members()).zip(out.members.iter_mut()) {
             let dev = io.files.dev(role);
             let (major, minor) = dev.unwrap_or((0, 0));

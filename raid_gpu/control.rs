@@ -13,7 +13,7 @@ use crate::array::{
 use crate::engine::assembly::{member_status, pick_freshest, MemberStatus};
 use crate::engine::geometry::{Geometry, Level};
 use crate::engine::members::MemberSet;
-use crate::engine::superblock::{ArrayName, Superblock, RECOVERY_COMPLETE};
+use crate::engine::superblock::{ArrayName, HomeHost, Superblock, RECOVERY_COMPLETE};
 use crate::io::Member;
 use crate::member_devices::SpareDevice;
 use crate::kernel_ext::{
@@ -324,6 +324,7 @@ fn parse_create(req: &GraidCreate) -> Result<CreateParams> {
     if name.as_str().is_empty() {
         return Err(EINVAL);
     }
+    let homehost = HomeHost::from_padded(req.homehost).map_err(|_| EINVAL)?;
     let mut devs = KVec::with_capacity(nr, GFP_KERNEL)?;
     for (i, m) in members.iter().enumerate() {
         if members.iter().skip(i + 1).any(|other| other == m) {
@@ -341,6 +342,7 @@ fn parse_create(req: &GraidCreate) -> Result<CreateParams> {
         level,
         chunk_sectors: req.chunk_sectors,
         name,
+        homehost,
         uuid,
         created,
         sync,

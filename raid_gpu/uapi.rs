@@ -8,7 +8,7 @@
 //! on every architecture graid supports.
 
 /// Bumped on every incompatible change to anything in this file.
-pub const GRAID_ABI_VERSION: u32 = 9;
+pub const GRAID_ABI_VERSION: u32 = 10;
 
 /// Name of the control misc device, as it appears under `/dev`.
 pub const GRAID_CONTROL_NAME: &str = "graid-control";
@@ -90,6 +90,8 @@ pub const GRAID_IOC_VERSION: u32 = ior::<GraidVersion>(0x00);
 pub const GRAID_MAX_MEMBERS: usize = 32;
 /// Length of an array name field, including the terminating NUL.
 pub const GRAID_NAME_LEN: usize = 32;
+/// Length of the NUL-padded home-host field ([`GraidCreate::homehost`]).
+pub const GRAID_HOMEHOST_LEN: usize = 64;
 /// Most arrays [`GRAID_IOC_LIST`] reports at once.
 pub const GRAID_MAX_ARRAYS: usize = 64;
 
@@ -167,6 +169,10 @@ pub struct GraidCreate {
     /// reserved area (`EINVAL` otherwise); 0 picks the default (64 MiB, larger for an array
     /// too large for the area). Must be 0 for RAID 0 and with [`GRAID_CREATE_NO_BITMAP`].
     pub bitmap_region_sectors: u64,
+    /// The host the array belongs to (recorded in the superblocks; assembly at boot starts
+    /// only this host's arrays by itself): UTF-8, NUL-padded, no `/` or control characters;
+    /// all zero: none.
+    pub homehost: [u8; GRAID_HOMEHOST_LEN],
 }
 
 /// [`GraidAssemble::flags`]: start the array even with roles missing, as long as every sector
@@ -365,6 +371,8 @@ pub struct GraidDetail {
     /// Out: 4 KiB blocks the running or last scrub could not read: each recovered from the
     /// others and rewritten (the member's `corrected` count), or the scrub stopped there.
     pub scrub_read_errors: u64,
+    /// Out: the host the array belongs to, as in its superblocks (NUL-padded; empty: none).
+    pub homehost: [u8; GRAID_HOMEHOST_LEN],
 }
 
 /// [`GraidDetail::replace_role`] when no replace runs.

@@ -38,6 +38,8 @@ pub const MAGIC: [u8; 8] = *b"GRAID-SB";
 pub const FORMAT_VERSION: u32 = 1;
 /// Bytes of the array name field.
 pub const NAME_LEN: usize = 32;
+/// Bytes of the home-host field.
+pub const HOMEHOST_LEN: usize = 64;
 /// Bytes of a UUID.
 pub const UUID_LEN: usize = 16;
 /// Entries in the slot table: one per device that ever joined the array and is still
@@ -130,20 +132,29 @@ pub mod offset {
     pub const SLOTS: usize = 0x100;
     /// End of the slot table.
     pub const SLOTS_END: usize = SLOTS + 2 * super::MAX_SLOTS;
+    /// `[u8; 64]` the host the array belongs to, UTF-8, NUL-padded; all zero: none, any host
+    /// may start it by itself. Reserved (zero) before it was defined, so older superblocks read
+    /// as belonging to no host, and a writer that does not know it drops only the host.
+    pub const HOMEHOST: usize = 0x180;
     /// `u32` CRC-32C of bytes `0..CHECKSUM`.
     pub const CHECKSUM: usize = 0xFFC;
 }
 
-/// An array name: UTF-8, at most [`NAME_LEN`] bytes, no NUL, `/` or control characters (it
-/// becomes `/dev/graid/NAME` and a uevent variable). Stored NUL-padded.
+/// A text field of `N` bytes: UTF-8, no NUL, `/` or control characters (a name becomes
+/// `/dev/graid/NAME` and a uevent variable). Stored NUL-padded.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub struct ArrayName([u8; NAME_LEN]);
+pub struct PaddedText<const N: usize>([u8; N]);
 
-/// Why an array name is refused.
+/// An array name.
+pub type ArrayName = PaddedText<NAME_LEN>;
+/// The host an array belongs to (mdadm's homehost): empty for none.
+pub type HomeHost = PaddedText<HOMEHOST_LEN>;
+
+/// Why an array name or host is refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NameError {
-    /// Longer than [`NAME_LEN`] bytes.
-    TooLong { len: usize },
+    /// Longer than the field's `max` bytes.
+    TooLong { len: usize, max: usize },
     /// Not valid UTF-8.
     NotUtf8,
     /// A NUL byte followed by something other than NUL padding.
@@ -155,7 +166,7 @@ pub enum NameError {
 impl fmt::Display for NameError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
-            Self::TooLong { len } => write!(f, "is {len} bytes, at most {NAME_LEN} fit"),
+            Self::TooLong { len, max } => write!(f, "is {len} bytes, at most {max} fit"),
             Self::NotUtf8 => f.write_str("is not valid UTF-8"),
             Self::NotNulPadded => f.write_str("has bytes after its NUL padding"),
             Self::ForbiddenChar => f.write_str("contains '/' or a control character"),
@@ -165,25 +176,28 @@ impl fmt::Display for NameError {
 
 impl core::error::Error for NameError {}
 
-impl ArrayName {
-    /// The empty name.
-    pub const EMPTY: Self = Self([0; NAME_LEN]);
+impl<const N: usize> PaddedText<N> {
+    /// The empty text.
+    pub const EMPTY: Self = Self([0; N]);
 
-    /// Checks and pads `name`.
-    pub fn new(name: &str) -> Result<Self, NameError> {
-        let bytes = name.as_bytes();
-        if bytes.len() > NAME_LEN {
-            return Err(NameError::TooLong { len: bytes.len() });
+    /// Checks and pads `text`.
+    pub fn new(text: &str) -> Result<Self, NameError> {
+        let bytes = text.as_bytes();
+        if bytes.len() > N {
+            return Err(NameError::TooLong {
+                len: bytes.len(),
+                max: N,
+            });
         }
-        let mut padded = [0u8; NAME_LEN];
+        let mut padded = [0u8; N];
         for (dst, &src) in padded.iter_mut().zip(bytes) {
             *dst = src;
         }
         Self::from_padded(padded)
     }
 
-    /// Checks a name field as stored on disk.
-    pub fn from_padded(padded: [u8; NAME_LEN]) -> Result<Self, NameError> {
+    /// Checks a field as stored on disk.
+    pub fn from_padded(padded: [u8; N]) -> Result<Self, NameError> {
         let (text, padding) = padded
             .split_at_checked(text_len(&padded))
             .ok_or(NameError::NotNulPadded)?;
@@ -203,7 +217,7 @@ impl ArrayName {
         Ok(Self(padded))
     }
 
-    /// The name without padding.
+    /// The text without padding.
     pub fn as_str(&self) -> &str {
         // Validated on construction; never falls back.
         self.0
@@ -212,24 +226,29 @@ impl ArrayName {
             .unwrap_or("")
     }
 
+    /// Whether the field is empty (all zero).
+    pub fn is_empty(&self) -> bool {
+        self.0.first().is_none_or(|&b| b == 0)
+    }
+
     /// The NUL-padded bytes as stored on disk.
-    pub fn as_padded(&self) -> &[u8; NAME_LEN] {
+    pub fn as_padded(&self) -> &[u8; N] {
         &self.0
     }
 }
 
 /// Bytes before the first NUL. Counted with a bounded `Range`: unlike `position()` or `0..`, its
 /// counter carries no overflow check (a panic path) into the kernel build.
-fn text_len(padded: &[u8; NAME_LEN]) -> usize {
-    for (&b, i) in padded.iter().zip(0..NAME_LEN) {
+fn text_len<const N: usize>(padded: &[u8; N]) -> usize {
+    for (&b, i) in padded.iter().zip(0..N) {
         if b == 0 {
             return i;
         }
     }
-    NAME_LEN
+    N
 }
 
-impl fmt::Debug for ArrayName {
+impl<const N: usize> fmt::Debug for PaddedText<N> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(self.as_str(), f)
     }
@@ -334,6 +353,8 @@ pub struct Superblock {
     pub features_incompat: u64,
     pub array_uuid: [u8; UUID_LEN],
     pub array_name: ArrayName,
+    /// The host the array belongs to; empty: none (any host starts it by itself).
+    pub homehost: HomeHost,
     /// Creation time, seconds since the Unix epoch.
     pub created: u64,
     /// Bumped on every metadata change; the freshest members win at assembly.
@@ -404,6 +425,8 @@ pub enum SuperblockError {
     Geometry(GeometryError),
     /// The array name field is invalid.
     BadName(NameError),
+    /// The home-host field is invalid.
+    BadHomeHost(NameError),
     /// The array UUID is all zeroes.
     NilArrayUuid,
     /// The member UUID is all zeroes.
@@ -468,6 +491,7 @@ impl fmt::Display for SuperblockError {
             Self::EmptyDataArea => f.write_str("data area is empty"),
             Self::Geometry(e) => write!(f, "impossible geometry: {e}"),
             Self::BadName(e) => write!(f, "array name {e}"),
+            Self::BadHomeHost(e) => write!(f, "home host {e}"),
             Self::NilArrayUuid => f.write_str("array UUID is nil"),
             Self::NilMemberUuid => f.write_str("member UUID is nil"),
             Self::BadSlotEntry { slot, raw } => {
@@ -807,6 +831,7 @@ pub fn encode(sb: &Superblock, block: &mut [u8; SUPERBLOCK_SIZE]) -> Result<(), 
     put_u64(block, offset::FEATURES_INCOMPAT, sb.features_incompat);
     put(block, offset::ARRAY_UUID, sb.array_uuid);
     put(block, offset::ARRAY_NAME, *sb.array_name.as_padded());
+    put(block, offset::HOMEHOST, *sb.homehost.as_padded());
     put_u64(block, offset::CREATED, sb.created);
     put_u64(block, offset::EVENTS, sb.events);
     put_u32(block, offset::LEVEL, sb.level.code());
@@ -892,6 +917,8 @@ pub fn decode(bytes: &[u8]) -> Result<Superblock, SuperblockError> {
         features_incompat: get_u64(block, offset::FEATURES_INCOMPAT),
         array_uuid: get(block, offset::ARRAY_UUID),
         array_name: ArrayName::from_padded(get(block, offset::ARRAY_NAME))?,
+        homehost: HomeHost::from_padded(get(block, offset::HOMEHOST))
+            .map_err(SuperblockError::BadHomeHost)?,
         created: get_u64(block, offset::CREATED),
         events: get_u64(block, offset::EVENTS),
         clean: state & STATE_CLEAN != 0,

@@ -22,7 +22,7 @@ installed)
 		/usr/lib/systemd/system/graid-last-resort@.service \
 		/usr/lib/systemd/system-shutdown/graid.shutdown \
 		/usr/share/bash-completion/completions/graidctl /usr/share/zsh/vendor-completions/_graidctl \
-		/usr/share/fish/vendor_completions.d/graidctl.fish; do
+		/usr/share/fish/vendor_completions.d/graidctl.fish /etc/graid/graid.conf; do
 		[ -e "$f" ] || fail "$f is not installed"
 	done
 	graidctl --version >/dev/null || fail "graidctl --version failed"
@@ -36,7 +36,7 @@ purge)
 		[ -d "$f" ] || [ ! -e "$f" ] || fail "$f is left after purge"
 	done
 	[ -z "$(dkms status graid)" ] || fail "dkms still knows graid: $(dkms status graid)"
-	for d in /var/lib/dkms/graid /var/cache/graid-dkms /usr/src/graid-* \
+	for d in /var/lib/dkms/graid /var/cache/graid-dkms /usr/src/graid-* /etc/graid \
 		/lib/modules/*/updates/dkms/raid_gpu.ko*; do
 		[ ! -e "$d" ] || fail "$d is left after purge"
 	done

@@ -72,6 +72,10 @@ case $step in
 	# (Its progress bars would fill the log: the output is a terminal.)
 	graidctl wait r5 >/dev/null && graidctl wait r1 >/dev/null || fail "the initial resyncs"
 	udevadm settle
+	# Both belong to this host (its /etc/hostname), so boot assembly starts them.
+	for a in r5 r1; do
+		[ "$(json $a homehost)" = "$(hostname)" ] || fail "$a's home host: $(graidctl detail $a)"
+	done
 	say "$(graidctl list)"
 	for a in r5 r1; do
 		mkfs.ext4 -q /dev/graid/$a || fail "mkfs.ext4 on /dev/graid/$a"

@@ -3,7 +3,8 @@
 # graid_member and waits, loading the module if need be; the array starts once every member is
 # here, once, however many appear together; a stopped array stays stopped; an array missing a
 # member is started degraded by what graid-last-resort@UUID.service runs, serves the data
-# written before, and takes the member back with re-add.
+# written before, and takes the member back with re-add. An array recording another host
+# (mdadm's homehost) is left alone until graid.conf or --any-host says otherwise.
 . /graid/lib.sh
 pidof systemd-udevd >/dev/null || skip "systemd-udevd is not running"
 need_members 3
@@ -13,7 +14,10 @@ export DM_DISABLE_UDEV=1
 rules=/lib/udev/rules.d/64-graid-assembly.rules
 cp /graid/udev-assembly/64-graid-assembly.rules $rules
 udevadm control --reload
-trap 'rm -f $rules; udevadm control --reload' EXIT
+# This host's name, recorded by create as the arrays' home host.
+host=$(cat /proc/sys/kernel/hostname)
+echo node-a >/proc/sys/kernel/hostname
+trap 'rm -f $rules /etc/graid/graid.conf; udevadm control --reload; echo "$host" >/proc/sys/kernel/hostname' EXIT
 
 # The members are dm-linear slices 4 MiB into the drives (so the drives themselves hold no
 # superblock): removing a slice makes a member disappear, creating it again makes it appear.
@@ -45,6 +49,7 @@ expect_rc 0 graidctl create inc --level 5 --chunk 64K --assume-clean $m0 $m1 $m2
 dev=$(array_dev "$OUT")
 expect_rc 0 graidctl --json detail inc
 uuid=$(json_field uuid "$OUT")
+[ "$(json_field homehost "$OUT")" = node-a ] || fail "create did not record this host: $OUT"
 fio_verify $dev 0 12M write 64k-64k
 expect_rc 0 graidctl stop inc
 udevadm settle
@@ -107,8 +112,45 @@ fio_readback $dev 12M 4M randwrite 4k-64k "data written degraded, read back afte
 expect_rc 0 graidctl check inc --wait
 expect_match 'check finished: 0 mismatched sectors' "$OUT" "check after the re-add"
 
-echo "--- nothing for a device without a superblock"
+echo "--- another host's array: not started by itself"
 expect_rc 0 graidctl stop inc
+detach 0 1 2
+echo node-b >/proc/sys/kernel/hostname
+attach 0 1 2
+appear 0 1 2
+[ "$(running)" = 0 ] || fail "node-a's array started on node-b: $(graidctl list)"
+expect_rc 0 graidctl assemble --incremental $m0
+expect_match "belongs to host 'node-a' \(this is 'node-b'\): not started by itself" "$OUT" "incremental on node-b"
+# Nor by the last-resort unit's command.
+expect_rc 0 graidctl assemble --scan --run --uuid $uuid
+expect_match "belongs to host 'node-a' .*not started; --any-host starts it" "$OUT" "last-resort start on node-b"
+[ "$(running)" = 0 ] || fail "the last-resort start took node-a's array: $(graidctl list)"
+expect_rc 0 graidctl examine $m1
+expect_match 'Home Host : node-a' "$OUT" "examine"
+expect_match '^GRAID_MEMBER_HOMEHOST=node-a$' "$(udevadm info --query=property --name=$m2)" "udev properties"
+# By hand it starts.
+expect_rc 0 graidctl assemble --scan --any-host --uuid $uuid
+expect_match 'assembled as /dev/graid[0-9]+ \(raid5, 3/3 members, optimal\)' "$OUT" "--any-host"
+expect_rc 0 graidctl stop inc
+# graid.conf names the host: node-b answers to node-a and starts it by itself.
+mkdir -p /etc/graid
+echo "HOMEHOST node-a  # this rack's name" >/etc/graid/graid.conf
+appear 0
+[ "$(running)" = 1 ] || fail "HOMEHOST node-a did not start node-a's array: $(graidctl list)"
+expect_rc 0 graidctl stop inc
+# <ignore>: every array is this host's.
+echo "HOMEHOST <ignore>" >/etc/graid/graid.conf
+appear 1
+[ "$(running)" = 1 ] || fail "HOMEHOST <ignore> did not start the array: $(graidctl list)"
+expect_rc 0 graidctl stop inc
+# A bad file is an error, not a guess.
+echo "HOMEHOST a/b" >/etc/graid/graid.conf
+expect_rc 1 graidctl assemble --incremental $m0
+expect_match "graid.conf line 1: HOMEHOST 'a/b'" "$OUT" "a bad graid.conf"
+rm /etc/graid/graid.conf
+echo node-a >/proc/sys/kernel/hostname
+
+echo "--- nothing for a device without a superblock"
 wipe_superblocks $m0 $m1 $m2
 expect_rc 0 graidctl assemble --incremental $m0
 expect_match 'holds no graid superblock' "$OUT" "incremental on a blank device"

@@ -78,7 +78,7 @@ mod tests {
         let members = GRAID_MAX_MEMBERS * size_of::<GraidMember>();
         assert_eq!(
             size_of::<GraidCreate>(),
-            4 * 4 + GRAID_NAME_LEN + 16 + 8 + members + 8 + 8
+            4 * 4 + GRAID_NAME_LEN + 16 + 8 + members + 8 + 8 + GRAID_HOMEHOST_LEN
         );
         assert_eq!(size_of::<GraidAssemble>(), 8 + members + 16);
         assert_eq!(size_of::<GraidStop>(), 8);
@@ -108,6 +108,7 @@ mod tests {
                 + 4 * 8
                 + 3 * 8
                 + 8
+                + GRAID_HOMEHOST_LEN
         );
     }
 

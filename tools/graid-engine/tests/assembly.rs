@@ -2,7 +2,9 @@
 
 use graid_engine::assembly::{member_status, pick_freshest, MemberStatus};
 use graid_engine::geometry::Level;
-use graid_engine::superblock::{Area, ArrayName, Slot, Superblock, MAX_SLOTS, RECOVERY_COMPLETE};
+use graid_engine::superblock::{
+    Area, ArrayName, HomeHost, Slot, Superblock, MAX_SLOTS, RECOVERY_COMPLETE,
+};
 
 const ARRAY: [u8; 16] = [7; 16];
 const OTHER_ARRAY: [u8; 16] = [9; 16];
@@ -19,6 +21,7 @@ fn member(slot: u32, events: u64) -> Superblock {
         features_incompat: 0,
         array_uuid: ARRAY,
         array_name: ArrayName::new("mirror").unwrap(),
+        homehost: HomeHost::EMPTY,
         created: 0,
         events,
         clean: true,

@@ -3,7 +3,7 @@
 use graid_engine::bitmap::Regions;
 use graid_engine::geometry::{GeometryError, Level, ParityLayout, MAX_SECTORS};
 use graid_engine::superblock::{
-    decode, encode, offset, Area, AreaKind, ArrayName, NameError, Slot, Superblock,
+    decode, encode, offset, Area, AreaKind, ArrayName, HomeHost, NameError, Slot, Superblock,
     SuperblockError, DEFAULT_BITMAP_AREA, DEFAULT_DATA_OFFSET_SECTORS, FEATURES_COMPAT_KNOWN,
     FEATURE_BITMAP, MAX_SLOTS, METADATA_END_SECTOR, RECOVERY_COMPLETE, SUPERBLOCK_SIZE,
 };
@@ -32,6 +32,7 @@ fn sample() -> Superblock {
         features_incompat: 0,
         array_uuid: ARRAY_UUID,
         array_name: ArrayName::new("golden").unwrap(),
+        homehost: HomeHost::EMPTY,
         created: 1_767_225_600, // 2026-01-01T00:00:00Z
         events: 42,
         clean: true,
@@ -334,6 +335,7 @@ fn documented_offsets() {
         (offset::BITMAP_REGION_SECTORS, 8),
         (offset::BITMAP_EVENTS, 8),
         (offset::SLOTS, 2 * MAX_SLOTS),
+        (offset::HOMEHOST, 64),
         (offset::CHECKSUM, 4),
     ];
     let mut end = 0;
@@ -347,6 +349,47 @@ fn documented_offsets() {
     assert_eq!(offset::RESYNC_OFFSET, 0xc0);
     assert_eq!(offset::SLOTS, 0x100);
     assert_eq!(offset::CHECKSUM, 0xffc);
+}
+
+/// The home host: 64 NUL-padded bytes at 0x180, right after the slot table. All zero (what every
+/// superblock written before the field holds) reads as "no host", so the golden block above is
+/// unchanged.
+#[test]
+fn the_home_host_is_64_bytes_at_0x180() {
+    let mut sb = sample();
+    sb.homehost = HomeHost::new("node-17.example.org").unwrap();
+    let block = encoded(&sb);
+    assert_eq!(&block[0x180..0x193], b"node-17.example.org");
+    assert!(block[0x193..0x1c0].iter().all(|&b| b == 0));
+    let mut golden = golden();
+    patch(&mut golden, 0x180, b"node-17.example.org");
+    assert_eq!(block, golden);
+    assert_eq!(decode(&block), Ok(sb));
+    assert!(sample().homehost.is_empty() && !sb.homehost.is_empty());
+    // The longest host fits without a NUL, as an array name does.
+    let longest = "h".repeat(64);
+    sb.homehost = HomeHost::new(&longest).unwrap();
+    assert_eq!(decode(&encoded(&sb)).unwrap().homehost.as_str(), longest);
+    assert_eq!(
+        HomeHost::new(&"h".repeat(65)),
+        Err(NameError::TooLong { len: 65, max: 64 })
+    );
+}
+
+#[test]
+fn rejects_bad_home_hosts() {
+    for (bytes, why) in [
+        (&b"a\0b"[..], NameError::NotNulPadded),
+        (&b"\xff\xfe"[..], NameError::NotUtf8),
+        (&b"a/b"[..], NameError::ForbiddenChar),
+        (&b"tab\there"[..], NameError::ForbiddenChar),
+    ] {
+        assert_eq!(
+            decode_patched(offset::HOMEHOST, bytes),
+            Err(SuperblockError::BadHomeHost(why)),
+            "{bytes:?}"
+        );
+    }
 }
 
 // ---- accepted variations ----
@@ -417,7 +460,7 @@ fn array_names() {
     assert_eq!(ArrayName::new("ünïcødé").unwrap().as_str(), "ünïcødé");
     assert_eq!(
         ArrayName::new(&"x".repeat(33)),
-        Err(NameError::TooLong { len: 33 })
+        Err(NameError::TooLong { len: 33, max: 32 })
     );
     for bad in ["a/b", "a\nb", "a\0b", "\u{7f}"] {
         assert!(ArrayName::new(bad).is_err(), "{bad:?}");
@@ -765,6 +808,7 @@ fn every_error_explains_itself() {
             member_data_sectors: 1,
         }),
         SuperblockError::BadName(NameError::NotUtf8),
+        SuperblockError::BadHomeHost(NameError::ForbiddenChar),
         SuperblockError::NilArrayUuid,
         SuperblockError::NilMemberUuid,
         SuperblockError::BadSlotEntry {
@@ -885,6 +929,11 @@ prop_compose! {
             features_incompat: 0,
             array_uuid: uuids.0,
             array_name: ArrayName::new(&name).unwrap(),
+            homehost: if events % 3 == 0 {
+                HomeHost::EMPTY
+            } else {
+                HomeHost::new(&format!("host-{name}")).unwrap()
+            },
             created,
             events,
             clean,

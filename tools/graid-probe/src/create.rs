@@ -4,8 +4,8 @@
 use crate::sys::{open_control, raw_ioctl, Fd, Report};
 use graid_abi::{
     GraidCreate, GraidDetail, GraidMember, GraidStop, GRAID_CREATE_ASSUME_CLEAN,
-    GRAID_CREATE_WRITE_ZEROES, GRAID_IOC_CREATE, GRAID_IOC_DETAIL, GRAID_IOC_STOP,
-    GRAID_LEVEL_RAID0, GRAID_LEVEL_RAID1, GRAID_MAX_MEMBERS, GRAID_NAME_LEN,
+    GRAID_CREATE_WRITE_ZEROES, GRAID_HOMEHOST_LEN, GRAID_IOC_CREATE, GRAID_IOC_DETAIL,
+    GRAID_IOC_STOP, GRAID_LEVEL_RAID0, GRAID_LEVEL_RAID1, GRAID_MAX_MEMBERS, GRAID_NAME_LEN,
 };
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
@@ -47,6 +47,7 @@ pub fn request(level: u32, chunk: u32, name: &str, members: &[GraidMember]) -> G
         index: u32::MAX,
         layout: 0,
         bitmap_region_sectors: 0,
+        homehost: [0; GRAID_HOMEHOST_LEN],
     };
     req.name[..name.len()].copy_from_slice(name.as_bytes());
     req.members[..members.len()].copy_from_slice(members);
@@ -197,6 +198,16 @@ pub fn run(control: &str, small: &str, paths: &[String]) -> ExitCode {
         request(GRAID_LEVEL_RAID0, 128, "a/b", pair),
         &[libc::EINVAL],
     );
+    for (what, host) in [
+        ("a home host with a slash", &b"a/b"[..]),
+        ("a home host with a newline", &b"a\nb"[..]),
+        ("a home host with bytes after its NUL", &b"a\0b"[..]),
+        ("a home host that is not UTF-8", &b"\xc3\x28"[..]),
+    ] {
+        let mut req = request(GRAID_LEVEL_RAID0, 128, "bad", pair);
+        req.homehost[..host.len()].copy_from_slice(host);
+        refused(&mut r, what, req, &[libc::EINVAL]);
+    }
     let bitmap = |flags: u32, region: u64, level: u32, chunk: u32| GraidCreate {
         flags,
         bitmap_region_sectors: region,

@@ -14,7 +14,7 @@ use graid_engine::ppl::DEFAULT_LOG_AREA;
 use graid_engine::replace::ReplaceStage;
 use graid_engine::scrub::{ScrubMode, ScrubProgress};
 use graid_engine::superblock::{
-    Area, ArrayName, Slot, Superblock, DEFAULT_BITMAP_AREA, MAX_SLOTS, RECOVERY_COMPLETE,
+    Area, ArrayName, HomeHost, Slot, Superblock, DEFAULT_BITMAP_AREA, MAX_SLOTS, RECOVERY_COMPLETE,
 };
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
@@ -149,6 +149,7 @@ pub fn superblock(geometry: &Geometry, level: Level, chunk_sectors: u32) -> Supe
         features_incompat: 0,
         array_uuid: [0xaa; 16],
         array_name: ArrayName::new("stress").unwrap(),
+        homehost: HomeHost::EMPTY,
         created: 1_767_225_600,
         events: 7,
         clean: false,

@@ -6,6 +6,7 @@ use crate::array_ref::{self, running_arrays, ArrayRef};
 use crate::control::ControlDevice;
 use crate::errno::{ioctl_error, Op};
 use crate::error::CtlError;
+use crate::homehost::Policy;
 use crate::member::{describe, resolve_members, Rdev, System};
 use crate::output::{array_device, json, present_members, ArrayView};
 use crate::uuid;
@@ -28,6 +29,10 @@ pub struct AssembleArgs {
     /// array).
     #[arg(long, requires = "scan")]
     pub uuid: Option<String>,
+    /// With --scan: also start arrays whose superblocks name another host (see create
+    /// --homehost); without it they are left alone, as at boot.
+    #[arg(long, requires = "scan")]
+    pub any_host: bool,
     /// A member has appeared (udev runs this for each): start its array once every role has
     /// a current member; until then do nothing (graid-last-resort@UUID.timer starts it
     /// degraded later). Devices with no graid superblock are ignored.
@@ -175,23 +180,35 @@ pub fn take_turn(args: &AssembleArgs) -> Result<Option<std::fs::File>, CtlError>
     Ok(Some(file))
 }
 
-/// Assembles the members [`prepare`] checked, or scans.
+/// Whether `args` look for members themselves (and so obey this host's [`Policy`]).
+pub fn scans(args: &AssembleArgs) -> bool {
+    args.scan || args.incremental.is_some()
+}
+
+/// Assembles the members [`prepare`] checked, or scans, starting by itself only what `policy`
+/// says is this host's.
 pub fn submit(
     ctl: &dyn ControlDevice,
     sys: &dyn System,
     args: &AssembleArgs,
     prepared: &Prepared,
+    policy: &Policy,
     json_out: bool,
 ) -> Result<String, CtlError> {
+    let any = Policy {
+        host: policy.host.clone(),
+        ignore: true,
+    };
+    let policy = if args.any_host { &any } else { policy };
     if let Some(device) = &args.incremental {
-        return incremental(ctl, sys, device, json_out);
+        return incremental(ctl, sys, device, policy, json_out);
     }
     if args.scan {
         let only = match &args.uuid {
             Some(text) => Some(uuid::parse(text).map_err(CtlError::Usage)?),
             None => None,
         };
-        return scan(ctl, sys, args.run, only, json_out);
+        return scan(ctl, sys, args.run, only, policy, json_out);
     }
     let index = match prepared.target {
         Some(Target::Index(index)) => Some(index),
@@ -217,7 +234,11 @@ pub fn run(
     args: &AssembleArgs,
     json_out: bool,
 ) -> Result<String, CtlError> {
-    submit(ctl, sys, args, &prepare(sys, args)?, json_out)
+    let policy = Policy {
+        host: Some("this-host".to_owned()),
+        ignore: false,
+    };
+    submit(ctl, sys, args, &prepare(sys, args)?, &policy, json_out)
 }
 
 fn assembled_line(view: &ArrayView) -> String {
@@ -353,7 +374,8 @@ pub struct LeftOut {
 pub struct ScanResult {
     pub uuid: String,
     pub name: String,
-    /// `assembled`, `running` (already was) or `failed`.
+    /// `assembled`, `running` (already was), `foreign` (another host's: left alone) or
+    /// `failed`.
     pub status: &'static str,
     /// Members sent to the module.
     pub members: Vec<String>,
@@ -415,6 +437,7 @@ fn assemble_found(
     running: &[graid_abi::GraidDetail],
     array_uuid: [u8; 16],
     run: bool,
+    policy: &Policy,
 ) -> Option<ScanResult> {
     let sbs: Vec<Superblock> = found.iter().map(|f| f.sb).collect();
     let freshest = pick_freshest(&sbs, &array_uuid)?;
@@ -430,6 +453,12 @@ fn assemble_found(
     if let Some(a) = running.iter().find(|a| a.uuid == array_uuid) {
         result.status = "running";
         result.array = Some(ArrayView::new(a, sys));
+        return Some(result);
+    }
+    let homehost = &sbs[freshest].homehost;
+    if !policy.owns(homehost) {
+        result.status = "foreign";
+        result.error = Some(policy.foreign_reason(homehost));
         return Some(result);
     }
     let mut rdevs = Vec::new();
@@ -467,6 +496,7 @@ fn scan(
     sys: &dyn System,
     run: bool,
     only: Option<[u8; 16]>,
+    policy: &Policy,
     json_out: bool,
 ) -> Result<String, CtlError> {
     let found = found_devices(sys);
@@ -486,7 +516,7 @@ fn scan(
     }
     let results: Vec<ScanResult> = uuids
         .into_iter()
-        .filter_map(|u| assemble_found(ctl, sys, &found, &running, u, run))
+        .filter_map(|u| assemble_found(ctl, sys, &found, &running, u, run, policy))
         .collect();
     let failed = results.iter().filter(|r| r.status == "failed").count();
     let total = results.len();
@@ -509,7 +539,8 @@ fn scan(
 struct IncrementalReport {
     device: String,
     /// `ignored` (no graid superblock), `member` (already in its running array), `not-member`
-    /// (its array runs without it), `waiting` (roles still missing), or the scan's status.
+    /// (its array runs without it), `foreign` (another host's array: left alone), `waiting`
+    /// (roles still missing), or the scan's status.
     status: &'static str,
     uuid: Option<String>,
     name: Option<String>,
@@ -526,6 +557,7 @@ fn incremental(
     ctl: &dyn ControlDevice,
     sys: &dyn System,
     device: &str,
+    policy: &Policy,
     json_out: bool,
 ) -> Result<String, CtlError> {
     let mut report = IncrementalReport {
@@ -572,6 +604,15 @@ fn incremental(
         };
         return Ok(output(&report, text));
     }
+    if !policy.owns(&sb.homehost) {
+        report.status = "foreign";
+        let text = format!(
+            "graidctl: {label} {}: not started by itself; \
+             'graidctl assemble --scan --any-host --uuid {uuid_text}' starts it\n",
+            policy.foreign_reason(&sb.homehost)
+        );
+        return Ok(output(&report, text));
+    }
 
     let found = found_devices(sys);
     let sbs: Vec<Superblock> = found.iter().map(|f| f.sb).collect();
@@ -590,7 +631,7 @@ fn incremental(
         return Ok(output(&report, text));
     }
 
-    let result = assemble_found(ctl, sys, &found, &running, sb.array_uuid, false);
+    let result = assemble_found(ctl, sys, &found, &running, sb.array_uuid, false, policy);
     let text = result
         .as_ref()
         .map_or(String::new(), |r| scan_text(std::slice::from_ref(r)));
@@ -638,6 +679,9 @@ fn scan_text(results: &[ScanResult]) -> String {
                 "graidctl: {label} is already running as {}\n",
                 a.device
             )),
+            ("foreign", _, Some(why)) => out.push_str(&format!(
+                "graidctl: {label} {why}: not started; --any-host starts it\n"
+            )),
             (_, Some(a), _) => out.push_str(&assembled_line(a)),
             (_, _, Some(e)) => out.push_str(&format!("graidctl: {label}: {e}\n")),
             _ => {}
@@ -654,6 +698,14 @@ mod tests {
     use crate::member::fake::FakeSystem;
     use crate::sbio::testutil::{block, sample};
 
+    /// The policy of a host named `this-host`.
+    fn here() -> Policy {
+        Policy {
+            host: Some("this-host".to_owned()),
+            ignore: false,
+        }
+    }
+
     fn args_with(array: &str, members: &[&str]) -> AssembleArgs {
         let mut a = args(members);
         a.members.insert(0, array.to_owned());
@@ -664,6 +716,7 @@ mod tests {
         AssembleArgs {
             scan: false,
             uuid: None,
+            any_host: false,
             incremental: None,
             members: members.iter().map(|m| format!("/dev/{m}")).collect(),
             run: false,
@@ -810,7 +863,7 @@ mod tests {
     fn scan_groups_by_uuid_and_leaves_out_stale_members() {
         let ctl = FakeControl::with(vec![]);
         let sys = scan_system();
-        let out = scan(&ctl, &sys, false, None, false).unwrap();
+        let out = scan(&ctl, &sys, false, None, &here(), false).unwrap();
         assert_eq!(
             out,
             "graidctl: array x (01010101-0101-0101-0101-010101010101): leaving out \
@@ -831,7 +884,7 @@ mod tests {
         running.uuid = [1; 16];
         let ctl = FakeControl::with(vec![running]);
         ctl.fail.borrow_mut().push(("assemble", libc::EUCLEAN));
-        let err = scan(&ctl, &scan_system(), false, None, true).unwrap_err();
+        let err = scan(&ctl, &scan_system(), false, None, &here(), true).unwrap_err();
         assert_eq!(err.exit_code(), EXIT_FAILURE);
         assert_eq!(err.to_string(), "1 of 2 arrays could not be assembled");
         let CtlError::Partial { stdout, .. } = err else {
@@ -856,11 +909,11 @@ mod tests {
         let ctl = FakeControl::with(vec![]);
         let sys = FakeSystem::with_disks(&["a"]);
         assert_eq!(
-            scan(&ctl, &sys, false, None, false).unwrap(),
+            scan(&ctl, &sys, false, None, &here(), false).unwrap(),
             "graidctl: no graid superblocks found\n"
         );
         assert_eq!(
-            scan(&ctl, &sys, false, None, true).unwrap(),
+            scan(&ctl, &sys, false, None, &here(), true).unwrap(),
             "{\n  \"arrays\": []\n}\n"
         );
     }
@@ -868,7 +921,7 @@ mod tests {
     #[test]
     fn scan_with_uuid_assembles_only_that_array() {
         let ctl = FakeControl::with(vec![]);
-        let out = scan(&ctl, &scan_system(), true, Some([2; 16]), false).unwrap();
+        let out = scan(&ctl, &scan_system(), true, Some([2; 16]), &here(), false).unwrap();
         assert_eq!(
             out,
             "graidctl: array found assembled as /dev/graid0 (raid10, 1/1 members, optimal)\n"
@@ -880,11 +933,73 @@ mod tests {
             (3, GRAID_ASSEMBLE_RUN)
         );
         drop(sent);
-        let err = scan(&ctl, &scan_system(), true, Some([3; 16]), false).unwrap_err();
+        let err = scan(&ctl, &scan_system(), true, Some([3; 16]), &here(), false).unwrap_err();
         assert_eq!(
             err.to_string(),
             "no member of array 03030303-0303-0303-0303-030303030303 found"
         );
+    }
+
+    /// [`scan_system`] with array y recorded as another host's.
+    fn system_with_a_foreign_array() -> FakeSystem {
+        let mut sys = scan_system();
+        let mut foreign = sample("y", [2; 16], 0, 1);
+        foreign.homehost = graid_engine::superblock::HomeHost::new("other-host").unwrap();
+        sys.devices[3].2 = Some(block(&foreign));
+        sys
+    }
+
+    #[test]
+    fn scan_leaves_other_hosts_arrays_alone_unless_any_host() {
+        let ctl = FakeControl::with(vec![]);
+        let sys = system_with_a_foreign_array();
+        let out = scan(&ctl, &sys, true, None, &here(), false).unwrap();
+        assert!(
+            out.ends_with(
+                "graidctl: array y (02020202-0202-0202-0202-020202020202) belongs to host \
+                 'other-host' (this is 'this-host'): not started; --any-host starts it\n"
+            ),
+            "{out}"
+        );
+        assert_eq!(ctl.assembled.borrow().len(), 1, "only x was sent");
+        // The last-resort timer's --scan --uuid obeys the host too.
+        let out = scan(&ctl, &sys, true, Some([2; 16]), &here(), true).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["arrays"][0]["status"], "foreign");
+        assert_eq!(ctl.assembled.borrow().len(), 1);
+        // --any-host, or HOMEHOST <ignore>: started.
+        let mut any = args(&[]);
+        any.scan = true;
+        any.any_host = true;
+        any.uuid = Some("02020202-0202-0202-0202-020202020202".to_owned());
+        let out = submit(&ctl, &sys, &any, &Prepared::default(), &here(), false).unwrap();
+        assert!(out.contains("assembled as /dev/graid"), "{out}");
+        assert_eq!(ctl.assembled.borrow()[1].members[0].minor, 3);
+    }
+
+    #[test]
+    fn incremental_leaves_other_hosts_arrays_alone() {
+        let ctl = FakeControl::with(vec![]);
+        let sys = system_with_a_foreign_array();
+        let out = incremental(&ctl, &sys, "/dev/d", &here(), false).unwrap();
+        assert_eq!(
+            out,
+            "graidctl: array y (02020202-0202-0202-0202-020202020202) belongs to host \
+             'other-host' (this is 'this-host'): not started by itself; 'graidctl assemble \
+             --scan --any-host --uuid 02020202-0202-0202-0202-020202020202' starts it\n"
+        );
+        assert!(ctl.assembled.borrow().is_empty());
+        // A host without a name starts only arrays of no host.
+        let nameless = Policy {
+            host: None,
+            ignore: false,
+        };
+        let out = incremental(&ctl, &sys, "/dev/d", &nameless, true).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["status"], "foreign");
+        let out = incremental(&ctl, &sys, "/dev/a", &nameless, true).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["status"], "assembled");
     }
 
     #[test]
@@ -893,7 +1008,7 @@ mod tests {
         let mut sys = scan_system();
         // Only a of array x (two roles) is here yet.
         sys.devices[1].2 = None;
-        let out = incremental(&ctl, &sys, "/dev/a", false).unwrap();
+        let out = incremental(&ctl, &sys, "/dev/a", &here(), false).unwrap();
         assert_eq!(
             out,
             "graidctl: array x (01010101-0101-0101-0101-010101010101): /dev/a is here, \
@@ -905,13 +1020,13 @@ mod tests {
             "nothing sent while a role is missing"
         );
         // The stale c fills no role.
-        let out = incremental(&ctl, &sys, "/dev/c", true).unwrap();
+        let out = incremental(&ctl, &sys, "/dev/c", &here(), true).unwrap();
         let v: serde_json::Value = serde_json::from_str(&out).unwrap();
         assert_eq!(v["status"], "waiting");
         assert_eq!(v["missing_roles"], serde_json::json!([1]));
         // b appears: the array starts, with a and b, not degraded (no RUN).
         let sys = scan_system();
-        let out = incremental(&ctl, &sys, "/dev/b", false).unwrap();
+        let out = incremental(&ctl, &sys, "/dev/b", &here(), false).unwrap();
         assert!(
             out.ends_with("assembled as /dev/graid0 (raid10, 2/2 members, optimal)\n"),
             "{out}"
@@ -928,24 +1043,24 @@ mod tests {
         let ctl = FakeControl::with(vec![running]);
         let sys = scan_system();
         assert_eq!(
-            incremental(&ctl, &sys, "/dev/a", false).unwrap(),
+            incremental(&ctl, &sys, "/dev/a", &here(), false).unwrap(),
             "graidctl: /dev/a is already in array x (01010101-0101-0101-0101-010101010101), \
              running as /dev/graid4\n"
         );
         assert_eq!(
-            incremental(&ctl, &sys, "/dev/b", false).unwrap(),
+            incremental(&ctl, &sys, "/dev/b", &here(), false).unwrap(),
             "graidctl: array x (01010101-0101-0101-0101-010101010101) is running as \
              /dev/graid4 without /dev/b; 'graidctl re-add /dev/graid4 /dev/b' adds it back\n"
         );
         assert_eq!(
-            incremental(&ctl, &sys, "/dev/e", false).unwrap(),
+            incremental(&ctl, &sys, "/dev/e", &here(), false).unwrap(),
             "graidctl: /dev/e holds no graid superblock; nothing to do\n"
         );
         assert!(ctl.assembled.borrow().is_empty());
         // A failed start is a failure, with what was tried.
         let ctl = FakeControl::with(vec![]);
         ctl.fail.borrow_mut().push(("assemble", libc::EUCLEAN));
-        let err = incremental(&ctl, &sys, "/dev/a", false).unwrap_err();
+        let err = incremental(&ctl, &sys, "/dev/a", &here(), false).unwrap_err();
         assert_eq!(err.exit_code(), EXIT_FAILURE);
     }
 }

@@ -80,6 +80,7 @@ pub fn detail_request(index: u32) -> GraidDetail {
         ppl_barriers: 0,
         ppl_wraps: 0,
         scrub_read_errors: 0,
+        homehost: [0; graid_abi::GRAID_HOMEHOST_LEN],
     }
 }
 

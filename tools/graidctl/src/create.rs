@@ -71,6 +71,12 @@ pub struct CreateArgs {
     /// "resync", none: after a crash the array then does not start degraded.
     #[arg(long, value_enum, value_name = "POLICY")]
     pub consistency_policy: Option<ConsistencyPolicy>,
+    /// The host the array belongs to, recorded in its superblocks: boot-time assembly
+    /// (assemble --incremental, --scan) starts by itself only arrays of this host or of none.
+    /// "<none>" records none [default: HOMEHOST in /etc/graid/graid.conf, else the system's
+    /// host name].
+    #[arg(long, value_parser = crate::homehost::parse_arg, value_name = "HOST")]
+    pub homehost: Option<String>,
     /// Member block devices, in role order.
     #[arg(value_name = "MEMBER", required = true)]
     pub members: Vec<String>,
@@ -258,6 +264,7 @@ pub fn prepare(sys: &dyn System, args: &CreateArgs) -> Result<GraidCreate, CtlEr
         index: 0,
         layout: args.layout.map_or(0, ParityLayout::code),
         bitmap_region_sectors,
+        homehost: crate::homehost::field(args.homehost.as_deref()),
     };
     req.name[..args.name.len()].copy_from_slice(args.name.as_bytes());
     for (slot, rdev) in req.members.iter_mut().zip(&rdevs) {
@@ -377,6 +384,7 @@ mod tests {
             bitmap: None,
             bitmap_chunk: None,
             consistency_policy: None,
+            homehost: None,
             members: members.iter().map(|m| format!("/dev/{m}")).collect(),
         }
     }
@@ -396,6 +404,17 @@ mod tests {
         assert_eq!(parse_level("RAID6"), Ok(6));
         let err = parse_level("4").unwrap_err();
         assert!(err.contains("0, 1, 10, 5 and 6"), "{err}");
+    }
+
+    #[test]
+    fn the_home_host_is_sent_nul_padded() {
+        let sys = FakeSystem::with_disks(&["nvme0n1", "nvme1n1"]);
+        let mut a = args(1, None, &["nvme0n1", "nvme1n1"]);
+        a.homehost = Some("node-9".to_owned());
+        let req = prepare(&sys, &a).unwrap();
+        assert_eq!(&req.homehost[..7], b"node-9\0");
+        a.homehost = Some("<none>".to_owned());
+        assert_eq!(prepare(&sys, &a).unwrap().homehost, [0; 64]);
     }
 
     #[test]

@@ -35,6 +35,8 @@ pub struct ExamineView {
     pub version: u32,
     pub array_uuid: String,
     pub name: String,
+    /// The host the array belongs to; empty: none.
+    pub homehost: String,
     /// Seconds since the epoch.
     pub created: u64,
     pub events: u64,
@@ -95,6 +97,7 @@ impl ExamineView {
             version: FORMAT_VERSION,
             array_uuid: uuid::format(&sb.array_uuid),
             name: sb.array_name.as_str().to_owned(),
+            homehost: sb.homehost.as_str().to_owned(),
             created: sb.created,
             events: sb.events,
             clean: sb.clean,
@@ -147,6 +150,14 @@ impl ExamineView {
             ("Version", self.version.to_string()),
             ("Array UUID", self.array_uuid.clone()),
             ("Name", self.name.clone()),
+            (
+                "Home Host",
+                if self.homehost.is_empty() {
+                    "none (any host starts it)".to_owned()
+                } else {
+                    self.homehost.clone()
+                },
+            ),
             (
                 "Created",
                 format!("{} ({})", utc(self.created), self.created),
@@ -278,9 +289,10 @@ pub fn export(sys: &dyn System, member: &str) -> Result<String, CtlError> {
     Ok(format!(
         "ID_FS_TYPE=graid_member\nID_FS_USAGE=raid\nID_FS_UUID={array_uuid}\n\
          ID_FS_UUID_SUB={}\nID_FS_LABEL={name}\nGRAID_MEMBER_ARRAY_UUID={array_uuid}\n\
-         GRAID_MEMBER_NAME={name}\nGRAID_MEMBER_EVENTS={}\n",
+         GRAID_MEMBER_NAME={name}\nGRAID_MEMBER_EVENTS={}\nGRAID_MEMBER_HOMEHOST={}\n",
         uuid::format(&sb.member_uuid),
-        sb.events
+        sb.events,
+        udev_safe(sb.homehost.as_str())
     ))
 }
 
@@ -388,6 +400,7 @@ mod tests {
         Version : 1
      Array UUID : 10101010-1010-1010-1010-101010101010
            Name : golden
+      Home Host : none (any host starts it)
         Created : 2026-01-01 00:00:00 UTC (1767225600)
      RAID Level : raid1
          Layout : 0x0
@@ -417,7 +430,9 @@ SLOT  STATE   ROLE
 
     #[test]
     fn export_prints_udev_properties_of_a_member_and_nothing_for_others() {
-        let file = image(&block(&sample("my data", [0x10; 16], 1, 42)));
+        let mut sb = sample("my data", [0x10; 16], 1, 42);
+        sb.homehost = graid_engine::superblock::HomeHost::new("rack a").unwrap();
+        let file = image(&block(&sb));
         let text = export(&RealSystem, file.str()).unwrap();
         assert_eq!(
             text,
@@ -425,7 +440,7 @@ SLOT  STATE   ROLE
              ID_FS_UUID=10101010-1010-1010-1010-101010101010\n\
              ID_FS_UUID_SUB=41414141-4141-4141-4141-414141414141\nID_FS_LABEL=my_data\n\
              GRAID_MEMBER_ARRAY_UUID=10101010-1010-1010-1010-101010101010\n\
-             GRAID_MEMBER_NAME=my_data\nGRAID_MEMBER_EVENTS=42\n"
+             GRAID_MEMBER_NAME=my_data\nGRAID_MEMBER_EVENTS=42\nGRAID_MEMBER_HOMEHOST=rack_a\n"
         );
         let empty = image(&[0u8; SUPERBLOCK_SIZE]);
         assert_eq!(export(&RealSystem, empty.str()).unwrap(), "");
@@ -454,7 +469,8 @@ SLOT  STATE   ROLE
         assert_eq!(v["slots"].as_array().unwrap().len(), 2);
         assert_eq!(v["slots"][1]["role"], 1);
         assert_eq!(v["ppl"], false);
-        assert_eq!(v.as_object().unwrap().len(), 28);
+        assert_eq!(v["homehost"], "");
+        assert_eq!(v.as_object().unwrap().len(), 29);
     }
 
     #[test]

@@ -8,6 +8,7 @@ mod errno;
 mod error;
 mod examine;
 mod helper;
+mod homehost;
 mod manage;
 mod member;
 mod output;
@@ -176,7 +177,10 @@ fn run(cli: Cli) -> Result<String, CtlError> {
         Command::Examine { member, .. } => examine::examine(&sys, &member, json),
         Command::ZeroSuperblock { member, force } => examine::zero(&member, force, json),
         // Everything checkable without the module is checked before opening it.
-        Command::Create(args) => {
+        Command::Create(mut args) => {
+            if args.homehost.is_none() {
+                args.homehost = Some(homehost::default_for_create(&homehost::load()?));
+            }
             let req = create::prepare(&sys, &args)?;
             create::submit(&Control::open_checked()?, &sys, &args, req, json)
         }
@@ -188,7 +192,17 @@ fn run(cli: Cli) -> Result<String, CtlError> {
             } else {
                 Control::open_checked()?
             };
-            assemble::submit(&ctl, &sys, &args, &prepared, json)
+            // Only the searching forms obey the host's identity: named members are the
+            // admin's explicit choice.
+            let policy = if assemble::scans(&args) {
+                homehost::load()?
+            } else {
+                homehost::Policy {
+                    host: None,
+                    ignore: true,
+                }
+            };
+            assemble::submit(&ctl, &sys, &args, &prepared, &policy, json)
         }
         Command::Stop { array, force } => {
             let array = array_ref::parse(&array)?;

@@ -82,6 +82,8 @@ pub struct ArrayView {
     pub device: String,
     pub index: u32,
     pub name: String,
+    /// The host the array belongs to (create --homehost); empty: none.
+    pub homehost: String,
     pub uuid: String,
     pub level: String,
     /// Chunk size; 0 for RAID 1.
@@ -346,6 +348,7 @@ impl ArrayView {
             device: array_device(d.index),
             index: d.index,
             name: name_str(&d.name),
+            homehost: name_str(&d.homehost),
             uuid: uuid::format(&d.uuid),
             level: level_name(d.level),
             chunk_sectors: d.chunk_sectors,
@@ -580,6 +583,14 @@ impl ArrayView {
         let count = |state: &str| self.members.iter().filter(|m| m.state == state).count();
         let fields = [
             ("Name", self.name.clone()),
+            (
+                "Home Host",
+                if self.homehost.is_empty() {
+                    "none".to_owned()
+                } else {
+                    self.homehost.clone()
+                },
+            ),
             ("UUID", self.uuid.clone()),
             ("RAID Level", self.level.clone()),
             ("Chunk Size", self.chunk_text()),

@@ -117,8 +117,8 @@ pub mod testutil {
 
     use graid_engine::geometry::Level;
     use graid_engine::superblock::{
-        encode, Area, ArrayName, Slot, Superblock, DEFAULT_DATA_OFFSET_SECTORS, MAX_SLOTS,
-        RECOVERY_COMPLETE, SUPERBLOCK_SIZE,
+        encode, Area, ArrayName, HomeHost, Slot, Superblock, DEFAULT_DATA_OFFSET_SECTORS,
+        MAX_SLOTS, RECOVERY_COMPLETE, SUPERBLOCK_SIZE,
     };
     use std::path::{Path, PathBuf};
     use std::sync::atomic::{AtomicU32, Ordering};
@@ -163,6 +163,7 @@ pub mod testutil {
             features_incompat: 0,
             array_uuid,
             array_name: ArrayName::new(name).unwrap(),
+            homehost: HomeHost::EMPTY,
             created: 1_767_225_600,
             events,
             clean: true,

@@ -163,6 +163,7 @@ DEVICE       NAME     LEVEL       SIZE  STATE     MEMBERS
             "\
 /dev/graid3:
           Name : scratch
+     Home Host : none
           UUID : 04040404-0404-0404-0404-040404040404
     RAID Level : raid1
     Chunk Size : -
@@ -333,6 +334,7 @@ ROLE  DEVICE        STATE    READS  WRITES     READ  WRITTEN  ERRORS  CORRECTED
                 "device",
                 "dirty",
                 "events",
+                "homehost",
                 "index",
                 "level",
                 "members",
