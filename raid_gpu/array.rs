@@ -594,7 +594,7 @@ impl Array {
                         uuid: r.uuid,
                         file: KBox::into_inner(file),
                     };
-                    if io.spares.lock().push(spare, GFP_KERNEL).is_err() {
+                    if Self::keep_spare(io, spare).is_err() {
                         // No memory for the list: the spare is lost to the array (the device is
                         // closed), which the engine's takeover notices as a missing spare.
                         pr_err!("graid: no memory to keep the replacement as a spare\n");
@@ -676,8 +676,7 @@ impl Array {
                     uuid: spare.uuid,
                     file: KBox::into_inner(file),
                 };
-                // NOIO: see `add_spare`.
-                noio_scope(|| io.spares.lock().push(spare, GFP_KERNEL))?;
+                Self::keep_spare(io, spare)?;
             }
             return Err(match e {
                 ReplaceError::NoSpare => ENOENT,
@@ -838,10 +837,7 @@ impl Array {
     fn add_spare(&self, spare: SpareDevice) -> Result<u32> {
         let io = self.io();
         let (slot, uuid, bdev) = (spare.slot, spare.uuid, spare.file.bdev());
-        // NOIO: the engine's worker takes this lock, and a member operation may wait for the
-        // worker with the queue frozen, where reclaim that writes back through the array would
-        // wait too (lockdep, 24-replace on the debug kernel).
-        noio_scope(|| io.spares.lock().push(spare, GFP_KERNEL))?;
+        Self::keep_spare(io, spare)?;
         io.engine.request_spare(io, uuid, slot);
         io.wait_worker();
         if let Err(e) = io.engine.spare_added(slot) {
@@ -862,6 +858,15 @@ impl Array {
         let spares = self.io().spares.lock();
         let found = spares.iter().find(|s| s.file.dev() == (major, minor));
         found.map(|s| s.slot)
+    }
+
+    /// Puts `spare` on the spares list (closed again if the list has no room). NOIO: the
+    /// engine's worker takes this lock, and a member operation may wait for the worker with the
+    /// queue frozen, where reclaim that writes back through the array would wait too (lockdep,
+    /// 24-replace on the debug kernel).
+    fn keep_spare(io: &ArrayIo, spare: SpareDevice) -> Result {
+        noio_scope(|| io.spares.lock().push(spare, GFP_KERNEL))?;
+        Ok(())
     }
 
     /// Takes spare `slot`'s device out of the list.
