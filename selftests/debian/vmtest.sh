@@ -21,7 +21,7 @@ step=$(cat $state/step 2>/dev/null || echo 1)
 r5=(/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_graid-r5-{0,1,2})
 r1=(/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_graid-r1-{0,1})
 
-say() { echo "vmtest[$step]: $*"; }
+say() { echo "vmtest[$step] +$(cut -d" " -f1 /proc/uptime)s: $*"; }
 fail() {
 	echo "GRAID-STEP-FAIL $step: $*"
 	journalctl -b --no-pager -o short-monotonic | grep -iE 'graid|raid_gpu|srv-r' | tail -n 60
@@ -69,8 +69,8 @@ case $step in
 	wait_for 30 "graid-helper.service after modprobe" systemctl is-active graid-helper
 	graidctl create r5 --level 5 --chunk 64K "${r5[@]}" || fail "create r5"
 	graidctl create r1 --level 1 "${r1[@]}" || fail "create r1"
-	# (Its progress bars would fill the log: the output is a terminal.)
-	graidctl wait r5 >/dev/null && graidctl wait r1 >/dev/null || fail "the initial resyncs"
+	# (Progress bars go to standard error, a terminal here: they would fill the log.)
+	graidctl wait r5 >/dev/null 2>&1 && graidctl wait r1 >/dev/null 2>&1 || fail "the initial resyncs"
 	udevadm settle
 	# Both belong to this host (its /etc/hostname), so boot assembly starts them.
 	for a in r5 r1; do
@@ -84,10 +84,10 @@ case $step in
 	done
 	systemctl daemon-reload
 	mount -a || fail "mount -a"
-	fio_files write /srv/r5 48M
-	fio_files write /srv/r1 16M
-	fio_files verify /srv/r5 48M
-	fio_files verify /srv/r1 16M
+	fio_files write /srv/r5 32M
+	fio_files write /srv/r1 8M
+	fio_files verify /srv/r5 32M
+	fio_files verify /srv/r1 8M
 	say "data written and verified"
 	jobs=$(graidctl --json helper | sed -n 's/.*"jobs": *\([0-9]*\).*/\1/p' | head -n 1)
 	say "helper: $(graidctl helper | grep -E 'Helper|Offloaded')"
@@ -105,8 +105,8 @@ case $step in
 	# Marked clean at the reboot (graid.shutdown): no resync, no partial parity log replay.
 	[ "$(lines 'resync')" = 0 ] || fail "a resync ran: $(journalctl -b -k --no-pager | grep resync)"
 	[ "$(lines 'log replayed')" = 0 ] || fail "a log was replayed: $(journalctl -b -k --no-pager | grep replayed)"
-	fio_files verify /srv/r5 48M
-	fio_files verify /srv/r1 16M
+	fio_files verify /srv/r5 32M
+	fio_files verify /srv/r1 8M
 	say "$(graidctl list)"
 	done_step
 	systemctl poweroff
@@ -117,11 +117,11 @@ case $step in
 	[ "$(json r5 state)" = degraded ] || fail "r5: $(graidctl detail r5)"
 	systemctl list-units --all --no-legend 'graid-last-resort@*' | grep -q . ||
 		fail "no graid-last-resort unit ran"
-	fio_files verify /srv/r5 48M
+	fio_files verify /srv/r5 32M
 	mkdir -p /srv/r5/degraded
-	fio_files write /srv/r5/degraded 16M
+	fio_files write /srv/r5/degraded 8M
 	wait_for 60 "/srv/r1 mounted" findmnt /srv/r1
-	fio_files verify /srv/r1 16M
+	fio_files verify /srv/r1 8M
 	say "$(graidctl detail r5 | grep -E 'State|Members')"
 	done_step
 	systemctl poweroff
@@ -131,14 +131,15 @@ case $step in
 	wait_for 180 "/srv/r5 mounted" findmnt /srv/r5
 	[ "$(json r5 state)" = degraded ] || fail "r5 took its stale member back by itself: $(graidctl detail r5)"
 	graidctl re-add r5 "${r5[2]}" || fail "re-add"
-	graidctl wait r5 >/dev/null || fail "the rebuild after re-add"
+	graidctl wait r5 >/dev/null 2>&1 || fail "the rebuild after re-add"
 	[ "$(json r5 state)" = optimal ] || fail "r5 after re-add: $(graidctl detail r5)"
-	fio_files verify /srv/r5 48M
-	fio_files verify /srv/r5/degraded 16M
-	graidctl check r5 --wait | grep -q 'check finished: 0 mismatched sectors' ||
+	fio_files verify /srv/r5 32M
+	fio_files verify /srv/r5/degraded 8M
+	graidctl check r5 --wait 2>/dev/null | grep -q 'check finished: 0 mismatched sectors' ||
 		fail "check after the re-add: $(graidctl detail r5)"
 	jobs=$(graidctl --json helper | sed -n 's/.*"jobs": *\([0-9]*\).*/\1/p' | head -n 1)
 	[ "${jobs:-0}" -gt 0 ] || fail "no parity job went to graid-helper: $(graidctl helper)"
+	say "re-added, rebuilt, read back and checked"
 	$lib/package-check.sh purge || fail "the purge"
 	# The arrays keep running on the loaded module; unmounted, they go idle and are marked
 	# clean, which the host checks on the members after the power-off.
