@@ -195,10 +195,7 @@ pub fn submit(
     policy: &Policy,
     json_out: bool,
 ) -> Result<String, CtlError> {
-    let any = Policy {
-        host: policy.host.clone(),
-        ignore: true,
-    };
+    let any = Policy::any_host();
     let policy = if args.any_host { &any } else { policy };
     if let Some(device) = &args.incremental {
         return incremental(ctl, sys, device, policy, json_out);

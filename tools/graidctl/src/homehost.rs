@@ -125,6 +125,14 @@ pub fn load() -> Result<Policy, CtlError> {
 }
 
 impl Policy {
+    /// Every array counts as this host's (`--any-host`, or where no policy applies).
+    pub fn any_host() -> Self {
+        Self {
+            host: None,
+            ignore: true,
+        }
+    }
+
     /// Whether assembly may start an array recording `homehost` by itself.
     pub fn owns(&self, homehost: &HomeHost) -> bool {
         self.ignore || homehost.is_empty() || self.host.as_deref() == Some(homehost.as_str())

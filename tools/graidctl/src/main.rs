@@ -197,10 +197,7 @@ fn run(cli: Cli) -> Result<String, CtlError> {
             let policy = if assemble::scans(&args) {
                 homehost::load()?
             } else {
-                homehost::Policy {
-                    host: None,
-                    ignore: true,
-                }
+                homehost::Policy::any_host()
             };
             assemble::submit(&ctl, &sys, &args, &prepared, &policy, json)
         }
