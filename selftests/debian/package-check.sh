@@ -30,8 +30,10 @@ installed)
 	;;
 purge)
 	files=$(dpkg -L graid graid-dkms | sort -u)
-	DEBIAN_FRONTEND=noninteractive apt-get -q -y purge graid graid-dkms >/tmp/purge.out 2>&1 ||
-		{ cat /tmp/purge.out; fail "apt-get purge failed"; }
+	# Each line of apt's output stamped with the uptime, so a slow step of the purge shows.
+	DEBIAN_FRONTEND=noninteractive apt-get -q -y purge graid graid-dkms 2>&1 |
+		while IFS= read -r line; do echo "+$(cut -d' ' -f1 /proc/uptime)s $line"; done >/tmp/purge.out
+	[ "${PIPESTATUS[0]}" = 0 ] || { cat /tmp/purge.out; fail "apt-get purge failed"; }
 	for f in $files; do
 		[ -d "$f" ] || [ ! -e "$f" ] || fail "$f is left after purge"
 	done

@@ -141,6 +141,7 @@ case $step in
 	[ "${jobs:-0}" -gt 0 ] || fail "no parity job went to graid-helper: $(graidctl helper)"
 	say "re-added, rebuilt, read back and checked"
 	$lib/package-check.sh purge || fail "the purge"
+	sed 's/^/purge: /' /tmp/purge.out
 	# The arrays keep running on the loaded module; unmounted, they go idle and are marked
 	# clean, which the host checks on the members after the power-off.
 	umount /srv/r5 /srv/r1 || fail "umount"
