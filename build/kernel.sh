@@ -52,7 +52,11 @@ tar -C "$kdir" -xf "$tarball" --strip-components=1
 cd "$kdir"
 kmake() { make -s "${kmake_vars[@]}" "$@"; }
 kmake rustavailable >&2
-kmake x86_64_defconfig >&2
+# The fragments are merged into x86_64_defconfig as it is kept (only what differs from the
+# defaults), not into its expansion: an expanded .config records every option that the
+# defaults' selections turned on (the network filesystems' crypto, for one) as if asked for,
+# and turning off what selected them would then leave them built.
+cp arch/x86/configs/x86_64_defconfig .config
 scripts/kconfig/merge_config.sh -m -O . .config "${fragments[@]}" >/dev/null
 kmake olddefconfig >&2
 

@@ -78,7 +78,13 @@ for t in "$@"; do
 	log=$(dmesg -c)
 	bad=$(echo "$log" | grep -E "$DMESG_BAD")
 	if [ -n "$bad" ]; then
+		# The matched lines, then the first report whole: its header (the line above a
+		# Call Trace names the cause) and its frames, as CI keeps only this output.
 		echo "$bad" | sed 's/^/# dmesg: /'
+		echo "$log" | grep -E -m1 -n "$DMESG_BAD" | cut -d: -f1 | {
+			read -r first
+			echo "$log" | sed -n "$((first > 8 ? first - 8 : 1)),$((first + 40))p"
+		} | sed 's/^/# report: /'
 		[ $rc = 0 ] || [ $rc = $KSFT_SKIP ] && rc=1
 	fi
 	case $rc in

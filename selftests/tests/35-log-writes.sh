@@ -114,13 +114,48 @@ round_job() {
 	esac
 }
 
-# wait_clean: until the array is marked clean again (its superblocks written), 20 s at most.
+# members_idle: no present member has a request in flight (held flushes included).
+members_idle() {
+	local i r w
+	for i in $PRESENT; do
+		read -r r w </sys/dev/block/$(dm info -c --noheadings -o major,minor y$i | tr -d ' ')/inflight
+		[ $((r + w)) = 0 ] || return 1
+	done
+}
+
+# clean_everywhere: the array is marked clean and every present member's superblock says so,
+# with the array's event count.
+clean_everywhere() {
+	local detail events i sb
+	detail=$(graidctl --json detail $NAME)
+	[ "$(json_field dirty "$detail")" = false ] || return 1
+	events=$(json_field events "$detail")
+	for i in $PRESENT; do
+		sb=$(graidctl --json examine /dev/mapper/y$i) || return 1
+		[ "$(json_field clean "$sb")" = true ] && [ "$(json_field events "$sb")" = "$events" ] ||
+			return 1
+	done
+}
+
+# wait_clean: until the array is marked clean again, that superblock is on every present
+# member and no member has had a request in flight for three looks 100 ms apart; 20 s at most.
+# The array says clean before its superblock writes complete, and the slow member's is held
+# FLUSH_MS: a time point taken in between would put that write after the round's mark on one
+# member and before it on the others, and the flushes of the next round would then be matched
+# across members wrongly (a cut no power cut can leave).
 wait_clean() {
-	t=0
-	until [ "$(json_field dirty "$(graidctl --json detail $NAME)")" = false ]; do
+	local t=0 quiet=0
+	while [ $quiet -lt 3 ]; do
 		t=$((t + 1))
-		[ $t -lt 200 ] || fail "$NAME still marked dirty 20 s after its writes"
+		[ $t -lt 200 ] || fail "$NAME not marked clean on every member 20 s after its writes"
 		usleep 100000
+		if [ $quiet = 0 ]; then
+			clean_everywhere && members_idle && quiet=1
+		elif members_idle; then
+			quiet=$((quiet + 1))
+		else
+			quiet=0
+		fi
 	done
 }
 
