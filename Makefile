@@ -4,7 +4,7 @@
 # Rust-enabled kernel build tree: make module KDIR=/path/to/linux-build
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
-.PHONY: help deps kernel module distro-module deb deb-test debian-vm-test distro-test rust-analyzer tools host-test lint emulated-test vm-test crash-test soak test vm-run vm-shell bench-offload bench-bitmap bench-ppl \
+.PHONY: help deps kernel module distro-module deb deb-test debian-vm-test distro-test rust-analyzer tools cargo-prebuild host-test lint emulated-test vm-test crash-test soak test vm-run vm-shell bench-offload bench-bitmap bench-ppl \
 	demo bench bench-ring ptx clean
 
 CARGO ?= cargo
@@ -40,6 +40,7 @@ help:
 	@echo "                 start, re-add, helper, purge"
 	@echo "  distro-test    distro-module, deb and debian-vm-test (part of test)"
 	@echo "  tools          build graidctl and friends (cargo, release)"
+	@echo "  cargo-prebuild tools plus host-test's and lint's cargo builds, nothing run (.ci/run)"
 	@echo "  rust-analyzer  write rust-project.json for the module"
 	@echo "  host-test      cargo test for everything that runs on the host"
 	@echo "  lint           rustfmt and clippy on the tools, clippy on the module, docutils on"
@@ -75,6 +76,12 @@ rust-analyzer: deps
 tools:
 	$(CARGO_TOOLS) build --release $(TOOLS)
 
+# What tools, host-test and lint build with cargo, built and nothing run: .ci/run makes these
+# beside the kernel build, so the same arguments must give the same outputs.
+cargo-prebuild: tools
+	$(CARGO_TOOLS) test $(TOOLS) --workspace --no-run
+	$(CARGO_TOOLS) clippy $(TOOLS) --workspace --all-targets -- -D warnings
+
 # The Vulkan engine's tests run for real on Mesa's lavapipe (installed by deps); without a
 # Vulkan device they would skip, which here is a failure.
 host-test: deps
@@ -106,10 +113,7 @@ debian-vm-test: tools
 
 # deb-test's checks (DKMS, files, purge) are all made again on the Debian VM, which runs them on
 # the machine itself: make test runs only the VM.
-distro-test: deps tools
-	build/distro-module.sh
-	build/deb.sh
-	selftests/debian-vm.sh
+distro-test: distro-module deb debian-vm-test
 
 vm-test: module tools
 	selftests/run.sh
@@ -135,9 +139,7 @@ emulated-test: deps
 
 # The Debian VM test and the VM suite run at once (selftests/vm-suites.sh): under TCG one guest
 # leaves part of two cores idle.
-test: host-test lint emulated-test module tools
-	build/distro-module.sh
-	build/deb.sh
+test: host-test lint emulated-test module tools distro-module deb
 	selftests/vm-suites.sh
 
 vm-run: module tools

@@ -114,11 +114,12 @@ round_job() {
 	esac
 }
 
-# members_idle: no present member has a request in flight (held flushes included).
+# members_idle FILE...: none of these inflight counts (of the present members' y devices, held
+# flushes included) shows a request.
 members_idle() {
-	local i r w
-	for i in $PRESENT; do
-		read -r r w </sys/dev/block/$(dm info -c --noheadings -o major,minor y$i | tr -d ' ')/inflight
+	local f r w
+	for f in "$@"; do
+		read -r r w <"$f"
 		[ $((r + w)) = 0 ] || return 1
 	done
 }
@@ -144,14 +145,17 @@ clean_everywhere() {
 # member and before it on the others, and the flushes of the next round would then be matched
 # across members wrongly (a cut no power cut can leave).
 wait_clean() {
-	local t=0 quiet=0
+	local t=0 quiet=0 i inflight=
+	for i in $PRESENT; do
+		inflight="$inflight /sys/dev/block/$(dm info -c --noheadings -o major,minor y$i | tr -d ' ')/inflight"
+	done
 	while [ $quiet -lt 3 ]; do
 		t=$((t + 1))
 		[ $t -lt 200 ] || fail "$NAME not marked clean on every member 20 s after its writes"
 		usleep 100000
 		if [ $quiet = 0 ]; then
-			clean_everywhere && members_idle && quiet=1
-		elif members_idle; then
+			clean_everywhere && members_idle $inflight && quiet=1
+		elif members_idle $inflight; then
 			quiet=$((quiet + 1))
 		else
 			quiet=0
