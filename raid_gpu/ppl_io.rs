@@ -89,14 +89,15 @@ impl ArrayIo {
             );
         }
         if replay.is_some() {
-            let stats = engine.replay_log(self, &mut entries).map_err(|_| {
+            let stats = engine.replay_log(self, &mut entries, in_sync.minus(scan.unreadable)).map_err(|_| {
                 pr_err!("graid: {}: the partial parity log replay failed (I/O error)\n", name);
                 EIO
             })?;
             pr_info!(
-                "graid: {}: partial parity log replayed: {} entries, {} parity sectors rewritten, {} pieces left alone\n",
+                "graid: {}: partial parity log replayed: {} entries ({} of writes cut short while logging), {} parity sectors rewritten, {} pieces left alone\n",
                 name,
                 scan.entries,
+                stats.torn,
                 stats.rewritten_sectors,
                 stats.skipped
             );

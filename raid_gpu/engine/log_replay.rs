@@ -22,7 +22,7 @@
 use super::array::ArrayEngine;
 use super::members::{MemberSet, MemberState};
 use super::platform::{Op, Platform, RebuildIoError};
-use super::ppl::{gf_pow2, plan_replay, sort_entries, LoggedEntry, ReplayPiece};
+use super::ppl::{drop_torn, gf_pow2, plan_replay, sort_entries, LoggedEntry, ReplayPiece};
 use core::ops::Deref;
 
 /// What a replay did.
@@ -34,6 +34,8 @@ pub struct ReplayStats {
     pub rewritten_sectors: u64,
     /// Pieces left alone (a changed column missing where nothing can be fixed).
     pub skipped: u64,
+    /// Entries of writes cut short while logging (they changed nothing): not replayed.
+    pub torn: u64,
 }
 
 impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
@@ -50,17 +52,21 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
     }
 
     /// Replays `entries` (every entry of the newest epoch found in the in-sync members' logs,
-    /// payloads checked). The array's start only, before any I/O. An I/O error stops it: the
-    /// array must not start then.
+    /// payloads checked; `logs`: the members whose whole log was read). The array's start
+    /// only, before any I/O. An I/O error stops it: the array must not start then.
     pub fn replay_log<P: Platform>(
         &self,
         p: &P,
         entries: &mut [LoggedEntry],
+        logs: MemberSet,
     ) -> Result<ReplayStats, RebuildIoError> {
         let mut stats = ReplayStats::default();
         if !self.has_log() || !self.geometry.level().has_parity() {
             return Ok(stats);
         }
+        let kept = drop_torn(entries, logs);
+        stats.torn = (entries.len() - kept) as u64;
+        let entries = entries.get_mut(..kept).unwrap_or(&mut []);
         sort_entries(entries);
         let mut result = Ok(());
         plan_replay(entries, |piece| {

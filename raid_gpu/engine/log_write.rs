@@ -318,6 +318,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
                 EntryKind::Barrier => [(0, 0); MAX_MEMBERS as usize],
             },
             payload_crc: 0,
+            targets: members,
         };
         log.set_live(half, slice.slot);
         stripe.set_step(Step::Log);

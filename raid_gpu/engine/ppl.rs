@@ -88,6 +88,8 @@ mod entry {
     pub const MEMBERS: usize = 0x44;
     pub const PAYLOAD_SECTORS: usize = 0x48;
     pub const PAYLOAD_CRC: usize = 0x50;
+    /// `u32`: the members the write logged this entry to (a [`super::MemberSet`]).
+    pub const TARGETS: usize = 0x54;
     /// `[u8; 16]` the log's key (the superblock's `log_key`).
     pub const KEY: usize = 0x58;
     /// `[(u32, u32); 32]`: each member's written rows, from and to, relative to `START`.
@@ -230,6 +232,11 @@ pub struct Entry {
     pub written: [(u32, u32); MAX_MEMBERS as usize],
     /// CRC-32C of the payload (`sectors` sectors for a partial entry).
     pub payload_crc: u32,
+    /// Every member the write logged this entry to (P's and Q's logs, or a barrier's parity
+    /// members). The write sends no data until all of them completed, so a log that was read
+    /// whole and lacks the entry means the write never sent any ([`drop_torn`]). Empty: an
+    /// entry from before graid recorded them, taken as whole.
+    pub targets: MemberSet,
 }
 
 impl Entry {
@@ -330,6 +337,7 @@ pub fn encode_entry(id: &LogId, e: &Entry, block: &mut [u8; BLOCK_BYTES]) {
         e.payload_sectors().to_le_bytes(),
     );
     put(block, entry::PAYLOAD_CRC, e.payload_crc.to_le_bytes());
+    put(block, entry::TARGETS, e.targets.bits().to_le_bytes());
     for (m, &(f, t)) in e.written.iter().enumerate() {
         put(block, entry::WRITTEN + 8 * m, f.to_le_bytes());
         put(block, entry::WRITTEN + 8 * m + 4, t.to_le_bytes());
@@ -385,8 +393,10 @@ pub fn decode_entry(id: &LogId, block: &[u8; BLOCK_BYTES]) -> Result<Entry, Entr
         members,
         written,
         payload_crc: get_u32(block, entry::PAYLOAD_CRC),
+        targets: MemberSet::from_bits(get_u32(block, entry::TARGETS)),
     };
     if !(2..=MAX_MEMBERS).contains(&members)
+        || e.targets.iter().any(|m| m >= members)
         || sectors == 0
         || sectors > e.max_sectors()
         || start.checked_add(sectors).is_none()
@@ -419,6 +429,47 @@ pub struct ReplayPiece {
     /// Where the partial P (Q) of these rows lies: the log's member and the member sector.
     pub pp: Option<(u32, u64)>,
     pub pq: Option<(u32, u64)>,
+}
+
+/// Moves the entries of every write whose logging was cut short to the end of `entries` and
+/// returns how many are left before them (in no particular order). A write whose entry is
+/// missing from one of its targets' logs, among the members in `logs` (those whose whole log
+/// was read), never got past its log writes: it changed no data or parity, so its entries
+/// describe nothing on disk. Worse, taken as the newest entry of its rows they would void the
+/// older entries there whose writes may still be torn: on RAID 6 a write's P entry can land
+/// and its Q entry not, and the older write's Q, still in a volatile cache, is lost.
+pub fn drop_torn(entries: &mut [LoggedEntry], logs: MemberSet) -> usize {
+    entries.sort_unstable_by_key(|l| (l.entry.seq, l.member));
+    let mut kept = 0;
+    let mut group = 0;
+    while let Some(first) = entries.get(group) {
+        let seq = first.entry.seq;
+        let end = entries
+            .iter()
+            .skip(group)
+            .position(|l| l.entry.seq != seq)
+            .map_or(entries.len(), |len| group + len);
+        let (found, targets) = entries
+            .get(group..end)
+            .unwrap_or(&[])
+            .iter()
+            .fold((MemberSet::EMPTY, MemberSet::EMPTY), |(f, t), l| {
+                (f.with(l.member), t.union(l.entry.targets))
+            });
+        if targets.intersect(logs).minus(found).is_empty() {
+            for i in group..end {
+                // `kept <= group <= i`: earlier slots only.
+                if let Some(&l) = entries.get(i) {
+                    if let Some(slot) = entries.get_mut(kept) {
+                        *slot = l;
+                    }
+                    kept += 1;
+                }
+            }
+        }
+        group = end;
+    }
+    kept
 }
 
 /// Sorts `entries` for [`plan_replay`].
@@ -559,7 +610,9 @@ pub fn scan_log(
             let fits = at + LogArea::entry_sectors(payload) <= area.ring_sectors;
             let intact = payload == 0
                 || reader.payload_crc(m, payload_sector, payload) == Some(entry.payload_crc);
-            if fits && intact {
+            // A member's log holds only entries sent to it.
+            let ours = entry.targets.is_empty() || entry.targets.contains(m);
+            if fits && intact && ours {
                 stats.entries += 1;
                 out(LoggedEntry {
                     member: m,

@@ -151,7 +151,13 @@ wait_clean() {
 	done
 	while [ $quiet -lt 3 ]; do
 		t=$((t + 1))
-		[ $t -lt 200 ] || fail "$NAME not marked clean on every member 20 s after its writes"
+		if [ $t -ge 200 ]; then
+			graidctl --json detail $NAME | tr -d '\n' | head -c 600 | sed 's/^/# detail: /'; echo
+			for i in $PRESENT; do
+				echo "# y$i: $(graidctl --json examine /dev/mapper/y$i | tr -d '\n ' | grep -o '"clean":[a-z]*\|"events":[0-9]*' | tr '\n' ' ') inflight $(cat /sys/dev/block/$(dm info -c --noheadings -o major,minor y$i | tr -d ' ')/inflight)"
+			done
+			fail "$NAME not marked clean on every member 20 s after its writes"
+		fi
 		usleep 100000
 		if [ $quiet = 0 ]; then
 			clean_everywhere && members_idle $inflight && quiet=1

@@ -4,9 +4,10 @@
 
 use graid_engine::members::MemberSet;
 use graid_engine::ppl::{
-    decode_entry, decode_head, encode_entry, encode_head, gf_mul, gf_pow2, plan_replay, scan_log,
-    sort_entries, Entry, EntryError, EntryKind, LogArea, LogId, LogReader, LoggedEntry, ParityKind,
-    ReplayPiece, BLOCK_BYTES, DEFAULT_LOG_AREA, MAX_BARRIER_SECTORS, MAX_LOGGED_SECTORS,
+    decode_entry, decode_head, drop_torn, encode_entry, encode_head, gf_mul, gf_pow2, plan_replay,
+    scan_log, sort_entries, Entry, EntryError, EntryKind, LogArea, LogId, LogReader, LoggedEntry,
+    ParityKind, ReplayPiece, BLOCK_BYTES, DEFAULT_LOG_AREA, MAX_BARRIER_SECTORS,
+    MAX_LOGGED_SECTORS,
 };
 use graid_engine::stripe::{SLICE_SECTORS, WIDE_SLICE_SECTORS};
 use graid_engine::superblock::Area;
@@ -33,6 +34,7 @@ fn entry(seq: u64, start: u64, sectors: u64, written: &[(u32, u32, u32)]) -> Ent
         members: 4,
         written: w,
         payload_crc: 0xdead_beef,
+        targets: MemberSet::EMPTY,
     }
 }
 
@@ -92,6 +94,7 @@ fn heads_round_trip_and_refuse_damage() {
 fn entries_round_trip() {
     let mut e = entry(9, 1000, 64, &[(0, 0, 8), (2, 8, 64)]);
     e.parity = ParityKind::Q;
+    e.targets = MemberSet::of(1).with(3);
     let mut block = [0u8; BLOCK_BYTES];
     encode_entry(&ID, &e, &mut block);
     assert_eq!(decode_entry(&ID, &block), Ok(e));
@@ -145,6 +148,10 @@ fn entries_refuse_what_was_never_written() {
         entry(1, 0, MAX_LOGGED_SECTORS + 1, &[(1, 0, 8)]),
         entry(1, 0, 8, &[(5, 0, 8)]),
         entry(1, 0, 0, &[]),
+        Entry {
+            targets: MemberSet::of(4),
+            ..entry(1, 0, 8, &[(1, 0, 8)])
+        },
     ] {
         encode_entry(&ID, &bad, &mut block);
         assert_eq!(
@@ -245,6 +252,58 @@ fn p_and_q_halves_of_one_write_pair_up() {
     assert_eq!((pieces[0].pp, pieces[0].pq), (None, Some((3, 4000))));
 }
 
+/// `entries` without those `drop_torn` drops, by (member, seq).
+fn whole(entries: &mut [LoggedEntry], logs: MemberSet) -> Vec<(u32, u64)> {
+    let kept = drop_torn(entries, logs);
+    let mut left: Vec<_> = entries[..kept]
+        .iter()
+        .map(|l| (l.member, l.entry.seq))
+        .collect();
+    left.sort_unstable();
+    left
+}
+
+#[test]
+fn a_write_missing_an_entry_in_a_log_read_whole_is_dropped() {
+    let pq = MemberSet::of(2).with(3);
+    let half = |member, seq, parity| {
+        let mut e = entry(seq, 0, 8, &[(1, 0, 8)]);
+        e.parity = parity;
+        e.targets = pq;
+        logged(member, 1000 * seq, e)
+    };
+    // Write 8 logged both halves; write 9 only P's (the cut came between them).
+    let mut entries = [
+        half(3, 9, ParityKind::P),
+        half(2, 8, ParityKind::P),
+        half(3, 8, ParityKind::Q),
+    ];
+    entries[0].member = 2;
+    assert_eq!(
+        whole(&mut entries, MemberSet::first(4)),
+        [(2, 8), (3, 8)],
+        "write 9 sent nothing: its entry must not void write 8's"
+    );
+    // Without Q's member (gone, or its log unreadable) nothing shows write 9 was cut short.
+    let mut entries = [half(2, 9, ParityKind::P), half(2, 8, ParityKind::P)];
+    assert_eq!(
+        whole(&mut entries, MemberSet::first(4).minus(MemberSet::of(3))),
+        [(2, 8), (2, 9)]
+    );
+    // A barrier with one of its three members' headers missing, and an entry from before
+    // graid recorded targets.
+    let mut barrier = entry(10, 0, 64, &[]);
+    barrier.kind = EntryKind::Barrier;
+    barrier.targets = MemberSet::of(0).with(1).with(2);
+    let old = entry(4, 0, 8, &[(1, 0, 8)]);
+    let mut entries = [
+        logged(0, 100, barrier),
+        logged(2, 200, barrier),
+        logged(2, 300, old),
+    ];
+    assert_eq!(whole(&mut entries, MemberSet::first(4)), [(2, 4)]);
+}
+
 proptest! {
     /// One row of a RAID 6 stripe: the write changes some data columns, the partial P and Q
     /// of the unchanged ones are logged, then any subset of the data and parity writes reaches
@@ -315,6 +374,8 @@ fn a_scan_takes_the_heads_epoch_and_the_next_with_intact_payloads() {
         let mut e = entry(seq, 64 * seq, 8, &[(0, 0, 8)]);
         e.epoch = epoch;
         e.payload_crc = crc;
+        // Sent to this member's log, and another's (seq 7: only another's).
+        e.targets = MemberSet::of(if seq == 7 { 2 } else { member }).with(3);
         let mut block = [0u8; BLOCK_BYTES];
         encode_entry(&ID, &e, &mut block);
         logs.blocks.insert((member, area.ring_sector(at)), block);
@@ -326,6 +387,7 @@ fn a_scan_takes_the_heads_epoch_and_the_next_with_intact_payloads() {
     put(1, 16, 7, 4, 7, 7); // two ahead: cannot be this log's
     put(1, 32, 5, 5, 7, 8); // torn payload
     put(1, 2032, 5, 6, 7, 7); // runs past the ring's end
+    put(0, 48, 5, 7, 7, 7); // sent to other members: not this log's
     let mut found = Vec::new();
     let mut block = [0u8; BLOCK_BYTES];
     let stats = scan_log(
@@ -339,7 +401,7 @@ fn a_scan_takes_the_heads_epoch_and_the_next_with_intact_payloads() {
     found.sort_unstable();
     assert_eq!(found, [2, 3]);
     assert_eq!(stats.epoch, 5);
-    assert_eq!((stats.entries, stats.refused), (2, 2));
+    assert_eq!((stats.entries, stats.refused), (2, 3));
     assert_eq!(stats.unreadable, MemberSet::of(3));
 }
 

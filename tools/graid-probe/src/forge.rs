@@ -15,6 +15,7 @@
 
 use graid_engine::crc32c::crc32c;
 use graid_engine::geometry::MAX_MEMBERS;
+use graid_engine::members::MemberSet;
 use graid_engine::ppl::{
     decode_head, encode_entry, Entry, EntryKind, LogId, ParityKind, BLOCK_BYTES, DEFAULT_LOG_AREA,
 };
@@ -66,6 +67,7 @@ fn forge(args: &[String]) -> Result<Vec<u8>, String> {
         members: members as u32,
         written,
         payload_crc: crc32c(&payload[..sectors as usize * 512]),
+        targets: MemberSet::of(member as u32),
     };
     // The user cannot read the superblock's key: the best guess is none.
     let guess = LogId { uuid, key: [0; 16] };

@@ -176,7 +176,9 @@ pub fn reassemble(
             "seed {seed}: the scan refused entries the engine wrote"
         );
         if !freshest.clean {
-            let stats = engine.replay_log(&*host, &mut entries).expect("replay I/O");
+            let stats = engine
+                .replay_log(&*host, &mut entries, in_sync_roles.minus(scan.unreadable))
+                .expect("replay I/O");
             replayed = stats.rewritten_sectors;
         }
         engine.start_log(&*host, scan.epoch);
