@@ -4,7 +4,7 @@
 # Rust-enabled kernel build tree: make module KDIR=/path/to/linux-build
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
-.PHONY: help deps kernel module distro-module deb deb-test debian-vm-test distro-test rust-analyzer tools cargo-prebuild host-test lint emulated-test vm-test crash-test soak test vm-run vm-shell bench-offload bench-bitmap bench-ppl \
+.PHONY: help deps kernel module distro-module deb deb-test debian-vm-test distro-test rust-analyzer tools cargo-prebuild host-test lint emulated-test vm-test crash-test soak test vm-run vm-shell bench-offload bench-bitmap bench-ppl bench-shipped \
 	demo bench bench-ring ptx clean
 
 CARGO ?= cargo
@@ -56,6 +56,7 @@ help:
 	@echo "  bench-offload  RAID 5/6 full-stripe writes, parity in the kernel vs graid-helper, in the VM"
 	@echo "  bench-bitmap   the write-intent bitmap's write cost, graid vs md, in the VM"
 	@echo "  bench-ppl      the partial parity log's write cost, graid vs md's PPL, in the VM"
+	@echo "  bench-shipped  RAID 5/6 writes as shipped (bitmap and log on), graid vs md, in the VM"
 	@echo "  ptx            recompile the CUDA kernels' committed PTX (NVRTC from PyPI; lint checks it)"
 	@echo "  bench-ring     the parity ring's own cost, natively on the host: graid-helper's loopback"
 	@echo "                 (no kernel) against the same jobs computed directly"
@@ -186,6 +187,14 @@ BENCH_CHUNK ?= 512K
 BENCH_MEMBERS ?= nvme
 BENCH_LEVELS ?= 0 1 10 5 6
 BENCH_ONLY ?= .
+# Parity writes as shipped (bitmap and log on), graid against md, RAID 5/6 on six drives at
+# 512 KiB and 64 KiB chunks (selftests/bench-shipped.sh), about 25 minutes under TCG.
+bench-shipped: module tools
+	set -o pipefail; mkdir -p out; \
+	GRAID_VM_WORK=$(CURDIR)/out/vm-bench-shipped selftests/vm.sh --disks 6 --disk-size 512 --mem 3072 \
+		--timeout 3600 selftests/bench-shipped.sh $(BENCH_RUNTIME) $(BENCH_ROUNDS) | tee out/bench-shipped.txt; rc=$$?; \
+		rm -f out/vm-bench-shipped/nvme*.img; exit $$rc
+
 bench: module tools
 	set -o pipefail; mkdir -p out; \
 	GRAID_VM_WORK=$(CURDIR)/out/vm-bench selftests/vm.sh --disks 6 --disk-size 512 --mem 3072 \

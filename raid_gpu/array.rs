@@ -19,10 +19,9 @@ use crate::engine::scrub::{ScrubError, ScrubMode};
 use crate::engine::geometry::{Geometry, Level, MAX_MEMBERS};
 use crate::bitmap_io::Bitmap;
 use crate::engine::bitmap::Regions;
-use crate::engine::ppl::DEFAULT_LOG_AREA;
 use crate::engine::members::MemberSet;
 use crate::engine::superblock::{
-    Area, ArrayName, HomeHost, Slot, Superblock, DEFAULT_BITMAP_AREA, DEFAULT_DATA_OFFSET_SECTORS,
+    new_array_layout, Area, ArrayName, HomeHost, Slot, Superblock, DEFAULT_BITMAP_AREA,
     MAX_SLOTS, RECOVERY_COMPLETE, UUID_LEN,
 };
 use crate::io::{ArrayIo, Member};
@@ -221,8 +220,9 @@ impl Array {
         check_members(&files).map_err(|(_, e)| e)?;
         drop(files);
         let smallest = members.iter().map(|m| m.file.nr_sectors()).min().unwrap_or(0);
+        let (journal, data_offset) = new_array_layout(smallest, params.ppl);
         let data_sectors = smallest
-            .checked_sub(DEFAULT_DATA_OFFSET_SECTORS)
+            .checked_sub(data_offset)
             .filter(|&s| s >= MIN_MEMBER_DATA_SECTORS)
             .ok_or(ENOSPC)?;
         let nr = members.len() as u32;
@@ -253,17 +253,13 @@ impl Array {
             members: nr,
             member_uuid: members.first().map(|m| m.uuid).unwrap_or([0; 16]),
             this_slot: 0,
-            data_offset: DEFAULT_DATA_OFFSET_SECTORS,
+            data_offset,
             data_size: geometry.member_data_sectors(),
             recovery_offset: RECOVERY_COMPLETE,
             bitmap,
             bitmap_region,
             bitmap_events: 0,
-            journal: if params.ppl {
-                DEFAULT_LOG_AREA
-            } else {
-                Area::NONE
-            },
+            journal,
             ppl: params.ppl,
             log_key: if params.ppl { new_log_key() } else { [0; 16] },
             slots: fresh_slots(nr),

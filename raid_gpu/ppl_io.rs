@@ -45,10 +45,11 @@ impl LogReader for MemberLogs<'_> {
 }
 
 impl ArrayIo {
-    /// The log at the array's start: finds the newest epoch and, with `replay` (the array was
-    /// not stopped cleanly: the key the entries of its last life carry), makes the parity
-    /// whole again from the entries of that epoch; then voids every entry. Before the disk appears; nothing else does I/O yet. `Err` if the
-    /// replay could not read or write: the array must not start with parity it could not fix.
+    /// The log at the array's start: finds the newest epoch (the heads) and, with `replay`
+    /// (the array was not stopped cleanly: the key the entries of its last life carry), reads
+    /// the rings and makes the parity whole again from the entries of that epoch; then voids
+    /// every entry. Before the disk appears; nothing else does I/O yet. `Err` if the replay
+    /// could not read or write: the array must not start with parity it could not fix.
     pub(crate) fn start_log(&self, replay: Option<[u8; UUID_LEN]>) -> Result {
         let engine = &self.engine;
         let Some(area) = engine.log().area() else {
@@ -75,9 +76,14 @@ impl ArrayIo {
             ..engine.log_id()
         };
         let mut block = zeroed_block()?;
-        let scan = scan_log(&id, &area, in_sync, &mut reader, &mut block, &mut |e| {
+        let mut take = |e| {
             full |= entries.push(e, GFP_KERNEL).is_err();
-        });
+        };
+        let out: Option<&mut dyn FnMut(LoggedEntry)> = match replay {
+            Some(_) => Some(&mut take),
+            None => None,
+        };
+        let scan = scan_log(&id, &area, in_sync, &mut reader, &mut block, out);
         if full {
             return Err(ENOMEM);
         }

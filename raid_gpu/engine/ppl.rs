@@ -51,6 +51,25 @@ pub const DEFAULT_LOG_AREA: Area = Area {
     offset: 2048,
     sectors: 2048,
 };
+/// The largest log area graid creates arrays with: 64 MiB (mdadm leaves 128 MiB before the
+/// data of members of 128 GiB or more).
+pub const MAX_DEFAULT_LOG_SECTORS: u64 = 64 * 2048;
+
+/// The log area graid creates an array with on members of `member_sectors`: from 1 MiB on (the
+/// bitmap has the first), a thousandth of the member (mdadm's rule for the room before its
+/// data), rounded down to a power of two between [`DEFAULT_LOG_AREA`]'s 1 MiB and
+/// [`MAX_DEFAULT_LOG_SECTORS`]. The larger the ring, the rarer an epoch switch (a flush of
+/// every member, which logged writes may wait for): a 1 MiB area's half holds three partial
+/// entries of 1 MiB writes at 512 KiB chunks, a 64 MiB one's about two hundred.
+pub fn log_area_for(member_sectors: u64) -> Area {
+    let want = (member_sectors / 1024).clamp(DEFAULT_LOG_AREA.sectors, MAX_DEFAULT_LOG_SECTORS);
+    Area {
+        offset: DEFAULT_LOG_AREA.offset,
+        // `want` is at least 1 MiB: never zero.
+        sectors: 1 << (u64::BITS - 1 - want.leading_zeros()),
+    }
+}
+
 /// The smallest log area: a head and two entries of the longest slice.
 pub const MIN_LOG_SECTORS: u64 = BLOCK_SECTORS + 2 * (BLOCK_SECTORS + MAX_LOGGED_SECTORS);
 // Each half holds at least one entry of the longest slice.
@@ -565,9 +584,9 @@ pub struct ScanStats {
 }
 
 /// Finds what a replay takes from the logs of `members` (the in-sync ones): the newest epoch
-/// any head holds, and every entry of that epoch whose payload is intact, handed to `out`. A
-/// torn entry (a crash during its write) fails its checksum and is left out: its write had
-/// not started.
+/// any head holds, and, with `out`, every entry of that epoch whose payload is intact, handed
+/// to it (without: the heads only, all a clean start needs). A torn entry (a crash during its
+/// write) fails its checksum and is left out: its write had not started.
 ///
 /// `block` is scratch space (a kernel stack has no room for it).
 pub fn scan_log(
@@ -576,7 +595,7 @@ pub fn scan_log(
     members: MemberSet,
     reader: &mut dyn LogReader,
     block: &mut [u8; BLOCK_BYTES],
-    out: &mut dyn FnMut(LoggedEntry),
+    out: Option<&mut dyn FnMut(LoggedEntry)>,
 ) -> ScanStats {
     let mut stats = ScanStats::default();
     for m in members.iter() {
@@ -586,9 +605,9 @@ pub fn scan_log(
             stats.epoch = stats.epoch.max(epoch);
         }
     }
-    if stats.epoch == 0 {
+    let Some(out) = out.filter(|_| stats.epoch != 0) else {
         return stats;
-    }
+    };
     for m in members.minus(stats.unreadable).iter() {
         for at in area.header_offsets() {
             let sector = area.ring_sector(at);

@@ -29,6 +29,21 @@ pub const DEFAULT_BITMAP_AREA: Area = Area {
     offset: METADATA_END_SECTOR,
     sectors: 2048 - METADATA_END_SECTOR,
 };
+/// The journal area and data offset graid creates an array with on members of
+/// `member_sectors`: with a partial parity log, [`super::ppl::log_area_for`]'s area and the data
+/// right after it (2 MiB in on members under 2 GiB); without, no journal and
+/// [`DEFAULT_DATA_OFFSET_SECTORS`].
+pub fn new_array_layout(member_sectors: u64, ppl: bool) -> (Area, u64) {
+    if !ppl {
+        return (Area::NONE, DEFAULT_DATA_OFFSET_SECTORS);
+    }
+    let log = super::ppl::log_area_for(member_sectors);
+    (
+        log,
+        (log.offset + log.sectors).max(DEFAULT_DATA_OFFSET_SECTORS),
+    )
+}
+
 /// The data area starts on a 4 KiB boundary, so 4 KiB-sector members stay aligned.
 pub const DATA_OFFSET_ALIGN_SECTORS: u64 = 8;
 

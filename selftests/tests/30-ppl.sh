@@ -5,7 +5,8 @@
 #   its rings fill: on an optimal and a degraded RAID 5 and 6 (one and two members lost),
 #   every write fio made reads back, and once the members are back a check finds every
 #   parity right;
-# - a clean stop and assembly keeps the data, and the log starts over.
+# - a clean stop and assembly keeps the data, and the log starts over;
+# - members of 8 GiB get a log of a thousandth of a member (8 MiB), and the data after it.
 # What the log is for, a crash while degraded, is the crash rounds' (selftests/crash/lib.sh:
 # degraded RAID 5/6 rounds, and the targeted write-hole test).
 . /graid/lib.sh
@@ -95,5 +96,26 @@ expect_rc 0 graidctl stop nl
 wipe_superblocks $s0 $s1 $s2
 expect_rc 2 graidctl create m --level 1 --consistency-policy ppl $s0 $s1
 expect_match 'ppl is for raid5 and raid6' "$OUT" "ppl on a mirror"
+
+echo "--- members of 8 GiB get an 8 MiB log (a thousandth of a member), the data after it"
+# The slices seen as 8 GiB members: their 24 MiB, then a zero target (the test writes inside
+# the first 24 MiB only).
+bigs=
+for i in 0 1 2; do
+	eval "s=\$s$i"
+	printf '0 49152 linear %s 0\n49152 %s zero\n' $s $((8 * 1024 * 2048 - 49152)) |
+		dmsetup --noudevsync create b$i || fail "dmsetup create b$i"
+	bigs="$bigs /dev/mapper/b$i"
+done
+expect_rc 0 graidctl create bl --level 5 --chunk 64K --assume-clean $bigs
+dev=$(array_dev "$OUT")
+expect_rc 0 graidctl examine /dev/mapper/b1
+expect_match 'Journal : partial parity log, 16384 sectors \(8 MiB\) at sector 2048' "$OUT" "examine of an 8 GiB member"
+expect_match 'Data Offset : 18432 sectors \(9 MiB\)' "$OUT" "examine of an 8 GiB member"
+fio_verify $dev 0 8M randwrite 4k-64k
+[ "$(ppl_field bl entries)" -ge 64 ] || fail "partial writes not logged: $(graidctl detail bl)"
+# (No check: it would read the 16 GiB of the zero targets.)
+expect_rc 0 graidctl stop bl
+for i in 0 1 2; do dmsetup --noudevsync remove b$i; done
 unslice
 unload_module

@@ -156,6 +156,9 @@ wait_clean() {
 			for i in $PRESENT; do
 				echo "# y$i: $(graidctl --json examine /dev/mapper/y$i | tr -d '\n ' | grep -o '"clean":[a-z]*\|"events":[0-9]*' | tr '\n' ' ') inflight $(cat /sys/dev/block/$(dm info -c --noheadings -o major,minor y$i | tr -d ' ')/inflight)"
 			done
+			echo "# array inflight: $(cat /sys/block/${dev#/dev/}/inflight) stat: $(cat /sys/block/${dev#/dev/}/stat)"
+			ps -eo stat,pid,args | awk '$1 ~ /^D/' | sed 's/^/# blocked: /'
+			graidctl --json detail $NAME | tr -d '\n ' | grep -o '"dirty[^,]*,\|"bitmap[^}]*}\|"ppl[^}]*}' | sed 's/^/# /'
 			fail "$NAME not marked clean on every member 20 s after its writes"
 		fi
 		usleep 100000

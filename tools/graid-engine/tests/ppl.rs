@@ -4,9 +4,9 @@
 
 use graid_engine::members::MemberSet;
 use graid_engine::ppl::{
-    decode_entry, decode_head, drop_torn, encode_entry, encode_head, gf_mul, gf_pow2, plan_replay,
-    scan_log, sort_entries, Entry, EntryError, EntryKind, LogArea, LogId, LogReader, LoggedEntry,
-    ParityKind, ReplayPiece, BLOCK_BYTES, DEFAULT_LOG_AREA, MAX_BARRIER_SECTORS,
+    decode_entry, decode_head, drop_torn, encode_entry, encode_head, gf_mul, gf_pow2, log_area_for,
+    plan_replay, scan_log, sort_entries, Entry, EntryError, EntryKind, LogArea, LogId, LogReader,
+    LoggedEntry, ParityKind, ReplayPiece, BLOCK_BYTES, DEFAULT_LOG_AREA, MAX_BARRIER_SECTORS,
     MAX_LOGGED_SECTORS,
 };
 use graid_engine::stripe::{SLICE_SECTORS, WIDE_SLICE_SECTORS};
@@ -396,13 +396,61 @@ fn a_scan_takes_the_heads_epoch_and_the_next_with_intact_payloads() {
         MemberSet::first(4),
         &mut logs,
         &mut block,
-        &mut |e| found.push(e.entry.seq),
+        Some(&mut |e| found.push(e.entry.seq)),
     );
     found.sort_unstable();
     assert_eq!(found, [2, 3]);
     assert_eq!(stats.epoch, 5);
     assert_eq!((stats.entries, stats.refused), (2, 3));
     assert_eq!(stats.unreadable, MemberSet::of(3));
+}
+
+#[test]
+fn a_scan_without_a_replay_reads_the_heads_only() {
+    let area = LogArea::new(DEFAULT_LOG_AREA).unwrap();
+    let mut logs = FakeLogs {
+        blocks: Default::default(),
+        crcs: Default::default(),
+    };
+    let mut block = [0u8; BLOCK_BYTES];
+    encode_head(&UUID, 5, &mut block);
+    logs.blocks.insert((0, area.offset), block);
+    let mut e = entry(1, 0, 8, &[(0, 0, 8)]);
+    e.epoch = 5;
+    encode_entry(&ID, &e, &mut block);
+    logs.blocks.insert((0, area.ring_sector(0)), block);
+    logs.crcs
+        .insert((0, area.ring_sector(0) + 8), e.payload_crc);
+    let mut found = 0;
+    let stats = scan_log(
+        &ID,
+        &area,
+        MemberSet::of(0),
+        &mut logs,
+        &mut block,
+        Some(&mut |_| found += 1),
+    );
+    assert_eq!((stats.epoch, stats.entries, found), (5, 1, 1));
+    let stats = scan_log(&ID, &area, MemberSet::of(0), &mut logs, &mut block, None);
+    assert_eq!((stats.epoch, stats.entries), (5, 0), "the ring was read");
+}
+
+#[test]
+fn new_arrays_get_a_thousandth_of_a_member_for_the_log() {
+    const MIB: u64 = 2048;
+    for (member, log) in [
+        (64 * MIB, MIB),
+        (1024 * MIB, MIB),
+        (4096 * MIB, 4 * MIB),
+        (20 * 1024 * MIB, 16 * MIB),
+        (64 * 1024 * MIB, 64 * MIB),
+        (4 << 40 >> 9, 64 * MIB),
+    ] {
+        let area = log_area_for(member);
+        assert_eq!(area.offset, DEFAULT_LOG_AREA.offset);
+        assert_eq!(area.sectors, log, "member of {member} sectors");
+        assert!(LogArea::new(area).is_some());
+    }
 }
 
 /// A block the log did not write as a header (a payload, whose bytes the data chunks a write
@@ -449,7 +497,7 @@ fn a_header_planted_in_a_payload_is_no_entry() {
             MemberSet::of(0),
             &mut logs,
             &mut scratch,
-            &mut |e| found.push(e.entry.seq),
+            Some(&mut |e| found.push(e.entry.seq)),
         );
         assert_eq!(found, [1], "a planted header was taken for an entry");
         assert_eq!(stats.entries, 1);

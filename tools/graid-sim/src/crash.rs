@@ -169,7 +169,7 @@ pub fn reassemble(
             in_sync_roles,
             &mut LogImage(&host),
             &mut block,
-            &mut |e| entries.push(e),
+            Some(&mut |e| entries.push(e)),
         );
         assert_eq!(
             scan.refused, 0,
