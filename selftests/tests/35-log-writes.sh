@@ -159,6 +159,8 @@ wait_clean() {
 			echo "# array inflight: $(cat /sys/block/${dev#/dev/}/inflight) stat: $(cat /sys/block/${dev#/dev/}/stat)"
 			ps -eo stat,pid,args | awk '$1 ~ /^D/' | sed 's/^/# blocked: /'
 			graidctl --json detail $NAME | tr -d '\n ' | grep -o '"dirty[^,]*,\|"bitmap[^}]*}\|"ppl[^}]*}' | sed 's/^/# /'
+			sleep 3
+			graidctl --json detail $NAME | tr -d '\n ' | grep -o '"dirty[^,]*,' | sed 's/^/# after 3 s: /'
 			fail "$NAME not marked clean on every member 20 s after its writes"
 		fi
 		usleep 100000
