@@ -39,16 +39,22 @@ for d in $drives; do
 	dd if=/dev/zero of=$d bs=1M oflag=direct 2>/dev/null
 done
 large_sectors=$((64 * 1024 * 2048))
-large=
-i=0
-for d in $drives; do
-	s=$(cat /sys/class/block/${d#/dev/}/size)
-	printf '0 %s linear %s 0\n%s %s zero\n' $s $d $s $((large_sectors - s)) |
-		dmsetup --noudevsync create big$i || fail "dmsetup create big$i"
-	large="$large /dev/mapper/big$i"
-	i=$((i + 1))
-done
-dmsetup mknodes
+large="/dev/mapper/big0 /dev/mapper/big1 /dev/mapper/big2 /dev/mapper/big3 /dev/mapper/big4 /dev/mapper/big5"
+
+# bigs_up, bigs_down: the drives seen as 64 GiB members (dm claims the drives meanwhile).
+bigs_up() {
+	local i=0 d s
+	for d in $drives; do
+		s=$(cat /sys/class/block/${d#/dev/}/size)
+		printf '0 %s linear %s 0\n%s %s zero\n' $s $d $s $((large_sectors - s)) |
+			dmsetup --noudevsync create big$i || fail "dmsetup create big$i"
+		i=$((i + 1))
+	done
+	dmsetup mknodes
+}
+bigs_down() {
+	for i in 0 1 2 3 4 5; do dmsetup --noudevsync remove big$i || fail "dmsetup remove big$i"; done
+}
 echo "members: $drives (${GRAID_DISK_SIZE_MB} MiB each; 'large' sees them as 64 GiB members), chunks $chunks, levels $levels, ${runtime} s + ${ramp} s ramp per run over the first $region, $rounds rounds"
 
 # cpu_ticks: the guest's busy CPU time so far, in clock ticks (all CPUs, idle and iowait left out).
@@ -92,7 +98,7 @@ up() {
 		;;
 	small | large)
 		m=$drives
-		[ $1 = large ] && m=$large
+		[ $1 = large ] && bigs_up && m=$large
 		graidctl create bs --level $2 --chunk $3 --assume-clean $m >/tmp/create.out 2>&1 ||
 			{ cat /tmp/create.out; fail "graidctl create failed"; }
 		dev=$(array_dev "$(cat /tmp/create.out)")
@@ -107,6 +113,7 @@ down() {
 		mdadm --zero-superblock $drives >/dev/null 2>&1
 	else
 		graidctl stop bs >/dev/null || fail "graidctl stop failed"
+		[ $1 = large ] && wipe_superblocks $large && bigs_down
 	fi
 	wipe_superblocks $drives
 }
@@ -161,6 +168,5 @@ for level in $levels; do
 	done
 done
 
-for i in 0 1 2 3 4 5; do dmsetup --noudevsync remove big$i; done
 dmesg | grep -iE 'warn|error|bug' | head -n 20
 echo "bench-shipped done"
