@@ -13,6 +13,8 @@
 # - large: the same on the drives seen as 64 GiB members (dm: the drive, then a zero target),
 #   where graid's default log is what a member of 64 GiB or more gets (64 MiB).
 #
+# Every shape's members are dm-linear devices over the drives (the same hop for all).
+#
 # fio (libaio, O_DIRECT) runs 4k random writes, 4 jobs at iodepth 32, and 1M sequential writes
 # at iodepth 8, over the array's first 1 GiB (inside the drives' real part on every shape), for
 # RUNTIME_S seconds (default 8) after a 1 s ramp, on a fresh array each time, ROUNDS times
@@ -38,24 +40,30 @@ drives="$1 $2 $3 $4 $5 $6"
 for d in $drives; do
 	dd if=/dev/zero of=$d bs=1M oflag=direct 2>/dev/null
 done
-large_sectors=$((64 * 1024 * 2048))
-large="/dev/mapper/big0 /dev/mapper/big1 /dev/mapper/big2 /dev/mapper/big3 /dev/mapper/big4 /dev/mapper/big5"
-
-# bigs_up, bigs_down: the drives seen as 64 GiB members (dm claims the drives meanwhile).
-bigs_up() {
-	local i=0 d s
+# Every shape's members are dm devices over the drives, so each pays the same dm-linear hop:
+# v0..v5 the drives as they are, and for 'large' the same with a zero target after them up to
+# 64 GiB (dm_members SIZE: the members' tables reloaded; SIZE 0 is the drive's own).
+dm_members() {
+	local i=0 d s t
 	for d in $drives; do
 		s=$(cat /sys/class/block/${d#/dev/}/size)
-		printf '0 %s linear %s 0\n%s %s zero\n' $s $d $s $((large_sectors - s)) |
-			dmsetup --noudevsync create big$i || fail "dmsetup create big$i"
+		t="0 $s linear $d 0"
+		[ $1 -gt $s ] && t="$t
+$s $(($1 - s)) zero"
+		if [ -b /dev/mapper/v$i ]; then
+			echo "$t" | dmsetup --noudevsync load v$i && dmsetup --noudevsync resume v$i ||
+				fail "dmsetup reload v$i"
+		else
+			echo "$t" | dmsetup --noudevsync create v$i || fail "dmsetup create v$i"
+		fi
 		i=$((i + 1))
 	done
 	dmsetup mknodes
 }
-bigs_down() {
-	for i in 0 1 2 3 4 5; do dmsetup --noudevsync remove big$i || fail "dmsetup remove big$i"; done
-}
-echo "members: $drives (${GRAID_DISK_SIZE_MB} MiB each; 'large' sees them as 64 GiB members), chunks $chunks, levels $levels, ${runtime} s + ${ramp} s ramp per run over the first $region, $rounds rounds"
+large_sectors=$((64 * 1024 * 2048))
+members="/dev/mapper/v0 /dev/mapper/v1 /dev/mapper/v2 /dev/mapper/v3 /dev/mapper/v4 /dev/mapper/v5"
+dm_members 0
+echo "members: $members over $drives (${GRAID_DISK_SIZE_MB} MiB each; 'large' sees them as 64 GiB members), chunks $chunks, levels $levels, ${runtime} s + ${ramp} s ramp per run over the first $region, $rounds rounds"
 
 # cpu_ticks: the guest's busy CPU time so far, in clock ticks (all CPUs, idle and iowait left out).
 cpu_ticks() { awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8 }' /proc/stat; }
@@ -84,7 +92,7 @@ up() {
 	case $1 in
 	md0)
 		mdadm --create /dev/md0 --run --level=$2 --chunk=$3 --layout=left-symmetric \
-			--bitmap=none --raid-devices=6 --metadata=1.2 --assume-clean $drives \
+			--bitmap=none --raid-devices=6 --metadata=1.2 --assume-clean $members \
 			>/tmp/create.out 2>&1 || { cat /tmp/create.out; fail "mdadm --create failed"; }
 		dev=/dev/md0
 		echo $(nproc) >/sys/block/md0/md/group_thread_cnt || fail "group_thread_cnt"
@@ -92,14 +100,13 @@ up() {
 		;;
 	bare)
 		graidctl create bs --level $2 --chunk $3 --bitmap none --consistency-policy resync \
-			--assume-clean $drives >/tmp/create.out 2>&1 ||
+			--assume-clean $members >/tmp/create.out 2>&1 ||
 			{ cat /tmp/create.out; fail "graidctl create failed"; }
 		dev=$(array_dev "$(cat /tmp/create.out)")
 		;;
 	small | large)
-		m=$drives
-		[ $1 = large ] && bigs_up && m=$large
-		graidctl create bs --level $2 --chunk $3 --assume-clean $m >/tmp/create.out 2>&1 ||
+		[ $1 = large ] && dm_members $large_sectors
+		graidctl create bs --level $2 --chunk $3 --assume-clean $members >/tmp/create.out 2>&1 ||
 			{ cat /tmp/create.out; fail "graidctl create failed"; }
 		dev=$(array_dev "$(cat /tmp/create.out)")
 		;;
@@ -110,24 +117,24 @@ up() {
 down() {
 	if [ $1 = md0 ]; then
 		mdadm --stop /dev/md0 >/dev/null 2>&1 || fail "mdadm --stop failed"
-		mdadm --zero-superblock $drives >/dev/null 2>&1
+		mdadm --zero-superblock $members >/dev/null 2>&1
 	else
 		graidctl stop bs >/dev/null || fail "graidctl stop failed"
-		[ $1 = large ] && wipe_superblocks $large && bigs_down
+		[ $1 = large ] && dm_members 0
 	fi
-	wipe_superblocks $drives
+	wipe_superblocks $members
 }
 
 # cell SHAPE LEVEL CHUNK: both workloads on a fresh array.
 cell() {
 	up "$@"
 	[ $1 = large ] && [ -z "$shown_large" ] && shown_large=1 &&
-		graidctl examine /dev/mapper/big0 | grep -E 'Journal|Data Offset'
+		graidctl examine /dev/mapper/v0 | grep -E 'Journal|Data Offset'
 	for w in "rand4k randwrite 4k 32 4" "seq1m write 1M 8 1"; do
 		set -- "$1" "$2" "$3" $w
-		r=$(fio_rate $4 $5 $6 $7 $8)
-		echo "$1 $2 $3 $4 $r" >>$results
-		printf '%-6s RAID%s %-5s %-7s %10s %s\n' $1 $2 $3 $4 ${r%% *} \
+		res=$(fio_rate $4 $5 $6 $7 $8)
+		echo "$1 $2 $3 $4 $res" >>$results
+		printf '%-6s RAID%s %-5s %-7s %10s %s\n' $1 $2 $3 $4 ${res%% *} \
 			"$([ $6 = 4k ] && echo IOPS || echo MiB/s)"
 	done
 	[ $1 != md0 ] && graidctl detail bs | grep 'Write Hole'
@@ -137,11 +144,11 @@ cell() {
 echo
 echo "=== runs"
 shapes="md0 bare small large"
-for r in $(seq 1 $rounds); do
+for round in $(seq 1 $rounds); do
 	for level in $levels; do
 		for chunk in $chunks; do
 			# Rotate who goes first, so drift hits every shape alike.
-			order=$(echo $shapes | awk -v r=$r '{ for (i = 0; i < NF; i++) printf "%s ", $((i + r - 1) % NF + 1) }')
+			order=$(echo $shapes | awk -v r=$round '{ for (i = 0; i < NF; i++) printf "%s ", $((i + r - 1) % NF + 1) }')
 			for s in $order; do cell $s $level $chunk; done
 		done
 	done
