@@ -95,7 +95,8 @@ impl ArrayIo {
             );
         }
         if replay.is_some() {
-            let stats = engine.replay_log(self, &mut entries, in_sync.minus(scan.unreadable)).map_err(|_| {
+            let logs_read = in_sync.minus(scan.unreadable);
+            let stats = engine.replay_log(self, &mut entries, logs_read).map_err(|_| {
                 pr_err!("graid: {}: the partial parity log replay failed (I/O error)\n", name);
                 EIO
             })?;

@@ -337,6 +337,7 @@ proptest! {
 }
 
 /// A log in memory for `scan_log`: blocks by (member, sector), payload CRCs by (member, sector).
+#[derive(Default)]
 struct FakeLogs {
     blocks: std::collections::HashMap<(u32, u64), [u8; BLOCK_BYTES]>,
     crcs: std::collections::HashMap<(u32, u64), u32>,
@@ -357,13 +358,26 @@ impl LogReader for FakeLogs {
     }
 }
 
+/// Member 0's log: its head at epoch 5 and one entry of that epoch (seq 1, `rows` rows from
+/// row 0, member 0 written) at ring offset 0, its payload intact from offset 8 on.
+fn log_with_one_entry(area: &LogArea, rows: u64) -> FakeLogs {
+    let mut logs = FakeLogs::default();
+    let mut block = [0u8; BLOCK_BYTES];
+    encode_head(&UUID, 5, &mut block);
+    logs.blocks.insert((0, area.offset), block);
+    let mut e = entry(1, 0, rows, &[(0, 0, rows as u32)]);
+    e.epoch = 5;
+    encode_entry(&ID, &e, &mut block);
+    logs.blocks.insert((0, area.ring_sector(0)), block);
+    logs.crcs
+        .insert((0, area.ring_sector(0) + 8), e.payload_crc);
+    logs
+}
+
 #[test]
 fn a_scan_takes_the_heads_epoch_and_the_next_with_intact_payloads() {
     let area = LogArea::new(DEFAULT_LOG_AREA).unwrap();
-    let mut logs = FakeLogs {
-        blocks: Default::default(),
-        crcs: Default::default(),
-    };
+    let mut logs = FakeLogs::default();
     let mut head = [0u8; BLOCK_BYTES];
     // Member 0's head is one epoch behind member 1's (a head write it missed).
     encode_head(&UUID, 4, &mut head);
@@ -408,19 +422,8 @@ fn a_scan_takes_the_heads_epoch_and_the_next_with_intact_payloads() {
 #[test]
 fn a_scan_without_a_replay_reads_the_heads_only() {
     let area = LogArea::new(DEFAULT_LOG_AREA).unwrap();
-    let mut logs = FakeLogs {
-        blocks: Default::default(),
-        crcs: Default::default(),
-    };
+    let mut logs = log_with_one_entry(&area, 8);
     let mut block = [0u8; BLOCK_BYTES];
-    encode_head(&UUID, 5, &mut block);
-    logs.blocks.insert((0, area.offset), block);
-    let mut e = entry(1, 0, 8, &[(0, 0, 8)]);
-    e.epoch = 5;
-    encode_entry(&ID, &e, &mut block);
-    logs.blocks.insert((0, area.ring_sector(0)), block);
-    logs.crcs
-        .insert((0, area.ring_sector(0) + 8), e.payload_crc);
     let mut found = 0;
     let stats = scan_log(
         &ID,
@@ -459,20 +462,9 @@ fn new_arrays_get_a_thousandth_of_a_member_for_the_log() {
 #[test]
 fn a_header_planted_in_a_payload_is_no_entry() {
     let area = LogArea::new(DEFAULT_LOG_AREA).unwrap();
-    let mut logs = FakeLogs {
-        blocks: Default::default(),
-        crcs: Default::default(),
-    };
-    let mut block = [0u8; BLOCK_BYTES];
-    encode_head(&UUID, 5, &mut block);
-    logs.blocks.insert((0, area.offset), block);
     // A real entry at ring offset 0, its payload from offset 8 on.
-    let mut real = entry(1, 0, 16, &[(0, 0, 16)]);
-    real.epoch = 5;
-    encode_entry(&ID, &real, &mut block);
-    logs.blocks.insert((0, area.ring_sector(0)), block);
-    logs.crcs
-        .insert((0, area.ring_sector(0) + 8), real.payload_crc);
+    let mut logs = log_with_one_entry(&area, 16);
+    let mut block = [0u8; BLOCK_BYTES];
     // The payload's first block reads as an entry of the heads' epoch over other rows, with
     // the latest sequence number, whose own "payload" checks out too.
     for guess in [[0u8; 16], *b"the log's secreT"] {
