@@ -4,7 +4,7 @@
 # Rust-enabled kernel build tree: make module KDIR=/path/to/linux-build
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
-.PHONY: help deps kernel module distro-module deb deb-test debian-vm-test distro-test rust-analyzer tools cargo-prebuild host-test lint emulated-test vm-test crash-test soak test vm-run vm-shell bench-offload bench-bitmap bench-ppl bench-shipped \
+.PHONY: help deps kernel module distro-module deb deb-test debian-vm-test distro-test rust-analyzer tools cargo-prebuild host-test lint emulated-test vm-test crash-test soak test vm-run vm-shell bench-offload bench-bitmap bench-ppl bench-shipped profile-writes \
 	demo bench bench-ring ptx clean
 
 CARGO ?= cargo
@@ -57,6 +57,7 @@ help:
 	@echo "  bench-bitmap   the write-intent bitmap's write cost, graid vs md, in the VM"
 	@echo "  bench-ppl      the partial parity log's write cost, graid vs md's PPL, in the VM"
 	@echo "  bench-shipped  RAID 5/6 writes as shipped (bitmap and log on), graid vs md, in the VM"
+	@echo "  profile-writes perf profiles of 4k random writes, md and graid, in the VM"
 	@echo "  ptx            recompile the CUDA kernels' committed PTX (NVRTC from PyPI; lint checks it)"
 	@echo "  bench-ring     the parity ring's own cost, natively on the host: graid-helper's loopback"
 	@echo "                 (no kernel) against the same jobs computed directly"
@@ -153,11 +154,15 @@ vm-shell: module tools
 demo: module tools
 	selftests/vm.sh selftests/demo.sh
 
+# The benches boot without kmemleak: the test kernel has it, and its stack trace per allocation
+# weighed on whoever allocates more (Documentation/benchmarks.rst, make profile-writes).
+BENCH_KERNEL_ARGS := kmemleak=off
+
 # RAID 5/6 1 MiB sequential writes with parity in the kernel and with graid-helper attached,
 # alternating in one VM run (selftests/bench-offload.sh), about 5 minutes under TCG.
 bench-offload: module tools
 	set -o pipefail; mkdir -p out; \
-	GRAID_VM_WORK=$(CURDIR)/out/vm-bench-offload selftests/vm.sh --disks 6 --disk-size 512 \
+	VM_KERNEL_ARGS=$(BENCH_KERNEL_ARGS) GRAID_VM_WORK=$(CURDIR)/out/vm-bench-offload selftests/vm.sh --disks 6 --disk-size 512 \
 		selftests/bench-offload.sh | tee out/bench-offload.txt; rc=$$?; \
 		rm -f out/vm-bench-offload/nvme*.img; exit $$rc
 
@@ -165,7 +170,7 @@ bench-offload: module tools
 # (selftests/bench-bitmap.sh), about 15 minutes under TCG.
 bench-bitmap: module tools
 	set -o pipefail; mkdir -p out; \
-	GRAID_VM_WORK=$(CURDIR)/out/vm-bench-bitmap selftests/vm.sh --disks 6 --disk-size 512 \
+	VM_KERNEL_ARGS=$(BENCH_KERNEL_ARGS) GRAID_VM_WORK=$(CURDIR)/out/vm-bench-bitmap selftests/vm.sh --disks 6 --disk-size 512 \
 		--timeout 3600 selftests/bench-bitmap.sh | tee out/bench-bitmap.txt; rc=$$?; \
 		rm -f out/vm-bench-bitmap/nvme*.img; exit $$rc
 
@@ -173,7 +178,7 @@ bench-bitmap: module tools
 # in one VM run (selftests/bench-ppl.sh), about 10 minutes under TCG.
 bench-ppl: module tools
 	set -o pipefail; mkdir -p out; \
-	GRAID_VM_WORK=$(CURDIR)/out/vm-bench-ppl selftests/vm.sh --disks 6 --disk-size 512 \
+	VM_KERNEL_ARGS=$(BENCH_KERNEL_ARGS) GRAID_VM_WORK=$(CURDIR)/out/vm-bench-ppl selftests/vm.sh --disks 6 --disk-size 512 \
 		--timeout 3600 selftests/bench-ppl.sh | tee out/bench-ppl.txt; rc=$$?; \
 		rm -f out/vm-bench-ppl/nvme*.img; exit $$rc
 
@@ -191,13 +196,27 @@ BENCH_ONLY ?= .
 # 512 KiB and 64 KiB chunks (selftests/bench-shipped.sh), about 25 minutes under TCG.
 bench-shipped: module tools
 	set -o pipefail; mkdir -p out; \
-	GRAID_VM_WORK=$(CURDIR)/out/vm-bench-shipped selftests/vm.sh --disks 6 --disk-size 512 --mem 3072 \
+	VM_KERNEL_ARGS=$(BENCH_KERNEL_ARGS) GRAID_VM_WORK=$(CURDIR)/out/vm-bench-shipped selftests/vm.sh --disks 6 --disk-size 512 --mem 3072 \
 		--timeout 3600 selftests/bench-shipped.sh $(BENCH_RUNTIME) $(BENCH_ROUNDS) | tee out/bench-shipped.txt; rc=$$?; \
 		rm -f out/vm-bench-shipped/nvme*.img; exit $$rc
 
+# Where the CPU goes on writes (PROFILE_LOAD: rand4k or seq1m), md and graid (bare, as shipped)
+# under perf in one VM run (selftests/profile-writes.sh; needs the host's perf, Debian's
+# linux-perf), about 3 minutes.
+PROFILE_LEVEL ?= 5
+PROFILE_CHUNK ?= 64K
+PROFILE_LOAD ?= rand4k
+profile-writes: module tools
+	@[ -x /usr/bin/perf ] || { echo "needs /usr/bin/perf (apt install linux-perf)"; exit 1; }
+	set -o pipefail; mkdir -p out; \
+	VM_EXTRA_BINARIES=/usr/bin/perf VM_KERNEL_ARGS=$(BENCH_KERNEL_ARGS) GRAID_VM_WORK=$(CURDIR)/out/vm-profile \
+		selftests/vm.sh --disks 6 --disk-size 512 --mem 3072 selftests/profile-writes.sh \
+		$(PROFILE_LEVEL) $(PROFILE_CHUNK) $(PROFILE_LOAD) | tee out/profile-writes.txt; rc=$$?; \
+		rm -f out/vm-profile/nvme*.img; exit $$rc
+
 bench: module tools
 	set -o pipefail; mkdir -p out; \
-	GRAID_VM_WORK=$(CURDIR)/out/vm-bench selftests/vm.sh --disks 6 --disk-size 512 --mem 3072 \
+	VM_KERNEL_ARGS=$(BENCH_KERNEL_ARGS) GRAID_VM_WORK=$(CURDIR)/out/vm-bench selftests/vm.sh --disks 6 --disk-size 512 --mem 3072 \
 		--timeout 7200 selftests/bench.sh $(BENCH_RUNTIME) $(BENCH_ROUNDS) $(BENCH_CHUNK) \
 		$(BENCH_MEMBERS) "$(BENCH_LEVELS)" "$(BENCH_ONLY)" | tee out/bench-$(BENCH_MEMBERS).txt; rc=$$?; \
 		rm -f out/vm-bench/nvme*.img; exit $$rc

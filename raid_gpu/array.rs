@@ -24,7 +24,8 @@ use crate::engine::superblock::{
     new_array_layout, Area, ArrayName, HomeHost, Slot, Superblock, DEFAULT_BITMAP_AREA,
     MAX_SLOTS, RECOVERY_COMPLETE, UUID_LEN,
 };
-use crate::io::{ArrayIo, Member};
+use crate::io::ArrayIo;
+use crate::member_devices::Member;
 use crate::member_devices::SpareDevice;
 use crate::kernel_ext::{
     bdev::BlockDeviceFile,
@@ -545,6 +546,8 @@ impl Array {
             io.engine.superblock().array_name.as_str(),
             role
         );
+        // What the worker decided before (a replace abandoned, a member failed) is told first.
+        self.announce_pending();
         self.announce(Some((MemberChange::SpareActivated, role)));
         Ok(())
     }

@@ -7,7 +7,7 @@
 
 use crate::engine::bitmap::{load_block, RegionState, Regions, BLOCK_BYTES, BLOCK_SECTORS};
 use crate::engine::superblock::{Superblock, RECOVERY_COMPLETE};
-use crate::io::Member;
+use crate::member_devices::Member;
 use crate::kernel_ext::bio::read_page;
 use crate::superblock_io::zeroed_block;
 use kernel::{alloc::KVVec, page::Page, prelude::*};

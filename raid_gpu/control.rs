@@ -14,7 +14,7 @@ use crate::engine::assembly::{member_status, pick_freshest, MemberStatus};
 use crate::engine::geometry::{Geometry, Level};
 use crate::engine::members::MemberSet;
 use crate::engine::superblock::{ArrayName, HomeHost, Superblock, RECOVERY_COMPLETE};
-use crate::io::Member;
+use crate::member_devices::Member;
 use crate::member_devices::SpareDevice;
 use crate::kernel_ext::{
     bdev::BlockDeviceFile, capability::require_sys_admin, misc::MiscOps, random::real_seconds,

@@ -13,22 +13,23 @@ use crate::engine::geometry::Geometry;
 use crate::engine::members::{MemberSet, MemberState};
 use crate::engine::parity::{Columns, ParityJob};
 use crate::engine::platform::{
-    Computed, LogIo, MemberEvent, MemberIo, Op, PieceInfo, Platform, RebuildIo, RebuildIoError, Source,
-    Status, SubmitError, WorkList,
+    Computed, Events, LogIo, MemberEvent, MemberIo, Metadata, Op, PieceInfo, RebuildBuffer, RebuildIo,
+    RebuildIoError, Requests, Source, Status, StripeBuffers, SubmitError, WorkList, LOG_HEADERS,
 };
 use crate::engine::ppl::BLOCK_BYTES as PPL_BLOCK_BYTES;
 use crate::engine::request::RequestState;
 use crate::engine::rebuild::REBUILD_COLUMN_SECTORS;
 use crate::engine::stripe::SLICE_SECTORS;
-use crate::engine::superblock::{Superblock, RECOVERY_COMPLETE, UUID_LEN};
+use crate::engine::superblock::{Superblock, UUID_LEN};
 use crate::kernel_ext::{
-    bdev::BlockDeviceFile,
     bio::{self, transfer_virt, transfer_virt_batch, CloneOp, CloneSet, VirtTransfer},
     blk_mq::{self, Disk, DiskOps, Request},
     plug,
     work::{noio_scope, RequestWork, WorkHandler, WorkQueue, Worker},
 };
-use crate::member_devices::{MemberDevices, SpareDevice};
+use crate::buffer_cache::BufferCache;
+use crate::log_batch::{LogBatcher, LogSlot, LogTarget, LogWrite};
+use crate::member_devices::{Member, MemberDevices, SpareDevice};
 use crate::helper_device;
 use crate::stripe_io::{self, BufferStats, Reserve, StripeBuffer};
 use crate::superblock_io::SuperblockWriter;
@@ -40,29 +41,6 @@ use kernel::{
     sync::Mutex,
     time::{Instant, Monotonic},
 };
-
-/// A member device of an array being set up, in role order.
-pub(crate) struct Member {
-    pub(crate) file: BlockDeviceFile,
-    /// This member's UUID, kept in its superblock.
-    pub(crate) uuid: [u8; UUID_LEN],
-    /// Its device's slot-table entry.
-    pub(crate) slot: u32,
-    /// Sectors of its data area in sync (`RECOVERY_COMPLETE`: all): a rebuild resumes here.
-    pub(crate) recovery_offset: u64,
-}
-
-impl Member {
-    /// An in-sync member in slot-table entry `slot`.
-    pub(crate) fn new(file: BlockDeviceFile, uuid: [u8; UUID_LEN], slot: u32) -> Self {
-        Self {
-            file,
-            uuid,
-            slot,
-            recovery_offset: RECOVERY_COMPLETE,
-        }
-    }
-}
 
 /// A request in the engine's hands: a started blk-mq request given up by its
 /// [`Request`] handle, taken back once to end it ([`ArrayIo::end_request`]). The engine's
@@ -80,6 +58,8 @@ pub(crate) struct Pdu {
     io: AtomicPtr<ArrayIo>,
     rq: AtomicPtr<bindings::request>,
     buffer: AtomicPtr<StripeBuffer>,
+    /// Its partial parity log writes while they wait for or ride in a batch (`log_batch.rs`).
+    log: [LogSlot; LOG_HEADERS as usize],
 }
 
 /// Context riding in front of every member bio.
@@ -222,11 +202,18 @@ pub(crate) struct ArrayIo {
     buffer_wait: RqStack,
     /// Requests waiting for the partial parity log to wrap.
     log_wait: RqStack,
+    /// The log writes, batched per member. After the stripe queue, which runs its sender.
+    #[pin]
+    log_batch: LogBatcher<ArrayIo>,
+    /// Stripe buffers kept for the next slices (`buffer_cache.rs`).
+    #[pin]
+    buffers: BufferCache,
+    /// The buffer kept for when memory is short.
     reserve: Reserve,
     /// The buffer the worker's rebuild goes through (`None` for RAID 0).
     #[pin]
     rebuild_buffer: Mutex<Option<KBox<StripeBuffer>>>,
-    /// The origin of [`Platform::now_ns`].
+    /// The origin of [`Events::now_ns`].
     epoch: Instant<Monotonic>,
     /// The write-intent bitmap, if the array has one.
     pub(crate) bitmap: Option<Bitmap>,
@@ -262,6 +249,17 @@ impl ArrayIo {
             stripe_waits: lock_wait_lists(&geometry)?,
             buffer_wait: RqStack::default(),
             log_wait: RqStack::default(),
+            log_batch <- LogBatcher::new(
+                geometry.members(),
+                geometry.level().has_parity() && superblock.ppl,
+                log_send_fn,
+                kernel::static_lock_class!(),
+            ),
+            buffers <- BufferCache::new(if geometry.level().has_parity() {
+                crate::stripe_cache_bytes()
+            } else {
+                0
+            }),
             reserve: if geometry.level().has_parity() {
                 Reserve::new(geometry.members(), stripe_io_slice_bytes(), superblock.ppl)?
             } else {
@@ -389,7 +387,10 @@ unsafe extern "C" fn stripe_work_fn(work: *mut bindings::work_struct) {
     // SAFETY: `queue_stripe_work` stored the array before queueing; the array outlives its
     // requests and flushes this queue before it goes.
     let io = unsafe { &*io };
-    // NOIO: the step finishes I/O; reclaim must not wait on it.
+    // NOIO: the step finishes I/O; reclaim must not wait on it. No plug of its own: member
+    // I/O to a device with an I/O scheduler is then dispatched by a kblockd work item, which
+    // takes many steps' requests to a device at once (one doorbell); a plug per step sent each
+    // step's two or three by themselves, and cost a third of 4 KiB write IOPS under QEMU.
     noio_scope(|| io.engine.stripe_work(io, rq));
 }
 
@@ -471,7 +472,7 @@ fn from_blk_status(status: bindings::blk_status_t) -> Status {
     }
 }
 
-impl Platform for ArrayIo {
+impl Requests for ArrayIo {
     type Request = RqRef;
     type Segment = *mut bindings::bio;
 
@@ -618,7 +619,9 @@ impl Platform for ArrayIo {
         // The worker, the only caller, may sleep.
         kernel::time::delay::fsleep(kernel::time::Delta::from_millis(1));
     }
+}
 
+impl Metadata for ArrayIo {
     fn flush_members(&self, targets: MemberSet) -> MemberSet {
         let devices = targets
             .iter()
@@ -675,7 +678,9 @@ impl Platform for ArrayIo {
             _ => false,
         }
     }
+}
 
+impl Events for ArrayIo {
     fn takeover_wanted(&self) {
         // SAFETY: every `ArrayIo` is the request handler of an array's disk.
         unsafe { crate::array::Array::of_io(self) }.kick_takeover();
@@ -685,6 +690,79 @@ impl Platform for ArrayIo {
         crate::kernel_ext::cpu::current_cpu()
     }
 
+    fn now_ns(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(0)
+    }
+
+    fn sleep_ms(&self, ms: u32) {
+        // The worker, the only caller, may sleep.
+        kernel::time::delay::fsleep(kernel::time::Delta::from_millis(i64::from(ms)));
+    }
+
+    fn helper_wrong(&self, helper: u64) {
+        helper_device::caught_wrong(helper);
+    }
+
+    fn member_event(&self, member: u32, event: MemberEvent) {
+        let name = self.engine.superblock().array_name;
+        let name = name.as_str();
+        match event {
+            MemberEvent::Failed => {
+                pr_err!("graid: {}: member {} failed, array degraded\n", name, member)
+            }
+            MemberEvent::KeptLastCopy => pr_err!(
+                "graid: {}: member {} failed but holds the last copy of some data: kept, the array takes no more writes\n",
+                name,
+                member
+            ),
+            MemberEvent::SuperblockWriteFailed => {
+                pr_err!("graid: {}: superblock write to member {} failed\n", name, member)
+            }
+            MemberEvent::ReadErrorRepaired => pr_warn!(
+                "graid: {}: read error on member {} repaired from another copy\n",
+                name,
+                member
+            ),
+            MemberEvent::FailedOnRequest => {
+                pr_warn!("graid: {}: member {} failed on request\n", name, member)
+            }
+            MemberEvent::Added => {
+                pr_info!("graid: {}: device added as member {}, rebuilding\n", name, member)
+            }
+            MemberEvent::Rebuilt => pr_info!("graid: {}: member {} rebuilt, in sync\n", name, member),
+            MemberEvent::RebuildStalled => pr_err!(
+                "graid: {}: rebuild of member {} stopped: some data has no readable copy\n",
+                name,
+                member
+            ),
+            MemberEvent::ReplaceStarted => pr_info!(
+                "graid: {}: replacing member {}: copying it to a spare\n",
+                name,
+                member
+            ),
+            MemberEvent::Replaced => pr_info!(
+                "graid: {}: member {} replaced: the new device is in sync and in its place\n",
+                name,
+                member
+            ),
+            MemberEvent::ReplaceAbandoned => pr_warn!(
+                "graid: {}: member {} failed while being replaced: its replacement is a spare again\n",
+                name,
+                member
+            ),
+            MemberEvent::ReplacementFailed => pr_err!(
+                "graid: {}: the replacement of member {} failed: the replace stops, the member stays\n",
+                name,
+                member
+            ),
+            MemberEvent::FailureRecorded => (),
+        }
+        // SAFETY: every `ArrayIo` is the request handler of an array's disk.
+        unsafe { crate::array::Array::of_io(self) }.note_event(member, event);
+    }
+}
+
+impl RebuildBuffer for ArrayIo {
     fn rebuild_io(
         &self,
         op: Op,
@@ -770,15 +848,6 @@ impl Platform for ArrayIo {
         .unwrap_or(0)
     }
 
-    fn now_ns(&self) -> u64 {
-        u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(0)
-    }
-
-    fn sleep_ms(&self, ms: u32) {
-        // The worker, the only caller, may sleep.
-        kernel::time::delay::fsleep(kernel::time::Delta::from_millis(i64::from(ms)));
-    }
-
     /// To the helper when asked and the offload takes it (the worker waits), else here and
     /// now.
     fn rebuild_compute(&self, job: &ParityJob, offload: bool) -> Option<Computed> {
@@ -797,11 +866,9 @@ impl Platform for ArrayIo {
         })
         .flatten()
     }
+}
 
-    fn helper_wrong(&self, helper: u64) {
-        helper_device::caught_wrong(helper);
-    }
-
+impl StripeBuffers for ArrayIo {
     fn queue_stripe_work(&self, rq: RqRef) {
         let pdu = pdu(rq);
         pdu.io.store(ptr::from_ref(self).cast_mut(), Ordering::Release);
@@ -813,35 +880,32 @@ impl Platform for ArrayIo {
         let Some(bytes) = sectors.checked_mul(512).and_then(|b| usize::try_from(b).ok()) else {
             return false;
         };
-        // A wide slice's buffer is a bonus: only memory at hand (no reclaim), never the
-        // reserve, which is sized for a narrow slice.
         let stats = &stripe_io::BUFFER_STATS;
-        if sectors > SLICE_SECTORS {
-            if injected_alloc_failure() {
-                return false;
-            }
-            let log = self.engine.has_log();
-            let Ok(buffer) = StripeBuffer::new(columns, bytes, log, GFP_NOWAIT | __GFP_NOWARN)
-            else {
-                return false;
-            };
-            BufferStats::count(&stats.wide);
-            return self.hold_buffer(rq, buffer);
-        }
+        let log = self.engine.has_log();
         // Only memory at hand, no reclaim: the step runs NOIO (`stripe_work_fn`, the worker),
         // where reclaim can neither write back nor compact, and an order-3 column would retry
-        // forever while the memory it waits for may be this array's dirty pages. Then the
-        // reserve, then a wait for a buffer to be freed (`BufferWait`). No warning.
-        let fresh = (!injected_alloc_failure())
-            .then(|| {
-                let log = self.engine.has_log();
-                StripeBuffer::new(columns, bytes, log, GFP_NOWAIT | __GFP_NOWARN).ok()
-            })
-            .flatten();
-        if let Some(buffer) = fresh {
-            BufferStats::count(&stats.fresh);
-            return self.hold_buffer(rq, buffer);
+        // forever while the memory it waits for may be this array's dirty pages. No warning.
+        let gfp = GFP_NOWAIT | __GFP_NOWARN;
+        // An injected failure stands for memory being short: no kept buffer either.
+        let short = injected_alloc_failure();
+        // A wide slice's buffer is a bonus: never the reserve, which is sized for a narrow
+        // slice.
+        let wide = sectors > SLICE_SECTORS;
+        if !short {
+            // A kept buffer first, then a fresh one.
+            if let Some(buffer) = self.buffers.take(columns, bytes, log, gfp) {
+                BufferStats::count(&stats.cached);
+                return self.hold_buffer(rq, buffer);
+            }
+            if let Ok(buffer) = StripeBuffer::new(columns, bytes, log, gfp) {
+                BufferStats::count(if wide { &stats.wide } else { &stats.fresh });
+                return self.hold_buffer(rq, buffer);
+            }
         }
+        if wide {
+            return false;
+        }
+        // Then the reserve, then a wait for a buffer to be freed (`BufferWait`).
         let reserve = self.reserve.take().and_then(|mut reserve| {
             if reserve.fit(columns, bytes) {
                 Some(reserve)
@@ -930,6 +994,19 @@ impl Platform for ArrayIo {
             })
             .flatten()
             .ok_or(SubmitError)?;
+        // An entry goes with its member's next batch; a barrier (a header for several
+        // members at once) goes by itself.
+        if let (Some(slot), true) = (pdu(rq).log.get(io.header as usize), bytes > 0) {
+            let write = LogWrite {
+                member: io.member,
+                sector: io.sector,
+                header,
+                payload,
+                bytes: u32::try_from(bytes).map_err(|_| SubmitError)?,
+            };
+            self.log_batch.queue(self, rq.0, slot, &write);
+            return Ok(());
+        }
         let ctx = PieceCtx {
             rq,
             io: self,
@@ -966,64 +1043,6 @@ impl Platform for ArrayIo {
         if let Err(kernel) = helper_device::offload(self, rq, job) {
             self.compute_in_kernel(rq, job, kernel.measure_bytes);
         }
-    }
-
-    fn member_event(&self, member: u32, event: MemberEvent) {
-        let name = self.engine.superblock().array_name;
-        let name = name.as_str();
-        match event {
-            MemberEvent::Failed => {
-                pr_err!("graid: {}: member {} failed, array degraded\n", name, member)
-            }
-            MemberEvent::KeptLastCopy => pr_err!(
-                "graid: {}: member {} failed but holds the last copy of some data: kept, the array takes no more writes\n",
-                name,
-                member
-            ),
-            MemberEvent::SuperblockWriteFailed => {
-                pr_err!("graid: {}: superblock write to member {} failed\n", name, member)
-            }
-            MemberEvent::ReadErrorRepaired => pr_warn!(
-                "graid: {}: read error on member {} repaired from another copy\n",
-                name,
-                member
-            ),
-            MemberEvent::FailedOnRequest => {
-                pr_warn!("graid: {}: member {} failed on request\n", name, member)
-            }
-            MemberEvent::Added => {
-                pr_info!("graid: {}: device added as member {}, rebuilding\n", name, member)
-            }
-            MemberEvent::Rebuilt => pr_info!("graid: {}: member {} rebuilt, in sync\n", name, member),
-            MemberEvent::RebuildStalled => pr_err!(
-                "graid: {}: rebuild of member {} stopped: some data has no readable copy\n",
-                name,
-                member
-            ),
-            MemberEvent::ReplaceStarted => pr_info!(
-                "graid: {}: replacing member {}: copying it to a spare\n",
-                name,
-                member
-            ),
-            MemberEvent::Replaced => pr_info!(
-                "graid: {}: member {} replaced: the new device is in sync and in its place\n",
-                name,
-                member
-            ),
-            MemberEvent::ReplaceAbandoned => pr_warn!(
-                "graid: {}: member {} failed while being replaced: its replacement is a spare again\n",
-                name,
-                member
-            ),
-            MemberEvent::ReplacementFailed => pr_err!(
-                "graid: {}: the replacement of member {} failed: the replace stops, the member stays\n",
-                name,
-                member
-            ),
-            MemberEvent::FailureRecorded => (),
-        }
-        // SAFETY: every `ArrayIo` is the request handler of an array's disk.
-        unsafe { crate::array::Array::of_io(self) }.note_event(member, event);
     }
 }
 
@@ -1076,10 +1095,12 @@ impl ArrayIo {
         true
     }
 
-    /// Frees a stripe buffer, or hands the reserve back.
+    /// Keeps a stripe buffer for a later slice (or frees it), or hands the reserve back.
     fn release(&self, buffer: KBox<StripeBuffer>) {
         if buffer.reserve {
             self.reserve.put(buffer);
+        } else {
+            self.buffers.put(buffer);
         }
     }
 
@@ -1125,6 +1146,58 @@ unsafe extern "C" fn piece_end_io(bio: *mut bindings::bio) {
     let io = unsafe { &*ctx.io };
     io.engine
         .piece_done(io, ctx.rq, ctx.piece, from_blk_status(status));
+}
+
+impl LogTarget for ArrayIo {
+    fn log_device(&self, member: u32) -> Option<*mut bindings::block_device> {
+        self.files.get(member).map(|m| m.bdev())
+    }
+
+    fn log_batcher(&self) -> &LogBatcher<Self> {
+        &self.log_batch
+    }
+
+    fn log_written(
+        &self,
+        rq: *mut bindings::request,
+        member: u32,
+        sectors: u64,
+        status: bindings::blk_status_t,
+    ) {
+        let piece = PieceInfo {
+            op: Op::Write,
+            member,
+            sectors,
+        };
+        self.engine
+            .piece_done(self, RqRef(rq), piece, from_blk_status(status));
+    }
+
+    fn log_not_sent(&self, rq: *mut bindings::request) {
+        // As a `submit_log` that failed: the pass ends with an error.
+        let rq = RqRef(rq);
+        if pdu(rq).state.put(Status::IoError).is_some() {
+            self.queue_stripe_work(rq);
+        }
+    }
+
+    fn kick_log_sender(&self) {
+        self.stripe_queue.queue(&self.log_batch.sender);
+    }
+}
+
+/// The log batcher's sender: sends what waited for a batch that completed.
+///
+/// # Safety
+///
+/// Called by the workqueue for the `sender` of an array's `log_batch`.
+unsafe extern "C" fn log_send_fn(work: *mut bindings::work_struct) {
+    // SAFETY: `work` is the sender of the `log_batch` field of an `ArrayIo` (only ever queued
+    // by `kick_log_sender`), which flushes its stripe queue before it goes.
+    let io = unsafe {
+        &*kernel::container_of!(ptr::from_ref(RequestWork::from_raw(work)), ArrayIo, log_batch.sender)
+    };
+    noio_scope(|| io.log_batch.send_waiting(io));
 }
 
 impl DiskOps for ArrayIo {

@@ -5,6 +5,7 @@
 //! released only while nothing can use it (the array's queue frozen and its worker idle: see
 //! [`MemberDevices::detach`]).
 
+use crate::engine::superblock::{RECOVERY_COMPLETE, UUID_LEN};
 use crate::kernel_ext::bdev::BlockDeviceFile;
 use core::ptr;
 use core::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
@@ -122,4 +123,27 @@ pub(crate) struct SpareDevice {
     pub(crate) slot: u32,
     pub(crate) uuid: [u8; 16],
     pub(crate) file: BlockDeviceFile,
+}
+
+/// A member device of an array being set up, in role order.
+pub(crate) struct Member {
+    pub(crate) file: BlockDeviceFile,
+    /// This member's UUID, kept in its superblock.
+    pub(crate) uuid: [u8; UUID_LEN],
+    /// Its device's slot-table entry.
+    pub(crate) slot: u32,
+    /// Sectors of its data area in sync (`RECOVERY_COMPLETE`: all): a rebuild resumes here.
+    pub(crate) recovery_offset: u64,
+}
+
+impl Member {
+    /// An in-sync member in slot-table entry `slot`.
+    pub(crate) fn new(file: BlockDeviceFile, uuid: [u8; UUID_LEN], slot: u32) -> Self {
+        Self {
+            file,
+            uuid,
+            slot,
+            recovery_offset: RECOVERY_COMPLETE,
+        }
+    }
 }

@@ -4,7 +4,7 @@
 //! `engine::log_replay`): at the array's start, before anything reads it, the in-sync members'
 //! logs are read, replayed after an unclean stop, and voided (every head gets the next epoch).
 
-use crate::engine::crc32c::crc32c;
+use crate::kernel_ext::crc::crc32c;
 use crate::engine::members::MemberSet;
 use crate::engine::ppl::{scan_log, LogId, LogReader, LoggedEntry, BLOCK_BYTES, MAX_LOGGED_SECTORS};
 use crate::io::ArrayIo;

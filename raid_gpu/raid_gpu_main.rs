@@ -10,10 +10,12 @@ mod kernel_ext;
 
 mod array;
 mod bitmap_io;
+mod buffer_cache;
 mod control;
 mod errno;
 mod helper_device;
 mod io;
+mod log_batch;
 mod member_devices;
 mod ppl_io;
 mod staging;
@@ -50,6 +52,10 @@ module! {
             default: 0,
             description: "Tests only: make every Nth fresh RAID 5/6 stripe buffer allocation fail (0: never), so arrays run on their reserve buffers",
         },
+        stripe_cache_kib: u32 {
+            default: 16384,
+            description: "KiB of RAID 5/6 stripe buffer memory an array keeps for its next writes rather than freeing it (md's stripe cache), for arrays started afterwards; 0 keeps none",
+        },
         offload_min_kib: u32 {
             default: 4294967295,
             description: "Smallest parity job sent to the helper, in KiB of data (default 128; 0: every generation)",
@@ -81,6 +87,11 @@ module! {
     },
 }
 
+/// Bytes of stripe buffers an array keeps for reuse (`buffer_cache.rs`).
+pub(crate) fn stripe_cache_bytes() -> usize {
+    (*module_parameters::stripe_cache_kib.value() as usize).saturating_mul(1024)
+}
+
 /// Whether an array that needs a resync starts it when it starts.
 pub(crate) fn auto_resync() -> bool {
     *module_parameters::auto_resync.value() != 0
@@ -103,6 +114,8 @@ struct RaidGpuModule {
     offload_stats: Pin<KBox<kernel::debugfs::File<()>>>,
     /// `/sys/kernel/debug/graid/stripe_buffers` (`stripe_io::write_buffer_stats`).
     buffer_stats: Pin<KBox<kernel::debugfs::File<()>>>,
+    /// `/sys/kernel/debug/graid/log_writes` (`log_batch::write_log_stats`).
+    log_stats: Pin<KBox<kernel::debugfs::File<()>>>,
     #[pin]
     control: MiscRegistration<control::Control>,
     /// Where the parity helper attaches (`helper_device.rs`).
@@ -122,9 +135,14 @@ impl kernel::InPlaceModule for RaidGpuModule {
             debugfs.read_callback_file(c"stripe_buffers", (), &stripe_io::write_buffer_stats),
             GFP_KERNEL,
         );
+        let log_stats = KBox::pin_init(
+            debugfs.read_callback_file(c"log_writes", (), &log_batch::write_log_stats),
+            GFP_KERNEL,
+        );
         try_pin_init!(Self {
             offload_stats: offload_stats?,
             buffer_stats: buffer_stats?,
+            log_stats: log_stats?,
             // Root only: the control device creates and destroys arrays.
             control <- MiscRegistration::register(c"graid-control", 0o600, module, control::Control::new()),
             // Root only, one helper at a time.

@@ -9,7 +9,7 @@
 //! syndrome update leaves out, and recovery stays within its one-page limit.
 
 use crate::engine::layout::{Recovery, Role, StripeMap};
-use crate::engine::crc32c::crc32c;
+use crate::kernel_ext::crc::crc32c;
 use crate::engine::parity::{Columns, ParityJob, ParityOp};
 use crate::engine::platform::LOG_HEADERS;
 use crate::engine::ppl::BLOCK_BYTES as PPL_BLOCK_BYTES;
@@ -32,42 +32,79 @@ pub(crate) struct StripeBuffer {
     pub(crate) reserve: bool,
     /// With a partial parity log: [`LOG_HEADERS`] header blocks for the log writes.
     headers: KVec<u8>,
+    /// With a partial parity log: a page the RAID 6 library's P side of a Q accumulation
+    /// goes to (see [`Self::accumulate`]).
+    scratch: KVec<u8>,
 }
 
 impl StripeBuffer {
     /// A buffer with the columns in `columns`, each `bytes` long (rounded up to pages), and
     /// log header blocks if `log`.
     pub(crate) fn new(columns: Columns, bytes: usize, log: bool, gfp: Flags) -> Result<KBox<Self>> {
-        let capacity = bytes.max(1).next_multiple_of(PAGE_SIZE);
         let mut list = KVec::with_capacity(COLUMNS, gfp)?;
-        for c in 0..COLUMNS as u32 {
-            let mut column = KVec::new();
-            if columns.contains(c) {
-                column = KVec::with_capacity(capacity, gfp)?;
-                column.extend_with(capacity, 0u8, gfp)?;
-                // Page-sized kmalloc allocations are page aligned; refuse anything else rather
-                // than hand the library a pointer it cannot take.
-                if column.as_ptr() as usize % PAGE_SIZE != 0 {
-                    return Err(ENOMEM);
-                }
-            }
-            list.push(column, gfp)?;
+        for _ in 0..COLUMNS {
+            list.push(KVec::new(), gfp)?;
         }
-        let mut headers = KVec::new();
-        if log {
-            let len = LOG_HEADERS as usize * PPL_BLOCK_BYTES;
-            headers = KVec::with_capacity(len, gfp)?;
-            headers.extend_with(len, 0u8, gfp)?;
-        }
-        Ok(KBox::new(
+        let mut buffer = KBox::new(
             Self {
                 columns: list,
-                bytes,
+                bytes: 0,
                 reserve: false,
-                headers,
+                headers: KVec::new(),
+                scratch: KVec::new(),
             },
             gfp,
-        )?)
+        )?;
+        buffer.refit(columns, bytes, log, gfp)?;
+        Ok(buffer)
+    }
+
+    /// Makes the buffer hold `columns`, each `bytes` long, and log header blocks if `log`:
+    /// a column too short takes the memory of a column not asked for that is long enough,
+    /// else memory allocated with `gfp` (zeroed once, when allocated). What the columns held
+    /// before is left in them: every step fills what it reads (member reads, the request's
+    /// data, computed parity) before it uses it.
+    pub(crate) fn refit(&mut self, columns: Columns, bytes: usize, log: bool, gfp: Flags) -> Result {
+        let need = bytes.max(1).next_multiple_of(PAGE_SIZE);
+        for c in columns.iter() {
+            let short = self.columns.get(c as usize).ok_or(EINVAL)?.len() < need;
+            if !short {
+                continue;
+            }
+            let spare = (0..COLUMNS as u32).find(|&d| {
+                !columns.contains(d) && self.columns.get(d as usize).is_some_and(|col| col.len() >= need)
+            });
+            let memory = match spare.and_then(|d| self.columns.get_mut(d as usize)) {
+                Some(spare) => core::mem::take(spare),
+                None => zeroed_pages(need, gfp)?,
+            };
+            if let Some(slot) = self.columns.get_mut(c as usize) {
+                // The short memory goes where the spare was (or is freed): kept for later.
+                let short = core::mem::replace(slot, memory);
+                if let Some(d) = spare.and_then(|d| self.columns.get_mut(d as usize)) {
+                    *d = short;
+                }
+            }
+        }
+        if log && self.headers.is_empty() {
+            let len = LOG_HEADERS as usize * PPL_BLOCK_BYTES;
+            let mut headers = KVec::with_capacity(len, gfp)?;
+            headers.extend_with(len, 0u8, gfp)?;
+            self.headers = headers;
+        }
+        if log && self.scratch.is_empty() {
+            self.scratch = zeroed_pages(PAGE_SIZE, gfp)?;
+        }
+        self.bytes = bytes;
+        Ok(())
+    }
+
+    /// Bytes of memory the buffer holds (its columns, headers and scratch page).
+    pub(crate) fn storage(&self) -> usize {
+        self.columns
+            .iter()
+            .map(|c| c.len())
+            .fold(self.headers.len() + self.scratch.len(), usize::saturating_add)
     }
 
     /// Uses the buffer for columns of `bytes` bytes; false if its columns are shorter or one
@@ -115,22 +152,66 @@ impl StripeBuffer {
     }
 
     /// Column `to` += `coef` × column `from`, `len` bytes at byte `at` (GF(2^8); nothing if
-    /// either lacks them, or they are one column).
+    /// either lacks them, or they are one column), a page at a time through the kernel's RAID
+    /// library where it can: a plain XOR (`coef` 1: RAID 5's partial parity, P's of RAID 6) by
+    /// its XOR, a power of two (`coef` = 2^s: the Q partial parity of data slot `s`) by its
+    /// syndrome update with `from` as slot `s`'s data and Q `to`, the P side in the scratch
+    /// page. Else byte by byte.
     pub(crate) fn accumulate(&mut self, from: u32, to: u32, coef: u8, at: usize, len: usize) {
         if from == to {
             return;
         }
-        if let (Some(src), Some(dst)) = (self.at(from, at, len), self.at(to, at, len)) {
-            // SAFETY: two different columns (separate allocations), `len` bytes each, not in
-            // any I/O while a step computes on them.
-            let (src, dst) = unsafe {
-                (
-                    core::slice::from_raw_parts(src.cast_const(), len),
-                    core::slice::from_raw_parts_mut(dst, len),
-                )
-            };
-            crate::engine::ppl::accumulate(dst, src, coef);
+        let (Some(src), Some(dst)) = (self.at(from, at, len), self.at(to, at, len)) else {
+            return;
+        };
+        let aligned = at % 512 == 0 && len % 512 == 0;
+        let scratch = self.scratch.as_mut_ptr();
+        let slot = syndrome_slot_of(coef).filter(|_| !self.scratch.is_empty());
+        if aligned && (coef == 1 || (slot.is_some() && raid_math::can_xor_syndrome())) {
+            let mut done = 0;
+            while done < len {
+                let piece = (len - done).min(PAGE_SIZE);
+                let mut ptrs: Vectors = [ptr::null_mut(); MAX_VECTORS];
+                let (s, d) = (src.wrapping_add(done), dst.wrapping_add(done));
+                match slot {
+                    Some(slot) if coef != 1 => {
+                        // Data slots below `slot` are not read (the library only multiplies
+                        // by 2 for them); the zero page stands there all the same.
+                        for p in ptrs.iter_mut().take(slot) {
+                            *p = raid_math::zero_page();
+                        }
+                        ptrs[slot] = s;
+                        ptrs[slot + 1] = scratch;
+                        ptrs[slot + 2] = d;
+                        // SAFETY: `slot + 3 <= MAX_VECTORS` disks (`syndrome_slot_of`), at
+                        // least 4 (`slot >= 1`: slot 0 is `coef` 1); `s` and `d` are `piece`
+                        // bytes of two different columns at a multiple of 512 inside them
+                        // (page-aligned allocations, `at` checked both), the scratch a page
+                        // of its own; none in any I/O while a step computes; task context.
+                        unsafe { raid_math::xor_syndrome(slot + 3, slot, slot, piece, &mut ptrs) };
+                    }
+                    _ => {
+                        ptrs[0] = s;
+                        // SAFETY: two different columns (separate page-aligned allocations),
+                        // `piece` bytes of each at a multiple of 512 inside them (`at` checked
+                        // both), a multiple of 512 long; not in any I/O while a step computes
+                        // on them; task context (stripe steps only).
+                        unsafe { raid_math::xor_into(d, &mut ptrs, 1, piece) };
+                    }
+                }
+                done += piece;
+            }
+            return;
         }
+        // SAFETY: two different columns (separate allocations), `len` bytes each, not in
+        // any I/O while a step computes on them.
+        let (src, dst) = unsafe {
+            (
+                core::slice::from_raw_parts(src.cast_const(), len),
+                core::slice::from_raw_parts_mut(dst, len),
+            )
+        };
+        crate::engine::ppl::accumulate(dst, src, coef);
     }
 
     /// CRC-32C of `len` bytes at byte `at` of column `column` (0 if it lacks them).
@@ -153,6 +234,31 @@ impl StripeBuffer {
             unsafe { ptr::copy_nonoverlapping(src, dst, len) };
         }
     }
+}
+
+/// `len` zeroed bytes (whole pages) in one page-aligned allocation, as the RAID library's
+/// pointers must be: page-sized kmalloc allocations are page aligned, and anything else is
+/// refused rather than handed to the library.
+fn zeroed_pages(len: usize, gfp: Flags) -> Result<KVec<u8>> {
+    let mut memory = KVec::with_capacity(len, gfp)?;
+    memory.extend_with(len, 0u8, gfp)?;
+    if memory.as_ptr() as usize % PAGE_SIZE != 0 {
+        return Err(ENOMEM);
+    }
+    Ok(memory)
+}
+
+/// The data slot `s` whose Q coefficient is `coef` (`coef` = 2^s in GF(2^8)), if it is a slot
+/// a stripe can have (below `MAX_VECTORS - 2`).
+fn syndrome_slot_of(coef: u8) -> Option<usize> {
+    let mut power = 1u8;
+    for slot in 0..MAX_VECTORS - 2 {
+        if power == coef {
+            return Some(slot);
+        }
+        power = crate::engine::ppl::gf_mul(power, 2);
+    }
+    None
 }
 
 /// Computes `job` on `buf`, stripe by stripe and page by page within each; false if the job
@@ -369,9 +475,11 @@ fn recover(
 }
 
 /// Where the stripe buffers of every array came from since the module loaded
-/// (`/sys/kernel/debug/graid/stripe_buffers`): wide and narrow fresh allocations, the reserve,
+/// (`/sys/kernel/debug/graid/stripe_buffers`): buffers taken back from an array's cache, wide
+/// and narrow fresh allocations, the reserve,
 /// and requests that waited for a buffer to be freed. Counted, not used for decisions.
 pub(crate) struct BufferStats {
+    pub(crate) cached: AtomicU64,
     pub(crate) wide: AtomicU64,
     pub(crate) fresh: AtomicU64,
     pub(crate) reserve: AtomicU64,
@@ -379,6 +487,7 @@ pub(crate) struct BufferStats {
 }
 
 pub(crate) static BUFFER_STATS: BufferStats = BufferStats {
+    cached: AtomicU64::new(0),
     wide: AtomicU64::new(0),
     fresh: AtomicU64::new(0),
     reserve: AtomicU64::new(0),
@@ -395,6 +504,7 @@ impl BufferStats {
 pub(crate) fn write_buffer_stats(_: &(), f: &mut kernel::fmt::Formatter<'_>) -> kernel::fmt::Result {
     let s = &BUFFER_STATS;
     for (name, counter) in [
+        ("cached", &s.cached),
         ("wide", &s.wide),
         ("fresh", &s.fresh),
         ("reserve", &s.reserve),

@@ -5,8 +5,7 @@
 //! which member and what happened, so monitoring can react (`Documentation/udev.rst`).
 
 use crate::engine::superblock::{Superblock, UuidText};
-use crate::io::ArrayIo;
-use crate::kernel_ext::blk_mq::Disk;
+use crate::kernel_ext::blk_mq::{Disk, DiskOps};
 use kernel::prelude::*;
 use kernel::str::CString;
 
@@ -65,8 +64,8 @@ impl MemberChange {
 /// Sends the array's change uevent: `GRAID_NAME`, `GRAID_UUID`, `GRAID_LEVEL`, and with
 /// `change` also `GRAID_EVENT` and `GRAID_MEMBER` (the role). Allocates (`GFP_KERNEL`): the
 /// caller is in process context, in a NOIO scope where writeback to the array could wait.
-pub(crate) fn announce(
-    disk: &Disk<ArrayIo>,
+pub(crate) fn announce<T: DiskOps>(
+    disk: &Disk<T>,
     sb: &Superblock,
     change: Option<(MemberChange, u32)>,
 ) -> Result {

@@ -431,9 +431,35 @@ impl<C> CloneSet<C> {
         }
         // SAFETY: by the caller's contract; two vecs fit a bio's inline ones.
         unsafe {
+            let bio = self.empty_bio(segments.len() as u16, &target, opf, end_io, ctx)?;
+            for &(data, bytes) in segments.iter().filter(|&&(_, bytes)| bytes > 0) {
+                bindings::bio_add_virt_nofail(bio, data.cast(), bytes);
+            }
+            Ok(bio)
+        }
+    }
+
+    /// A bio of `opf` for `target` with room for `vecs` segments and none added yet, with
+    /// `ctx` and `end_io` as for clones.
+    ///
+    /// # Safety
+    ///
+    /// `target.bdev` must be an open block device; `end_io` must release the bio with
+    /// [`Self::finish`]; `vecs` is at most `BIO_MAX_VECS`.
+    unsafe fn empty_bio(
+        &self,
+        vecs: u16,
+        target: &Target,
+        opf: bindings::blk_opf_t,
+        end_io: bindings::bio_end_io_t,
+        ctx: C,
+    ) -> Result<*mut bindings::bio> {
+        // SAFETY: by the caller's contract; more vecs than a bio holds inline come from the
+        // set's bvec pool (BIOSET_NEED_BVECS), so GFP_NOIO never fails.
+        unsafe {
             let bio = bindings::bio_alloc_bioset(
                 target.bdev,
-                segments.len() as u16,
+                vecs,
                 opf,
                 shim::graid_gfp_noio(),
                 self.inner.get(),
@@ -442,9 +468,6 @@ impl<C> CloneSet<C> {
                 return Err(ENOMEM);
             }
             (*bio).bi_iter.bi_sector = target.sector;
-            for &(data, bytes) in segments.iter().filter(|&&(_, bytes)| bytes > 0) {
-                bindings::bio_add_virt_nofail(bio, data.cast(), bytes);
-            }
             (*bio).bi_end_io = end_io;
             Self::ctx_ptr(bio).write(ctx);
             Ok(bio)
@@ -474,6 +497,29 @@ impl<C> CloneSet<C> {
         };
         // SAFETY: by the caller's contract.
         unsafe { self.virt_bio(&[(header, 4096), (payload, bytes)], target, opf, end_io, ctx) }
+    }
+
+    /// An empty FUA write for `target` with room for `vecs` segments, filled with
+    /// [`add_virt`] and then submitted: several partial parity log entries written as one
+    /// (`log_batch.rs`). `ctx` and `end_io` as for clones.
+    ///
+    /// # Safety
+    ///
+    /// `target.bdev` must be an open block device; `end_io` must release the bio with
+    /// [`Self::finish`]; `vecs` is at most `BIO_MAX_VECS`.
+    pub(crate) unsafe fn fua_write_bio(
+        &self,
+        vecs: u16,
+        target: &Target,
+        end_io: bindings::bio_end_io_t,
+        ctx: C,
+    ) -> Result<*mut bindings::bio> {
+        // SAFETY: constants.
+        let opf = unsafe {
+            shim::graid_req_op_write() | shim::graid_req_sync() | shim::graid_req_fua()
+        };
+        // SAFETY: by the caller's contract.
+        unsafe { self.empty_bio(vecs, target, opf, end_io, ctx) }
     }
 
     /// An empty flush (PREFLUSH write) for `bdev`, with `ctx` and `end_io` as for clones.
@@ -548,6 +594,18 @@ impl<C> PinnedDrop for CloneSet<C> {
 pub(crate) unsafe fn submit(bio: *mut bindings::bio) {
     // SAFETY: by the caller's contract.
     unsafe { bindings::submit_bio_noacct(bio) };
+}
+
+/// Adds `bytes` bytes of kernel memory at `data` to `bio` as one segment.
+///
+/// # Safety
+///
+/// `bio` must be a bio being built (not submitted) with a free vec; `data` physically
+/// contiguous `kmalloc` memory valid for `bytes` bytes that nobody writes or frees until the
+/// bio completed.
+pub(crate) unsafe fn add_virt(bio: *mut bindings::bio, data: *mut u8, bytes: u32) {
+    // SAFETY: by the caller's contract.
+    unsafe { bindings::bio_add_virt_nofail(bio, data.cast(), bytes) };
 }
 
 /// Copies `bytes` bytes between `buf` and the data of `bio`, starting `skip` bytes into the

@@ -11,6 +11,7 @@ pub(crate) mod bio;
 pub(crate) mod blk_mq;
 pub(crate) mod capability;
 pub(crate) mod cpu;
+pub(crate) mod crc;
 pub(crate) mod misc;
 pub(crate) mod pin;
 pub(crate) mod plug;

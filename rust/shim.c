@@ -12,6 +12,7 @@
 #include <linux/sched/mm.h>
 #include <linux/workqueue.h>
 #include <linux/bvec.h>
+#include <linux/crc32.h>
 #include <linux/mm.h>
 #include <linux/string.h>
 
@@ -20,6 +21,8 @@
 /* Constants with __force types (bindgen drops these macros). */
 blk_mode_t graid_blk_open_rw_excl(void) { return BLK_OPEN_READ | BLK_OPEN_WRITE | BLK_OPEN_EXCL; }
 gfp_t graid_gfp_noio(void) { return GFP_NOIO; }
+/* CRC-32C with the usual inversions (the engine's `crc32c`), by the kernel's optimised code. */
+u32 graid_crc32c(const void *p, size_t len) { return ~crc32c(~0U, p, len); }
 blk_opf_t graid_req_fua(void) { return REQ_FUA; }
 blk_features_t graid_blk_feat_write_cache_fua(void) { return BLK_FEAT_WRITE_CACHE | BLK_FEAT_FUA; }
 blk_opf_t graid_req_op_read(void) { return REQ_OP_READ; }

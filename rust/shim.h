@@ -9,6 +9,7 @@
 
 blk_mode_t graid_blk_open_rw_excl(void);
 gfp_t graid_gfp_noio(void);
+u32 graid_crc32c(const void *p, size_t len);
 blk_opf_t graid_req_fua(void);
 blk_features_t graid_blk_feat_write_cache_fua(void);
 blk_opf_t graid_req_op_read(void);

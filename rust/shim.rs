@@ -14,6 +14,7 @@ use kernel::ffi::{c_int, c_uint, c_ushort, c_void};
 extern "C" {
     pub(crate) fn graid_blk_open_rw_excl() -> blk_mode_t;
     pub(crate) fn graid_gfp_noio() -> gfp_t;
+    pub(crate) fn graid_crc32c(p: *const c_void, len: usize) -> u32;
     pub(crate) fn graid_req_fua() -> blk_opf_t;
     pub(crate) fn graid_blk_feat_write_cache_fua() -> blk_features_t;
     pub(crate) fn graid_req_op_read() -> blk_opf_t;

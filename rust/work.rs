@@ -317,7 +317,9 @@ impl Drop for WorkQueue {
 ///
 /// `work` is initialised by [`RequestWork::init`] before it is first queued.
 #[repr(transparent)]
+#[pin_data]
 pub(crate) struct RequestWork {
+    #[pin]
     work: Opaque<bindings::work_struct>,
 }
 
@@ -352,6 +354,29 @@ impl RequestWork {
                 kernel::static_lock_class!().as_ptr(),
             )
         };
+    }
+
+    /// A work item that calls `func`, initialised where it will stay (a field of a pinned
+    /// value), for work that belongs to no request.
+    pub(crate) fn new_in_place(
+        func: unsafe extern "C" fn(*mut bindings::work_struct),
+        name: &'static CStr,
+        key: Pin<&'static LockClassKey>,
+    ) -> impl PinInit<Self> {
+        pin_init!(Self {
+            work <- Opaque::ffi_init(move |slot: *mut bindings::work_struct| {
+                // SAFETY: `slot` is valid for writes and pinned; `func` matches `work_func_t`.
+                unsafe {
+                    bindings::init_work_with_key(
+                        slot,
+                        Some(func),
+                        false,
+                        name.as_char_ptr(),
+                        key.as_ptr(),
+                    )
+                }
+            }),
+        })
     }
 
     /// The `RequestWork` of a `work_struct` handed to the function given to [`Self::init`].

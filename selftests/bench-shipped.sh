@@ -91,12 +91,8 @@ fio_rate() {
 up() {
 	case $1 in
 	md0)
-		mdadm --create /dev/md0 --run --level=$2 --chunk=$3 --layout=left-symmetric \
-			--bitmap=none --raid-devices=6 --metadata=1.2 --assume-clean $members \
-			>/tmp/create.out 2>&1 || { cat /tmp/create.out; fail "mdadm --create failed"; }
+		md_bench_create $2 $3 $members
 		dev=/dev/md0
-		echo $(nproc) >/sys/block/md0/md/group_thread_cnt || fail "group_thread_cnt"
-		echo 4096 >/sys/block/md0/md/stripe_cache_size || fail "stripe_cache_size"
 		;;
 	bare)
 		graidctl create bs --level $2 --chunk $3 --bitmap none --consistency-policy resync \
@@ -116,8 +112,7 @@ up() {
 
 down() {
 	if [ $1 = md0 ]; then
-		mdadm --stop /dev/md0 >/dev/null 2>&1 || fail "mdadm --stop failed"
-		mdadm --zero-superblock $members >/dev/null 2>&1
+		md_bench_stop $members
 	else
 		graidctl stop bs >/dev/null || fail "graidctl stop failed"
 		[ $1 = large ] && dm_members 0

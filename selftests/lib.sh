@@ -134,6 +134,25 @@ dm_node() {
 	done
 }
 
+# md_bench_create LEVEL CHUNK MEMBER...: /dev/md0 as the benches compare graid with: md's
+# defaults (metadata 1.2, left-symmetric, no bitmap, --assume-clean) and bench.sh's raid456
+# tuning (a group thread per CPU, a 4096-entry stripe cache).
+md_bench_create() {
+	local level=$1 chunk=$2
+	shift 2
+	mdadm --create /dev/md0 --run --level=$level --chunk=$chunk --layout=left-symmetric \
+		--bitmap=none --raid-devices=$# --metadata=1.2 --assume-clean "$@" \
+		>/tmp/create.out 2>&1 || { cat /tmp/create.out; fail "mdadm --create failed"; }
+	echo $(nproc) >/sys/block/md0/md/group_thread_cnt || fail "group_thread_cnt"
+	echo 4096 >/sys/block/md0/md/stripe_cache_size || fail "stripe_cache_size"
+}
+
+# md_bench_stop MEMBER...: stops /dev/md0 and clears md's superblock from its members.
+md_bench_stop() {
+	mdadm --stop /dev/md0 >/dev/null 2>&1 || fail "mdadm --stop failed"
+	mdadm --zero-superblock "$@" >/dev/null 2>&1
+}
+
 # array_dev TEXT: the first /dev/graidN that TEXT (a graidctl report) names.
 array_dev() { echo "$1" | grep -o '/dev/graid[0-9]*' | head -n 1; }
 
@@ -152,6 +171,17 @@ fio_verify() {
 fio_readback() {
 	fio --name=readback --verify_only $(fio_args "$1" "$2" "$3" "$4" "$5") >/tmp/fio.out 2>&1 ||
 		{ cat /tmp/fio.out; fail "$6"; }
+}
+
+# graid_debug FILE [NAME]: the module's debugfs file /sys/kernel/debug/graid/FILE (debugfs
+# mounted if it is not), or only the value of its line "NAME: value".
+graid_debug() {
+	[ -d /sys/kernel/debug/graid ] || mount -t debugfs none /sys/kernel/debug 2>/dev/null
+	if [ $# -ge 2 ]; then
+		sed -n "s/^$2: //p" /sys/kernel/debug/graid/$1
+	else
+		cat /sys/kernel/debug/graid/$1
+	fi
 }
 
 # json_field NAME TEXT: the first value of "NAME": in JSON TEXT (numbers and strings).

@@ -13,6 +13,9 @@
 #   --cpus N         guest CPUs [VM_CPUS, default 2]
 #   --null-disks     back the drives with QEMU's null-co driver (reads zero, writes vanish)
 #   --keep-disks     reuse the drive images of the previous run (a "reboot"), if present
+# VM_KERNEL_ARGS="...": more kernel command line (the benches pass kmemleak=off: the test kernel
+#   has kmemleak, which takes a stack trace per allocation and so weighs on whoever allocates more)
+# VM_EXTRA_BINARIES="PATH...": host binaries (and their libraries) copied into the guest too
 # VM_TEST_TIMEOUT=S: the in-guest runner's limit per test (default 900; the debug kernel needs more)
 #
 # Exit status: the script's; 124 when the guest timed out, 125 when it died first (panic,
@@ -79,6 +82,8 @@ copy_binary() {
 	done
 }
 for b in "$bin/graidctl" "$bin/graid-probe" "$bin/graid-helper" "$bin/graid-logreplay"; do copy_binary "$b"; done
+# Tools a profile or a debugging session wants (perf, ...): VM_EXTRA_BINARIES="/usr/bin/perf".
+for b in ${VM_EXTRA_BINARIES:-}; do copy_binary "$b"; done
 # Test tools from Debian (see APT_PACKAGES in build/versions.env).
 for b in fio mkfs.ext4 e2fsck blkid dmsetup mdadm udevadm; do
 	copy_binary "$(PATH=/usr/sbin:/sbin:$PATH command -v "$b")"
@@ -177,6 +182,7 @@ cmdline="console=ttyS0 panic=-1 oops=panic rdinit=/init"
 if [ "${KERNEL_VARIANT:-test}" = debug ]; then
 	cmdline="$cmdline no5lvl"
 fi
+cmdline="$cmdline ${VM_KERNEL_ARGS:-}"
 
 if ((shell)); then
 	exec "${qemu[@]}" -append "$cmdline" -serial mon:stdio

@@ -8,7 +8,7 @@
 //!   columns it writes; for Q the same with each column's coefficient), and writes it with FUA
 //!   to the log of each in-sync parity member before any data or parity write goes out. The
 //!   log write overlaps nothing: the slice's parity is already computed.
-//! - A full-stripe write logs nothing, unless its run may hold a replayable entry (one bit per
+//! - A full-stripe write logs nothing, unless one of its stripes may hold a replayable entry (one bit per
 //!   stripe lock slot): then a header-only *barrier* voids the older entries of its rows.
 //! - Space: each member's ring is two halves; epoch `e` appends to half `e % 2` with one atomic
 //!   add. When a half is full the worker *switches* to epoch `e + 1` and the other half, at
@@ -35,7 +35,7 @@ use super::ppl::{
     encode_entry, encode_head, gf_pow2, Entry, EntryKind, LogArea, LogId, ParityKind,
 };
 use super::request::Phase;
-use super::stripe::{Step, LOCK_SLOTS};
+use super::stripe::{Slots, Step, LOCK_SLOTS};
 use core::ops::Deref;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
@@ -62,7 +62,7 @@ pub struct LogState {
     wrap_wanted: AtomicBool,
     /// The current half is full on some member: a switch is wanted.
     switch_wanted: AtomicBool,
-    /// By epoch parity, stripe lock slots whose runs may hold a replayable entry.
+    /// By epoch parity, stripe lock slots whose stripes may hold a replayable entry.
     live: [[AtomicU64; LOCK_SLOTS / 64]; 2],
     /// Counters for DETAIL: entries, barriers, wraps.
     entries: AtomicU64,
@@ -119,16 +119,21 @@ impl LogState {
         Some((word, 1u64 << (slot % 64)))
     }
 
-    fn is_live(&self, slot: u32) -> bool {
-        (0..2).any(|h| {
-            self.live_bit(h, slot)
-                .is_some_and(|(w, b)| w.load(Ordering::SeqCst) & b != 0)
+    /// Whether any of `slots` may hold a replayable entry.
+    fn is_live(&self, slots: Slots) -> bool {
+        (0..slots.count()).any(|i| {
+            (0..2).any(|h| {
+                self.live_bit(h, slots.nth(i))
+                    .is_some_and(|(w, b)| w.load(Ordering::SeqCst) & b != 0)
+            })
         })
     }
 
-    fn set_live(&self, half: usize, slot: u32) {
-        if let Some((w, b)) = self.live_bit(half, slot) {
-            w.fetch_or(b, Ordering::SeqCst);
+    fn set_live(&self, half: usize, slots: Slots) {
+        for i in 0..slots.count() {
+            if let Some((w, b)) = self.live_bit(half, slots.nth(i)) {
+                w.fetch_or(b, Ordering::SeqCst);
+            }
         }
     }
 
@@ -304,7 +309,10 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
                 p.accumulate_column(rq, from, column, coef, u64::from(f), u64::from(e - f));
             }
         }
-        let seq = log.seq.fetch_add(1, Ordering::SeqCst).wrapping_add(1);
+        // Relaxed: the replay orders entries of the same rows by it, and those come from
+        // slices the stripe lock already orders (a read-modify-write of one atomic always
+        // reads its latest value); nothing else is published through it.
+        let seq = log.seq.fetch_add(1, Ordering::Relaxed).wrapping_add(1);
         let mut entry = Entry {
             kind,
             parity: ParityKind::P,
@@ -320,7 +328,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             payload_crc: 0,
             targets: members,
         };
-        log.set_live(half, slice.slot);
+        log.set_live(half, slice.slots);
         stripe.set_step(Step::Log);
         state.begin_pass(Phase::Stripe);
         // Headers first (each target's, or one barrier for all), then the writes.
@@ -363,14 +371,14 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         true
     }
 
-    /// Whether the slice being planned must log: a partial write always, a full one where its
-    /// run may hold a replayable entry.
-    pub(super) fn log_need(&self, full: bool, slot: u32) -> LogNeed {
+    /// Whether the slice being planned must log: a partial write always, a full one where one
+    /// of its stripes (`slots`) may hold a replayable entry.
+    pub(super) fn log_need(&self, full: bool, slots: Slots) -> LogNeed {
         if !self.has_log() {
             LogNeed::None
         } else if !full {
             LogNeed::Partial
-        } else if self.log.is_live(slot) {
+        } else if self.log.is_live(slots) {
             LogNeed::Barrier
         } else {
             LogNeed::None
@@ -494,8 +502,8 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
 /// A slice that logs, as the stripe engine planned it.
 pub(super) struct LoggedSlice {
     pub need: LogNeed,
-    /// The run's stripe lock slot.
-    pub slot: u32,
+    /// The lock slots of the slice's stripes.
+    pub slots: Slots,
     /// The slice's rows: data-area sectors (the same on every member).
     pub start: u64,
     pub sectors: u64,

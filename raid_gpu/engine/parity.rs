@@ -3,7 +3,7 @@
 //! The parity interface: what the stripe engine asks a parity backend to compute.
 //!
 //! A job works on one request's *stripe buffer*: a set of equally long columns the platform
-//! allocated ([`Platform::alloc_buffer`](super::platform::Platform::alloc_buffer)). Column `m`
+//! allocated ([`StripeBuffers::alloc_buffer`](super::platform::StripeBuffers::alloc_buffer)). Column `m`
 //! holds member `m`'s contents for the job's window of the stripe (data, P or Q, by the
 //! stripe's [`StripeMap`]); column `members + m` holds the *new* contents of data member `m`
 //! for a read-modify-write. The math is md's (`lib/raid/`): P = ⊕ D, Q = Σ g^slot · D over

@@ -143,7 +143,7 @@ pub enum WorkList {
 }
 
 /// One partial parity log write (`log_write.rs`): the request's log header `header` (see
-/// [`Platform::set_log_header`]) then `sectors` of buffer column `column` from its start, at
+/// [`StripeBuffers::set_log_header`]) then `sectors` of buffer column `column` from its start, at
 /// `sector` of member `member`, with FUA.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LogIo {
@@ -161,7 +161,7 @@ pub const LOG_HEADERS: u32 = 2;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RebuildIoError;
 
-/// One transfer of a [`Platform::rebuild_batch`]: `sectors` sectors at `sector` (from the
+/// One transfer of a [`RebuildBuffer::rebuild_batch`]: `sectors` sectors at `sector` (from the
 /// member's start) of member `member`, into or out of rebuild buffer column `column` from its
 /// start.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -172,17 +172,17 @@ pub struct RebuildIo {
     pub column: u32,
 }
 
-/// Most transfers a [`Platform::rebuild_batch`] holds: a buffer column each.
+/// Most transfers a [`RebuildBuffer::rebuild_batch`] holds: a buffer column each.
 pub const MAX_REBUILD_BATCH: usize = super::geometry::MAX_MEMBERS as usize + 2;
 
-/// Who computed a job of the rebuild buffer ([`Platform::rebuild_compute`]).
+/// Who computed a job of the rebuild buffer ([`RebuildBuffer::rebuild_compute`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Computed {
     /// The platform itself (the kernel): trusted.
     Here,
     /// The parity helper (`Documentation/ring-protocol.rst`), this attachment of it: root, but
     /// not trusted with what reaches a member. The engine checks its answer before writing
-    /// anything that depends on it, and reports a wrong one ([`Platform::helper_wrong`]).
+    /// anything that depends on it, and reports a wrong one ([`Events::helper_wrong`]).
     Helper(u64),
 }
 
@@ -219,10 +219,12 @@ pub enum MemberEvent {
     ReplacementFailed,
 }
 
-/// The services a home gives the engine.
-pub trait Platform {
+/// Requests in flight: their state and data, their member I/O, their end, and the lists the
+/// worker takes the waiting ones from.
+pub trait Requests {
     /// A request in flight: a small handle (a pointer in the kernel).
     type Request: Copy;
+
     /// A contiguous part of a request's data (a bio in the kernel).
     type Segment: Copy;
 
@@ -266,7 +268,11 @@ pub trait Platform {
 
     /// Sleeps a little: the worker waits for writes to drain (the worker only).
     fn pause(&self);
+}
 
+/// Metadata written and made durable at once: superblocks, the write-intent bitmap, the
+/// partial parity log's heads (the worker, or the array's start and stop while no I/O runs).
+pub trait Metadata {
     /// Sends an empty flush (`PREFLUSH`) to each member in `targets` at once and waits: every
     /// write they completed before is durable on return. Returns the members whose flush
     /// failed. The worker, or the array's start and stop while no I/O runs.
@@ -311,7 +317,11 @@ pub trait Platform {
     /// Writes spare `slot`'s superblock and waits (durable on return); false on an error. The
     /// same caller as [`Self::write_superblocks`], after it.
     fn write_spare_superblock(&self, slot: u32, sb: &Superblock) -> bool;
+}
 
+/// What the engine tells its home, and asks of the world around it: member events, a takeover
+/// wanted, a wrong helper, the clock, the CPU.
+pub trait Events {
     /// A member is faulty and a spare waits: the platform should move the spare into its place
     /// soon, outside the worker (the failed member's device must be released first, which
     /// waits for the array's requests to drain; see [`ArrayEngine::takeover`]). The worker only.
@@ -326,8 +336,23 @@ pub trait Platform {
     /// Something happened to member `member` (for the log). Any context.
     fn member_event(&self, member: u32, event: MemberEvent);
 
-    // ---- Rebuild and scrub (`rebuild.rs`, `scrub.rs`): the worker only, synchronous ----
+    /// The engine found a result of helper attachment `helper` ([`Computed::Helper`]) wrong:
+    /// the platform stops trusting it (detaches it, counts it, logs it) if it is still the
+    /// one attached. The worker only.
+    fn helper_wrong(&self, helper: u64) {
+        let _ = helper;
+    }
 
+    /// Nanoseconds on a monotonic clock (any origin): the rebuild's pace.
+    fn now_ns(&self) -> u64;
+
+    /// Sleeps `ms` milliseconds: the rebuild keeps to its speed limit (the worker only).
+    fn sleep_ms(&self, ms: u32);
+}
+
+/// Rebuild and scrub (`rebuild.rs`, `scrub.rs`): the array's rebuild buffer and its member
+/// I/O. The worker only, synchronous.
+pub trait RebuildBuffer {
     /// Reads (`Op::Read`) or writes (`Op::Write`) `sectors` sectors at `sector` (from the
     /// member's start) of member `member` into or from column `column` of the array's rebuild
     /// buffer at `offset` sectors, and waits. The buffer has `members + 2` columns, each
@@ -371,27 +396,16 @@ pub trait Platform {
     /// columns `a` and `b`.
     fn rebuild_differ(&self, a: u32, b: u32, offset: u64, sectors: u64) -> u64;
 
-    /// Computes `job` on the rebuild buffer (as [`Self::compute_parity`] does on a request's)
+    /// Computes `job` on the rebuild buffer (as [`StripeBuffers::compute_parity`] does on a request's)
     /// and waits; with `offload`, by the parity helper if one takes it. Says who did, `None`
     /// if it could not. A helper's answer changes only the columns the job computes (a
     /// generation's P and Q, a recovery's lost columns).
     fn rebuild_compute(&self, job: &ParityJob, offload: bool) -> Option<Computed>;
+}
 
-    /// The engine found a result of helper attachment `helper` ([`Computed::Helper`]) wrong:
-    /// the platform stops trusting it (detaches it, counts it, logs it) if it is still the
-    /// one attached. The worker only.
-    fn helper_wrong(&self, helper: u64) {
-        let _ = helper;
-    }
-
-    /// Nanoseconds on a monotonic clock (any origin): the rebuild's pace.
-    fn now_ns(&self) -> u64;
-
-    /// Sleeps `ms` milliseconds: the rebuild keeps to its speed limit (the worker only).
-    fn sleep_ms(&self, ms: u32);
-
-    // ---- RAID 5/6: the stripe engine (`stripe.rs`) ----
-
+/// RAID 5/6 (`stripe.rs`, `log_write.rs`): the stripe engine's work items, requests' stripe
+/// buffers, parity on them and the partial parity log's writes.
+pub trait StripeBuffers: Requests {
     /// Makes [`ArrayEngine::stripe_work`](super::array::ArrayEngine::stripe_work) run for `rq`
     /// soon, in process context (a work item). Any context; never runs it inline. Requests of
     /// one array may run in parallel, each one at a time.
@@ -459,7 +473,7 @@ pub trait Platform {
 
     /// Sends one partial parity log write for `rq` (see [`LogIo`]); reported through
     /// [`ArrayEngine::piece_done`](super::array::ArrayEngine::piece_done) as a write of
-    /// `io.member`, like a [`Self::submit`]. On `Err` nothing was sent.
+    /// `io.member`, like a [`Requests::submit`]. On `Err` nothing was sent.
     fn submit_log(&self, rq: Self::Request, io: &LogIo) -> Result<(), SubmitError>;
 
     /// Whether [`Self::compute_parity`] can do a RAID 6 [`ParityOp::Update`] (read-modify-write:
@@ -477,3 +491,9 @@ pub trait Platform {
     /// or later, from process context. Called from process context.
     fn compute_parity(&self, rq: Self::Request, job: &ParityJob);
 }
+
+/// The services a home gives the engine: each part above, implemented on its own (the kernel in
+/// `raid_gpu/io.rs`, the host harness in `tools/graid-sim`).
+pub trait Platform: Requests + Metadata + Events + RebuildBuffer + StripeBuffers {}
+
+impl<T: Requests + Metadata + Events + RebuildBuffer + StripeBuffers> Platform for T {}

@@ -95,7 +95,7 @@ fn batch(ios: &[RebuildIo], n: usize) -> &[RebuildIo] {
     ios.get(..n).unwrap_or(ios)
 }
 
-/// Bit `i` of a [`Platform::rebuild_batch`] result.
+/// Bit `i` of a [`RebuildBuffer::rebuild_batch`] result.
 fn bit(failed: u64, i: usize) -> bool {
     u32::try_from(i)
         .ok()
@@ -650,7 +650,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
     /// passes is the one the kernel computes, byte for byte.
     ///
     /// One that fails is done again here from the members (the surviving parity put back),
-    /// and the helper reported ([`Platform::helper_wrong`]) if its lost data differs from
+    /// and the helper reported ([`Events::helper_wrong`]) if its lost data differs from
     /// ours: a stripe that was already inconsistent fails the check as well, but then the
     /// helper's answer is the kernel's and it is not accused.
     fn check_recovery<P: Platform>(

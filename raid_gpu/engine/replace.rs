@@ -17,7 +17,7 @@
 //!   old member whole (it got every write) and the new device a spare; the replace is asked
 //!   again.
 //! - The device moves are the platform's (they wait for the array's requests to drain, which
-//!   the worker must not): the worker asks with `Platform::takeover_wanted`, the platform reads
+//!   the worker must not): the worker asks with `Events::takeover_wanted`, the platform reads
 //!   [`ArrayEngine::replacement`], moves the device as its stage says, and posts
 //!   [`ArrayEngine::request_replace_end`], on which the worker records the outcome.
 

@@ -7,13 +7,16 @@
 //! The queue limits keep every request inside one *run* of adjacent stripes
 //! (`Geometry::run_stripes`, about 1 MiB of data). Reads of an optimal array go straight to
 //! the data members (the RAID 0 path in `array.rs`); everything else runs here, step by step,
-//! in process context (the platform's work items, [`Platform::queue_stripe_work`]), driven by
+//! in process context (the platform's work items, [`StripeBuffers::queue_stripe_work`]), driven by
 //! member I/O and parity completions:
 //!
-//! 1. **Lock** the run: one lock bit per slot of a table hashed by run number, so
-//!    overlapping requests run one after the other and different runs in parallel on as
-//!    many CPUs as the work queue has (no array-wide lock anywhere). Waiters wait on the
-//!    slot's own list.
+//! 1. **Lock** the request's stripes: one lock bit per slot of a table hashed by stripe
+//!    number ([`LOCK_SLOTS`], far more than the requests an array has in flight), taken in
+//!    ascending slot order ([`Slots::nth`]), so requests over a common stripe run one after
+//!    the other and all others in parallel on as many CPUs as the work queue has (no
+//!    array-wide lock anywhere). A request that finds a slot taken waits on that slot's own
+//!    list, keeping the ones it holds: every request takes slots in the same order, so no two
+//!    wait for each other.
 //! 2. **Plan** a *slice*: a window of *rows* (the same member offsets on every member; as long
 //!    as [`WIDE_SLICE_SECTORS`] of buffer allow when memory is at hand, else at most
 //!    [`SLICE_SECTORS`], so stripe memory is bounded) and how to update it: a *full* write
@@ -64,9 +67,57 @@ use super::request::{Phase, RequestState};
 use core::ops::Deref;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
-/// Lock slots per array. Run `r` uses slot `r % LOCK_SLOTS`: neighbouring runs never share
-/// one, and a collision only makes two unrelated runs take turns.
-pub const LOCK_SLOTS: usize = 256;
+/// Lock slots per array. Stripe `s` uses slot `s % LOCK_SLOTS`: the stripes of a run (at most
+/// a few hundred) never share one, and a collision only makes two unrelated stripes take turns.
+/// Sixteen times an array's queue depth on one CPU (256): with 128 random writes in flight,
+/// one in 32 finds a slot of another's (256 slots of whole runs made that two in five).
+pub const LOCK_SLOTS: usize = 4096;
+
+/// The lock slots of a request's consecutive stripes: `count` of them from `first`, wrapping
+/// at the end of the table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Slots {
+    first: u32,
+    count: u32,
+}
+
+impl Slots {
+    /// The slots of `count` stripes from the one in slot `first` (at most [`LOCK_SLOTS`]).
+    fn new(first: u32, count: u32) -> Self {
+        let n = LOCK_SLOTS as u32;
+        Self {
+            first: first % n,
+            count: count.min(n),
+        }
+    }
+
+    /// The slot of stripe `t` of the request.
+    fn of_stripe(&self, t: u64) -> u32 {
+        ((u64::from(self.first) + t) % LOCK_SLOTS as u64) as u32
+    }
+
+    /// The slots of stripes `[t, u]` of the request.
+    pub(super) fn stripes(&self, t: u64, u: u64) -> Self {
+        let count = u.saturating_sub(t).saturating_add(1);
+        Self::new(self.of_stripe(t), u32::try_from(count).unwrap_or(u32::MAX))
+    }
+
+    pub(super) fn count(&self) -> u32 {
+        self.count
+    }
+
+    /// The `i`-th slot to take: the slots in ascending order (those wrapped to the table's
+    /// start first). One order for every request: a request waits only for a slot above all
+    /// it holds, so requests never wait for each other in a circle.
+    pub(super) fn nth(&self, i: u32) -> u32 {
+        let wrapped = (self.first + self.count).saturating_sub(LOCK_SLOTS as u32);
+        if i < wrapped {
+            i
+        } else {
+            self.first + (i - wrapped)
+        }
+    }
+}
 
 /// The longest column window one step handles when memory is short: bounds a request's
 /// stripe buffer to `2 * members * SLICE_SECTORS` sectors (4 MiB with 32 members). The
@@ -201,9 +252,11 @@ pub struct StripeState {
     bad: AtomicU32,
     /// Slices start below this row are [`RETRY_SECTORS`] long: a read failed there.
     retry_end: AtomicU64,
-    /// The request holds the lock of this slot / a stripe buffer.
-    locked: AtomicBool,
+    /// The request's lock slots (the first, how many) and how many of them it holds, taken in
+    /// [`Slots::nth`] order; whether it holds a stripe buffer.
     slot: AtomicU32,
+    slot_count: AtomicU32,
+    held: AtomicU32,
     buffer: AtomicBool,
     /// The slice is counted among the log's writes in flight: its epoch + 1 (0: not).
     log_held: AtomicU64,
@@ -219,8 +272,9 @@ impl StripeState {
             lost: AtomicU32::new(0),
             bad: AtomicU32::new(0),
             retry_end: AtomicU64::new(0),
-            locked: AtomicBool::new(false),
             slot: AtomicU32::new(0),
+            slot_count: AtomicU32::new(0),
+            held: AtomicU32::new(0),
             buffer: AtomicBool::new(false),
             log_held: AtomicU64::new(0),
         }
@@ -271,7 +325,7 @@ impl StripeState {
         self.slice_end.store(0, Ordering::Relaxed);
         self.bad.store(0, Ordering::Relaxed);
         self.retry_end.store(0, Ordering::Relaxed);
-        self.locked.store(false, Ordering::Relaxed);
+        self.held.store(0, Ordering::Relaxed);
         self.buffer.store(false, Ordering::Relaxed);
         self.log_held.store(0, Ordering::Relaxed);
     }
@@ -288,8 +342,8 @@ struct Span {
     map: StripeMap,
     /// Stripes the request touches (at least one).
     stripes: u64,
-    /// The lock slot (of the run).
-    slot: u32,
+    /// The lock slots of its stripes.
+    slots: Slots,
     /// Array sector of the first stripe's first data sector.
     row_start: u64,
     chunk: u64,
@@ -316,8 +370,11 @@ impl Span {
         Some(Self {
             map: g.stripe_map(first)?,
             stripes: last - first + 1,
-            // Below LOCK_SLOTS: lossless.
-            slot: (first / run % LOCK_SLOTS as u64) as u32,
+            // Below LOCK_SLOTS, and at most a run of stripes: lossless.
+            slots: Slots::new(
+                (first % LOCK_SLOTS as u64) as u32,
+                u32::try_from(last - first + 1).ok()?,
+            ),
             row_start: first.checked_mul(g.stripe_data_sectors())?,
             chunk: u64::from(g.chunk_sectors()),
             start,
@@ -496,7 +553,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
     }
 
     /// The worker's part for a direct RAID 5/6 read that returned member errors: it goes again
-    /// through the stripe engine, which locks the run, finds the blocks that fail, serves them
+    /// through the stripe engine, which locks its stripes, finds the blocks that fail, serves them
     /// from the parity and rewrites them (see the module comment).
     pub(super) fn direct_read_errors<P: Platform>(&self, p: &P, rq: P::Request) {
         self.submit_stripe(p, rq);
@@ -662,23 +719,33 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             .fold(MemberSet::EMPTY, MemberSet::with)
     }
 
-    /// Takes the stripe lock, or queues `rq` behind it. True if taken.
+    /// Takes the locks of the request's stripes, or queues `rq` behind the first one another
+    /// holds (keeping those it took). True once it holds them all.
     fn stripe_lock<P: Platform>(&self, p: &P, rq: P::Request, span: &Span) -> bool {
         let locks = &self.stripe_locks;
-        if locks.try_lock(span.slot) {
-            let stripe = p.state(rq).stripe();
-            stripe.slot.store(span.slot, Ordering::Relaxed);
-            stripe.locked.store(true, Ordering::Relaxed);
-            return true;
+        let stripe = p.state(rq).stripe();
+        let slots = span.slots;
+        stripe.slot.store(slots.first, Ordering::Relaxed);
+        stripe.slot_count.store(slots.count(), Ordering::Relaxed);
+        loop {
+            let i = stripe.held.load(Ordering::Relaxed);
+            if i >= slots.count() {
+                return true;
+            }
+            let slot = slots.nth(i);
+            if locks.try_lock(slot) {
+                stripe.held.store(i + 1, Ordering::Relaxed);
+                continue;
+            }
+            p.push(WorkList::StripeWait(slot), rq);
+            // The holder may have unlocked and drained the list before the push: then nobody
+            // else wakes the list (SeqCst: either the holder's drain sees the push or this
+            // load sees the unlock).
+            if !locks.is_locked(slot) {
+                p.take_all(WorkList::StripeWait(slot), |w| p.queue_stripe_work(w));
+            }
+            return false;
         }
-        p.push(WorkList::StripeWait(span.slot), rq);
-        // The holder may have unlocked and drained the list before the push: then nobody
-        // else wakes the list (SeqCst: either the holder's drain sees the push or this load
-        // sees the unlock).
-        if !locks.is_locked(span.slot) {
-            p.take_all(WorkList::StripeWait(span.slot), |w| p.queue_stripe_work(w));
-        }
-        false
     }
 
     /// Plans the current (or first) slice, gets the buffer and sends the reads.
@@ -996,7 +1063,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
     }
 
     /// A parity job of `rq` ended. From process context, inline in
-    /// [`Platform::compute_parity`] or later.
+    /// [`StripeBuffers::compute_parity`] or later.
     pub fn parity_done<P: Platform>(&self, p: &P, rq: P::Request, ok: bool) {
         let state = p.state(rq);
         let Some(span) = Span::new(
@@ -1187,7 +1254,10 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             self.send_writes(p, rq, span);
             return;
         }
-        let need = self.log_need(self.slice_full(span, a, b, mode), span.slot);
+        let slots = span
+            .slots
+            .stripes(span.stripe_at(a), span.stripe_at(b.saturating_sub(1)));
+        let need = self.log_need(self.slice_full(span, a, b, mode), slots);
         if need == LogNeed::None {
             self.send_writes(p, rq, span);
             return;
@@ -1214,7 +1284,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             });
         let slice = LoggedSlice {
             need,
-            slot: span.slot,
+            slots,
             start: span.member_base - self.superblock.data_offset + a,
             sectors: b - a,
             map,
@@ -1306,12 +1376,63 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         self.drop_buffer(p, rq);
         self.release_log(p, rq);
         let stripe = state.stripe();
-        if stripe.locked.swap(false, Ordering::Relaxed) {
-            let slot = stripe.slot.load(Ordering::Relaxed);
+        let held = stripe.held.swap(0, Ordering::Relaxed);
+        let slots = Slots {
+            first: stripe.slot.load(Ordering::Relaxed),
+            count: stripe.slot_count.load(Ordering::Relaxed),
+        };
+        for i in 0..held {
+            let slot = slots.nth(i);
             self.stripe_locks.unlock(slot);
             p.take_all(WorkList::StripeWait(slot), |w| p.queue_stripe_work(w));
         }
         state.set_idle(Phase::Normal);
         self.complete(p, rq, status);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::{Slots, LOCK_SLOTS};
+    use std::vec::Vec;
+
+    /// The slots in the order a request takes them.
+    fn order(slots: Slots) -> Vec<u32> {
+        (0..slots.count()).map(|i| slots.nth(i)).collect()
+    }
+
+    #[test]
+    fn slots_are_taken_in_ascending_order_also_when_they_wrap() {
+        let n = LOCK_SLOTS as u32;
+        assert_eq!(order(Slots::new(7, 3)), [7, 8, 9]);
+        // Stripes n-2, n-1, n, n+1: slots n-2, n-1, 0, 1, taken 0, 1, n-2, n-1.
+        assert_eq!(order(Slots::new(n - 2, 4)), [0, 1, n - 2, n - 1]);
+        assert_eq!(order(Slots::new(n - 1, 1)), [n - 1]);
+        assert_eq!(order(Slots::new(0, 1)), [0]);
+        // Every request's order is ascending, over exactly its stripes' slots: one global
+        // order, so no two requests wait for each other.
+        for first in [0, 1, n / 2, n - 3, n - 1] {
+            for count in [1, 2, 3, 64, 256] {
+                let slots = Slots::new(first, count);
+                let got = order(slots);
+                assert!(
+                    got.windows(2).all(|w| w[0] < w[1]),
+                    "{first} {count}: {got:?}"
+                );
+                let mut want: Vec<u32> = (0..count).map(|i| (first + i) % n).collect();
+                want.sort_unstable();
+                assert_eq!(got, want);
+            }
+        }
+    }
+
+    #[test]
+    fn a_slices_slots_are_its_stripes_slots() {
+        let n = LOCK_SLOTS as u32;
+        let request = Slots::new(n - 2, 5);
+        assert_eq!(order(request.stripes(0, 0)), [n - 2]);
+        assert_eq!(order(request.stripes(1, 2)), [0, n - 1]);
+        assert_eq!(order(request.stripes(2, 4)), [0, 1, 2]);
     }
 }

@@ -14,7 +14,7 @@
 //! - A device that takes a member's place gets every block first (`write_whole_bitmap`), as
 //!   every member does when the array starts.
 //!
-//! The platform owns the region states and the on-disk blocks (`Platform::bitmap`); without a
+//! The platform owns the region states and the on-disk blocks (`Metadata::bitmap`); without a
 //! bitmap none of this runs.
 
 use super::array::{ArrayEngine, ArrayState};

@@ -2,7 +2,8 @@
 # - create gives RAID 5 and 6 one by default, --consistency-policy resync none (and ppl is
 #   refused for a mirror); detail and examine show it;
 # - full-stripe writes log nothing, partial-stripe ones an entry each, and the log wraps when
-#   its rings fill: on an optimal and a degraded RAID 5 and 6 (one and two members lost),
+#   its rings fill (entries that queue for a member's log go out together, several to a
+#   write): on an optimal and a degraded RAID 5 and 6 (one and two members lost),
 #   every write fio made reads back, and once the members are back a check finds every
 #   parity right;
 # - a clean stop and assembly keeps the data, and the log starts over;
@@ -36,6 +37,12 @@ entries=$(ppl_field pl entries) wraps=$(ppl_field pl wraps)
 echo "logged: $entries entries, $wraps wraps"
 [ "$entries" -ge 256 ] || fail "partial-stripe writes not logged: $entries entries"
 [ "$wraps" -ge 2 ] || fail "the log never wrapped: $wraps"
+# Entries that wait while their member's last log write is in flight go out together.
+graid_debug log_writes
+log_entries=$(graid_debug log_writes entries)
+log_writes=$(graid_debug log_writes writes)
+[ "${log_entries:-0}" -ge "$entries" ] || fail "the batcher sent $log_entries entries, the log counts $entries"
+[ "${log_writes:-0}" -lt "$log_entries" ] || fail "no log write carried two entries: $log_writes writes for $log_entries entries"
 # Full stripes written where partial writes were logged in the same busy spell void what is
 # logged there (a barrier each); once idle (marked clean) the log starts over.
 fio_verify $dev 12M 4M randwrite 4k-1m

@@ -4,9 +4,11 @@
 # a fresh buffer must fail fast rather than retry forever in reclaim, and the request fall
 # back to the array's reserve or wait for a buffer to be freed. Nothing may hang (the hung-task
 # detector watches at 20 s), every block reads back, and the fallback was taken
-# (/sys/kernel/debug/graid/stripe_buffers).
+# (/sys/kernel/debug/graid/stripe_buffers). The arrays keep no buffers for reuse here
+# (stripe_cache_kib=0): every slice allocates, as a slice does when the cache holds none.
 . /graid/lib.sh
 need_members 8
+load_module_with stripe_cache_kib=0
 set -- $members
 dbg=/sys/kernel/debug
 [ -f $dbg/graid/stripe_buffers ] || mount -t debugfs none $dbg 2>/dev/null
@@ -69,3 +71,4 @@ expect_rc 0 graidctl check data6 --wait
 expect_match 'check finished: 0 mismatched sectors' "$OUT" "RAID 6 parity after the pressure"
 expect_rc 0 graidctl stop swap5
 expect_rc 0 graidctl stop data6
+unload_module

@@ -7,8 +7,8 @@ use graid_engine::layout::{Recovery, Role, StripeMap};
 use graid_engine::members::{MemberSet, MemberState};
 use graid_engine::parity::{Columns, ParityJob, ParityOp};
 use graid_engine::platform::{
-    Computed, LogIo, MemberEvent, MemberIo, Op, PieceInfo, Platform, RebuildIoError, Source,
-    Status, SubmitError, WorkList, LOG_HEADERS,
+    Computed, Events, LogIo, MemberEvent, MemberIo, Metadata, Op, PieceInfo, RebuildBuffer,
+    RebuildIoError, Requests, Source, Status, StripeBuffers, SubmitError, WorkList, LOG_HEADERS,
 };
 use graid_engine::ppl::{
     decode_entry, BLOCK_BYTES as PPL_BLOCK_BYTES, BLOCK_SECTORS as PPL_BLOCK_SECTORS,
@@ -1116,7 +1116,7 @@ impl Host {
     }
 }
 
-impl Platform for Host {
+impl Requests for Host {
     type Request = usize;
     type Segment = usize;
 
@@ -1274,7 +1274,9 @@ impl Platform for Host {
     fn pause(&self) {
         std::thread::sleep(Duration::from_micros(50));
     }
+}
 
+impl Metadata for Host {
     fn bitmap(&self) -> Option<(Regions, &[RegionState])> {
         self.bitmap.as_ref().map(|(r, s)| (*r, &s[..]))
     }
@@ -1322,15 +1324,30 @@ impl Platform for Host {
         })
     }
 
+    fn write_spare_superblock(&self, slot: u32, sb: &Superblock) -> bool {
+        self.spare_superblocks.lock().unwrap().push((slot, *sb));
+        true
+    }
+
+    fn write_log_head(
+        &self,
+        targets: MemberSet,
+        sector: u64,
+        fill: &dyn Fn(&mut [u8; PPL_BLOCK_BYTES]),
+    ) -> MemberSet {
+        let mut data = Box::new([0u8; PPL_BLOCK_BYTES]);
+        fill(&mut data);
+        self.write_metadata(targets, |_, disk| {
+            disk.log_blocks.lock().unwrap().insert(sector, data.clone());
+        })
+    }
+}
+
+impl Events for Host {
     fn cpu(&self) -> u32 {
         // A per-thread number stands for the CPU.
         thread_local!(static ID: u32 = NEXT_THREAD.fetch_add(1, Ordering::Relaxed));
         ID.with(|id| *id)
-    }
-
-    fn write_spare_superblock(&self, slot: u32, sb: &Superblock) -> bool {
-        self.spare_superblocks.lock().unwrap().push((slot, *sb));
-        true
     }
 
     fn takeover_wanted(&self) {
@@ -1341,6 +1358,25 @@ impl Platform for Host {
         self.events.lock().unwrap().push((member, event));
     }
 
+    fn now_ns(&self) -> u64 {
+        static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+        let epoch = EPOCH.get_or_init(std::time::Instant::now);
+        u64::try_from(epoch.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    fn sleep_ms(&self, ms: u32) {
+        self.rebuild_sleeps.fetch_add(1, Ordering::Relaxed);
+        std::thread::sleep(Duration::from_millis(u64::from(ms)));
+    }
+
+    fn helper_wrong(&self, helper: u64) {
+        assert_eq!(helper, 1, "a helper the host never had");
+        *self.stripe.helper.lock().unwrap() = None;
+        self.stripe.helper_caught.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+impl RebuildBuffer for Host {
     fn rebuild_io(
         &self,
         op: Op,
@@ -1415,19 +1451,59 @@ impl Platform for Host {
         accumulate(&mut buffer, from, to, coef, offset, sectors);
     }
 
-    fn write_log_head(
-        &self,
-        targets: MemberSet,
-        sector: u64,
-        fill: &dyn Fn(&mut [u8; PPL_BLOCK_BYTES]),
-    ) -> MemberSet {
-        let mut data = Box::new([0u8; PPL_BLOCK_BYTES]);
-        fill(&mut data);
-        self.write_metadata(targets, |_, disk| {
-            disk.log_blocks.lock().unwrap().insert(sector, data.clone());
-        })
+    fn rebuild_copy(&self, from: u32, to: u32, offset: u64, sectors: u64) {
+        let mut buffer = self.rebuild_buffer();
+        let range = offset as usize..(offset + sectors) as usize;
+        let data = buffer[from as usize][range.clone()].to_vec();
+        buffer[to as usize][range].copy_from_slice(&data);
     }
 
+    fn rebuild_differ(&self, a: u32, b: u32, offset: u64, sectors: u64) -> u64 {
+        let buffer = self.rebuild_buffer();
+        let range = offset as usize..(offset + sectors) as usize;
+        buffer[a as usize][range.clone()]
+            .iter()
+            .zip(&buffer[b as usize][range])
+            .filter(|(x, y)| x != y)
+            .count() as u64
+    }
+
+    fn rebuild_compute(&self, job: &ParityJob, offload: bool) -> Option<Computed> {
+        let mut buffer = self.rebuild_buffer();
+        let helper = if offload {
+            *self.stripe.helper.lock().unwrap()
+        } else {
+            None
+        };
+        if let Some(right) = helper {
+            // What a helper writes: only the columns the job computes, the rest as it was.
+            let mut theirs = buffer.clone();
+            if !self.parity_on(&mut theirs, job) {
+                self.violations
+                    .report(format!("rebuild parity job on missing columns: {job:?}"));
+                return None;
+            }
+            if self.stripe.helper_jobs.fetch_add(1, Ordering::Relaxed) >= right {
+                helper_lie(&mut theirs, job);
+            }
+            for (map, from, to) in job.stripes() {
+                for c in written_columns(job, &map) {
+                    let range = from as usize..to as usize;
+                    buffer[c as usize][range.clone()].copy_from_slice(&theirs[c as usize][range]);
+                }
+            }
+            return Some(Computed::Helper(1));
+        }
+        let ok = self.parity_on(&mut buffer, job);
+        if !ok {
+            self.violations
+                .report(format!("rebuild parity job on missing columns: {job:?}"));
+        }
+        ok.then_some(Computed::Here)
+    }
+}
+
+impl StripeBuffers for Host {
     fn accumulate_column(
         &self,
         rq: usize,
@@ -1491,74 +1567,6 @@ impl Platform for Host {
         }
         self.engine.piece_done(self, rq, info, status);
         Ok(())
-    }
-
-    fn rebuild_copy(&self, from: u32, to: u32, offset: u64, sectors: u64) {
-        let mut buffer = self.rebuild_buffer();
-        let range = offset as usize..(offset + sectors) as usize;
-        let data = buffer[from as usize][range.clone()].to_vec();
-        buffer[to as usize][range].copy_from_slice(&data);
-    }
-
-    fn rebuild_differ(&self, a: u32, b: u32, offset: u64, sectors: u64) -> u64 {
-        let buffer = self.rebuild_buffer();
-        let range = offset as usize..(offset + sectors) as usize;
-        buffer[a as usize][range.clone()]
-            .iter()
-            .zip(&buffer[b as usize][range])
-            .filter(|(x, y)| x != y)
-            .count() as u64
-    }
-
-    fn now_ns(&self) -> u64 {
-        static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
-        let epoch = EPOCH.get_or_init(std::time::Instant::now);
-        u64::try_from(epoch.elapsed().as_nanos()).unwrap_or(u64::MAX)
-    }
-
-    fn sleep_ms(&self, ms: u32) {
-        self.rebuild_sleeps.fetch_add(1, Ordering::Relaxed);
-        std::thread::sleep(Duration::from_millis(u64::from(ms)));
-    }
-
-    fn rebuild_compute(&self, job: &ParityJob, offload: bool) -> Option<Computed> {
-        let mut buffer = self.rebuild_buffer();
-        let helper = if offload {
-            *self.stripe.helper.lock().unwrap()
-        } else {
-            None
-        };
-        if let Some(right) = helper {
-            // What a helper writes: only the columns the job computes, the rest as it was.
-            let mut theirs = buffer.clone();
-            if !self.parity_on(&mut theirs, job) {
-                self.violations
-                    .report(format!("rebuild parity job on missing columns: {job:?}"));
-                return None;
-            }
-            if self.stripe.helper_jobs.fetch_add(1, Ordering::Relaxed) >= right {
-                helper_lie(&mut theirs, job);
-            }
-            for (map, from, to) in job.stripes() {
-                for c in written_columns(job, &map) {
-                    let range = from as usize..to as usize;
-                    buffer[c as usize][range.clone()].copy_from_slice(&theirs[c as usize][range]);
-                }
-            }
-            return Some(Computed::Helper(1));
-        }
-        let ok = self.parity_on(&mut buffer, job);
-        if !ok {
-            self.violations
-                .report(format!("rebuild parity job on missing columns: {job:?}"));
-        }
-        ok.then_some(Computed::Here)
-    }
-
-    fn helper_wrong(&self, helper: u64) {
-        assert_eq!(helper, 1, "a helper the host never had");
-        *self.stripe.helper.lock().unwrap() = None;
-        self.stripe.helper_caught.fetch_add(1, Ordering::Relaxed);
     }
 
     fn queue_stripe_work(&self, rq: usize) {

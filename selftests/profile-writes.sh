@@ -1,0 +1,80 @@
+# Where the CPU goes on writes, md and graid in one VM run (`make profile-writes`; not a test):
+#
+#   VM_EXTRA_BINARIES=/usr/bin/perf VM_KERNEL_ARGS=kmemleak=off \
+#       selftests/vm.sh --disks 6 --disk-size 512 --mem 3072 selftests/profile-writes.sh \
+#       [LEVEL [CHUNK [LOAD [RUNTIME_S]]]]
+#
+# A RAID LEVEL (default 5) of six emulated NVMe drives at CHUNK (default 64K), made three ways
+# in turn: md0 (md, no bitmap, bench.sh's raid456 tuning), bare (graid without bitmap and log)
+# and shipped (graid with its defaults). fio runs LOAD (rand4k, the default: 4k random writes,
+# 4 jobs at iodepth 32; seq1m: 1M sequential writes at iodepth 8) for RUNTIME_S seconds
+# (default 8) over the first GiB under `perf record -a -g` (cpu-clock
+# samples: QEMU TCG has no PMU); prints each run's rate and its profile: symbols by their own
+# share, by DSO, and with their callees. Under TCG the guest's MMIO (the NVMe doorbell) shows up
+# on the instruction after it (`_raw_spin_unlock` in `nvme_queue_rq`).
+. /graid/lib.sh
+level=${1:-5}
+chunk=${2:-64K}
+load=${3:-rand4k}
+runtime=${4:-8}
+case $load in
+rand4k) fio_load="--rw=randwrite --bs=4k --iodepth=32 --numjobs=4" ;;
+seq1m) fio_load="--rw=write --bs=1M --iodepth=8 --numjobs=1" ;;
+*) fail "LOAD is rand4k or seq1m, not '$load'" ;;
+esac
+command -v perf >/dev/null || fail "no perf in the guest: VM_EXTRA_BINARIES=/usr/bin/perf (Debian's linux-perf)"
+modprobe raid456 || fail "cannot load md raid456"
+load_module
+set -- $(graid_nvme_disks)
+[ $# -ge 6 ] || fail "needs 6 NVMe drives"
+members="$1 $2 $3 $4 $5 $6"
+echo 0 >/proc/sys/kernel/kptr_restrict
+echo -1 >/proc/sys/kernel/perf_event_paranoid
+
+# report NAME: the profile of the last run.
+report() {
+	local r="perf report -i /tmp/perf.$1 --stdio -g none"
+	echo "--- $1: symbols by own share"
+	$r --no-children --sort sym 2>/dev/null | grep -v '^#' | grep -v '^$' | head -n 40
+	echo "--- $1: by DSO"
+	$r --no-children --sort dso 2>/dev/null | grep -v '^#' | grep -v '^$' | head -n 8
+	echo "--- $1: with callees"
+	$r --children --sort sym 2>/dev/null | grep -v '^#' | grep -v '^$' | head -n 50
+}
+
+for shape in md0 bare shipped; do
+	case $shape in
+	md0)
+		md_bench_create $level $chunk $members
+		dev=/dev/md0
+		;;
+	bare)
+		expect_rc 0 graidctl create pw --level $level --chunk $chunk --bitmap none \
+			--consistency-policy resync --assume-clean $members
+		dev=$(array_dev "$OUT")
+		;;
+	shipped)
+		expect_rc 0 graidctl create pw --level $level --chunk $chunk --assume-clean $members
+		dev=$(array_dev "$OUT")
+		;;
+	esac
+	echo "=== $shape: RAID $level, chunk $chunk, $load"
+	perf record -q -a -g -e cpu-clock -F 2000 -o /tmp/perf.$shape -- \
+		fio --name=w --filename=$dev $fio_load --direct=1 --ioengine=libaio \
+		--size=1G --time_based --runtime=$runtime --ramp_time=1 \
+		--norandommap --randrepeat=0 --group_reporting --minimal >/tmp/fio.out 2>/tmp/perf.err ||
+		{ cat /tmp/perf.err /tmp/fio.out; fail "perf or fio failed"; }
+	awk -F';' '$1 == 3 { printf "IOPS %s, MiB/s %.1f\n", $49, $48 / 1024 }' /tmp/fio.out
+	if [ $shape = shipped ]; then
+		echo "log entries and the writes that carried them:" $(graid_debug log_writes)
+	fi
+	report $shape
+	if [ $shape = md0 ]; then
+		md_bench_stop $members
+	else
+		expect_rc 0 graidctl stop pw
+	fi
+	wipe_superblocks $members
+done
+unload_module
+echo "profile-writes done"
