@@ -199,6 +199,8 @@ pub(crate) struct ArrayIo {
     /// RAID 5/6: the stripe steps' queue, the lock and buffer waiters, the reserve buffer.
     stripe_queue: WorkQueue,
     stripe_waits: KVec<RqStack>,
+    /// Per slot: the writes its lock's holder took in (`stripe_hold.rs`).
+    adopted: KVec<RqStack>,
     buffer_wait: RqStack,
     /// Requests waiting for the partial parity log to wrap.
     log_wait: RqStack,
@@ -247,6 +249,7 @@ impl ArrayIo {
             parked: RqStack::default(),
             stripe_queue: WorkQueue::new(c"graid_stripe")?,
             stripe_waits: lock_wait_lists(&geometry)?,
+            adopted: lock_wait_lists(&geometry)?,
             buffer_wait: RqStack::default(),
             log_wait: RqStack::default(),
             log_batch <- LogBatcher::new(
@@ -480,6 +483,16 @@ impl Requests for ArrayIo {
         &pdu(rq).state
     }
 
+    fn carried(&self, _follower: RqRef, _adopter: RqRef) {
+        crate::stripe_io::CARRIED_WRITES.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn fua(&self, rq: RqRef) -> bool {
+        // SAFETY: the engine only passes requests it was handed by `queue_rq` and that have
+        // not ended.
+        unsafe { blk_mq::is_fua(rq.0) }
+    }
+
     fn segments(&self, rq: RqRef) -> impl Iterator<Item = (*mut bindings::bio, u64, u64)> {
         // SAFETY: the engine only passes requests it was handed by `queue_rq` and that have
         // not ended; their bio lists are stable while they are in the driver.
@@ -572,6 +585,11 @@ impl Requests for ArrayIo {
                 // Never: slots are below LOCK_SLOTS. Retried rather than lost.
                 None => self.queue_stripe_work(rq),
             },
+            WorkList::Adopted(slot) => match self.adopted.get(slot as usize) {
+                Some(list) => list.push(rq),
+                // Never (as above): the engine only adopts below LOCK_SLOTS.
+                None => self.queue_stripe_work(rq),
+            },
             WorkList::BufferWait => self.buffer_wait.push(rq),
             WorkList::LogWait => self.log_wait.push(rq),
         }
@@ -586,6 +604,11 @@ impl Requests for ArrayIo {
                     list.take_all(f)
                 }
             }
+            WorkList::Adopted(slot) => {
+                if let Some(list) = self.adopted.get(slot as usize) {
+                    list.take_all(f)
+                }
+            }
             WorkList::BufferWait => self.buffer_wait.take_all(f),
             WorkList::LogWait => self.log_wait.take_all(f),
         }
@@ -596,6 +619,7 @@ impl Requests for ArrayIo {
             WorkList::Deferred => self.deferred.take_oldest(),
             WorkList::Parked => self.parked.take_oldest(),
             WorkList::StripeWait(slot) => self.stripe_waits.get(slot as usize)?.take_oldest(),
+            WorkList::Adopted(slot) => self.adopted.get(slot as usize)?.take_oldest(),
             WorkList::BufferWait => self.buffer_wait.take_oldest(),
             WorkList::LogWait => self.log_wait.take_oldest(),
         }

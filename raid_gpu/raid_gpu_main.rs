@@ -116,6 +116,8 @@ struct RaidGpuModule {
     buffer_stats: Pin<KBox<kernel::debugfs::File<()>>>,
     /// `/sys/kernel/debug/graid/log_writes` (`log_batch::write_log_stats`).
     log_stats: Pin<KBox<kernel::debugfs::File<()>>>,
+    /// `/sys/kernel/debug/graid/held_stripes` (`stripe_io::write_hold_stats`).
+    hold_stats: Pin<KBox<kernel::debugfs::File<()>>>,
     #[pin]
     control: MiscRegistration<control::Control>,
     /// Where the parity helper attaches (`helper_device.rs`).
@@ -139,10 +141,15 @@ impl kernel::InPlaceModule for RaidGpuModule {
             debugfs.read_callback_file(c"log_writes", (), &log_batch::write_log_stats),
             GFP_KERNEL,
         );
+        let hold_stats = KBox::pin_init(
+            debugfs.read_callback_file(c"held_stripes", (), &stripe_io::write_hold_stats),
+            GFP_KERNEL,
+        );
         try_pin_init!(Self {
             offload_stats: offload_stats?,
             buffer_stats: buffer_stats?,
             log_stats: log_stats?,
+            hold_stats: hold_stats?,
             // Root only: the control device creates and destroys arrays.
             control <- MiscRegistration::register(c"graid-control", 0o600, module, control::Control::new()),
             // Root only, one helper at a time.

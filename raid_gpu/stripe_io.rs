@@ -500,6 +500,15 @@ impl BufferStats {
     }
 }
 
+/// Writes taken in by another's stripe write since the module loaded
+/// (`/sys/kernel/debug/graid/held_stripes`; `engine/stripe_hold.rs`).
+pub(crate) static CARRIED_WRITES: AtomicU64 = AtomicU64::new(0);
+
+/// Writes [`CARRIED_WRITES`] for debugfs.
+pub(crate) fn write_hold_stats(_: &(), f: &mut kernel::fmt::Formatter<'_>) -> kernel::fmt::Result {
+    writeln!(f, "carried: {}", CARRIED_WRITES.load(Ordering::Relaxed))
+}
+
 /// Writes [`BUFFER_STATS`] for debugfs.
 pub(crate) fn write_buffer_stats(_: &(), f: &mut kernel::fmt::Formatter<'_>) -> kernel::fmt::Result {
     let s = &BUFFER_STATS;

@@ -31,6 +31,7 @@ use super::safe_mode::SafeMode;
 use super::scrub::ScrubState;
 use super::spares::Spares;
 use super::stripe::StripeLocks;
+use super::stripe_hold::Holds;
 use super::superblock::Superblock;
 use core::ops::Deref;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -79,6 +80,8 @@ pub struct ArrayEngine<M> {
     pub(super) repairs: AtomicU32,
     /// RAID 5/6 stripe locks.
     pub(super) stripe_locks: StripeLocks,
+    /// RAID 5/6 writes held for the writes that continue them (`stripe_hold.rs`).
+    pub(super) holds: Holds,
     /// Members the administrator asked to fail, for the worker (`admin.rs`), and those it
     /// refused to (they hold the last copy of some data).
     pub(super) fail_requests: AtomicU32,
@@ -138,6 +141,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             frozen: AtomicBool::new(false),
             repairs: AtomicU32::new(0),
             stripe_locks: StripeLocks::new(),
+            holds: Holds::new(),
             fail_requests: AtomicU32::new(0),
             fail_refused: AtomicU32::new(0),
             add_request: AddRequest::new(),

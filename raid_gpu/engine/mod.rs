@@ -37,6 +37,7 @@ pub mod safe_mode;
 pub mod scrub;
 pub mod spares;
 pub mod stripe;
+pub mod stripe_hold;
 pub mod superblock;
 pub mod worker;
 pub mod write_intent;

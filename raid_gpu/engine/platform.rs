@@ -136,6 +136,9 @@ pub enum WorkList {
     Parked,
     /// RAID 5/6 requests waiting for the stripe lock of this slot.
     StripeWait(u32),
+    /// RAID 5/6 writes the holder of this slot's lock took in (`stripe_hold.rs`): only that
+    /// holder touches the list.
+    Adopted(u32),
     /// RAID 5/6 requests waiting for stripe buffer memory.
     BufferWait,
     /// RAID 5/6 requests waiting for the partial parity log to wrap (`log_write.rs`).
@@ -231,6 +234,10 @@ pub trait Requests {
     /// The request's engine state, kept with the request.
     fn state(&self, rq: Self::Request) -> &RequestState;
 
+    /// The request must be durable when it ends (`REQ_FUA`): every member write of it is sent
+    /// with FUA. Another request's write may carry its data only if it does too.
+    fn fua(&self, rq: Self::Request) -> bool;
+
     /// The request's segments in array order, each with its first array sector and length.
     fn segments(&self, rq: Self::Request) -> impl Iterator<Item = (Self::Segment, u64, u64)>;
 
@@ -239,6 +246,12 @@ pub trait Requests {
     /// platform later calls [`ArrayEngine::piece_done`](super::array::ArrayEngine::piece_done)
     /// for it exactly once, from any context. On `Err` nothing was sent.
     fn submit(&self, rq: Self::Request, io: &MemberIo<Self::Segment>) -> Result<(), SubmitError>;
+
+    /// `follower`'s data in one stripe went to the members with `adopter`'s writes, which are
+    /// done (`stripe_hold.rs`): for the platform's accounting. Nothing by default.
+    fn carried(&self, follower: Self::Request, adopter: Self::Request) {
+        let _ = (follower, adopter);
+    }
 
     /// Ends the request with `status`. Called exactly once per request handed to
     /// [`ArrayEngine::submit`](super::array::ArrayEngine::submit).

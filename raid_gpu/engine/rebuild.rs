@@ -390,6 +390,8 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
                 p.kick_worker();
                 return None;
             }
+            // A held write waits for the worker otherwise.
+            self.release_holds(p, true);
             p.pause();
             pauses += 1;
         }

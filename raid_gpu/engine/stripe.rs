@@ -64,6 +64,7 @@ use super::parity::{Columns, ParityJob, ParityOp};
 use super::platform::{MemberEvent, MemberIo, Op, PieceInfo, Platform, Source, Status, WorkList};
 use super::ppl::MAX_LOGGED_SECTORS;
 use super::request::{Phase, RequestState};
+use super::stripe_hold::Gathered;
 use core::ops::Deref;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
@@ -77,8 +78,8 @@ pub const LOCK_SLOTS: usize = 4096;
 /// at the end of the table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Slots {
-    first: u32,
-    count: u32,
+    pub(super) first: u32,
+    pub(super) count: u32,
 }
 
 impl Slots {
@@ -106,16 +107,24 @@ impl Slots {
         self.count
     }
 
-    /// The `i`-th slot to take: the slots in ascending order (those wrapped to the table's
-    /// start first). One order for every request: a request waits only for a slot above all
-    /// it holds, so requests never wait for each other in a circle.
+    /// The `i`-th slot to take: the slots in descending order (those wrapped to the table's
+    /// start last). One order for every request: a request waits only for a slot below all
+    /// it holds, so requests never wait for each other in a circle. Descending, so a write
+    /// holds its last stripe first, and the writes that continue it wait there, where it can
+    /// take them in (`stripe_hold.rs`), not at its first.
     pub(super) fn nth(&self, i: u32) -> u32 {
+        let i = self.count.saturating_sub(1).saturating_sub(i);
         let wrapped = (self.first + self.count).saturating_sub(LOCK_SLOTS as u32);
         if i < wrapped {
             i
         } else {
             self.first + (i - wrapped)
         }
+    }
+
+    /// The slot of the request's last stripe.
+    pub(super) fn last(&self) -> u32 {
+        self.of_stripe(u64::from(self.count.saturating_sub(1)))
     }
 }
 
@@ -176,7 +185,7 @@ impl StripeLocks {
             .is_some_and(|(word, bit)| word.fetch_or(bit, Ordering::SeqCst) & bit == 0)
     }
 
-    fn is_locked(&self, slot: u32) -> bool {
+    pub(super) fn is_locked(&self, slot: u32) -> bool {
         self.bit(slot)
             .is_some_and(|(word, bit)| word.load(Ordering::SeqCst) & bit != 0)
     }
@@ -209,6 +218,9 @@ code_enum! {
         LogWait,
         /// The bad members' rewritten rows are read back.
         Verify,
+        /// Holding its locks, waiting for a write that continues its last stripe
+        /// (`stripe_hold.rs`).
+        Held,
     }
 }
 
@@ -260,6 +272,15 @@ pub struct StripeState {
     buffer: AtomicBool,
     /// The slice is counted among the log's writes in flight: its epoch + 1 (0: not).
     log_held: AtomicU64,
+    /// Held partial stripes (`stripe_hold.rs`): this request's token as an adopter (0: none
+    /// yet), the adopter's token that writes this one's head (0: none), the end of what it
+    /// writes with the followers it took in (0: its own end), when it first held (0: never),
+    /// and whether it continues a stream (starts where a recent write ended).
+    pub(super) token: AtomicU64,
+    pub(super) adopted_by: AtomicU64,
+    pub(super) cover_end: AtomicU64,
+    pub(super) hold_since: AtomicU64,
+    pub(super) stream: AtomicBool,
 }
 
 impl StripeState {
@@ -277,10 +298,15 @@ impl StripeState {
             held: AtomicU32::new(0),
             buffer: AtomicBool::new(false),
             log_held: AtomicU64::new(0),
+            token: AtomicU64::new(0),
+            adopted_by: AtomicU64::new(0),
+            cover_end: AtomicU64::new(0),
+            hold_since: AtomicU64::new(0),
+            stream: AtomicBool::new(false),
         }
     }
 
-    fn step(&self) -> Step {
+    pub(super) fn step(&self) -> Step {
         Step::from_code(self.step.load(Ordering::Acquire))
     }
 
@@ -328,6 +354,21 @@ impl StripeState {
         self.held.store(0, Ordering::Relaxed);
         self.buffer.store(false, Ordering::Relaxed);
         self.log_held.store(0, Ordering::Relaxed);
+        self.token.store(0, Ordering::Relaxed);
+        self.adopted_by.store(0, Ordering::Relaxed);
+        self.cover_end.store(0, Ordering::Relaxed);
+        self.hold_since.store(0, Ordering::Relaxed);
+        self.stream.store(false, Ordering::Relaxed);
+    }
+
+    /// Where its next slice starts (`u64::MAX`: none planned yet).
+    pub(super) fn slice_start(&self) -> u64 {
+        self.slice_start.load(Ordering::Relaxed)
+    }
+
+    /// Its next slice starts at row `row` (a follower whose head an adopter wrote).
+    pub(super) fn resume_at(&self, row: u64) {
+        self.slice_start.store(row, Ordering::Relaxed);
     }
 }
 
@@ -337,7 +378,7 @@ impl StripeState {
 /// `r / chunk`, and sits at member sector `member_base + r` on every member, so a range of
 /// rows is one contiguous I/O per member across stripes.
 #[derive(Clone, Copy, Debug)]
-struct Span {
+pub(super) struct Span {
     /// The roles in the first stripe the request touches.
     map: StripeMap,
     /// Stripes the request touches (at least one).
@@ -347,24 +388,37 @@ struct Span {
     /// Array sector of the first stripe's first data sector.
     row_start: u64,
     chunk: u64,
-    /// The request's array range.
+    /// The array range it writes: its own, and past its end what the followers it took in
+    /// bring (`stripe_hold.rs`; always inside its last stripe).
     start: u64,
-    end: u64,
+    pub(super) end: u64,
+    /// The end of the request's own range.
+    pub(super) own_end: u64,
     /// First member sector of the first stripe, data offset included.
     member_base: u64,
 }
 
 impl Span {
-    fn new(g: &Geometry, data_offset: u64, start: u64, sectors: u64) -> Option<Self> {
-        let end = start.checked_add(sectors)?;
+    /// The span of a request of `sectors` at `start` that writes up to `cover_end` (0, or
+    /// below its own end: its own range only).
+    fn new(
+        g: &Geometry,
+        data_offset: u64,
+        start: u64,
+        sectors: u64,
+        cover_end: u64,
+    ) -> Option<Self> {
+        let own_end = start.checked_add(sectors)?;
+        let end = own_end.max(cover_end);
         if sectors == 0 || end > g.array_sectors() {
             return None;
         }
         let first = g.stripe_of(start);
         let last = g.stripe_of(end - 1);
         let run = g.run_stripes();
-        // The queue limits keep a request inside one run; refuse anything else.
-        if first / run != last / run {
+        // The queue limits keep a request inside one run; refuse anything else (and a cover
+        // past the request's own last stripe, which the engine never makes).
+        if first / run != last / run || last != g.stripe_of(own_end - 1) {
             return None;
         }
         Some(Self {
@@ -379,8 +433,34 @@ impl Span {
             chunk: u64::from(g.chunk_sectors()),
             start,
             end,
+            own_end,
             member_base: data_offset.checked_add(g.stripe_member_sector(first))?,
         })
+    }
+
+    /// The slot of its last stripe, where the writes that continue it wait.
+    pub(super) fn last_slot(&self) -> u32 {
+        self.slots.last()
+    }
+
+    /// The array sector after its last stripe.
+    pub(super) fn last_stripe_end(&self) -> u64 {
+        let data = u64::from(self.map.data());
+        self.row_start
+            .saturating_add(self.stripes.saturating_mul(data).saturating_mul(self.chunk))
+    }
+
+    /// The lowest row that array sectors `[from, to)` of its last stripe lie in: `from`'s,
+    /// or the stripe's first row once they reach the next chunk.
+    pub(super) fn lowest_row(&self, from: u64, to: u64) -> u64 {
+        let chunk = self.chunk.max(1);
+        let last = self.stripes.saturating_sub(1);
+        let offset = from.saturating_sub(self.row_start) % chunk;
+        if to <= from.saturating_sub(offset).saturating_add(chunk) {
+            last.saturating_mul(chunk).saturating_add(offset)
+        } else {
+            last.saturating_mul(chunk)
+        }
     }
 
     fn members(&self) -> u32 {
@@ -543,11 +623,23 @@ impl Coalesce {
 }
 
 impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
+    /// The rows request `state` covers: its own, and its followers' (`stripe_hold.rs`).
+    pub(super) fn span_of(&self, state: &RequestState) -> Option<Span> {
+        Span::new(
+            &self.geometry,
+            self.superblock.data_offset,
+            state.start(),
+            state.sectors(),
+            state.stripe().cover_end.load(Ordering::Relaxed),
+        )
+    }
+
     /// Starts a RAID 5/6 request that does not go straight to the members: from the
     /// submitter's context, queues it for [`Self::stripe_work`].
     pub(super) fn submit_stripe<P: Platform>(&self, p: &P, rq: P::Request) {
         let state = p.state(rq);
         state.stripe().reset();
+        self.stripe_entered(state);
         state.set_idle(Phase::Stripe);
         p.queue_stripe_work(rq);
     }
@@ -572,12 +664,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
     pub fn stripe_work<P: Platform>(&self, p: &P, rq: P::Request) {
         let state = p.state(rq);
         let stripe = state.stripe();
-        let Some(span) = Span::new(
-            &self.geometry,
-            self.superblock.data_offset,
-            state.start(),
-            state.sectors(),
-        ) else {
+        let Some(span) = self.span_of(state) else {
             self.stripe_end(p, rq, Status::IoError);
             return;
         };
@@ -611,8 +698,9 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
                 PassEnd::ToWorker => {}
             },
             Step::LogWait => self.after_compute(p, rq, &span),
-            // Parity completions arrive through `parity_done`.
-            Step::Recover | Step::Compute => {}
+            // Parity completions arrive through `parity_done`; a held request is woken
+            // with its step set back to Plan.
+            Step::Recover | Step::Compute | Step::Held => {}
         }
     }
 
@@ -636,12 +724,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
     /// failed member's data); a log write's failure plans the slice again without the member.
     pub(super) fn stripe_errors<P: Platform>(&self, p: &P, rq: P::Request) {
         let state = p.state(rq);
-        let Some(span) = Span::new(
-            &self.geometry,
-            self.superblock.data_offset,
-            state.start(),
-            state.sectors(),
-        ) else {
+        let Some(span) = self.span_of(state) else {
             self.stripe_end(p, rq, Status::IoError);
             return;
         };
@@ -737,12 +820,16 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
                 stripe.held.store(i + 1, Ordering::Relaxed);
                 continue;
             }
+            let start = p.state(rq).start();
             p.push(WorkList::StripeWait(slot), rq);
             // The holder may have unlocked and drained the list before the push: then nobody
             // else wakes the list (SeqCst: either the holder's drain sees the push or this
             // load sees the unlock).
             if !locks.is_locked(slot) {
                 p.take_all(WorkList::StripeWait(slot), |w| p.queue_stripe_work(w));
+            } else {
+                // The holder may be waiting for this very write (`stripe_hold.rs`).
+                self.wake_hold_for(p, slot, start);
             }
             return false;
         }
@@ -776,6 +863,26 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         }
         // A block at a time where a read failed (see the module comment).
         let retry = a < stripe.retry_end.load(Ordering::Relaxed);
+        // A write that leaves its last stripe partial takes in the writes that continue it,
+        // or waits for them (`stripe_hold.rs`).
+        let grown;
+        let span = if op == Op::Write && !retry && stripe.bad().is_empty() {
+            match self.gather(p, rq, span, a, lost) {
+                Gathered::Held => return,
+                Gathered::Same => span,
+                Gathered::Grown => {
+                    let Some(s) = self.span_of(state) else {
+                        self.stripe_end(p, rq, Status::IoError);
+                        return;
+                    };
+                    grown = s;
+                    &grown
+                }
+            }
+        } else {
+            span
+        };
+        let (_, hi) = span.hull();
         let limit = if retry { RETRY_SECTORS } else { SLICE_SECTORS };
         // RAID 6 writes by read-modify-write only where the platform can update parity.
         let rmw = span.map.parity() == 1 || p.raid6_update();
@@ -1066,12 +1173,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
     /// [`StripeBuffers::compute_parity`] or later.
     pub fn parity_done<P: Platform>(&self, p: &P, rq: P::Request, ok: bool) {
         let state = p.state(rq);
-        let Some(span) = Span::new(
-            &self.geometry,
-            self.superblock.data_offset,
-            state.start(),
-            state.sectors(),
-        ) else {
+        let Some(span) = self.span_of(state) else {
             self.stripe_end(p, rq, Status::IoError);
             return;
         };
@@ -1151,6 +1253,11 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         let (a, _) = p.state(rq).stripe().slice();
         let first = span.array_sector(t, index, from);
         let last = span.array_sector(t, index, to);
+        if to_buffer && last > span.own_end {
+            // Past its own end, the data of the writes it took in (`stripe_hold.rs`).
+            let x = first.max(span.own_end);
+            self.copy_adopted(p, rq, span, (x, last), column, x - first + (from - a));
+        }
         for (segment, seg_start, seg_sectors) in p.segments(rq) {
             let seg_end = seg_start.saturating_add(seg_sectors);
             let (x, y) = (first.max(seg_start), last.min(seg_end));
@@ -1367,7 +1474,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
     }
 
     /// Ends the request: frees its buffer and lock, wakes the waiters, and completes it.
-    fn stripe_end<P: Platform>(&self, p: &P, rq: P::Request, status: Status) {
+    pub(super) fn stripe_end<P: Platform>(&self, p: &P, rq: P::Request, status: Status) {
         let state = p.state(rq);
         if !state.stripe().buffer.load(Ordering::Relaxed) {
             // It may have been woken to take a buffer it no longer needs: pass the turn on.
@@ -1383,9 +1490,14 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         };
         for i in 0..held {
             let slot = slots.nth(i);
+            if slot == slots.last() {
+                // Before its lock goes: nobody else may wake the followers it took in.
+                self.end_followers(p, rq, slot, status);
+            }
             self.stripe_locks.unlock(slot);
             p.take_all(WorkList::StripeWait(slot), |w| p.queue_stripe_work(w));
         }
+        self.stripe_left();
         state.set_idle(Phase::Normal);
         self.complete(p, rq, status);
     }
@@ -1403,26 +1515,28 @@ mod tests {
     }
 
     #[test]
-    fn slots_are_taken_in_ascending_order_also_when_they_wrap() {
+    fn slots_are_taken_in_descending_order_also_when_they_wrap() {
         let n = LOCK_SLOTS as u32;
-        assert_eq!(order(Slots::new(7, 3)), [7, 8, 9]);
-        // Stripes n-2, n-1, n, n+1: slots n-2, n-1, 0, 1, taken 0, 1, n-2, n-1.
-        assert_eq!(order(Slots::new(n - 2, 4)), [0, 1, n - 2, n - 1]);
+        assert_eq!(order(Slots::new(7, 3)), [9, 8, 7]);
+        // Stripes n-2, n-1, n, n+1: slots n-2, n-1, 0, 1, taken n-1, n-2, 1, 0.
+        assert_eq!(order(Slots::new(n - 2, 4)), [n - 1, n - 2, 1, 0]);
         assert_eq!(order(Slots::new(n - 1, 1)), [n - 1]);
         assert_eq!(order(Slots::new(0, 1)), [0]);
-        // Every request's order is ascending, over exactly its stripes' slots: one global
+        // Every request's order is descending, over exactly its stripes' slots: one global
         // order, so no two requests wait for each other.
         for first in [0, 1, n / 2, n - 3, n - 1] {
             for count in [1, 2, 3, 64, 256] {
                 let slots = Slots::new(first, count);
                 let got = order(slots);
                 assert!(
-                    got.windows(2).all(|w| w[0] < w[1]),
+                    got.windows(2).all(|w| w[0] > w[1]),
                     "{first} {count}: {got:?}"
                 );
                 let mut want: Vec<u32> = (0..count).map(|i| (first + i) % n).collect();
-                want.sort_unstable();
+                want.sort_unstable_by(|a, b| b.cmp(a));
                 assert_eq!(got, want);
+                // The last stripe's slot.
+                assert_eq!(slots.last(), (first + count - 1) % n);
             }
         }
     }
@@ -1432,7 +1546,7 @@ mod tests {
         let n = LOCK_SLOTS as u32;
         let request = Slots::new(n - 2, 5);
         assert_eq!(order(request.stripes(0, 0)), [n - 2]);
-        assert_eq!(order(request.stripes(1, 2)), [0, n - 1]);
-        assert_eq!(order(request.stripes(2, 4)), [0, 1, 2]);
+        assert_eq!(order(request.stripes(1, 2)), [n - 1, 0]);
+        assert_eq!(order(request.stripes(2, 4)), [2, 1, 0]);
     }
 }

@@ -29,6 +29,8 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
     /// The worker's body: the platform runs it in process context, one call at a time, whenever
     /// the engine kicked it. May sleep (superblock writes, waiting for writes to drain).
     pub fn work<P: Platform>(&self, p: &P) {
+        // Writes held for their followers whose time is up go on.
+        self.release_holds(p, false);
         loop {
             let mut thawed = false;
             self.handle_fail_requests(p);
@@ -173,6 +175,8 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         self.repairs.fetch_add(1, Ordering::SeqCst);
         self.frozen.store(true, Ordering::SeqCst);
         while p.any_request(RequestState::is_writing) {
+            // A held write waits for the worker otherwise.
+            self.release_holds(p, true);
             p.pause();
         }
     }

@@ -1,6 +1,8 @@
 # The partial parity log (Documentation/on-disk-format.rst, "Partial parity log"):
 # - create gives RAID 5 and 6 one by default, --consistency-policy resync none (and ppl is
 #   refused for a mirror); detail and examine show it;
+# - sequential half-stripe writes in flight together are gathered into whole stripes that log
+#   nothing (engine/stripe_hold.rs), on RAID 5 and 6;
 # - full-stripe writes log nothing, partial-stripe ones an entry each, and the log wraps when
 #   its rings fill (entries that queue for a member's log go out together, several to a
 #   write): on an optimal and a degraded RAID 5 and 6 (one and two members lost),
@@ -19,6 +21,21 @@ s0=$1 s1=$2 s2=$3 s3=$4
 
 ppl_field() { json_field "$2" "$(graidctl --json detail "$1" | tr -d '\n ' | sed 's/.*"ppl":{\([^}]*\)}.*/\1/')"; }
 
+# gathered DEV OFFSET MAX_ENTRIES WHAT: 4 MiB of 64 KiB sequential writes, half a 128 KiB stripe
+# each, 8 in flight: the write holding a stripe takes in the one that continues it
+# (engine/stripe_hold.rs), so stripes go out whole and log nothing (at most MAX_ENTRIES log
+# entries, where writing each on its own logs 64 per parity member).
+gathered() {
+	local e0 c0 entries carried
+	e0=$(graid_debug log_writes entries) c0=$(graid_debug held_stripes carried)
+	fio_verify $1 $2 4M write 64k-64k
+	entries=$(($(graid_debug log_writes entries) - e0))
+	carried=$(($(graid_debug held_stripes carried) - c0))
+	echo "$4: 64 half-stripe writes: $carried carried by the write before them, $entries log entries"
+	[ "$carried" -ge 16 ] || fail "$4: sequential half-stripe writes were not gathered ($carried carried)"
+	[ "$entries" -le "$3" ] || fail "$4: gathered stripes were logged ($entries entries for 64 writes)"
+}
+
 echo "--- create: RAID 5 and 6 get a partial parity log by default"
 expect_rc 0 graidctl create pl --level 5 --chunk 64K --assume-clean $s0 $s1 $s2
 dev=$(array_dev "$OUT")
@@ -32,6 +49,7 @@ echo "--- full-stripe writes log nothing, partial ones do, and the log wraps"
 # 128 KiB stripes (two 64 KiB data chunks): 1 MiB sequential writes are whole stripes.
 fio_verify $dev 0 4M write 1m-1m
 [ "$(ppl_field pl entries)" = 0 ] || fail "full-stripe writes were logged: $(graidctl detail pl)"
+gathered $dev 20M 32 "RAID 5"
 fio_verify $dev 4M 4M randwrite 4k-16k
 entries=$(ppl_field pl entries) wraps=$(ppl_field pl wraps)
 echo "logged: $entries entries, $wraps wraps"
@@ -75,6 +93,7 @@ wipe_superblocks $s0 $s1 $s2
 echo "--- RAID 6: optimal, one member lost, two lost"
 expect_rc 0 graidctl create pl6 --level 6 --chunk 64K --assume-clean $s0 $s1 $s2 $s3
 dev=$(array_dev "$OUT")
+gathered $dev 12M 64 "RAID 6"
 fio_verify $dev 0 4M randwrite 4k-32k
 fail_remove pl6 s0
 fio_verify $dev 4M 4M randwrite 4k-32k

@@ -57,6 +57,10 @@ impl Requests for Null {
         &self.state
     }
 
+    fn fua(&self, _rq: ()) -> bool {
+        false
+    }
+
     fn segments(&self, _rq: ()) -> impl Iterator<Item = ((), u64, u64)> {
         let (start, sectors) = self.segment.get();
         std::iter::once(((), start, sectors))

@@ -11,7 +11,9 @@
 //! parity matching.
 
 use crate::host::{Host, LogImage, MemDisk, QueuedIo, HANG};
-use crate::stress::{geometry_of, host_with, scrub_now, submit_inline_data, Scenario};
+use crate::stress::{
+    geometry_of, host_with, scrub_now, submit_inline_batch, submit_inline_data, Scenario,
+};
 use graid_engine::assembly::{member_status, pick_freshest, MemberStatus};
 use graid_engine::bitmap::load_block;
 use graid_engine::geometry::{Level, MAX_MEMBERS};
@@ -238,6 +240,8 @@ pub struct CutOutcome {
     pub mismatches: Option<u64>,
     /// Writes before the cut.
     pub writes: u64,
+    /// Writes another write took in (`stripe_hold.rs`) before the cut.
+    pub adopted: u64,
 }
 
 /// One power cut (see the module comment). `prepare` runs on the fresh host before the
@@ -278,6 +282,8 @@ pub fn power_cut(
             .store(at + rng.random_range(0..16), Ordering::SeqCst);
     }
     let mut writes = 0;
+    // Where the last stream of writes ended: the next often goes on from there.
+    let mut stream_at = 0;
     for n in 0..load.ops {
         match rng.random_range(0..16) {
             0 => {
@@ -295,6 +301,44 @@ pub fn power_cut(
                 engine.work(&*host);
                 if host.power_cut() {
                     break;
+                }
+            }
+            2 | 3 if geometry_has_stripes(&scenario) => {
+                // A stream: writes that continue each other, in flight at once (a held
+                // stripe takes the later ones in, `stripe_hold.rs`).
+                let mut at = if rng.random_bool(0.5) {
+                    stream_at
+                } else {
+                    rng.random_range(0..region)
+                };
+                let mut batch = Vec::new();
+                for i in 0..rng.random_range(2..=4u64) {
+                    let len = rng.random_range(1..=load.max_len).min(region - at);
+                    if len == 0 {
+                        break;
+                    }
+                    batch.push((
+                        at,
+                        (0..len)
+                            .map(|s| seed << 40 | n << 16 | i << 12 | s)
+                            .collect(),
+                    ));
+                    at += len;
+                }
+                stream_at = if at >= region { 0 } else { at };
+                let statuses = submit_inline_batch(&host, &batch);
+                for (start, data) in &batch {
+                    let range = *start as usize..*start as usize + data.len();
+                    unsettled[range].fill(true);
+                }
+                if host.power_cut() {
+                    break;
+                }
+                for ((start, data), status) in batch.iter().zip(statuses) {
+                    assert_eq!(status, Some(Status::Ok), "seed {seed}: stream write {n}");
+                    let range = *start as usize..*start as usize + data.len();
+                    model[range].copy_from_slice(data);
+                    writes += 1;
                 }
             }
             _ => {
@@ -322,6 +366,7 @@ pub fn power_cut(
             }
         }
     }
+    let adopted = host.engine.hold_counts().adopted;
     // The power goes now if it has not yet.
     host.cut_after
         .store(host.writes.load(Ordering::SeqCst), Ordering::SeqCst);
@@ -358,6 +403,7 @@ pub fn power_cut(
         wrong,
         mismatches,
         writes,
+        adopted,
     })
 }
 

@@ -264,7 +264,7 @@ impl MemDisk {
 }
 
 /// A member I/O waiting for a completion thread: the request slot and the I/O.
-pub type QueuedIo = (usize, MemberIo<usize>);
+pub type QueuedIo = (usize, MemberIo<SegmentRef>);
 
 /// A request as the submitter made it.
 #[derive(Clone, Debug, Default)]
@@ -274,6 +274,16 @@ pub struct Spec {
     pub sectors: u64,
     /// `(first array sector, sectors)` of each segment, contiguous, covering the request.
     pub segments: Vec<(u64, u64)>,
+    /// It asks for FUA: its member writes are durable when they complete.
+    pub fua: bool,
+}
+
+/// A segment of a request: the request's slot and the segment's index in its [`Spec`] (the
+/// engine may copy another request's data into a stripe buffer: a held stripe's follower).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SegmentRef {
+    pub rq: usize,
+    pub index: usize,
 }
 
 /// One request slot: the engine's state plus the request's data buffer (a tag per sector).
@@ -374,6 +384,8 @@ pub struct StripeHome {
     /// Work for the stripe threads: a request's next step, or a parity completion.
     pub queue: Mutex<Option<Sender<StripeTask>>>,
     pub waits: Mutex<HashMap<u32, Vec<usize>>>,
+    /// Per slot: the writes its lock's holder took in.
+    pub adopted: Mutex<HashMap<u32, Vec<usize>>>,
     pub buffer_wait: Mutex<Vec<usize>>,
     pub log_wait: Mutex<Vec<usize>>,
     /// Buffers in use, and the most allowed at once (0: no limit).
@@ -488,7 +500,7 @@ impl Host {
     }
 
     /// Does one member I/O against the in-memory member and reports its completion.
-    pub fn complete(&self, rq: usize, io: &MemberIo<usize>, rng: &mut StdRng) {
+    pub fn complete(&self, rq: usize, io: &MemberIo<SegmentRef>, rng: &mut StdRng) {
         let member = io.info.member as usize;
         let disk = &self.disks[member];
         let status = self.execute(rq, io, disk, rng);
@@ -504,7 +516,7 @@ impl Host {
     pub fn execute(
         &self,
         rq: usize,
-        io: &MemberIo<usize>,
+        io: &MemberIo<SegmentRef>,
         disk: &MemDisk,
         rng: &mut StdRng,
     ) -> Status {
@@ -532,7 +544,12 @@ impl Host {
             return Status::IoError;
         }
         let (segment, skip) = match io.source {
-            Source::Segment(segment, skip) => (segment, skip),
+            Source::Segment(segment, _) if segment.rq != rq => {
+                self.violations
+                    .report(format!("member I/O from another request's data: {io:?}"));
+                return Status::IoError;
+            }
+            Source::Segment(segment, skip) => (segment.index, skip),
             Source::Buffer { column, offset } => {
                 return self.execute_buffer(rq, io, disk, rng, column, offset);
             }
@@ -583,7 +600,7 @@ impl Host {
                 first as usize,
                 &data[buffer_range],
                 self.volatile_cache,
-                false,
+                spec.fua,
             ),
             Op::Discard => {
                 let zeros = vec![0; done as usize];
@@ -634,7 +651,7 @@ impl Host {
     /// from another copy or the parity), so a crash in the middle leaves each sector as it was
     /// (unreadable) or right, never copies or parity that disagree (md's read repair writes
     /// without `md_write_start` too).
-    fn check_marks(&self, rq: usize, io: &MemberIo<usize>, disk: &MemDisk) {
+    fn check_marks(&self, rq: usize, io: &MemberIo<SegmentRef>, disk: &MemDisk) {
         if self.slot(rq).state.op() != Op::Read {
             self.check_dirty(io, disk);
             self.check_intent(rq, io, disk);
@@ -646,7 +663,7 @@ impl Host {
     /// With a bitmap, a request's write must not reach a member before the bits of every
     /// region it dirties are on that member (`write_intent.rs`): a crash then would skip those
     /// regions' resync.
-    fn check_intent(&self, rq: usize, io: &MemberIo<usize>, disk: &MemDisk) {
+    fn check_intent(&self, rq: usize, io: &MemberIo<SegmentRef>, disk: &MemDisk) {
         let Some((regions, _)) = &self.bitmap else {
             return;
         };
@@ -677,7 +694,7 @@ impl Host {
 
     /// A request's write must not reach a member of a redundant array while the member's
     /// last superblock says "clean" (`safe_mode.rs`): a crash then would skip the resync.
-    fn check_dirty(&self, io: &MemberIo<usize>, disk: &MemDisk) {
+    fn check_dirty(&self, io: &MemberIo<SegmentRef>, disk: &MemDisk) {
         let g = self.engine.geometry();
         if !io.info.op.is_write()
             || (g.copies() <= 1 && !g.level().has_parity())
@@ -704,7 +721,7 @@ impl Host {
     fn execute_buffer(
         &self,
         rq: usize,
-        io: &MemberIo<usize>,
+        io: &MemberIo<SegmentRef>,
         disk: &MemDisk,
         rng: &mut StdRng,
         column: u32,
@@ -751,12 +768,13 @@ impl Host {
             Op::Write => {
                 let n = done as usize;
                 let data = &col[range.start..range.start + n];
+                let fua = io.fua || self.slot(rq).spec.lock().unwrap().fua;
                 disk.store(
                     &mut sectors,
                     member_range.start,
                     data,
                     self.volatile_cache,
-                    io.fua,
+                    fua,
                 );
             }
             _ => {
@@ -1118,24 +1136,36 @@ impl Host {
 
 impl Requests for Host {
     type Request = usize;
-    type Segment = usize;
+    type Segment = SegmentRef;
 
     fn state(&self, rq: usize) -> &RequestState {
         &self.slot(rq).state
     }
 
-    fn segments(&self, rq: usize) -> impl Iterator<Item = (usize, u64, u64)> {
+    fn carried(&self, follower: usize, adopter: usize) {
+        // Its durability is the adopter's member writes (`check_durable`).
+        let written = self.slot(adopter).written.load(Ordering::Relaxed);
+        self.slot(follower)
+            .written
+            .fetch_or(written, Ordering::Relaxed);
+    }
+
+    fn fua(&self, rq: usize) -> bool {
+        self.slot(rq).spec.lock().unwrap().fua
+    }
+
+    fn segments(&self, rq: usize) -> impl Iterator<Item = (SegmentRef, u64, u64)> {
         let spec = self.slot(rq).spec.lock().unwrap();
         let list: Vec<_> = spec
             .segments
             .iter()
             .enumerate()
-            .map(|(i, &(start, len))| (i, start, len))
+            .map(|(index, &(start, len))| (SegmentRef { rq, index }, start, len))
             .collect();
         list.into_iter()
     }
 
-    fn submit(&self, rq: usize, io: &MemberIo<usize>) -> Result<(), SubmitError> {
+    fn submit(&self, rq: usize, io: &MemberIo<SegmentRef>) -> Result<(), SubmitError> {
         if let Source::Buffer { .. } = io.source {
             // A stripe I/O stays in the stripes the request touches.
             let g = self.engine.geometry();
@@ -1211,6 +1241,14 @@ impl Requests for Host {
                 .entry(slot)
                 .or_default()
                 .push(rq),
+            WorkList::Adopted(slot) => self
+                .stripe
+                .adopted
+                .lock()
+                .unwrap()
+                .entry(slot)
+                .or_default()
+                .push(rq),
             WorkList::BufferWait => self.stripe.buffer_wait.lock().unwrap().push(rq),
             WorkList::LogWait => self.stripe.log_wait.lock().unwrap().push(rq),
         }
@@ -1223,6 +1261,13 @@ impl Requests for Host {
             WorkList::StripeWait(slot) => self
                 .stripe
                 .waits
+                .lock()
+                .unwrap()
+                .remove(&slot)
+                .unwrap_or_default(),
+            WorkList::Adopted(slot) => self
+                .stripe
+                .adopted
                 .lock()
                 .unwrap()
                 .remove(&slot)
@@ -1241,6 +1286,9 @@ impl Requests for Host {
             WorkList::Parked => pop_front(&mut self.parked.lock().unwrap()),
             WorkList::StripeWait(slot) => {
                 pop_front(self.stripe.waits.lock().unwrap().get_mut(&slot)?)
+            }
+            WorkList::Adopted(slot) => {
+                pop_front(self.stripe.adopted.lock().unwrap().get_mut(&slot)?)
             }
             WorkList::BufferWait => pop_front(&mut self.stripe.buffer_wait.lock().unwrap()),
             WorkList::LogWait => pop_front(&mut self.stripe.log_wait.lock().unwrap()),
@@ -1630,18 +1678,19 @@ impl StripeBuffers for Host {
     fn copy_to_buffer(
         &self,
         rq: usize,
-        segment: usize,
+        segment: SegmentRef,
         offset: u64,
         column: u32,
         column_offset: u64,
         sectors: u64,
     ) {
-        let slot = self.slot(rq);
-        let spec = slot.spec.lock().unwrap().clone();
-        let (seg_start, _) = spec.segments[segment];
+        // The segment may be another request's (a held stripe's follower).
+        let source = self.slot(segment.rq);
+        let spec = source.spec.lock().unwrap().clone();
+        let (seg_start, _) = spec.segments[segment.index];
         let at = (seg_start + offset - spec.start) as usize;
-        let data = slot.data.lock().unwrap();
-        let mut buffer = slot.buffer.lock().unwrap();
+        let data = source.data.lock().unwrap();
+        let mut buffer = self.slot(rq).buffer.lock().unwrap();
         let col = &mut buffer[column as usize];
         let c = column_offset as usize;
         col[c..c + sectors as usize].copy_from_slice(&data[at..at + sectors as usize]);
@@ -1652,13 +1701,18 @@ impl StripeBuffers for Host {
         rq: usize,
         column: u32,
         column_offset: u64,
-        segment: usize,
+        segment: SegmentRef,
         offset: u64,
         sectors: u64,
     ) {
         let slot = self.slot(rq);
         let spec = slot.spec.lock().unwrap().clone();
-        let (seg_start, _) = spec.segments[segment];
+        if segment.rq != rq {
+            self.violations
+                .report(format!("request {rq} read into request {}", segment.rq));
+            return;
+        }
+        let (seg_start, _) = spec.segments[segment.index];
         let at = (seg_start + offset - spec.start) as usize;
         let mut data = slot.data.lock().unwrap();
         let buffer = slot.buffer.lock().unwrap();

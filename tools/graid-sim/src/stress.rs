@@ -85,6 +85,10 @@ pub struct Scenario {
     /// RAID 5/6: a parity helper takes the rebuild's and the scrub's jobs, right for the first
     /// this many, then wrong (`StripeHome::helper`).
     pub helper_lies_after: Option<u64>,
+    /// Each submitter's requests in flight are one sequential stream: each starts where the
+    /// one before ended (held partial stripes take the next in, `stripe_hold.rs`); one write
+    /// in eight asks for FUA.
+    pub sequential: bool,
 }
 
 impl Scenario {
@@ -119,6 +123,7 @@ impl Scenario {
             volatile_cache: false,
             no_raid6_update: false,
             helper_lies_after: None,
+            sequential: false,
         }
     }
 
@@ -704,6 +709,7 @@ pub fn read_back(host: &Host, model: &[Option<u64>], seed: u64) {
             start,
             sectors,
             segments: vec![(start, sectors)],
+            fua: false,
         };
         *slot.data.lock().unwrap() = vec![u64::MAX; sectors as usize];
         *slot.outcome.lock().unwrap() = None;
@@ -768,6 +774,8 @@ pub fn submitter(
         0
     };
     let max_len = lane.min((3 * chunk).max(stripes));
+    // The sequential stream's next start (lane offsets do not apply to it).
+    let mut cursor = base;
     for _ in 0..scenario.rounds {
         let slots: Vec<usize> = (0..scenario.batch)
             .map(|b| t * scenario.batch + b)
@@ -781,8 +789,21 @@ pub fn submitter(
                 _ => Op::Write,
             };
             let mut sectors = rng.random_range(1..=max_len);
-            let start = base + b as u64 * lane + rng.random_range(0..=lane - sectors);
+            let start = if scenario.sequential {
+                if cursor + sectors > base + stretch {
+                    cursor = base;
+                }
+                cursor
+            } else {
+                base + b as u64 * lane + rng.random_range(0..=lane - sectors)
+            };
             sectors = clip_to_run(host, start, sectors);
+            let op = if scenario.sequential && op != Op::Read {
+                Op::Write
+            } else {
+                op
+            };
+            cursor = start + sectors;
             let mut segments = Vec::new();
             let mut at = start;
             while at < start + sectors {
@@ -805,6 +826,7 @@ pub fn submitter(
                 } else {
                     segments
                 },
+                fua: scenario.sequential && op == Op::Write && rng.random_range(0..8) == 0,
             };
             *slot.data.lock().unwrap() = data;
             *slot.outcome.lock().unwrap() = None;
@@ -919,6 +941,7 @@ fn submit_inline_with(
         start,
         sectors,
         segments,
+        fua: false,
     };
     *slot.data.lock().unwrap() = data;
     *slot.outcome.lock().unwrap() = None;
@@ -943,6 +966,49 @@ fn submit_inline_with(
     host.stripe.queue.lock().unwrap().take();
     let outcome = *slot.outcome.lock().unwrap();
     outcome
+}
+
+/// Several writes at once, each `(start, data)` in its own request slot (0, 1, ...), with every
+/// member I/O completing inline and the stripe steps and the worker run here until all ended:
+/// writes that continue each other meet on a stripe, where the first takes the others in
+/// (`stripe_hold.rs`). Returns how each ended.
+pub fn submit_inline_batch(host: &Host, writes: &[(u64, Vec<u64>)]) -> Vec<Option<Status>> {
+    host.inline_percent.store(100, Ordering::Relaxed);
+    let (stripe_tx, stripe_rx) = channel::<StripeTask>();
+    *host.stripe.queue.lock().unwrap() = Some(stripe_tx);
+    for (rq, (start, data)) in writes.iter().enumerate() {
+        let slot = &host.slots[rq];
+        let sectors = data.len() as u64;
+        *slot.spec.lock().unwrap() = Spec {
+            op: Some(Op::Write),
+            start: *start,
+            sectors,
+            segments: vec![(*start, sectors)],
+            fua: false,
+        };
+        *slot.data.lock().unwrap() = data.clone();
+        *slot.outcome.lock().unwrap() = None;
+        slot.ends.store(0, Ordering::Relaxed);
+        submit(host, rq);
+    }
+    let ended =
+        |host: &Host| (0..writes.len()).all(|rq| host.slots[rq].outcome.lock().unwrap().is_some());
+    for _ in 0..100_000 {
+        if ended(host) {
+            break;
+        }
+        while let Ok(task) = stripe_rx.try_recv() {
+            match task {
+                StripeTask::Work(rq) => host.engine.stripe_work(host, rq),
+                StripeTask::ParityDone(rq) => host.engine.parity_done(host, rq, true),
+            }
+        }
+        host.engine.work(host);
+    }
+    host.stripe.queue.lock().unwrap().take();
+    (0..writes.len())
+        .map(|rq| *host.slots[rq].outcome.lock().unwrap())
+        .collect()
 }
 
 /// Reads from every submitter but the first, writes from the first, all over the first
@@ -1047,6 +1113,7 @@ fn overlapping_request(
         start,
         sectors,
         segments: vec![(start, sectors)],
+        fua: false,
     };
     *slot.data.lock().unwrap() = data;
     *slot.outcome.lock().unwrap() = None;

@@ -55,7 +55,7 @@ fn check(what: &str, seed: u64, outcome: &graid_sim::crash::CutOutcome) {
 
 #[test]
 fn a_power_cut_loses_no_flushed_write_and_leaves_copies_and_parity_matching() {
-    let (mut clean_starts, mut replays) = (0, 0);
+    let (mut clean_starts, mut replays, mut adopted) = (0, 0, 0);
     for seed in seeds(12) {
         for (level, members, chunk, bitmap, ppl) in arrays() {
             let s = scenario(level, members, chunk, bitmap, ppl);
@@ -64,6 +64,7 @@ fn a_power_cut_loses_no_flushed_write_and_leaves_copies_and_parity_matching() {
                 .unwrap_or_else(|e| panic!("seed {seed}: {what}: not started: {e:?}"));
             clean_starts += u32::from(outcome.started.clean);
             replays += u32::from(outcome.started.replayed > 0);
+            adopted += outcome.adopted;
             check(&what, seed, &outcome);
         }
     }
@@ -71,6 +72,8 @@ fn a_power_cut_loses_no_flushed_write_and_leaves_copies_and_parity_matching() {
     // to replay.
     assert!(clean_starts > 0, "no cut came while the array was clean");
     assert!(replays > 0, "no start replayed the log");
+    // Streams of writes met on stripes: the first took the others in.
+    assert!(adopted > 0, "no write was ever taken in by another");
 }
 
 #[test]
