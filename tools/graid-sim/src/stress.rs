@@ -934,67 +934,63 @@ fn submit_inline_with(
     segments: Vec<(u64, u64)>,
     data: Vec<u64>,
 ) -> Option<Status> {
-    host.inline_percent.store(100, Ordering::Relaxed);
-    let slot = &host.slots[0];
-    *slot.spec.lock().unwrap() = Spec {
+    let spec = Spec {
         op: Some(op),
         start,
         sectors,
         segments,
         fua: false,
     };
-    *slot.data.lock().unwrap() = data;
-    *slot.outcome.lock().unwrap() = None;
-    slot.ends.store(0, Ordering::Relaxed);
-    // The run's threads are gone: play the stripe threads and the worker here until the
-    // request ends.
-    let (stripe_tx, stripe_rx) = channel::<StripeTask>();
-    *host.stripe.queue.lock().unwrap() = Some(stripe_tx);
-    submit(host, 0);
-    for _ in 0..10_000 {
-        if slot.outcome.lock().unwrap().is_some() {
-            break;
-        }
-        while let Ok(task) = stripe_rx.try_recv() {
-            match task {
-                StripeTask::Work(rq) => host.engine.stripe_work(host, rq),
-                StripeTask::ParityDone(rq) => host.engine.parity_done(host, rq, true),
-            }
-        }
-        host.engine.work(host);
-    }
-    host.stripe.queue.lock().unwrap().take();
-    let outcome = *slot.outcome.lock().unwrap();
-    outcome
+    run_inline(host, vec![(spec, data)])[0]
 }
 
-/// Several writes at once, each `(start, data)` in its own request slot (0, 1, ...), with every
-/// member I/O completing inline and the stripe steps and the worker run here until all ended:
-/// writes that continue each other meet on a stripe, where the first takes the others in
-/// (`stripe_hold.rs`). Returns how each ended.
+/// Several writes at once, each `(start, data)`: writes that continue each other meet on a
+/// stripe, where the first takes the others in (`stripe_hold.rs`). Returns how each ended.
 pub fn submit_inline_batch(host: &Host, writes: &[(u64, Vec<u64>)]) -> Vec<Option<Status>> {
+    let requests = writes
+        .iter()
+        .map(|(start, data)| {
+            let sectors = data.len() as u64;
+            let spec = Spec {
+                op: Some(Op::Write),
+                start: *start,
+                sectors,
+                segments: vec![(*start, sectors)],
+                fua: false,
+            };
+            (spec, data.clone())
+        })
+        .collect();
+    run_inline(host, requests)
+}
+
+/// Sends each request in its own slot (0, 1, ...), every member I/O completing inline, and
+/// plays the (stopped) run's stripe threads and worker here until all ended, or at least
+/// 10 000 rounds and 100 ms passed (a write held for a follower that never comes waits 2 ms).
+/// Returns how each ended (`None`: it did not).
+fn run_inline(host: &Host, requests: Vec<(Spec, Vec<u64>)>) -> Vec<Option<Status>> {
     host.inline_percent.store(100, Ordering::Relaxed);
     let (stripe_tx, stripe_rx) = channel::<StripeTask>();
     *host.stripe.queue.lock().unwrap() = Some(stripe_tx);
-    for (rq, (start, data)) in writes.iter().enumerate() {
+    let count = requests.len();
+    for (rq, (spec, data)) in requests.into_iter().enumerate() {
         let slot = &host.slots[rq];
-        let sectors = data.len() as u64;
-        *slot.spec.lock().unwrap() = Spec {
-            op: Some(Op::Write),
-            start: *start,
-            sectors,
-            segments: vec![(*start, sectors)],
-            fua: false,
-        };
-        *slot.data.lock().unwrap() = data.clone();
+        *slot.spec.lock().unwrap() = spec;
+        *slot.data.lock().unwrap() = data;
         *slot.outcome.lock().unwrap() = None;
         slot.ends.store(0, Ordering::Relaxed);
         submit(host, rq);
     }
-    let ended =
-        |host: &Host| (0..writes.len()).all(|rq| host.slots[rq].outcome.lock().unwrap().is_some());
-    for _ in 0..100_000 {
-        if ended(host) {
+    let outcomes = || -> Vec<Option<Status>> {
+        (0..count)
+            .map(|rq| *host.slots[rq].outcome.lock().unwrap())
+            .collect()
+    };
+    let began = std::time::Instant::now();
+    for round in 0.. {
+        if outcomes().iter().all(Option::is_some)
+            || (round >= 10_000 && began.elapsed() > std::time::Duration::from_millis(100))
+        {
             break;
         }
         while let Ok(task) = stripe_rx.try_recv() {
@@ -1006,9 +1002,7 @@ pub fn submit_inline_batch(host: &Host, writes: &[(u64, Vec<u64>)]) -> Vec<Optio
         host.engine.work(host);
     }
     host.stripe.queue.lock().unwrap().take();
-    (0..writes.len())
-        .map(|rq| *host.slots[rq].outcome.lock().unwrap())
-        .collect()
+    outcomes()
 }
 
 /// Reads from every submitter but the first, writes from the first, all over the first
