@@ -102,3 +102,21 @@ int graid_blk_mq_init_hctx(struct blk_mq_hw_ctx *hctx, void *data, unsigned int 
 }
 void graid_init_delayed_work(struct delayed_work *dwork, work_func_t fn) { INIT_DELAYED_WORK(dwork, fn); }
 bool graid_queue_delayed_work_ms(struct workqueue_struct *wq, struct delayed_work *dwork, unsigned int ms) { return queue_delayed_work(wq, dwork, msecs_to_jiffies(ms)); }
+/* One lock class for every worker's kick lock: none is ever taken inside another. */
+void graid_kick_lock_init(spinlock_t *lock) { spin_lock_init(lock); }
+/*
+ * Makes @dwork run on @wq in @ms milliseconds, or sooner: a run already due earlier stands,
+ * one due later is brought forward (queue_delayed_work alone leaves a pending timer as it is).
+ * @lock serialises the callers, so none moves another's earlier deadline later. Any context.
+ */
+void graid_kick_earlier(struct workqueue_struct *wq, struct delayed_work *dwork, unsigned int ms,
+			spinlock_t *lock)
+{
+	unsigned long delay = msecs_to_jiffies(ms), flags;
+
+	spin_lock_irqsave(lock, flags);
+	if (!queue_delayed_work(wq, dwork, delay) && timer_pending(&dwork->timer) &&
+	    time_after(dwork->timer.expires, jiffies + delay))
+		mod_delayed_work(wq, dwork, delay);
+	spin_unlock_irqrestore(lock, flags);
+}

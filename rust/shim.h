@@ -50,6 +50,9 @@ void graid_memcpy_from_bvec(char *to, struct bio_vec *bvec);
 void graid_memcpy_to_bvec(struct bio_vec *bvec, const char *from);
 void graid_init_delayed_work(struct delayed_work *dwork, work_func_t fn);
 bool graid_queue_delayed_work_ms(struct workqueue_struct *wq, struct delayed_work *dwork, unsigned int ms);
+void graid_kick_lock_init(spinlock_t *lock);
+void graid_kick_earlier(struct workqueue_struct *wq, struct delayed_work *dwork, unsigned int ms,
+			spinlock_t *lock);
 void graid_copy_racy(void *dst, const void *src, size_t len);
 void graid_zero_racy(void *dst, size_t len);
 bool graid_same_racy(const void *a, const void *b, size_t len);

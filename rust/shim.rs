@@ -5,7 +5,7 @@
 
 use kernel::bindings::{
     bio, bio_vec, bvec_iter, blk_features_t, block_device_operations, blk_mode_t, blk_mq_hw_ctx, blk_mq_tag_set, blk_opf_t, blk_status_t, block_device,
-    delayed_work, dev_t, gendisk, gfp_t, queue_limits, request, request_queue, sector_t, work_func_t, workqueue_struct,
+    delayed_work, dev_t, gendisk, gfp_t, queue_limits, request, request_queue, sector_t, spinlock_t, work_func_t, workqueue_struct,
 };
 use kernel::ffi::c_char;
 use kernel::ffi::{c_int, c_uint, c_ushort, c_void};
@@ -68,6 +68,8 @@ extern "C" {
     pub(crate) fn graid_memcpy_to_bvec(bvec: *mut bio_vec, from: *const c_char);
     pub(crate) fn graid_init_delayed_work(dwork: *mut delayed_work, func: work_func_t);
     pub(crate) fn graid_queue_delayed_work_ms(wq: *mut workqueue_struct, dwork: *mut delayed_work, ms: c_uint) -> bool;
+    pub(crate) fn graid_kick_lock_init(lock: *mut spinlock_t);
+    pub(crate) fn graid_kick_earlier(wq: *mut workqueue_struct, dwork: *mut delayed_work, ms: c_uint, lock: *mut spinlock_t);
     pub(crate) fn graid_copy_racy(dst: *mut c_void, src: *const c_void, len: usize);
     pub(crate) fn graid_zero_racy(dst: *mut c_void, len: usize);
     pub(crate) fn graid_same_racy(a: *const c_void, b: *const c_void, len: usize) -> bool;

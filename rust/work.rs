@@ -45,6 +45,9 @@ pub(crate) struct Worker<T: WorkHandler> {
     /// A timer that kicks `work` ([`Self::kick_after`]).
     #[pin]
     later: Opaque<bindings::delayed_work>,
+    /// Serialises [`Self::kick_after`]'s callers (the earliest deadline wins).
+    #[pin]
+    kick_lock: Opaque<bindings::spinlock_t>,
     queue: *mut bindings::workqueue_struct,
     owner: *const T,
     _owner: PhantomData<T>,
@@ -88,6 +91,10 @@ impl<T: WorkHandler> Worker<T> {
                 // `work_func_t`.
                 unsafe { shim::graid_init_delayed_work(slot, Some(Self::kick_now)) }
             }),
+            kick_lock <- Opaque::ffi_init(|slot: *mut bindings::spinlock_t| {
+                // SAFETY: `slot` is valid for writes and pinned.
+                unsafe { shim::graid_kick_lock_init(slot) }
+            }),
             queue: ordered_reclaim_queue(name)?,
             owner,
             _owner: PhantomData,
@@ -95,10 +102,13 @@ impl<T: WorkHandler> Worker<T> {
     }
 
     /// Makes `T::run` run in `ms` milliseconds, or sooner when kicked; a timer already set
-    /// for earlier stands. Any context.
+    /// for earlier stands, one set for later is brought forward (a write held for its
+    /// follower must not wait for the quiet period's timer). Any context.
     pub(crate) fn kick_after(&self, ms: u32) {
-        // SAFETY: the queue and the timer live as long as `self` (type invariant).
-        unsafe { shim::graid_queue_delayed_work_ms(self.queue, self.later.get(), ms) };
+        // SAFETY: the queue, the timer and the lock live as long as `self` (type invariant).
+        unsafe {
+            shim::graid_kick_earlier(self.queue, self.later.get(), ms, self.kick_lock.get())
+        };
     }
 
     /// Takes a timer set by [`Self::kick_after`] off, waiting for one firing now.
