@@ -662,6 +662,8 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
     /// The next step of RAID 5/6 request `rq`. Process context, once at a time per request
     /// (the platform's work item).
     pub fn stripe_work<P: Platform>(&self, p: &P, rq: P::Request) {
+        // Writes held for their followers whose time is up go on (`stripe_hold.rs`).
+        let _ = self.wake_due_holds(p, false);
         let state = p.state(rq);
         let stripe = state.stripe();
         let Some(span) = self.span_of(state) else {

@@ -21,8 +21,9 @@
 //!    starts where a recent write ended) and is not alone in flight waits for its follower,
 //!    its locks kept, in one of [`MAX_HOLDS`] entries: at most [`HOLD_NS`] in all. The write
 //!    that starts where it ends wakes it as it queues for the lock ([`ArrayEngine::wake_hold_for`]);
-//!    the worker wakes the others when their time is up, and every one of them before it waits
-//!    for writes to drain ([`ArrayEngine::release_holds`]).
+//!    the others are woken when their time is up by the next stripe step of any request or by
+//!    the worker, and every one of them before the worker waits for writes to drain
+//!    ([`ArrayEngine::release_holds`]).
 //! 4. **End** ([`ArrayEngine::end_followers`]): before the adopter lets its last stripe's lock
 //!    go, a follower that ends in that stripe ends with it (its data was written with the
 //!    adopter's, its write-intent bits and dirty mark held meanwhile by its own place in
@@ -413,6 +414,15 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
     /// Wakes the holds whose time is up, or all of them (`all`: before the worker waits for
     /// writes to drain). The worker; it looks again while any is left.
     pub(super) fn release_holds<P: Platform>(&self, p: &P, all: bool) {
+        if self.wake_due_holds(p, all) {
+            p.kick_worker_after(HOLD_MS);
+        }
+    }
+
+    /// Wakes the holds whose time is up (or all). Every stripe step looks too, so a hold ends
+    /// on time even while the worker is busy elsewhere (a superblock write under memory
+    /// pressure, say). True if some are left.
+    pub(super) fn wake_due_holds<P: Platform>(&self, p: &P, all: bool) -> bool {
         let now = p.now_ns();
         let mut left = false;
         for entry in &self.holds.entries {
@@ -432,9 +442,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
                 self.wake_holder(p, slot, token);
             }
         }
-        if left {
-            p.kick_worker_after(HOLD_MS);
-        }
+        left
     }
 
     /// Copies the followers' data for array sectors `[from, to)` (past `rq`'s own end, in its
