@@ -1499,7 +1499,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             self.stripe_locks.unlock(slot);
             p.take_all(WorkList::StripeWait(slot), |w| p.queue_stripe_work(w));
         }
-        self.stripe_left();
+        self.stripe_left(p);
         state.set_idle(Phase::Normal);
         self.complete(p, rq, status);
     }

@@ -19,7 +19,8 @@
 //!    yet are taken in; a follower that asks for FUA only by an adopter that does too.
 //! 3. **Hold**: a write that still leaves its last stripe partial, continues a stream (it
 //!    starts where a recent write ended) and is not alone in flight waits for its follower,
-//!    its locks kept, in one of [`MAX_HOLDS`] entries: at most [`HOLD_NS`] in all. The write
+//!    its locks kept, in one of [`MAX_HOLDS`] entries, until [`HOLD_ENDS`] other requests ended
+//!    without it coming, and at most [`HOLD_NS`] in all. The write
 //!    that starts where it ends wakes it as it queues for the lock ([`ArrayEngine::wake_hold_for`]);
 //!    the others are woken when their time is up by the next stripe step of any request or by
 //!    the worker, and every one of them before the worker waits for writes to drain
@@ -46,12 +47,17 @@ use core::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 /// Writes that may hold at once: bounds the memory and locks that wait.
 pub const MAX_HOLDS: usize = 8;
 
-/// The longest a write holds for its followers, in all: about the time a busy NVMe array takes
-/// to complete the eight writes a queue-depth-8 stream has in flight.
-pub const HOLD_NS: u64 = 2_000_000;
+/// The longest a write holds for its followers, in all (a safety net: a hold usually ends
+/// sooner, by its follower or by [`HOLD_ENDS`]).
+pub const HOLD_NS: u64 = 20_000_000;
 
 /// The worker's look at the holds, in milliseconds.
-const HOLD_MS: u32 = 2;
+const HOLD_MS: u32 = 20;
+
+/// A hold ends once this many other requests ended without its follower coming: a stream's
+/// next write is sent as one of its earlier ones completes, so it comes within a completion
+/// or two whatever the drives' speed (microseconds on NVMe, milliseconds under emulation).
+pub const HOLD_ENDS: u64 = 4;
 
 /// Recent write ends kept to tell a stream (md keeps none: its stripe cache is the memory).
 const STREAM_ENDS: usize = 16;
@@ -90,8 +96,10 @@ struct HoldEntry {
     key: AtomicU64,
     /// The start of the write it waits for (its end, with its followers).
     want: AtomicU64,
-    /// When it began to hold this time (`now_ns`).
+    /// When it began to hold this time (`now_ns`), and how many requests had left the
+    /// stripe engine then.
     since: AtomicU64,
+    ended_at: AtomicU64,
 }
 
 impl HoldEntry {
@@ -100,6 +108,7 @@ impl HoldEntry {
             key: AtomicU64::new(0),
             want: AtomicU64::new(0),
             since: AtomicU64::new(0),
+            ended_at: AtomicU64::new(0),
         }
     }
 }
@@ -138,8 +147,10 @@ pub struct Holds {
     recent_ends: [AtomicU64; STREAM_ENDS],
     next_end: AtomicU32,
     next_token: AtomicU64,
-    /// RAID 5/6 requests in the stripe engine: a write alone never holds.
+    /// RAID 5/6 requests in the stripe engine (a write alone never holds), and those that left
+    /// it since the array started.
     in_flight: AtomicU32,
+    ended: AtomicU64,
     adopted: AtomicU64,
     held: AtomicU64,
     expired: AtomicU64,
@@ -159,6 +170,7 @@ impl Holds {
             next_end: AtomicU32::new(0),
             next_token: AtomicU64::new(1),
             in_flight: AtomicU32::new(0),
+            ended: AtomicU64::new(0),
             adopted: AtomicU64::new(0),
             held: AtomicU64::new(0),
             expired: AtomicU64::new(0),
@@ -209,9 +221,11 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         }
     }
 
-    /// A request leaves the stripe engine.
-    pub(super) fn stripe_left(&self) {
+    /// A request leaves the stripe engine: holds that saw enough others end go on.
+    pub(super) fn stripe_left<P: Platform>(&self, p: &P) {
         self.holds.in_flight.fetch_sub(1, Ordering::Relaxed);
+        self.holds.ended.fetch_add(1, Ordering::SeqCst);
+        let _ = self.wake_due_holds(p, false);
     }
 
     /// At the plan of a write's slice from row `a` (`lost`: the members lost to it): if its
@@ -337,6 +351,9 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         let key = key_of(token, slot);
         entry.want.store(want, Ordering::Relaxed);
         entry.since.store(now, Ordering::Relaxed);
+        entry
+            .ended_at
+            .store(self.holds.ended.load(Ordering::SeqCst), Ordering::Relaxed);
         entry.key.store(key, Ordering::SeqCst);
         // A follower that queued before the entry was published did not see it: look now
         // (SeqCst on both sides: it sees the entry, or this sees it on the list).
@@ -430,7 +447,14 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             let Some((token, slot)) = parts_of(key) else {
                 continue;
             };
-            let due = all || now.saturating_sub(entry.since.load(Ordering::Relaxed)) >= HOLD_NS;
+            let ended = self
+                .holds
+                .ended
+                .load(Ordering::SeqCst)
+                .saturating_sub(entry.ended_at.load(Ordering::Relaxed));
+            let due = all
+                || ended >= HOLD_ENDS
+                || now.saturating_sub(entry.since.load(Ordering::Relaxed)) >= HOLD_NS;
             if !due {
                 left = true;
             } else if entry
