@@ -1260,19 +1260,36 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             let x = first.max(span.own_end);
             self.copy_adopted(p, rq, span, (x, last), column, x - first + (from - a));
         }
-        for (segment, seg_start, seg_sectors) in p.segments(rq) {
+        // `from` lies in the slice: no underflow.
+        self.copy_segments(p, rq, rq, (first, last), column, from - a, to_buffer);
+    }
+
+    /// Copies array sectors `[first, last)` of request `source`'s data (`rq`'s own, or a write
+    /// it took in) into (`to_buffer`) or out of `rq`'s buffer column `column`, sector `first`
+    /// at `column_offset`.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn copy_segments<P: Platform>(
+        &self,
+        p: &P,
+        rq: P::Request,
+        source: P::Request,
+        (first, last): (u64, u64),
+        column: u32,
+        column_offset: u64,
+        to_buffer: bool,
+    ) {
+        for (segment, seg_start, seg_sectors) in p.segments(source) {
             let seg_end = seg_start.saturating_add(seg_sectors);
             let (x, y) = (first.max(seg_start), last.min(seg_end));
             if x >= y {
                 continue;
             }
-            // `x` lies in the segment and in the range, and `from` in the slice, so no
-            // subtraction underflows.
-            let column_offset = x - first + (from - a);
+            // `x` lies in the segment and in the range: no subtraction underflows.
+            let offset = column_offset + (x - first);
             if to_buffer {
-                p.copy_to_buffer(rq, segment, x - seg_start, column, column_offset, y - x);
+                p.copy_to_buffer(rq, segment, x - seg_start, column, offset, y - x);
             } else {
-                p.copy_from_buffer(rq, column, column_offset, segment, x - seg_start, y - x);
+                p.copy_from_buffer(rq, column, offset, segment, x - seg_start, y - x);
             }
         }
     }

@@ -484,20 +484,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         let slot = span.last_slot();
         p.take_all(WorkList::Adopted(slot), |w| {
             if p.state(w).stripe().adopted_by.load(Ordering::Relaxed) == token {
-                for (segment, seg_start, seg_sectors) in p.segments(w) {
-                    let seg_end = seg_start.saturating_add(seg_sectors);
-                    let (x, y) = (from.max(seg_start), to.min(seg_end));
-                    if x < y {
-                        p.copy_to_buffer(
-                            rq,
-                            segment,
-                            x - seg_start,
-                            column,
-                            column_offset + (x - from),
-                            y - x,
-                        );
-                    }
-                }
+                self.copy_segments(p, rq, w, (from, to), column, column_offset, true);
             }
             p.push(WorkList::Adopted(slot), w);
         });
