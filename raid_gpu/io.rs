@@ -31,7 +31,10 @@ use crate::buffer_cache::BufferCache;
 use crate::log_batch::{LogBatcher, LogSlot, LogTarget, LogWrite};
 use crate::member_devices::{Member, MemberDevices, SpareDevice};
 use crate::helper_device;
+use crate::rq_stack::{Link, RqStack};
+pub(crate) use crate::rq_stack::RqRef;
 use crate::stripe_io::{self, BufferStats, Reserve, StripeBuffer};
+use crate::stripe_lanes::{LaneLinks, LaneOwner, StripeLanes};
 use crate::superblock_io::SuperblockWriter;
 use core::ptr;
 use core::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
@@ -42,21 +45,13 @@ use kernel::{
     time::{Instant, Monotonic},
 };
 
-/// A request in the engine's hands: a started blk-mq request given up by its
-/// [`Request`] handle, taken back once to end it ([`ArrayIo::end_request`]). The engine's
-/// reference count (its [`RequestState`]) decides when.
-#[derive(Clone, Copy)]
-pub(crate) struct RqRef(*mut bindings::request);
-
 /// The driver data of every request: the engine's state, the link of the worker's lists, and
-/// for RAID 5/6 the stripe work item, its array and request, and the stripe buffer.
+/// for RAID 5/6 its place in the stripe steps' lanes and the stripe buffer.
 #[derive(Default)]
 pub(crate) struct Pdu {
     state: RequestState,
     next: AtomicPtr<bindings::request>,
-    work: RequestWork,
-    io: AtomicPtr<ArrayIo>,
-    rq: AtomicPtr<bindings::request>,
+    lanes: LaneLinks,
     buffer: AtomicPtr<StripeBuffer>,
     /// Its partial parity log writes while they wait for or ride in a batch (`log_batch.rs`).
     log: [LogSlot; LOG_HEADERS as usize],
@@ -73,99 +68,25 @@ pub(crate) struct PieceCtx {
 // array: `del_gendisk` waits for every request to end before the array goes) is alive.
 unsafe impl Send for PieceCtx {}
 
-/// A lock-free list of requests for the worker (a stack, linked through the requests' PDUs):
-/// pushed from any context, interrupts included, emptied at once by the worker.
-#[derive(Default)]
-struct RqStack {
-    head: AtomicPtr<bindings::request>,
+/// The link of the lists a request waits on (each request is on at most one at a time).
+struct WaitLink;
+
+impl Link for WaitLink {
+    fn of<'a>(rq: RqRef) -> &'a AtomicPtr<bindings::request> {
+        &pdu(rq).next
+    }
 }
 
-impl RqStack {
-    fn push(&self, rq: RqRef) {
-        let next = &pdu(rq).next;
-        let mut head = self.head.load(Ordering::Acquire);
-        loop {
-            next.store(head, Ordering::Relaxed);
-            match self
-                .head
-                .compare_exchange_weak(head, rq.0, Ordering::Release, Ordering::Acquire)
-            {
-                Ok(_) => return,
-                Err(current) => head = current,
-            }
-        }
+/// A list of requests waiting for the worker, a lock, a buffer or the log.
+type WaitList = RqStack<WaitLink>;
+
+impl LaneOwner for ArrayIo {
+    fn links<'a>(rq: RqRef) -> &'a LaneLinks {
+        &pdu(rq).lanes
     }
 
-    /// Takes the request pushed longest ago off the list, leaving the others in their order.
-    fn take_oldest(&self) -> Option<RqRef> {
-        // Taking the whole list (a swap) and putting the rest back never races with another
-        // taker over one node, as popping single nodes off a lock-free stack would (ABA).
-        let newest = self.head.swap(ptr::null_mut(), Ordering::AcqRel);
-        if newest.is_null() {
-            return None;
-        }
-        // Walk to the oldest; `last_kept` ends as the one just newer than it.
-        let (mut oldest, mut last_kept) = (newest, ptr::null_mut());
-        loop {
-            let next = pdu(RqRef(oldest)).next.load(Ordering::Relaxed);
-            if next.is_null() {
-                break;
-            }
-            (last_kept, oldest) = (oldest, next);
-        }
-        if !last_kept.is_null() {
-            pdu(RqRef(last_kept)).next.store(ptr::null_mut(), Ordering::Relaxed);
-            self.put_back(newest);
-        }
-        Some(RqRef(oldest))
-    }
-
-    /// Puts the chain from `first` (newest first, null-terminated) back under whatever was
-    /// pushed since it was taken, so that the list keeps its order.
-    fn put_back(&self, mut first: *mut bindings::request) {
-        loop {
-            match self.head.compare_exchange(
-                ptr::null_mut(),
-                first,
-                Ordering::Release,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => return,
-                Err(_) => {
-                    // Newer requests arrived: take them and hang the chain below them.
-                    let newer = self.head.swap(ptr::null_mut(), Ordering::AcqRel);
-                    let mut tail = newer;
-                    while !tail.is_null() {
-                        let next = pdu(RqRef(tail)).next.load(Ordering::Relaxed);
-                        if next.is_null() {
-                            pdu(RqRef(tail)).next.store(first, Ordering::Relaxed);
-                            first = newer;
-                            break;
-                        }
-                        tail = next;
-                    }
-                }
-            }
-        }
-    }
-
-    /// Empties the list and hands each request to `f`, oldest first.
-    fn take_all(&self, mut f: impl FnMut(RqRef)) {
-        let mut newest_first = self.head.swap(ptr::null_mut(), Ordering::AcqRel);
-        // Reverse in place: oldest first.
-        let mut oldest_first = ptr::null_mut();
-        while !newest_first.is_null() {
-            let next = pdu(RqRef(newest_first)).next.load(Ordering::Relaxed);
-            pdu(RqRef(newest_first)).next.store(oldest_first, Ordering::Relaxed);
-            oldest_first = newest_first;
-            newest_first = next;
-        }
-        while !oldest_first.is_null() {
-            let rq = RqRef(oldest_first);
-            // Read before `f`, which may push the request again.
-            oldest_first = pdu(rq).next.load(Ordering::Relaxed);
-            f(rq);
-        }
+    fn run_step(&self, rq: RqRef) {
+        self.engine.stripe_work(self, rq);
     }
 }
 
@@ -194,16 +115,18 @@ pub(crate) struct ArrayIo {
     clones: CloneSet<PieceCtx>,
     #[pin]
     superblocks: SuperblockWriter,
-    deferred: RqStack,
-    parked: RqStack,
+    deferred: WaitList,
+    parked: WaitList,
     /// RAID 5/6: the stripe steps' queue, the lock and buffer waiters, the reserve buffer.
     stripe_queue: WorkQueue,
-    stripe_waits: KVec<RqStack>,
+    /// The requests whose next stripe step is ready, per CPU (`stripe_lanes.rs`).
+    lanes: StripeLanes<ArrayIo>,
+    stripe_waits: KVec<WaitList>,
     /// Per slot: the writes its lock's holder took in (`stripe_hold.rs`).
-    adopted: KVec<RqStack>,
-    buffer_wait: RqStack,
+    adopted: KVec<WaitList>,
+    buffer_wait: WaitList,
     /// Requests waiting for the partial parity log to wrap.
-    log_wait: RqStack,
+    log_wait: WaitList,
     /// The log writes, batched per member. After the stripe queue, which runs its sender.
     #[pin]
     log_batch: LogBatcher<ArrayIo>,
@@ -245,13 +168,14 @@ impl ArrayIo {
             )?,
             spares <- new_mutex!(spares),
             clones <- CloneSet::new(64),
-            deferred: RqStack::default(),
-            parked: RqStack::default(),
+            deferred: WaitList::default(),
+            parked: WaitList::default(),
             stripe_queue: WorkQueue::new(c"graid_stripe")?,
+            lanes: StripeLanes::new(this.as_ptr())?,
             stripe_waits: lock_wait_lists(&geometry)?,
             adopted: lock_wait_lists(&geometry)?,
-            buffer_wait: RqStack::default(),
-            log_wait: RqStack::default(),
+            buffer_wait: WaitList::default(),
+            log_wait: WaitList::default(),
             log_batch <- LogBatcher::new(
                 geometry.members(),
                 geometry.level().has_parity() && superblock.ppl,
@@ -361,7 +285,7 @@ fn rebuild_buffer(geometry: &Geometry) -> Result<Option<KBox<StripeBuffer>>> {
 }
 
 /// One wait list per stripe lock slot (none for RAID 0/1/10).
-fn lock_wait_lists(geometry: &Geometry) -> Result<KVec<RqStack>> {
+fn lock_wait_lists(geometry: &Geometry) -> Result<KVec<WaitList>> {
     let count = if geometry.level().has_parity() {
         crate::engine::stripe::LOCK_SLOTS
     } else {
@@ -369,32 +293,9 @@ fn lock_wait_lists(geometry: &Geometry) -> Result<KVec<RqStack>> {
     };
     let mut lists = KVec::with_capacity(count, GFP_KERNEL)?;
     for _ in 0..count {
-        lists.push(RqStack::default(), GFP_KERNEL)?;
+        lists.push(WaitList::default(), GFP_KERNEL)?;
     }
     Ok(lists)
-}
-
-/// Runs the next stripe step of the request whose PDU holds `work`.
-///
-/// # Safety
-///
-/// Called by the workqueue only, for the work item of a request's [`Pdu`] queued by
-/// [`ArrayIo::queue_stripe_work`].
-unsafe extern "C" fn stripe_work_fn(work: *mut bindings::work_struct) {
-    // SAFETY: `work` is the `work` field of a live `Pdu` (only ever queued that way).
-    let pdu = unsafe {
-        &*kernel::container_of!(ptr::from_ref(RequestWork::from_raw(work)), Pdu, work)
-    };
-    let io = pdu.io.load(Ordering::Acquire);
-    let rq = RqRef(pdu.rq.load(Ordering::Acquire));
-    // SAFETY: `queue_stripe_work` stored the array before queueing; the array outlives its
-    // requests and flushes this queue before it goes.
-    let io = unsafe { &*io };
-    // NOIO: the step finishes I/O; reclaim must not wait on it. No plug of its own: member
-    // I/O to a device with an I/O scheduler is then dispatched by a kblockd work item, which
-    // takes many steps' requests to a device at once (one doorbell); a plug per step sent each
-    // step's two or three by themselves, and cost a third of 4 KiB write IOPS under QEMU.
-    noio_scope(|| io.engine.stripe_work(io, rq));
 }
 
 /// Builds the engine where it will live: in its own frame (not inlined), so the engine's
@@ -894,10 +795,7 @@ impl RebuildBuffer for ArrayIo {
 
 impl StripeBuffers for ArrayIo {
     fn queue_stripe_work(&self, rq: RqRef) {
-        let pdu = pdu(rq);
-        pdu.io.store(ptr::from_ref(self).cast_mut(), Ordering::Release);
-        pdu.rq.store(rq.0, Ordering::Release);
-        self.stripe_queue.queue(&pdu.work);
+        self.lanes.queue(&self.stripe_queue, rq);
     }
 
     fn alloc_buffer(&self, rq: RqRef, columns: Columns, sectors: u64) -> bool {
@@ -1226,11 +1124,6 @@ unsafe extern "C" fn log_send_fn(work: *mut bindings::work_struct) {
 
 impl DiskOps for ArrayIo {
     type RequestData = Pdu;
-
-    fn init_request_data(data: &Pdu) {
-        // SAFETY: the PDU stays where it is for the tag set's life and is not in use yet.
-        unsafe { data.work.init(stripe_work_fn) };
-    }
 
     fn queue_rq(&self, rq: Request<Self>) {
         // Not into the submitter's plug, which may be the one being flushed right now.

@@ -18,8 +18,10 @@ mod io;
 mod log_batch;
 mod member_devices;
 mod ppl_io;
+mod rq_stack;
 mod staging;
 mod stripe_io;
+mod stripe_lanes;
 mod superblock_io;
 mod uevent;
 
