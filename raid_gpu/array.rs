@@ -24,7 +24,7 @@ use crate::engine::superblock::{
     new_array_layout, Area, ArrayName, HomeHost, Slot, Superblock, DEFAULT_BITMAP_AREA,
     MAX_SLOTS, RECOVERY_COMPLETE, UUID_LEN,
 };
-use crate::io::ArrayIo;
+use crate::io::{ArrayHooks, ArrayIo};
 use crate::member_devices::Member;
 use crate::member_devices::SpareDevice;
 use crate::kernel_ext::{
@@ -117,6 +117,18 @@ const ANNOUNCED: [(MemberEvent, MemberChange); 6] = [
     (MemberEvent::ReplacementFailed, MemberChange::ReplaceFailed),
     (MemberEvent::ReplaceAbandoned, MemberChange::ReplaceAbandoned),
 ];
+
+/// What an array does for its request handler: the handler's events reach the array.
+const HOOKS: ArrayHooks = ArrayHooks {
+    kick_takeover: |io| {
+        // SAFETY: every `ArrayIo` is the request handler of an array's disk (`Array::start`).
+        unsafe { Array::of_io(io) }.kick_takeover()
+    },
+    note_event: |io, member, event| {
+        // SAFETY: as above.
+        unsafe { Array::of_io(io) }.note_event(member, event)
+    },
+};
 
 /// How long removing a member waits for the array's requests in flight to end.
 const REMOVE_DRAIN_MS: u32 = 30_000;
@@ -398,7 +410,7 @@ impl Array {
                 EIO
             })
         };
-        let io = ArrayIo::new(&superblock, geometry, members, spares, in_sync, bitmap);
+        let io = ArrayIo::new(&superblock, geometry, members, spares, in_sync, bitmap, HOOKS);
         let array = Self::pin_new(index, &config, io, first_write, holder)?;
         for bdev in spare_bdevs {
             array.disk.link_member(bdev);
@@ -449,7 +461,7 @@ impl Array {
     ///
     /// `io` must be the request handler of an array's disk (every `ArrayIo` is: only
     /// [`Array::start`] makes one).
-    pub(crate) unsafe fn of_io(io: &ArrayIo) -> &Array {
+    unsafe fn of_io(io: &ArrayIo) -> &Array {
         // SAFETY: `io` is the ops of a `Disk<ArrayIo>` (the caller's contract), which is the
         // `disk` field of an `Array`.
         unsafe {
@@ -459,7 +471,7 @@ impl Array {
     }
 
     /// Makes [`Self::take_over`] run soon, if the array is running. Any context.
-    pub(crate) fn kick_takeover(&self) {
+    fn kick_takeover(&self) {
         if self.running.load(Ordering::SeqCst) {
             self.takeover.kick();
         }
@@ -467,7 +479,7 @@ impl Array {
 
     /// Notes what the engine's worker reported about `member`, for a uevent: its failure once
     /// recorded, the end of its rebuild. Any context.
-    pub(crate) fn note_event(&self, member: u32, event: MemberEvent) {
+    fn note_event(&self, member: u32, event: MemberEvent) {
         let Some(which) = ANNOUNCED.iter().position(|&(e, _)| e == event) else {
             return;
         };

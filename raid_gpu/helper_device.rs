@@ -25,7 +25,7 @@ use crate::engine::parity::ParityJob;
 use crate::engine::ring::{ring_pending, Completion, HelperState, JobSlot, JobTable};
 use crate::errno;
 use crate::staging::{stage_in, stage_out, verify};
-use crate::io::{ArrayIo, RqRef};
+use crate::rq_stack::RqRef;
 use crate::stripe_io::StripeBuffer;
 use crate::kernel_ext::{
     capability::require_sys_admin,
@@ -104,12 +104,27 @@ pub(crate) struct KernelJob {
     pub(crate) measure_bytes: Option<u64>,
 }
 
+/// What a job of an array's request needs from the array (its request handler, `io.rs`).
+pub(crate) trait JobOwner: Sync {
+    /// Runs `f` on the stripe buffer of `rq`; false if it has none.
+    fn with_stripe_buffer(&self, rq: RqRef, f: &mut dyn FnMut(&mut StripeBuffer)) -> bool;
+    /// The helper's parity of `rq`'s job is in its buffer: the request moves on.
+    fn parity_by_helper(&self, rq: RqRef);
+    /// Computes `job` of `rq` in the kernel and moves the request on.
+    fn parity_by_kernel(&self, rq: RqRef, job: &ParityJob);
+}
+
 /// Sends `job` of request `rq` of `io` to the helper. `Ok`: the job is the helper's, and ends
-/// through `io`'s [`ArrayIo::parity_by_helper`] or [`ArrayIo::parity_by_kernel`], later, exactly
-/// once. `Err`: nothing was sent; the caller computes it (the reason is counted).
-pub(crate) fn offload(io: &ArrayIo, rq: RqRef, job: &ParityJob) -> Result<(), KernelJob> {
+/// through `io`'s [`JobOwner::parity_by_helper`] or [`JobOwner::parity_by_kernel`], later,
+/// exactly once. `Err`: nothing was sent; the caller computes it (the reason is counted).
+pub(crate) fn offload<T: JobOwner + 'static>(
+    io: &T,
+    rq: RqRef,
+    job: &ParityJob,
+) -> Result<(), KernelJob> {
     let device = device().ok_or(KernelJob { measure_bytes: None })?;
     let staging = device.plan(job, Offloadable::Generate)?;
+    let io: *const dyn JobOwner = ptr::from_ref(io);
     let owner = Owner::Request { io, rq };
     device
         .submit(owner, job, &staging)
@@ -235,7 +250,7 @@ fn now_ns() -> u64 {
 #[derive(Clone, Copy)]
 enum Owner {
     /// A request of an array: moved on when the job ends.
-    Request { io: *const ArrayIo, rq: RqRef },
+    Request { io: *const dyn JobOwner, rq: RqRef },
     /// A task sleeping in [`offload_and_wait`].
     Waiter(*const Waiter),
 }
@@ -244,8 +259,14 @@ impl Owner {
     /// Runs a staging copy or check on the owner's stripe buffer; `None` if it has none.
     fn stage<R>(self, copy: impl FnOnce(&mut StripeBuffer) -> R) -> Option<R> {
         match self {
-            // SAFETY: see `Shadow`.
-            Self::Request { io, rq } => unsafe { &*io }.stage(rq, copy),
+            Self::Request { io, rq } => {
+                let (mut copy, mut result) = (Some(copy), None);
+                // SAFETY: see `Shadow`.
+                unsafe { &*io }.with_stripe_buffer(rq, &mut |buffer| {
+                    result = copy.take().map(|copy| copy(buffer));
+                });
+                result
+            }
             // SAFETY: the waiter sleeps until its job ends and touches its buffer only after:
             // until then the buffer is the job's, used under the device's lock only.
             Self::Waiter(waiter) => Some(copy(unsafe { &mut *(*waiter).buffer })),

@@ -8,7 +8,7 @@
 
 use crate::bitmap_io::Bitmap;
 use crate::engine::bitmap::{RegionState, Regions, BLOCK_BYTES};
-use crate::engine::array::ArrayEngine;
+use crate::engine::array::{ArrayEngine, EngineStore};
 use crate::engine::geometry::Geometry;
 use crate::engine::members::{MemberSet, MemberState};
 use crate::engine::parity::{Columns, ParityJob};
@@ -19,7 +19,7 @@ use crate::engine::platform::{
 use crate::engine::ppl::BLOCK_BYTES as PPL_BLOCK_BYTES;
 use crate::engine::request::RequestState;
 use crate::engine::rebuild::REBUILD_COLUMN_SECTORS;
-use crate::engine::stripe::SLICE_SECTORS;
+use crate::engine::stripe::{lock_slots_for, SLICE_SECTORS};
 use crate::engine::superblock::{Superblock, UUID_LEN};
 use crate::kernel_ext::{
     bio::{self, transfer_virt, transfer_virt_batch, CloneOp, CloneSet, VirtTransfer},
@@ -34,10 +34,9 @@ use crate::helper_device;
 use crate::rq_stack::{Link, RqStack};
 pub(crate) use crate::rq_stack::RqRef;
 use crate::stripe_io::{self, BufferStats, Reserve, StripeBuffer};
-use crate::stripe_lanes::{LaneLinks, LaneOwner, StripeLanes};
 use crate::superblock_io::SuperblockWriter;
 use core::ptr;
-use core::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
+use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use kernel::{
     bindings, new_mutex,
     prelude::*,
@@ -46,12 +45,14 @@ use kernel::{
 };
 
 /// The driver data of every request: the engine's state, the link of the worker's lists, and
-/// for RAID 5/6 its place in the stripe steps' lanes and the stripe buffer.
+/// for RAID 5/6 the stripe work item, its array and request, and the stripe buffer.
 #[derive(Default)]
 pub(crate) struct Pdu {
     state: RequestState,
     next: AtomicPtr<bindings::request>,
-    lanes: LaneLinks,
+    work: RequestWork,
+    io: AtomicPtr<ArrayIo>,
+    rq: AtomicPtr<bindings::request>,
     buffer: AtomicPtr<StripeBuffer>,
     /// Its partial parity log writes while they wait for or ride in a batch (`log_batch.rs`).
     log: [LogSlot; LOG_HEADERS as usize],
@@ -80,21 +81,21 @@ impl Link for WaitLink {
 /// A list of requests waiting for the worker, a lock, a buffer or the log.
 type WaitList = RqStack<WaitLink>;
 
-impl LaneOwner for ArrayIo {
-    fn links<'a>(rq: RqRef) -> &'a LaneLinks {
-        &pdu(rq).lanes
-    }
-
-    fn run_step(&self, rq: RqRef) {
-        self.engine.stripe_work(self, rq);
-    }
-}
-
 /// The PDU of a request in the engine's hands.
 fn pdu<'a>(rq: RqRef) -> &'a Pdu {
     // SAFETY: an `RqRef` is a request of an array disk (whose PDU is a `Pdu`, made by
     // `init_request`); the PDU lives as long as the tag set, which outlives the engine's use.
     unsafe { blk_mq::request_data::<ArrayIo>(rq.0) }
+}
+
+/// What the array around a request handler does for it (`array.rs`, which gives them at
+/// creation: this file need not know the array). Any context.
+#[derive(Clone, Copy)]
+pub(crate) struct ArrayHooks {
+    /// Makes the array's takeover (spares, a replacement, uevents) run soon.
+    pub(crate) kick_takeover: fn(&ArrayIo),
+    /// Notes a member event for a uevent.
+    pub(crate) note_event: fn(&ArrayIo, u32, MemberEvent),
 }
 
 /// An array's request handler: the engine, the member devices, the bio set for member I/O,
@@ -104,7 +105,7 @@ pub(crate) struct ArrayIo {
     /// First, so it is cancelled before anything it uses goes away.
     #[pin]
     worker: Worker<ArrayIo>,
-    pub(crate) engine: ArrayEngine<KVec<MemberState>>,
+    pub(crate) engine: Engine,
     /// Member devices, in role order.
     pub(crate) files: MemberDevices,
     /// The spares' devices (the engine's table says who they are). Locked by the worker
@@ -119,8 +120,6 @@ pub(crate) struct ArrayIo {
     parked: WaitList,
     /// RAID 5/6: the stripe steps' queue, the lock and buffer waiters, the reserve buffer.
     stripe_queue: WorkQueue,
-    /// The requests whose next stripe step is ready, per CPU (`stripe_lanes.rs`).
-    lanes: StripeLanes<ArrayIo>,
     stripe_waits: KVec<WaitList>,
     /// Per slot: the writes its lock's holder took in (`stripe_hold.rs`).
     adopted: KVec<WaitList>,
@@ -142,6 +141,7 @@ pub(crate) struct ArrayIo {
     epoch: Instant<Monotonic>,
     /// The write-intent bitmap, if the array has one.
     pub(crate) bitmap: Option<Bitmap>,
+    hooks: ArrayHooks,
 }
 
 impl ArrayIo {
@@ -156,6 +156,7 @@ impl ArrayIo {
         spares: KVec<SpareDevice>,
         in_sync: bool,
         bitmap: Option<Bitmap>,
+        hooks: ArrayHooks,
     ) -> impl PinInit<Self, Error> + '_ {
         try_pin_init!(&this in Self {
             // SAFETY: the worker is a field of the value `this` points at.
@@ -171,7 +172,6 @@ impl ArrayIo {
             deferred: WaitList::default(),
             parked: WaitList::default(),
             stripe_queue: WorkQueue::new(c"graid_stripe")?,
-            lanes: StripeLanes::new(this.as_ptr())?,
             stripe_waits: lock_wait_lists(&geometry)?,
             adopted: lock_wait_lists(&geometry)?,
             buffer_wait: WaitList::default(),
@@ -195,6 +195,7 @@ impl ArrayIo {
             rebuild_buffer <- new_mutex!(rebuild_buffer(&geometry)?),
             epoch: Instant::now(),
             bitmap,
+            hooks,
         })
     }
 
@@ -287,7 +288,7 @@ fn rebuild_buffer(geometry: &Geometry) -> Result<Option<KBox<StripeBuffer>>> {
 /// One wait list per stripe lock slot (none for RAID 0/1/10).
 fn lock_wait_lists(geometry: &Geometry) -> Result<KVec<WaitList>> {
     let count = if geometry.level().has_parity() {
-        crate::engine::stripe::LOCK_SLOTS
+        lock_slots() as usize
     } else {
         0
     };
@@ -298,6 +299,46 @@ fn lock_wait_lists(geometry: &Geometry) -> Result<KVec<WaitList>> {
     Ok(lists)
 }
 
+/// Runs the next stripe step of the request whose PDU holds `work`.
+///
+/// # Safety
+///
+/// Called by the workqueue only, for the work item of a request's [`Pdu`] queued by
+/// [`ArrayIo::queue_stripe_work`].
+unsafe extern "C" fn stripe_work_fn(work: *mut bindings::work_struct) {
+    // SAFETY: `work` is the `work` field of a live `Pdu` (only ever queued that way).
+    let pdu = unsafe {
+        &*kernel::container_of!(ptr::from_ref(RequestWork::from_raw(work)), Pdu, work)
+    };
+    let io = pdu.io.load(Ordering::Acquire);
+    let rq = RqRef(pdu.rq.load(Ordering::Acquire));
+    // SAFETY: `queue_stripe_work` stored the array before queueing; the array outlives its
+    // requests and flushes this queue before it goes.
+    let io = unsafe { &*io };
+    // NOIO: the step finishes I/O; reclaim must not wait on it. No plug of its own: member
+    // I/O to a device with an I/O scheduler is then dispatched by a kblockd work item, which
+    // takes many steps' requests to a device at once (one doorbell); a plug per step sent each
+    // step's two or three by themselves, and cost a third of 4 KiB write IOPS under QEMU.
+    noio_scope(|| io.engine.stripe_work(io, rq));
+}
+
+/// The engine of an array, its memory in kernel vectors.
+pub(crate) type Engine = ArrayEngine<EngineStore<KVec<MemberState>, KVec<AtomicU64>>>;
+
+/// The stripe lock slots of an array: sixteen per request its disk can have in flight.
+fn lock_slots() -> u32 {
+    lock_slots_for(blk_mq::max_requests())
+}
+
+/// `count` words of zeros.
+fn zeroed_words(count: usize) -> Result<KVec<AtomicU64>> {
+    let mut words = KVec::with_capacity(count, GFP_KERNEL)?;
+    for _ in 0..count {
+        words.push(AtomicU64::new(0), GFP_KERNEL)?;
+    }
+    Ok(words)
+}
+
 /// Builds the engine where it will live: in its own frame (not inlined), so the engine's
 /// temporary never adds to the stack of `Array::start`, which builds the whole array.
 fn engine_in_place<'a>(
@@ -306,10 +347,10 @@ fn engine_in_place<'a>(
     members: &'a [Option<Member>],
     spares: &'a [SpareDevice],
     in_sync: bool,
-) -> impl Init<ArrayEngine<KVec<MemberState>>, Error> + 'a {
+) -> impl Init<Engine, Error> + 'a {
     #[inline(never)]
     fn write(
-        slot: *mut ArrayEngine<KVec<MemberState>>,
+        slot: *mut Engine,
         superblock: &Superblock,
         geometry: Geometry,
         members: &[Option<Member>],
@@ -317,10 +358,11 @@ fn engine_in_place<'a>(
         in_sync: bool,
     ) -> Result {
         let states = member_states(superblock, members)?;
+        let store = EngineStore::new(states, lock_slots(), zeroed_words)?;
         // Built straight into the slot: a temporary engine (over a KiB) would make this frame
         // pass the kernel's limit.
         // SAFETY: `slot` is valid for writes (the `Init` contract).
-        unsafe { slot.write(ArrayEngine::new(*superblock, geometry, states, in_sync).map_err(|_| EINVAL)?) };
+        unsafe { slot.write(ArrayEngine::new(*superblock, geometry, store, in_sync).map_err(|_| EINVAL)?) };
         // SAFETY: initialised just above.
         let engine = unsafe { &*slot };
         for spare in spares {
@@ -483,12 +525,13 @@ impl Requests for ArrayIo {
             WorkList::Parked => self.parked.push(rq),
             WorkList::StripeWait(slot) => match self.stripe_waits.get(slot as usize) {
                 Some(list) => list.push(rq),
-                // Never: slots are below LOCK_SLOTS. Retried rather than lost.
+                // Never: slots are below the engine's `lock_slots`, the lists' count. Retried rather
+                // than lost.
                 None => self.queue_stripe_work(rq),
             },
             WorkList::Adopted(slot) => match self.adopted.get(slot as usize) {
                 Some(list) => list.push(rq),
-                // Never (as above): the engine only adopts below LOCK_SLOTS.
+                // Never (as above).
                 None => self.queue_stripe_work(rq),
             },
             WorkList::BufferWait => self.buffer_wait.push(rq),
@@ -607,8 +650,7 @@ impl Metadata for ArrayIo {
 
 impl Events for ArrayIo {
     fn takeover_wanted(&self) {
-        // SAFETY: every `ArrayIo` is the request handler of an array's disk.
-        unsafe { crate::array::Array::of_io(self) }.kick_takeover();
+        (self.hooks.kick_takeover)(self);
     }
 
     fn cpu(&self) -> u32 {
@@ -682,8 +724,7 @@ impl Events for ArrayIo {
             ),
             MemberEvent::FailureRecorded => (),
         }
-        // SAFETY: every `ArrayIo` is the request handler of an array's disk.
-        unsafe { crate::array::Array::of_io(self) }.note_event(member, event);
+        (self.hooks.note_event)(self, member, event);
     }
 }
 
@@ -793,9 +834,26 @@ impl RebuildBuffer for ArrayIo {
     }
 }
 
+impl helper_device::JobOwner for ArrayIo {
+    fn with_stripe_buffer(&self, rq: RqRef, f: &mut dyn FnMut(&mut StripeBuffer)) -> bool {
+        self.with_buffer(rq, f).is_some()
+    }
+
+    fn parity_by_helper(&self, rq: RqRef) {
+        self.engine.parity_done(self, rq, true);
+    }
+
+    fn parity_by_kernel(&self, rq: RqRef, job: &ParityJob) {
+        self.compute_in_kernel(rq, job, None);
+    }
+}
+
 impl StripeBuffers for ArrayIo {
     fn queue_stripe_work(&self, rq: RqRef) {
-        self.lanes.queue(&self.stripe_queue, rq);
+        let pdu = pdu(rq);
+        pdu.io.store(ptr::from_ref(self).cast_mut(), Ordering::Release);
+        pdu.rq.store(rq.0, Ordering::Release);
+        self.stripe_queue.queue(&pdu.work);
     }
 
     fn alloc_buffer(&self, rq: RqRef, columns: Columns, sectors: u64) -> bool {
@@ -969,13 +1027,9 @@ impl StripeBuffers for ArrayIo {
 }
 
 impl ArrayIo {
-    /// Computes `job` of `rq` in the kernel and moves the request on.
-    pub(crate) fn parity_by_kernel(&self, rq: RqRef, job: &ParityJob) {
-        self.compute_in_kernel(rq, job, None);
-    }
-
-    /// [`Self::parity_by_kernel`]; with `measure_bytes` (a job the helper could have taken, of
-    /// that much data) the computation is timed for the offload policy.
+    /// Computes `job` of `rq` in the kernel and moves the request on; with `measure_bytes` (a
+    /// job the helper could have taken, of that much data) the computation is timed for the
+    /// offload policy.
     fn compute_in_kernel(&self, rq: RqRef, job: &ParityJob, measure_bytes: Option<u64>) {
         let ok = self
             .with_buffer(rq, |buffer| self.compute_timed(buffer, job, measure_bytes))
@@ -995,16 +1049,6 @@ impl ArrayIo {
         ok
     }
 
-    /// The helper's parity of `rq`'s job is in its buffer: the request moves on.
-    pub(crate) fn parity_by_helper(&self, rq: RqRef) {
-        self.engine.parity_done(self, rq, true);
-    }
-
-    /// Runs a staging copy or check (`staging.rs`) on `rq`'s stripe buffer; `None` if the
-    /// request has none.
-    pub(crate) fn stage<R>(&self, rq: RqRef, copy: impl FnOnce(&mut StripeBuffer) -> R) -> Option<R> {
-        self.with_buffer(rq, copy)
-    }
 
     /// Makes `buffer` `rq`'s stripe buffer. True.
     fn hold_buffer(&self, rq: RqRef, buffer: KBox<StripeBuffer>) -> bool {
@@ -1124,6 +1168,11 @@ unsafe extern "C" fn log_send_fn(work: *mut bindings::work_struct) {
 
 impl DiskOps for ArrayIo {
     type RequestData = Pdu;
+
+    fn init_request_data(data: &Pdu) {
+        // SAFETY: the PDU stays where it is for the tag set's life and is not in use yet.
+        unsafe { data.work.init(stripe_work_fn) };
+    }
 
     fn queue_rq(&self, rq: Request<Self>) {
         // Not into the submitter's plug, which may be the one being flushed right now.

@@ -21,7 +21,6 @@ mod ppl_io;
 mod rq_stack;
 mod staging;
 mod stripe_io;
-mod stripe_lanes;
 mod superblock_io;
 mod uevent;
 

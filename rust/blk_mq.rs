@@ -31,10 +31,20 @@ use kernel::{
 /// Requests each hardware queue (one per CPU) holds.
 const QUEUE_DEPTH: u32 = 256;
 
+/// The most requests a disk can have in flight: every hardware queue's depth.
+pub(crate) fn max_requests() -> u32 {
+    // SAFETY: reads a variable set at boot.
+    unsafe { bindings::nr_cpu_ids }.saturating_mul(QUEUE_DEPTH)
+}
+
 /// What a disk does with its requests.
 pub(crate) trait DiskOps: Send + Sync + Sized {
     /// Per-request driver data, kept in the request's PDU, made once per tag.
     type RequestData: Default + Send + Sync;
+
+    /// Finishes setting up a request's driver data in place, once, before first use. The data
+    /// never moves afterwards (it lives in the PDU as long as the tag set).
+    fn init_request_data(_data: &Self::RequestData) {}
 
     /// Takes a started request, in process context. The driver ends it with [`Request::end`]
     /// (now or later, from any context), exactly once: the handle is consumed by it.
@@ -598,11 +608,12 @@ impl<T: DiskOps> Disk<T> {
         _numa_node: c_int,
     ) -> c_int {
         // SAFETY: the PDU has room for a `T::RequestData` (`cmd_size`) and is not in use.
-        unsafe {
-            shim::graid_blk_mq_rq_to_pdu(rq)
-                .cast::<T::RequestData>()
-                .write(T::RequestData::default())
+        let data = unsafe {
+            let data = shim::graid_blk_mq_rq_to_pdu(rq).cast::<T::RequestData>();
+            data.write(T::RequestData::default());
+            &*data
         };
+        T::init_request_data(data);
         0
     }
 }

@@ -5,11 +5,10 @@
 //! ioctl is posted here, the worker is kicked, and the caller waits for the worker to finish
 //! (the platform's flush) before it reads the outcome.
 
-use super::array::ArrayEngine;
+use super::array::{ArrayEngine, Store};
 use super::members::{AtomicUuid, Health, MemberSet, MemberState};
 use super::platform::{MemberEvent, Platform};
 use super::superblock::{Slot, MAX_SLOTS, UUID_LEN};
-use core::ops::Deref;
 use core::sync::atomic::{AtomicU32, Ordering};
 
 /// Why a member could not be failed on request.
@@ -74,7 +73,7 @@ impl Default for AddRequest {
     }
 }
 
-impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
+impl<M: Store> ArrayEngine<M> {
     /// The member a device added now would take: the first faulty one (if it still holds its
     /// device, the device added becomes a spare and takes over: see [`Self::takeover`]).
     /// `Err` says why none can (`RoleTaken`: none is faulty; a device added is a spare).

@@ -30,7 +30,7 @@ use super::request::{PassResult, Phase, RequestState};
 use super::safe_mode::SafeMode;
 use super::scrub::ScrubState;
 use super::spares::Spares;
-use super::stripe::StripeLocks;
+use super::stripe::{LockTable, MAX_LOCK_SLOTS, MIN_LOCK_SLOTS};
 use super::stripe_hold::Holds;
 use super::superblock::Superblock;
 use core::ops::Deref;
@@ -41,6 +41,65 @@ use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 pub enum EngineError {
     /// The member list does not match the geometry.
     MemberCount { given: usize, expected: u32 },
+    /// The stripe lock table is not a power of two of slots in
+    /// `MIN_LOCK_SLOTS..=MAX_LOCK_SLOTS`, or the log's live table does not match it.
+    LockTable { words: usize, live_words: usize },
+}
+
+/// The memory an engine works in that its platform allocates (the engine allocates nothing,
+/// and stays small enough to build on a kernel stack): the members' states in role order, and
+/// the tables sized by how many requests the array can have in flight
+/// ([`super::stripe::lock_slots_for`]).
+pub trait Store: Deref<Target = [MemberState]> {
+    /// The stripe lock table (`stripe.rs`): one bit per lock slot.
+    fn lock_words(&self) -> &[AtomicU64];
+    /// The log's live slots (`log_write.rs`): one bit per lock slot for each of the two halves
+    /// of the ring, half 0's first.
+    fn live_words(&self) -> &[AtomicU64];
+}
+
+/// The [`Store`] of a platform with vectors of its own (`M` of [`MemberState`]s, `W` of
+/// words).
+#[derive(Debug)]
+pub struct EngineStore<M, W> {
+    pub members: M,
+    pub locks: W,
+    pub live: W,
+}
+
+impl<M, W: Deref<Target = [AtomicU64]>> EngineStore<M, W> {
+    /// The store of `members`, with lock tables of `slots` slots made by `words(count)` (a
+    /// vector of `count` zero words).
+    pub fn new<E>(
+        members: M,
+        slots: u32,
+        mut words: impl FnMut(usize) -> Result<W, E>,
+    ) -> Result<Self, E> {
+        let count = (slots / 64) as usize;
+        Ok(Self {
+            members,
+            locks: words(count)?,
+            live: words(2 * count)?,
+        })
+    }
+}
+
+impl<M: Deref<Target = [MemberState]>, W> Deref for EngineStore<M, W> {
+    type Target = [MemberState];
+
+    fn deref(&self) -> &[MemberState] {
+        &self.members
+    }
+}
+
+impl<M: Deref<Target = [MemberState]>, W: Deref<Target = [AtomicU64]>> Store for EngineStore<M, W> {
+    fn lock_words(&self) -> &[AtomicU64] {
+        &self.locks
+    }
+
+    fn live_words(&self) -> &[AtomicU64] {
+        &self.live
+    }
 }
 
 /// How much of the array still works.
@@ -56,9 +115,8 @@ pub enum ArrayState {
     Failed,
 }
 
-/// The logic of one running array. `M` holds the members' state in role order (a vector the
-/// caller allocated: the engine itself allocates nothing, and stays small enough to build on a
-/// kernel stack).
+/// The logic of one running array. `M` holds the members' state in role order and the tables
+/// sized by the array's queue depth ([`Store`]).
 #[derive(Debug)]
 pub struct ArrayEngine<M> {
     /// The array-wide superblock fields; per-member fields are filled in when writing.
@@ -78,8 +136,9 @@ pub struct ArrayEngine<M> {
     pub(super) frozen: AtomicBool,
     /// Repairs in progress (the worker's own count).
     pub(super) repairs: AtomicU32,
-    /// RAID 5/6 stripe locks.
-    pub(super) stripe_locks: StripeLocks,
+    /// Bumped each time a RAID 5/6 stripe buffer is freed (so a request that failed to get
+    /// one and a buffer freed meanwhile never miss each other).
+    pub(super) buffers_freed: AtomicU64,
     /// RAID 5/6 writes held for the writes that continue them (`stripe_hold.rs`).
     pub(super) holds: Holds,
     /// Members the administrator asked to fail, for the worker (`admin.rs`), and those it
@@ -113,7 +172,7 @@ pub struct ArrayEngine<M> {
     pub(super) log: LogState,
 }
 
-impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
+impl<M: Store> ArrayEngine<M> {
     /// An engine for an array described by `superblock` (array-wide fields) and `geometry`, with
     /// one fresh [`MemberState`] per member in role order. `in_sync`: the copies are known to be
     /// identical.
@@ -130,6 +189,14 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
                 expected: geometry.members(),
             });
         }
+        let (words, live_words) = (members.lock_words().len(), members.live_words().len());
+        let slots = words.saturating_mul(64);
+        if !slots.is_power_of_two()
+            || !(MIN_LOCK_SLOTS as usize..=MAX_LOCK_SLOTS as usize).contains(&slots)
+            || live_words != 2 * words
+        {
+            return Err(EngineError::LockTable { words, live_words });
+        }
         Ok(Self {
             events: AtomicU64::new(superblock.events),
             superblock,
@@ -140,7 +207,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             broken: AtomicBool::new(false),
             frozen: AtomicBool::new(false),
             repairs: AtomicU32::new(0),
-            stripe_locks: StripeLocks::new(),
+            buffers_freed: AtomicU64::new(0),
             holds: Holds::new(),
             fail_requests: AtomicU32::new(0),
             fail_refused: AtomicU32::new(0),
@@ -176,6 +243,17 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
     /// The members, in role order.
     pub fn members(&self) -> &[MemberState] {
         &self.members
+    }
+
+    /// Slots of the stripe lock table (a power of two).
+    pub fn lock_slots(&self) -> u32 {
+        // Checked by `new`: at most MAX_LOCK_SLOTS.
+        (self.members.lock_words().len() * 64) as u32
+    }
+
+    /// The stripe lock table.
+    pub(super) fn locks(&self) -> LockTable<'_> {
+        LockTable::new(self.members.lock_words())
     }
 
     /// The spares.

@@ -19,11 +19,10 @@
 //! The platform finds the entries (`LoggedEntry`, payloads checked); the engine rewrites the
 //! parity through the rebuild buffer, synchronously (the array is not live yet).
 
-use super::array::ArrayEngine;
-use super::members::{MemberSet, MemberState};
+use super::array::{ArrayEngine, Store};
+use super::members::MemberSet;
 use super::platform::{Op, Platform, RebuildIoError};
 use super::ppl::{drop_torn, gf_pow2, plan_replay, sort_entries, LoggedEntry, ReplayPiece};
-use core::ops::Deref;
 
 /// What a replay did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -38,7 +37,7 @@ pub struct ReplayStats {
     pub torn: u64,
 }
 
-impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
+impl<M: Store> ArrayEngine<M> {
     /// The array's start, after [`Self::replay_log`] if it was not clean: the log's heads
     /// held `epoch`; every member's head gets the next one (voiding every entry), so the array
     /// starts with empty rings. Its entries carry the key of the superblock the engine was

@@ -25,18 +25,17 @@
 //!   the epoch is still current and no void is under way (SeqCst on both sides: either the
 //!   worker sees the count or the write sees the change and tries again).
 
-use super::array::ArrayEngine;
+use super::array::{ArrayEngine, Store};
 use super::geometry::MAX_MEMBERS;
 use super::layout::StripeMap;
-use super::members::{MemberSet, MemberState};
+use super::members::MemberSet;
 use super::platform::{LogIo, MemberEvent, Platform, Status, WorkList};
 use super::ppl::BLOCK_BYTES;
 use super::ppl::{
     encode_entry, encode_head, gf_pow2, Entry, EntryKind, LogArea, LogId, ParityKind,
 };
 use super::request::Phase;
-use super::stripe::{Slots, Step, LOCK_SLOTS};
-use core::ops::Deref;
+use super::stripe::{Slots, Step};
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 /// The log's state in memory.
@@ -62,8 +61,6 @@ pub struct LogState {
     wrap_wanted: AtomicBool,
     /// The current half is full on some member: a switch is wanted.
     switch_wanted: AtomicBool,
-    /// By epoch parity, stripe lock slots whose stripes may hold a replayable entry.
-    live: [[AtomicU64; LOCK_SLOTS / 64]; 2],
     /// Counters for DETAIL: entries, barriers, wraps.
     entries: AtomicU64,
     barriers: AtomicU64,
@@ -82,7 +79,6 @@ impl LogState {
             wrapping: AtomicBool::new(false),
             wrap_wanted: AtomicBool::new(false),
             switch_wanted: AtomicBool::new(false),
-            live: [const { [const { AtomicU64::new(0) }; LOCK_SLOTS / 64] }; 2],
             entries: AtomicU64::new(0),
             barriers: AtomicU64::new(0),
             wraps: AtomicU64::new(0),
@@ -114,36 +110,6 @@ impl LogState {
         )
     }
 
-    fn live_bit(&self, half: usize, slot: u32) -> Option<(&AtomicU64, u64)> {
-        let word = self.live.get(half)?.get((slot / 64) as usize)?;
-        Some((word, 1u64 << (slot % 64)))
-    }
-
-    /// Whether any of `slots` may hold a replayable entry.
-    fn is_live(&self, slots: Slots) -> bool {
-        (0..slots.count()).any(|i| {
-            (0..2).any(|h| {
-                self.live_bit(h, slots.nth(i))
-                    .is_some_and(|(w, b)| w.load(Ordering::SeqCst) & b != 0)
-            })
-        })
-    }
-
-    fn set_live(&self, half: usize, slots: Slots) {
-        for i in 0..slots.count() {
-            if let Some((w, b)) = self.live_bit(half, slots.nth(i)) {
-                w.fetch_or(b, Ordering::SeqCst);
-            }
-        }
-    }
-
-    /// Forgets the live runs of half `half` (its entries are void now).
-    fn clear_live(&self, half: usize) {
-        for w in self.live.get(half).into_iter().flatten() {
-            w.store(0, Ordering::SeqCst);
-        }
-    }
-
     /// Empties half `half` of every member's ring.
     fn reset_half(&self, half: usize) {
         for c in self.cursors.get(half).into_iter().flatten() {
@@ -168,6 +134,51 @@ impl LogState {
     }
 }
 
+/// By epoch parity, the lock slots whose stripes may hold a replayable entry: one bit per
+/// slot for each half of the ring, half 0's first (the engine's [`Store::live_words`]).
+struct LiveSlots<'a> {
+    words: &'a [AtomicU64],
+}
+
+impl LiveSlots<'_> {
+    /// The word and bit of lock slot `slot` in half `half`.
+    fn bit(&self, half: usize, slot: u32) -> Option<(&AtomicU64, u64)> {
+        let per_half = self.words.len() / 2;
+        let at = (slot / 64) as usize;
+        if at >= per_half {
+            return None;
+        }
+        let word = self.words.get(half * per_half + at)?;
+        Some((word, 1u64 << (slot % 64)))
+    }
+
+    /// Whether any of `slots` may hold a replayable entry.
+    fn any(&self, slots: Slots) -> bool {
+        (0..slots.count()).any(|i| {
+            (0..2).any(|h| {
+                self.bit(h, slots.nth(i))
+                    .is_some_and(|(w, b)| w.load(Ordering::SeqCst) & b != 0)
+            })
+        })
+    }
+
+    fn set(&self, half: usize, slots: Slots) {
+        for i in 0..slots.count() {
+            if let Some((w, b)) = self.bit(half, slots.nth(i)) {
+                w.fetch_or(b, Ordering::SeqCst);
+            }
+        }
+    }
+
+    /// Forgets the live slots of half `half` (its entries are void now).
+    fn clear(&self, half: usize) {
+        let per_half = self.words.len() / 2;
+        for w in self.words.iter().skip(half * per_half).take(per_half) {
+            w.store(0, Ordering::SeqCst);
+        }
+    }
+}
+
 /// What a slice logs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum LogNeed {
@@ -179,7 +190,7 @@ pub(super) enum LogNeed {
     Barrier,
 }
 
-impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
+impl<M: Store> ArrayEngine<M> {
     /// The array has a partial parity log.
     pub fn has_log(&self) -> bool {
         self.log.area.is_some()
@@ -188,6 +199,12 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
     /// The log's state (for DETAIL and the platform's replay).
     pub fn log(&self) -> &LogState {
         &self.log
+    }
+
+    fn live_slots(&self) -> LiveSlots<'_> {
+        LiveSlots {
+            words: self.members.live_words(),
+        }
     }
 
     /// Whose entries this array writes: its UUID and the key its superblocks record (a new
@@ -328,7 +345,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             payload_crc: 0,
             targets: members,
         };
-        log.set_live(half, slice.slots);
+        self.live_slots().set(half, slice.slots);
         stripe.set_step(Step::Log);
         state.begin_pass(Phase::Stripe);
         // Headers first (each target's, or one barrier for all), then the writes.
@@ -378,7 +395,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             LogNeed::None
         } else if !full {
             LogNeed::Partial
-        } else if self.log.is_live(slots) {
+        } else if self.live_slots().any(slots) {
             LogNeed::Barrier
         } else {
             LogNeed::None
@@ -422,7 +439,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             // those writes durable first and voids the half.
             self.write_heads(p, epoch);
             log.live_from.store(epoch, Ordering::SeqCst);
-            log.clear_live((live_from % 2) as usize);
+            self.live_slots().clear((live_from % 2) as usize);
         }
         if log.switch_wanted.load(Ordering::SeqCst) && log.live_from.load(Ordering::SeqCst) == epoch
         {
@@ -471,7 +488,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         self.write_heads(p, epoch);
         for half in 0..2 {
             log.reset_half(half);
-            log.clear_live(half);
+            self.live_slots().clear(half);
         }
         log.live_from.store(epoch, Ordering::SeqCst);
         log.epoch.store(epoch, Ordering::SeqCst);

@@ -8,14 +8,13 @@
 //! fails is failed in turn (unless it holds the last copy of some data), and the update is
 //! repeated until every failure is recorded on some working member.
 
-use super::array::{ArrayEngine, ArrayState};
+use super::array::{ArrayEngine, ArrayState, Store};
 use super::members::{Health, MemberSet, MemberState};
 use super::platform::{MemberEvent, MetadataError, Platform};
 use super::superblock::{Slot, Superblock};
-use core::ops::Deref;
 use core::sync::atomic::Ordering;
 
-impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
+impl<M: Store> ArrayEngine<M> {
     /// Stops using member `member` after an error (`why`, for the log). Refused where it holds
     /// the last copy of some data: the array is then broken (no more writes) and this returns
     /// false. True if the member is out of use, now or before. The worker only.

@@ -17,7 +17,7 @@
 //!   at the end; a superblock write is `PREFLUSH`, so the copied data is durable before the
 //!   offset that claims it. A stop or crash resumes from the last checkpoint.
 
-use super::array::ArrayEngine;
+use super::array::{ArrayEngine, Store};
 use super::geometry::Piece;
 use super::layout::Role;
 use super::members::{MemberSet, MemberState};
@@ -26,7 +26,6 @@ use super::platform::{Computed, MemberEvent, Op, Platform, RebuildIo, MAX_REBUIL
 use super::rate::RateMeter;
 use super::request::{Phase, RequestState};
 use super::superblock::RECOVERY_COMPLETE;
-use core::ops::Deref;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 /// Sectors of each column of the rebuild buffer (128 KiB).
@@ -182,7 +181,7 @@ fn writing(r: &RequestState) -> bool {
     r.op().is_write() && (r.pending() > 0 || r.phase() == Phase::Stripe)
 }
 
-impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
+impl<M: Store> ArrayEngine<M> {
     /// Stops rebuild (and scrub) steps from starting until [`Self::release_rebuild`]: for a caller that
     /// needs the worker idle (it flushes the worker after this), and for good when the array
     /// stops. Any context.

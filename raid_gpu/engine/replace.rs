@@ -21,13 +21,12 @@
 //!   [`ArrayEngine::replacement`], moves the device as its stage says, and posts
 //!   [`ArrayEngine::request_replace_end`], on which the worker records the outcome.
 
-use super::array::ArrayEngine;
+use super::array::{ArrayEngine, Store};
 use super::geometry::MAX_MEMBERS;
 use super::members::{AtomicUuid, MemberSet, MemberState};
 use super::platform::{MemberEvent, Platform};
 use super::scrub::ScrubProgress;
 use super::superblock::UUID_LEN;
-use core::ops::Deref;
 use core::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 
 code_enum! {
@@ -121,7 +120,7 @@ impl Default for ReplaceState {
     }
 }
 
-impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
+impl<M: Store> ArrayEngine<M> {
     /// The member index the replacement's I/O goes to: one past the roles.
     pub fn replacement_index(&self) -> u32 {
         self.geometry.members()

@@ -14,11 +14,9 @@
 //!   the flag down and waits for the worker to mark the array dirty again.
 //! - RAID 0 has nothing to resync: it is never marked dirty.
 
-use super::array::ArrayEngine;
-use super::members::MemberState;
+use super::array::{ArrayEngine, Store};
 use super::platform::{Op, Platform};
 use super::request::{Phase, RequestState};
-use core::ops::Deref;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 /// The quiet period by default, milliseconds (md's default too).
@@ -70,7 +68,7 @@ fn writing(r: &RequestState) -> bool {
     r.op().is_write() && (r.pending() > 0 || r.phase() == Phase::Stripe)
 }
 
-impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
+impl<M: Store> ArrayEngine<M> {
     /// The superblocks say "not clean", or need not (RAID 0, or a broken array whose writes
     /// fail anyway): a write may go.
     pub(super) fn write_may_go(&self) -> bool {

@@ -40,15 +40,14 @@
 //!   fixed copy, the one the resync keeps);
 //! - a stop pauses it; `repair` goes on from its position; `check` waits for it.
 
-use super::array::{ArrayEngine, ArrayState};
+use super::array::{ArrayEngine, ArrayState, Store};
 use super::geometry::Piece;
 use super::layout::Recovery;
-use super::members::{MemberSet, MemberState};
+use super::members::MemberSet;
 use super::parity::{ParityJob, ParityOp};
 use super::platform::{Computed, MemberEvent, Op, Platform, RebuildIo, MAX_REBUILD_BATCH};
 use super::rebuild::REBUILD_COLUMN_SECTORS;
 use super::superblock::RECOVERY_COMPLETE;
-use core::ops::Deref;
 use core::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 
 /// What a scrub does.
@@ -153,7 +152,7 @@ pub struct ScrubProgress {
     pub stalled: bool,
 }
 
-impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
+impl<M: Store> ArrayEngine<M> {
     /// Starts a scrub from the start (a running one starts over in `mode`) and kicks the
     /// worker.
     /// While a resync is pending a check is refused and a repair goes on with the resync.

@@ -11,7 +11,7 @@
 //! member I/O and parity completions:
 //!
 //! 1. **Lock** the request's stripes: one lock bit per slot of a table hashed by stripe
-//!    number ([`LOCK_SLOTS`], far more than the requests an array has in flight), taken in
+//!    number ([`lock_slots_for`]: sixteen per request the array can have in flight), taken in
 //!    ascending slot order ([`Slots::nth`]), so requests over a common stripe run one after
 //!    the other and all others in parallel on as many CPUs as the work queue has (no
 //!    array-wide lock anywhere). A request that finds a slot taken waits on that slot's own
@@ -55,52 +55,80 @@
 //! - a **write error** fails the member (or refuses when that would lose data: then the
 //!   request fails); the slice goes on (the parity written covers the member's data).
 
-use super::array::{ArrayEngine, ArrayState};
+use super::array::{ArrayEngine, ArrayState, Store};
 use super::geometry::{Geometry, MAX_MEMBERS};
 use super::layout::{Recovery, Role, StripeMap};
 use super::log_write::{LogNeed, LoggedSlice};
-use super::members::{MemberSet, MemberState};
+use super::members::MemberSet;
 use super::parity::{Columns, ParityJob, ParityOp};
 use super::platform::{MemberEvent, MemberIo, Op, PieceInfo, Platform, Source, Status, WorkList};
 use super::ppl::MAX_LOGGED_SECTORS;
 use super::request::{Phase, RequestState};
 use super::stripe_hold::Gathered;
-use core::ops::Deref;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
-/// Lock slots per array. Stripe `s` uses slot `s % LOCK_SLOTS`: the stripes of a run (at most
-/// a few hundred) never share one, and a collision only makes two unrelated stripes take turns.
-/// Sixteen times an array's queue depth on one CPU (256): with 128 random writes in flight,
-/// one in 32 finds a slot of another's (256 slots of whole runs made that two in five).
-pub const LOCK_SLOTS: usize = 4096;
+/// The fewest lock slots an array has. Stripe `s` uses slot `s % slots`: the stripes of a
+/// run (at most a few hundred) never share one, and a collision only makes two unrelated
+/// stripes take turns.
+pub const MIN_LOCK_SLOTS: u32 = 4096;
+/// The most: 8 KiB of lock bits, 16 KiB of the log's live bits, and the platform's two wait
+/// lists per slot.
+pub const MAX_LOCK_SLOTS: u32 = 1 << 16;
+
+/// The lock slots of an array that can have `requests` in flight (every hardware queue's
+/// depth): sixteen per request, as a power of two in `MIN_LOCK_SLOTS..=MAX_LOCK_SLOTS`, so
+/// that a write finds a slot of an unrelated one taken at most once in sixteen times (with
+/// 128 random writes in flight over 4096 slots, one in 32 did; 256 slots of whole runs made
+/// that two in five).
+pub fn lock_slots_for(requests: u32) -> u32 {
+    requests
+        .saturating_mul(16)
+        .checked_next_power_of_two()
+        .unwrap_or(MAX_LOCK_SLOTS)
+        .clamp(MIN_LOCK_SLOTS, MAX_LOCK_SLOTS)
+}
 
 /// The lock slots of a request's consecutive stripes: `count` of them from `first`, wrapping
-/// at the end of the table.
+/// at the end of the table of `n` slots.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Slots {
     pub(super) first: u32,
     pub(super) count: u32,
+    n: u32,
 }
 
 impl Slots {
-    /// The slots of `count` stripes from the one in slot `first` (at most [`LOCK_SLOTS`]).
-    fn new(first: u32, count: u32) -> Self {
-        let n = LOCK_SLOTS as u32;
+    /// The slots of `count` stripes from the one in slot `first` (at most `n`) of a table of
+    /// `n` (not 0).
+    fn new(first: u32, count: u32, n: u32) -> Self {
+        let n = n.max(1);
         Self {
             first: first % n,
             count: count.min(n),
+            n,
         }
+    }
+
+    /// The slots of `count` stripes from stripe `stripe`, in a table of `n`.
+    pub(super) fn of(stripe: u64, count: u32, n: u32) -> Self {
+        let n = n.max(1);
+        // Below `n`: lossless.
+        Self::new((stripe % u64::from(n)) as u32, count, n)
     }
 
     /// The slot of stripe `t` of the request.
     fn of_stripe(&self, t: u64) -> u32 {
-        ((u64::from(self.first) + t) % LOCK_SLOTS as u64) as u32
+        ((u64::from(self.first) + t) % u64::from(self.n)) as u32
     }
 
     /// The slots of stripes `[t, u]` of the request.
     pub(super) fn stripes(&self, t: u64, u: u64) -> Self {
         let count = u.saturating_sub(t).saturating_add(1);
-        Self::new(self.of_stripe(t), u32::try_from(count).unwrap_or(u32::MAX))
+        Self::new(
+            self.of_stripe(t),
+            u32::try_from(count).unwrap_or(u32::MAX),
+            self.n,
+        )
     }
 
     pub(super) fn count(&self) -> u32 {
@@ -114,7 +142,7 @@ impl Slots {
     /// take them in (`stripe_hold.rs`), not at its first.
     pub(super) fn nth(&self, i: u32) -> u32 {
         let i = self.count.saturating_sub(1).saturating_sub(i);
-        let wrapped = (self.first + self.count).saturating_sub(LOCK_SLOTS as u32);
+        let wrapped = (self.first + self.count).saturating_sub(self.n);
         if i < wrapped {
             i
         } else {
@@ -150,33 +178,20 @@ struct SlicePlan {
     columns: Columns,
 }
 
-/// The array's stripe locks (one bit per slot: the engine stays small enough to be built on a
-/// kernel stack) and buffer-wait generation.
-#[derive(Debug)]
-pub struct StripeLocks {
-    bits: [AtomicU64; LOCK_SLOTS / 64],
-    /// Bumped each time a buffer is freed (so a request that failed to get one and a buffer
-    /// freed meanwhile never miss each other).
-    freed: AtomicU64,
+/// The array's stripe locks: one bit per slot, in words its platform allocated
+/// ([`super::array::Store`]).
+pub(super) struct LockTable<'a> {
+    words: &'a [AtomicU64],
 }
 
-impl Default for StripeLocks {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl StripeLocks {
-    pub const fn new() -> Self {
-        Self {
-            bits: [const { AtomicU64::new(0) }; LOCK_SLOTS / 64],
-            freed: AtomicU64::new(0),
-        }
+impl<'a> LockTable<'a> {
+    pub(super) fn new(words: &'a [AtomicU64]) -> Self {
+        Self { words }
     }
 
     /// The word and bit of `slot`.
     fn bit(&self, slot: u32) -> Option<(&AtomicU64, u64)> {
-        let word = self.bits.get((slot / 64) as usize)?;
+        let word = self.words.get((slot / 64) as usize)?;
         Some((word, 1u64 << (slot % 64)))
     }
 
@@ -404,6 +419,7 @@ impl Span {
     fn new(
         g: &Geometry,
         data_offset: u64,
+        lock_slots: u32,
         start: u64,
         sectors: u64,
         cover_end: u64,
@@ -424,11 +440,8 @@ impl Span {
         Some(Self {
             map: g.stripe_map(first)?,
             stripes: last - first + 1,
-            // Below LOCK_SLOTS, and at most a run of stripes: lossless.
-            slots: Slots::new(
-                (first % LOCK_SLOTS as u64) as u32,
-                u32::try_from(last - first + 1).ok()?,
-            ),
+            // At most a run of stripes: lossless.
+            slots: Slots::of(first, u32::try_from(last - first + 1).ok()?, lock_slots),
             row_start: first.checked_mul(g.stripe_data_sectors())?,
             chunk: u64::from(g.chunk_sectors()),
             start,
@@ -622,12 +635,13 @@ impl Coalesce {
     }
 }
 
-impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
+impl<M: Store> ArrayEngine<M> {
     /// The rows request `state` covers: its own, and its followers' (`stripe_hold.rs`).
     pub(super) fn span_of(&self, state: &RequestState) -> Option<Span> {
         Span::new(
             &self.geometry,
             self.superblock.data_offset,
+            self.lock_slots(),
             state.start(),
             state.sectors(),
             state.stripe().cover_end.load(Ordering::Relaxed),
@@ -807,7 +821,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
     /// Takes the locks of the request's stripes, or queues `rq` behind the first one another
     /// holds (keeping those it took). True once it holds them all.
     fn stripe_lock<P: Platform>(&self, p: &P, rq: P::Request, span: &Span) -> bool {
-        let locks = &self.stripe_locks;
+        let locks = self.locks();
         let stripe = p.state(rq).stripe();
         let slots = span.slots;
         stripe.slot.store(slots.first, Ordering::Relaxed);
@@ -902,7 +916,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             });
         let mut plan = narrow;
         if !stripe.buffer.load(Ordering::Relaxed) {
-            let freed = self.stripe_locks.freed.load(Ordering::SeqCst);
+            let freed = self.buffers_freed.load(Ordering::SeqCst);
             let got = match wide {
                 Some(w) if p.alloc_buffer(rq, w.columns, w.end - a) => {
                     plan = w;
@@ -912,7 +926,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
             };
             if !got {
                 p.push(WorkList::BufferWait, rq);
-                if self.stripe_locks.freed.load(Ordering::SeqCst) != freed {
+                if self.buffers_freed.load(Ordering::SeqCst) != freed {
                     self.wake_buffer_waiter(p);
                 }
                 return;
@@ -1478,7 +1492,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
     fn drop_buffer<P: Platform>(&self, p: &P, rq: P::Request) {
         if p.state(rq).stripe().buffer.swap(false, Ordering::Relaxed) {
             p.free_buffer(rq);
-            self.stripe_locks.freed.fetch_add(1, Ordering::SeqCst);
+            self.buffers_freed.fetch_add(1, Ordering::SeqCst);
             self.wake_buffer_waiter(p);
         }
     }
@@ -1503,17 +1517,18 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         self.release_log(p, rq);
         let stripe = state.stripe();
         let held = stripe.held.swap(0, Ordering::Relaxed);
-        let slots = Slots {
-            first: stripe.slot.load(Ordering::Relaxed),
-            count: stripe.slot_count.load(Ordering::Relaxed),
-        };
+        let slots = Slots::new(
+            stripe.slot.load(Ordering::Relaxed),
+            stripe.slot_count.load(Ordering::Relaxed),
+            self.lock_slots(),
+        );
         for i in 0..held {
             let slot = slots.nth(i);
             if slot == slots.last() {
                 // Before its lock goes: nobody else may wake the followers it took in.
                 self.end_followers(p, rq, slot, status);
             }
-            self.stripe_locks.unlock(slot);
+            self.locks().unlock(slot);
             p.take_all(WorkList::StripeWait(slot), |w| p.queue_stripe_work(w));
         }
         self.stripe_left(p);
@@ -1525,7 +1540,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
 #[cfg(test)]
 mod tests {
     extern crate std;
-    use super::{Slots, LOCK_SLOTS};
+    use super::{lock_slots_for, Slots, MAX_LOCK_SLOTS, MIN_LOCK_SLOTS};
     use std::vec::Vec;
 
     /// The slots in the order a request takes them.
@@ -1535,17 +1550,23 @@ mod tests {
 
     #[test]
     fn slots_are_taken_in_descending_order_also_when_they_wrap() {
-        let n = LOCK_SLOTS as u32;
-        assert_eq!(order(Slots::new(7, 3)), [9, 8, 7]);
+        for n in [MIN_LOCK_SLOTS, 2 * MIN_LOCK_SLOTS, MAX_LOCK_SLOTS] {
+            descending_in(n);
+        }
+    }
+
+    fn descending_in(n: u32) {
+        assert_eq!(order(Slots::new(7, 3, n)), [9, 8, 7]);
         // Stripes n-2, n-1, n, n+1: slots n-2, n-1, 0, 1, taken n-1, n-2, 1, 0.
-        assert_eq!(order(Slots::new(n - 2, 4)), [n - 1, n - 2, 1, 0]);
-        assert_eq!(order(Slots::new(n - 1, 1)), [n - 1]);
-        assert_eq!(order(Slots::new(0, 1)), [0]);
+        assert_eq!(order(Slots::new(n - 2, 4, n)), [n - 1, n - 2, 1, 0]);
+        assert_eq!(order(Slots::new(n - 1, 1, n)), [n - 1]);
+        assert_eq!(order(Slots::new(0, 1, n)), [0]);
+        assert_eq!(Slots::of(u64::from(n) * 3 + 5, 2, n), Slots::new(5, 2, n));
         // Every request's order is descending, over exactly its stripes' slots: one global
         // order, so no two requests wait for each other.
         for first in [0, 1, n / 2, n - 3, n - 1] {
             for count in [1, 2, 3, 64, 256] {
-                let slots = Slots::new(first, count);
+                let slots = Slots::new(first, count, n);
                 let got = order(slots);
                 assert!(
                     got.windows(2).all(|w| w[0] > w[1]),
@@ -1562,10 +1583,22 @@ mod tests {
 
     #[test]
     fn a_slices_slots_are_its_stripes_slots() {
-        let n = LOCK_SLOTS as u32;
-        let request = Slots::new(n - 2, 5);
+        let n = MIN_LOCK_SLOTS;
+        let request = Slots::new(n - 2, 5, n);
         assert_eq!(order(request.stripes(0, 0)), [n - 2]);
         assert_eq!(order(request.stripes(1, 2)), [n - 1, 0]);
         assert_eq!(order(request.stripes(2, 4)), [2, 1, 0]);
+    }
+
+    #[test]
+    fn the_lock_table_grows_with_the_queue_depth_within_its_bounds() {
+        assert_eq!(lock_slots_for(0), MIN_LOCK_SLOTS);
+        assert_eq!(lock_slots_for(2 * 256), 8192);
+        assert_eq!(lock_slots_for(3 * 256), 16384);
+        assert_eq!(lock_slots_for(128 * 256), MAX_LOCK_SLOTS);
+        assert_eq!(lock_slots_for(u32::MAX), MAX_LOCK_SLOTS);
+        for r in [1, 255, 4097, 100_000] {
+            assert!(lock_slots_for(r).is_power_of_two());
+        }
     }
 }

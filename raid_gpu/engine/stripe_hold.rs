@@ -36,12 +36,11 @@
 //! the wait list at any time (to find the holder), and must never hide a follower whose data
 //! the adopter is about to copy.
 
-use super::array::ArrayEngine;
-use super::members::{MemberSet, MemberState};
+use super::array::{ArrayEngine, Store};
+use super::members::MemberSet;
 use super::platform::{Op, Platform, Status, WorkList};
 use super::request::{Phase, RequestState};
-use super::stripe::{Span, Step, LOCK_SLOTS};
-use core::ops::Deref;
+use super::stripe::{Span, Step, MAX_LOCK_SLOTS};
 use core::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 
 /// Writes that may hold at once: bounds the memory and locks that wait.
@@ -92,7 +91,7 @@ enum Hold {
 /// One write waiting for its follower.
 #[derive(Debug)]
 struct HoldEntry {
-    /// `token * LOCK_SLOTS + slot + 1` of the holder, 0 when free, [`CLAIMING`] while filled in.
+    /// `token * MAX_LOCK_SLOTS + slot + 1` of the holder, 0 when free, [`CLAIMING`] while filled in.
     key: AtomicU64,
     /// The start of the write it waits for (its end, with its followers).
     want: AtomicU64,
@@ -115,7 +114,7 @@ impl HoldEntry {
 
 fn key_of(token: u64, slot: u32) -> u64 {
     token
-        .saturating_mul(LOCK_SLOTS as u64)
+        .saturating_mul(u64::from(MAX_LOCK_SLOTS))
         .saturating_add(u64::from(slot) + 1)
 }
 
@@ -125,7 +124,8 @@ fn parts_of(key: u64) -> Option<(u64, u32)> {
         return None;
     }
     let k = key - 1;
-    Some((k / LOCK_SLOTS as u64, (k % LOCK_SLOTS as u64) as u32))
+    let n = u64::from(MAX_LOCK_SLOTS);
+    Some((k / n, (k % n) as u32))
 }
 
 /// What the array counts of it (`/sys/kernel/debug/graid/held_stripes`).
@@ -195,7 +195,7 @@ impl Holds {
     }
 }
 
-impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
+impl<M: Store> ArrayEngine<M> {
     /// Counts of adoptions and holds since the array started.
     pub fn hold_counts(&self) -> HoldCounts {
         self.holds.counts()
@@ -423,7 +423,7 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
         // the others were off it: then nobody else wakes those pushed back (SeqCst, as in
         // `stripe_lock`).
         fence(Ordering::SeqCst);
-        if !self.stripe_locks.is_locked(slot) {
+        if !self.locks().is_locked(slot) {
             p.take_all(WorkList::StripeWait(slot), |w| p.queue_stripe_work(w));
         }
     }
@@ -536,11 +536,11 @@ impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
 
 #[cfg(test)]
 mod tests {
-    use super::{key_of, parts_of, CLAIMING, LOCK_SLOTS};
+    use super::{key_of, parts_of, CLAIMING, MAX_LOCK_SLOTS};
 
     #[test]
     fn a_hold_key_names_its_token_and_slot() {
-        for (token, slot) in [(1, 0), (1, LOCK_SLOTS as u32 - 1), (12345, 77)] {
+        for (token, slot) in [(1, 0), (1, MAX_LOCK_SLOTS - 1), (12345, 77)] {
             assert_eq!(parts_of(key_of(token, slot)), Some((token, slot)));
         }
         assert_eq!(parts_of(0), None);

@@ -18,14 +18,13 @@
 //! - Discard errors never fail a member, nor the request (the I/O path drops them, as md does:
 //!   discarded data is undefined anyway).
 
-use super::array::ArrayEngine;
-use super::members::{MemberSet, MemberState};
+use super::array::{ArrayEngine, Store};
+use super::members::MemberSet;
 use super::platform::{MemberEvent, Op, Platform, Status, WorkList};
 use super::request::{Phase, RequestState};
-use core::ops::Deref;
 use core::sync::atomic::Ordering;
 
-impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
+impl<M: Store> ArrayEngine<M> {
     /// The worker's body: the platform runs it in process context, one call at a time, whenever
     /// the engine kicked it. May sleep (superblock writes, waiting for writes to drain).
     pub fn work<P: Platform>(&self, p: &P) {

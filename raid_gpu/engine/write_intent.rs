@@ -17,20 +17,20 @@
 //! The platform owns the region states and the on-disk blocks (`Metadata::bitmap`); without a
 //! bitmap none of this runs.
 
-use super::array::{ArrayEngine, ArrayState};
+use super::array::{ArrayEngine, ArrayState, Store};
 use super::bitmap::{encode_block, RegionState, Regions, BITS_PER_BLOCK};
-use super::members::{MemberSet, MemberState};
+use super::members::MemberSet;
 use super::platform::{MemberEvent, Op, Platform};
 use super::request::RequestState;
 use super::superblock::{Superblock, RECOVERY_COMPLETE};
-use core::ops::{Deref, Range};
+use core::ops::Range;
 use core::sync::atomic::Ordering;
 
 /// How often the worker looks for idle regions to clear by default, milliseconds (md's
 /// daemon_sleep).
 pub const DEFAULT_CLEAN_INTERVAL_MS: u32 = 5000;
 
-impl<M: Deref<Target = [MemberState]>> ArrayEngine<M> {
+impl<M: Store> ArrayEngine<M> {
     /// The regions the request's write dirties (none for other requests).
     fn request_regions(&self, regions: &Regions, state: &RequestState) -> Range<u64> {
         match state.op() {

@@ -28,7 +28,7 @@ use std::time::Instant;
 
 /// A platform that completes every member I/O inline and keeps count.
 struct Null {
-    engine: ArrayEngine<Vec<MemberState>>,
+    engine: ArrayEngine<graid_sim::host::Store>,
     state: RequestState,
     /// The one segment of the current request.
     segment: Cell<(u64, u64)>,
@@ -246,7 +246,8 @@ fn main() {
         let states = (0..members)
             .map(|m| MemberState::new([m as u8; 16], m))
             .collect();
-        let engine = ArrayEngine::new(superblock(&geometry, level, chunk), geometry, states, true)
+        let store = graid_sim::host::store(states, 1);
+        let engine = ArrayEngine::new(superblock(&geometry, level, chunk), geometry, store, true)
             .expect("engine");
         let null = Null {
             engine,

@@ -1,7 +1,7 @@
 //! The host platform: in-memory members with injectable faults, request slots, a completion
 //! queue, the worker's lists and the worker thread.
 
-use graid_engine::array::ArrayEngine;
+use graid_engine::array::{ArrayEngine, EngineStore};
 use graid_engine::bitmap::{block_bit, RegionState, Regions, BLOCK_BYTES};
 use graid_engine::layout::{Recovery, Role, StripeMap};
 use graid_engine::members::{MemberSet, MemberState};
@@ -15,7 +15,7 @@ use graid_engine::ppl::{
 };
 use graid_engine::rebuild::REBUILD_COLUMN_SECTORS;
 use graid_engine::request::{Phase, RequestState};
-use graid_engine::stripe::SLICE_SECTORS;
+use graid_engine::stripe::{lock_slots_for, SLICE_SECTORS};
 use graid_engine::superblock::{Slot, Superblock};
 use graid_parity::gf;
 use rand::rngs::StdRng;
@@ -326,9 +326,19 @@ pub struct Kick {
     pub timer: Mutex<Option<Instant>>,
 }
 
+/// The engine's memory as the host allocates it.
+pub type Store = EngineStore<Vec<MemberState>, Vec<AtomicU64>>;
+
+/// The store of `members`, its lock tables sized for `requests` in flight.
+pub fn store(members: Vec<MemberState>, requests: usize) -> Store {
+    let requests = u32::try_from(requests).unwrap_or(u32::MAX);
+    let zeros = |n: usize| Ok::<_, ()>((0..n).map(|_| AtomicU64::new(0)).collect());
+    EngineStore::new(members, lock_slots_for(requests), zeros).expect("vectors")
+}
+
 /// The host home of one engine.
 pub struct Host {
-    pub engine: ArrayEngine<Vec<MemberState>>,
+    pub engine: ArrayEngine<Store>,
     pub disks: Vec<MemDisk>,
     pub slots: Vec<RequestSlot>,
     pub data_sectors: u64,

@@ -216,6 +216,7 @@ pub fn host_with(
     let fresh = disks.is_none();
     let geometry = geometry_of(scenario);
     let events = from.map_or(7, |sb| sb.events);
+    let requests = scenario.submitters * scenario.batch;
     let engine = ArrayEngine::new(
         Superblock {
             events,
@@ -236,13 +237,11 @@ pub fn host_with(
             ..superblock(&geometry, scenario.level, scenario.chunk_sectors)
         },
         geometry,
-        members,
+        crate::host::store(members, requests),
         scenario.in_sync,
     )
     .expect("engine");
-    let slots = (0..scenario.submitters * scenario.batch)
-        .map(|_| RequestSlot::default())
-        .collect();
+    let slots = (0..requests).map(|_| RequestSlot::default()).collect();
     let (io_tx, io_rx) = channel::<QueuedIo>();
     let mut disk_rng = StdRng::seed_from_u64(seed ^ 0xd15c);
     let host = Arc::new(Host {

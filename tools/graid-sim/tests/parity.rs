@@ -963,3 +963,51 @@ fn a_lying_helpers_scrub_parity_is_never_written() {
         }
     }
 }
+
+#[test]
+fn an_engine_takes_only_a_lock_table_of_a_power_of_two_of_slots_within_bounds() {
+    use graid_engine::array::{ArrayEngine, EngineError, EngineStore};
+    use graid_engine::geometry::Geometry;
+    use graid_engine::members::MemberState;
+    use graid_engine::stripe::{lock_slots_for, MAX_LOCK_SLOTS, MIN_LOCK_SLOTS};
+    use graid_sim::stress::superblock;
+    use std::sync::atomic::AtomicU64;
+
+    let level = Level::Raid5(ParityLayout::LeftSymmetric);
+    let geometry = Geometry::new(level, 4, 16, 1 << 20).expect("geometry");
+    let words = |n: usize| (0..n).map(|_| AtomicU64::new(0)).collect::<Vec<_>>();
+    let engine = |locks: usize, live: usize| {
+        let members = (0..4)
+            .map(|m| MemberState::new([m as u8; 16], m))
+            .collect::<Vec<_>>();
+        let store = EngineStore {
+            members,
+            locks: words(locks),
+            live: words(live),
+        };
+        ArrayEngine::new(superblock(&geometry, level, 16), geometry, store, true)
+    };
+    for slots in [MIN_LOCK_SLOTS, lock_slots_for(2 * 256), MAX_LOCK_SLOTS] {
+        let n = slots as usize / 64;
+        let engine = engine(n, 2 * n).expect("a table in bounds");
+        assert_eq!(engine.lock_slots(), slots);
+    }
+    for (locks, live) in [
+        (
+            MIN_LOCK_SLOTS as usize / 64 + 1,
+            2 * (MIN_LOCK_SLOTS as usize / 64 + 1),
+        ),
+        (MIN_LOCK_SLOTS as usize / 128, MIN_LOCK_SLOTS as usize / 64),
+        (MAX_LOCK_SLOTS as usize / 32, MAX_LOCK_SLOTS as usize / 16),
+        (MIN_LOCK_SLOTS as usize / 64, MIN_LOCK_SLOTS as usize / 64),
+    ] {
+        assert_eq!(
+            engine(locks, live).err(),
+            Some(EngineError::LockTable {
+                words: locks,
+                live_words: live
+            }),
+            "{locks} lock words, {live} live words"
+        );
+    }
+}
