@@ -323,11 +323,24 @@ unsafe extern "C" fn stripe_work_fn(work: *mut bindings::work_struct) {
 }
 
 /// The engine of an array, its memory in kernel vectors.
-pub(crate) type Engine = ArrayEngine<EngineStore<KVec<MemberState>, KVec<AtomicU64>>>;
+pub(crate) type Engine = ArrayEngine<Store>;
+
+/// The engine's memory in kernel vectors.
+type Store = EngineStore<KVec<MemberState>, KVec<AtomicU64>>;
 
 /// The stripe lock slots of an array: sixteen per request its disk can have in flight.
 fn lock_slots() -> u32 {
     lock_slots_for(blk_mq::max_requests())
+}
+
+/// The engine's memory: the members' states and the lock tables. Not inlined: its vectors'
+/// temporaries stay out of the frame that builds the engine.
+#[inline(never)]
+fn engine_store(
+    superblock: &Superblock,
+    members: &[Option<Member>],
+) -> Result<Store> {
+    EngineStore::new(member_states(superblock, members)?, lock_slots(), zeroed_words)
 }
 
 /// `count` words of zeros.
@@ -357,8 +370,7 @@ fn engine_in_place<'a>(
         spares: &[SpareDevice],
         in_sync: bool,
     ) -> Result {
-        let states = member_states(superblock, members)?;
-        let store = EngineStore::new(states, lock_slots(), zeroed_words)?;
+        let store = engine_store(superblock, members)?;
         // Built straight into the slot: a temporary engine (over a KiB) would make this frame
         // pass the kernel's limit.
         // SAFETY: `slot` is valid for writes (the `Init` contract).

@@ -65,6 +65,7 @@ use super::platform::{MemberEvent, MemberIo, Op, PieceInfo, Platform, Source, St
 use super::ppl::MAX_LOGGED_SECTORS;
 use super::request::{Phase, RequestState};
 use super::stripe_hold::Gathered;
+use core::num::{NonZeroU32, NonZeroU64};
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
 /// The fewest lock slots an array has. Stripe `s` uses slot `s % slots`: the stripes of a
@@ -94,31 +95,32 @@ pub fn lock_slots_for(requests: u32) -> u32 {
 pub(super) struct Slots {
     pub(super) first: u32,
     pub(super) count: u32,
-    n: u32,
+    n: NonZeroU32,
 }
 
 impl Slots {
     /// The slots of `count` stripes from the one in slot `first` (at most `n`) of a table of
-    /// `n` (not 0).
+    /// `n` (0 is taken as 1).
     fn new(first: u32, count: u32, n: u32) -> Self {
-        let n = n.max(1);
+        let n = NonZeroU32::new(n).unwrap_or(NonZeroU32::MIN);
         Self {
             first: first % n,
-            count: count.min(n),
+            count: count.min(n.get()),
             n,
         }
     }
 
     /// The slots of `count` stripes from stripe `stripe`, in a table of `n`.
     pub(super) fn of(stripe: u64, count: u32, n: u32) -> Self {
-        let n = n.max(1);
+        let n = NonZeroU32::new(n).unwrap_or(NonZeroU32::MIN);
         // Below `n`: lossless.
-        Self::new((stripe % u64::from(n)) as u32, count, n)
+        Self::new((stripe % NonZeroU64::from(n)) as u32, count, n.get())
     }
 
     /// The slot of stripe `t` of the request.
     fn of_stripe(&self, t: u64) -> u32 {
-        ((u64::from(self.first) + t) % u64::from(self.n)) as u32
+        // Below `n`: lossless.
+        ((u64::from(self.first) + t) % NonZeroU64::from(self.n)) as u32
     }
 
     /// The slots of stripes `[t, u]` of the request.
@@ -127,7 +129,7 @@ impl Slots {
         Self::new(
             self.of_stripe(t),
             u32::try_from(count).unwrap_or(u32::MAX),
-            self.n,
+            self.n.get(),
         )
     }
 
@@ -142,7 +144,7 @@ impl Slots {
     /// take them in (`stripe_hold.rs`), not at its first.
     pub(super) fn nth(&self, i: u32) -> u32 {
         let i = self.count.saturating_sub(1).saturating_sub(i);
-        let wrapped = (self.first + self.count).saturating_sub(self.n);
+        let wrapped = (self.first + self.count).saturating_sub(self.n.get());
         if i < wrapped {
             i
         } else {
