@@ -127,7 +127,11 @@ fn an_entry_header_checksums_its_fields_and_reads_the_whole_block_format_too() {
     for at in [0x28, 0x30, 0x54, 0x80, fields - 1, fields] {
         let mut torn = block;
         torn[at] ^= 1;
-        assert_eq!(decode_entry(&ID, &torn), Err(EntryError::NotEntry), "byte {at:#x}");
+        assert_eq!(
+            decode_entry(&ID, &torn),
+            Err(EntryError::NotEntry),
+            "byte {at:#x}"
+        );
     }
     // Version 1 (logs of graid before it): the checksum in the last four bytes covers the
     // block.
