@@ -38,6 +38,7 @@ use crate::superblock_io::SuperblockWriter;
 use core::ptr;
 use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use kernel::{
+    alloc::KVVec,
     bindings, new_mutex,
     prelude::*,
     sync::Mutex,
@@ -120,9 +121,9 @@ pub(crate) struct ArrayIo {
     parked: WaitList,
     /// RAID 5/6: the stripe steps' queue, the lock and buffer waiters, the reserve buffer.
     stripe_queue: WorkQueue,
-    stripe_waits: KVec<WaitList>,
+    stripe_waits: KVVec<WaitList>,
     /// Per slot: the writes its lock's holder took in (`stripe_hold.rs`).
-    adopted: KVec<WaitList>,
+    adopted: KVVec<WaitList>,
     buffer_wait: WaitList,
     /// Requests waiting for the partial parity log to wrap.
     log_wait: WaitList,
@@ -285,14 +286,15 @@ fn rebuild_buffer(geometry: &Geometry) -> Result<Option<KBox<StripeBuffer>>> {
     Ok(Some(StripeBuffer::new(columns, bytes, false, GFP_KERNEL)?))
 }
 
-/// One wait list per stripe lock slot (none for RAID 0/1/10).
-fn lock_wait_lists(geometry: &Geometry) -> Result<KVec<WaitList>> {
+/// One wait list per stripe lock slot (none for RAID 0/1/10): up to 512 KiB, so not
+/// necessarily contiguous.
+fn lock_wait_lists(geometry: &Geometry) -> Result<KVVec<WaitList>> {
     let count = if geometry.level().has_parity() {
         lock_slots() as usize
     } else {
         0
     };
-    let mut lists = KVec::with_capacity(count, GFP_KERNEL)?;
+    let mut lists = KVVec::with_capacity(count, GFP_KERNEL)?;
     for _ in 0..count {
         lists.push(WaitList::default(), GFP_KERNEL)?;
     }
