@@ -165,6 +165,9 @@ pub struct ArrayEngine<M> {
     pub(super) bitmap_clean_at: AtomicU64,
     /// How often it looks, milliseconds.
     pub(super) bitmap_clean_ms: AtomicU32,
+    /// A write found the bit of one of its regions missing on disk since the worker last
+    /// looked (`write_intent.rs`).
+    pub(super) bits_wanted: AtomicBool,
     /// Events of the newest superblock written while every member was in sync (see
     /// `Superblock::bitmap_events`).
     pub(super) bitmap_events: AtomicU64,
@@ -220,6 +223,7 @@ impl<M: Store> ArrayEngine<M> {
             safe_mode: SafeMode::new(),
             bitmap_clean_at: AtomicU64::new(0),
             bitmap_clean_ms: AtomicU32::new(super::write_intent::DEFAULT_CLEAN_INTERVAL_MS),
+            bits_wanted: AtomicBool::new(false),
             bitmap_events: AtomicU64::new(superblock.bitmap_events),
             log: LogState::new(
                 superblock

@@ -63,7 +63,13 @@ impl<M: Store> ArrayEngine<M> {
                 s.start_write();
             }
         }
-        span().iter().all(|s| s.on_disk())
+        if span().iter().all(|s| s.on_disk()) {
+            return true;
+        }
+        // After the count (SeqCst): the worker's look either finds this write's region, or
+        // comes after this store.
+        self.bits_wanted.store(true, Ordering::SeqCst);
+        false
     }
 
     /// The request ends: uncounted from its regions. Any context.
@@ -89,6 +95,11 @@ impl<M: Store> ArrayEngine<M> {
         let Some((regions, states)) = p.bitmap() else {
             return;
         };
+        // Only when a write found a bit missing since the last look: not a walk of every
+        // region at every run of the worker.
+        if !self.bits_wanted.swap(false, Ordering::SeqCst) {
+            return;
+        }
         for block in 0..regions.blocks() {
             let first = block.saturating_mul(BITS_PER_BLOCK);
             let range =
@@ -109,6 +120,10 @@ impl<M: Store> ArrayEngine<M> {
                 } else {
                     s.block_not_written();
                 }
+            }
+            if !written {
+                // Its writes still wait: the next look tries again.
+                self.bits_wanted.store(true, Ordering::SeqCst);
             }
         }
     }
