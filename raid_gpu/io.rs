@@ -539,8 +539,8 @@ impl Requests for ArrayIo {
             WorkList::Parked => self.parked.push(rq),
             WorkList::StripeWait(slot) => match self.stripe_waits.get(slot as usize) {
                 Some(list) => list.push(rq),
-                // Never: slots are below the engine's `lock_slots`, the lists' count. Retried rather
-                // than lost.
+                // Never: the engine's slots are below `lock_slots()`, the lists' count.
+                // Retried rather than lost.
                 None => self.queue_stripe_work(rq),
             },
             WorkList::Adopted(slot) => match self.adopted.get(slot as usize) {

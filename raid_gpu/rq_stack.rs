@@ -13,8 +13,8 @@ use kernel::bindings;
 #[derive(Clone, Copy)]
 pub(crate) struct RqRef(pub(crate) *mut bindings::request);
 
-/// The link field of a request that lists of kind `Self` chain it through (a field of its
-/// driver data): a request may be on one list of each kind at once.
+/// The field of a request's driver data that the lists chain it through (the driver data's
+/// layout is `io.rs`'s, not this file's).
 pub(crate) trait Link {
     fn of<'a>(rq: RqRef) -> &'a AtomicPtr<bindings::request>;
 }

@@ -12,7 +12,7 @@
 //!
 //! 1. **Lock** the request's stripes: one lock bit per slot of a table hashed by stripe
 //!    number ([`lock_slots_for`]: sixteen per request the array can have in flight), taken in
-//!    ascending slot order ([`Slots::nth`]), so requests over a common stripe run one after
+//!    descending slot order ([`Slots::nth`]), so requests over a common stripe run one after
 //!    the other and all others in parallel on as many CPUs as the work queue has (no
 //!    array-wide lock anywhere). A request that finds a slot taken waits on that slot's own
 //!    list, keeping the ones it holds: every request takes slots in the same order, so no two

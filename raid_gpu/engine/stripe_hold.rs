@@ -91,7 +91,8 @@ enum Hold {
 /// One write waiting for its follower.
 #[derive(Debug)]
 struct HoldEntry {
-    /// `token * MAX_LOCK_SLOTS + slot + 1` of the holder, 0 when free, [`CLAIMING`] while filled in.
+    /// `token * MAX_LOCK_SLOTS + slot + 1` of the holder, 0 when free, [`CLAIMING`] while
+    /// filled in.
     key: AtomicU64,
     /// The start of the write it waits for (its end, with its followers).
     want: AtomicU64,
