@@ -5,26 +5,30 @@
 //! The engine reserves each entry's place in a member's ring and hands its write over
 //! (`StripeBuffers::submit_log`). Each member has at most one batch of log writes in flight: an
 //! entry that comes meanwhile waits, and when the batch completes every waiting entry goes
-//! out, those that lie back to back in the ring as one FUA write. Each entry keeps its own
-//! header block, so the ring holds exactly what one write per entry would leave (the replay
-//! scans every block). Under load one FUA write carries many entries; on an idle member an
-//! entry goes at once.
+//! out, those that lie back to back in the ring as one FUA write. Such a run shares one header
+//! block (a group, `ppl::start_group`) with its payloads back to back after it: half the
+//! bytes of a run of 4 KiB entries, and the run's last blocks, reserved for headers of their
+//! own, stay unwritten (the replay scans every block). Under load one FUA write carries many
+//! entries; on an idle member an entry goes at once, with a header of its own.
 //!
 //! No lock: the waiting entries are a lock-free stack per member; `busy` says a batch is in
 //! flight (set by whoever takes the waiting entries, cleared as its last bio completes), and
 //! the one that pushes and the batch that ends each look at the other's change after their own
 //! (SeqCst), so no entry is left waiting with nothing in flight.
 
-use crate::engine::ppl::LogArea;
+use crate::engine::ppl::{
+    add_to_group, start_group, LogArea, LogId, BLOCK_BYTES, MAX_GROUP_ENTRIES,
+};
 use crate::kernel_ext::bio::{self, CloneOp, CloneSet, Target};
 use crate::kernel_ext::work::RequestWork;
 use core::ptr;
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use kernel::{bindings, prelude::*, sync::LockClassKey};
 
-/// The most entries in one write: each takes at most three segments (header, payload,
-/// padding), and the completion keeps one line per entry on its stack.
-const MAX_BATCH: usize = 32;
+/// The most entries in one write: as many as a group block holds. Each takes at most three
+/// segments (header, payload, padding), and the completion keeps one line per entry on its
+/// stack.
+const MAX_BATCH: usize = MAX_GROUP_ENTRIES;
 
 /// Bytes of an entry's header block (`ppl::BLOCK_BYTES`).
 const BLOCK: u32 = 4096;
@@ -35,6 +39,8 @@ pub(crate) trait LogTarget: Sync + Sized {
     fn log_device(&self, member: u32) -> Option<*mut bindings::block_device>;
     /// The batcher of this array.
     fn log_batcher(&self) -> &LogBatcher<Self>;
+    /// Whose entries the array writes (a group block carries it as each entry does).
+    fn log_id(&self) -> LogId;
     /// The log write of request `rq` to `member` (`sectors` of payload) ended with `status`.
     /// Any context.
     fn log_written(
@@ -108,22 +114,26 @@ pub(crate) struct BatchCtx<T> {
 unsafe impl<T> Send for BatchCtx<T> {}
 
 /// Counters of every array's log writes since the module loaded
-/// (`/sys/kernel/debug/graid/log_writes`): entries, and the writes that carried them.
+/// (`/sys/kernel/debug/graid/log_writes`): entries, the writes that carried them, and those
+/// of them that carried a group.
 pub(crate) struct LogWriteStats {
     entries: AtomicU64,
     writes: AtomicU64,
+    groups: AtomicU64,
 }
 
 pub(crate) static LOG_WRITE_STATS: LogWriteStats = LogWriteStats {
     entries: AtomicU64::new(0),
     writes: AtomicU64::new(0),
+    groups: AtomicU64::new(0),
 };
 
 /// Writes [`LOG_WRITE_STATS`] for debugfs.
 pub(crate) fn write_log_stats(_: &(), f: &mut kernel::fmt::Formatter<'_>) -> kernel::fmt::Result {
     let s = &LOG_WRITE_STATS;
     writeln!(f, "entries: {}", s.entries.load(Ordering::Relaxed))?;
-    writeln!(f, "writes: {}", s.writes.load(Ordering::Relaxed))
+    writeln!(f, "writes: {}", s.writes.load(Ordering::Relaxed))?;
+    writeln!(f, "groups: {}", s.groups.load(Ordering::Relaxed))
 }
 
 /// An array's log writes, batched per member.
@@ -232,16 +242,16 @@ impl<T: LogTarget> LogBatcher<T> {
     }
 
     /// Sends the entries from `first` that lie back to back in the ring (at most
-    /// [`MAX_BATCH`]) as one write; returns the entry after them.
+    /// [`MAX_BATCH`]) as one write, several as a group; returns the entry after them.
     fn send_run(&self, target: &T, index: u32, first: *mut LogSlot) -> *mut LogSlot {
         // SAFETY: taken off the waiting stack by this sender: the slots and their requests
         // stay until their writes complete.
         let slot = |p: *mut LogSlot| unsafe { &*p };
-        let (mut count, mut vecs, mut last) = (1u32, 0u16, first);
+        let (mut count, mut vecs, mut last) = (1u32, 1u16, first);
         let after = loop {
             let s = slot(last);
-            // Header, payload, padding.
-            vecs += 1 + u16::from(s.bytes.load(Ordering::Relaxed) > 0) + 1;
+            // Payload, padding (and the header, for an entry alone).
+            vecs += 2;
             let next = s.next.load(Ordering::Relaxed);
             if next.is_null()
                 || count as usize == MAX_BATCH
@@ -284,6 +294,10 @@ impl<T: LogTarget> LogBatcher<T> {
                 return after;
             }
         };
+        if count > 1 {
+            Self::group(target, first, count);
+            LOG_WRITE_STATS.groups.fetch_add(1, Ordering::Relaxed);
+        }
         let mut s = first;
         for i in 0..count {
             let entry = slot(s);
@@ -292,11 +306,14 @@ impl<T: LogTarget> LogBatcher<T> {
             // payload are the request's stripe buffer (kmalloc memory) and the zeros this
             // batcher's, none written or freed before the bio completed.
             unsafe {
-                bio::add_virt(bio, entry.header.load(Ordering::Relaxed), BLOCK);
+                // One header: the entry's, or the group's in the first entry's.
+                if i == 0 {
+                    bio::add_virt(bio, entry.header.load(Ordering::Relaxed), BLOCK);
+                }
                 if bytes > 0 {
                     bio::add_virt(bio, entry.payload.load(Ordering::Relaxed), bytes);
                 }
-                // The next entry starts at the next block.
+                // The next payload starts at the next block.
                 let tail = bytes % BLOCK;
                 if tail != 0 && i + 1 < count {
                     bio::add_virt(bio, self.zeros.as_ptr().cast_mut(), BLOCK - tail);
@@ -314,6 +331,34 @@ impl<T: LogTarget> LogBatcher<T> {
         // SAFETY: the bio is complete; its end_io releases it.
         unsafe { bio::submit(bio) };
         after
+    }
+}
+
+impl<T: LogTarget> LogBatcher<T> {
+    /// Turns the header of `first` into a group block of the `count` entries from it, whose
+    /// payloads then follow it back to back. Only entries with a payload are batched, each
+    /// with a header block of its own in its request's stripe buffer, which nothing reads
+    /// but this write.
+    fn group(target: &T, first: *mut LogSlot, count: u32) {
+        let id = target.log_id();
+        // SAFETY: as in `send_run`: slots taken off the waiting stack by this sender.
+        let slot = |p: *mut LogSlot| unsafe { &*p };
+        // SAFETY: each header is a 4 KiB block of its request's stripe buffer, in flight
+        // with this write only (the first one's is written here, the others' only read).
+        let block = |p: *mut LogSlot| unsafe {
+            &mut *slot(p)
+                .header
+                .load(Ordering::Relaxed)
+                .cast::<[u8; BLOCK_BYTES]>()
+        };
+        let group = block(first);
+        start_group(&id, group);
+        let mut s = slot(first).next.load(Ordering::Relaxed);
+        for _ in 1..count {
+            // `count` is at most MAX_GROUP_ENTRIES: every entry fits.
+            add_to_group(group, block(s));
+            s = slot(s).next.load(Ordering::Relaxed);
+        }
     }
 }
 

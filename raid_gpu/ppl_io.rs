@@ -101,9 +101,10 @@ impl ArrayIo {
                 EIO
             })?;
             pr_info!(
-                "graid: {}: partial parity log replayed: {} entries ({} of writes cut short while logging), {} parity sectors rewritten, {} pieces left alone\n",
+                "graid: {}: partial parity log replayed: {} entries ({} in groups, {} of writes cut short while logging), {} parity sectors rewritten, {} pieces left alone\n",
                 name,
                 scan.entries,
+                scan.grouped,
                 stats.torn,
                 stats.rewritten_sectors,
                 stats.skipped

@@ -31,6 +31,12 @@
 //! (`PREFLUSH | FUA`: every write before it is durable), which voids every older entry at once.
 //! A replay takes only entries of the epoch its members' heads hold.
 //!
+//! Entries that lie back to back in a ring and go to the member in one write share a header
+//! block: a *group* block holds their fields (up to [`MAX_GROUP_ENTRIES`], md's io_unit) and
+//! their payloads follow it back to back, so a run of 4 KiB entries writes half the bytes.
+//! Each entry's place in the ring is still reserved with a header block of its own; a group
+//! leaves the run's last blocks unwritten.
+//!
 //! An entry is also voided, for the rows it covers, by any later entry (by sequence number) on
 //! rows it covers: the later write found the stripe as the earlier one left it. A full-stripe
 //! write over rows whose run may hold a replayable entry therefore logs a *barrier*: a header
@@ -90,6 +96,10 @@ const VERSION: u32 = 1;
 /// logged write. Version 1 entries (checksum over the block) are still read.
 const ENTRY_VERSION: u32 = 2;
 
+const GROUP_MAGIC: [u8; 8] = *b"GRAIDPLG";
+/// The group block's version.
+const GROUP_VERSION: u32 = 1;
+
 /// Byte offsets in a head block.
 mod head {
     pub const MAGIC: usize = 0x00;
@@ -123,10 +133,29 @@ mod entry {
     pub const FIELDS_CHECKSUM: usize = WRITTEN + 8 * super::MAX_MEMBERS as usize;
 }
 
+/// Byte offsets in a group block: several entries' fields in one header block (md's io_unit).
+mod group {
+    pub const MAGIC: usize = 0x00;
+    pub const VERSION: usize = 0x08;
+    /// `u32`: records that follow.
+    pub const COUNT: usize = 0x0C;
+    pub const UUID: usize = 0x10;
+    pub const KEY: usize = 0x20;
+    /// The records: each the first [`super::RECORD_BYTES`] of a version 2 entry header, its
+    /// fields and their checksum; after the last, CRC-32C of the bytes before it.
+    pub const RECORDS: usize = 0x40;
+}
+
+/// Bytes of a group's record: an entry header's fields and their checksum.
+const RECORD_BYTES: usize = entry::FIELDS_CHECKSUM + 4;
+
+/// The most entries a group block holds.
+pub const MAX_GROUP_ENTRIES: usize = (BLOCK_BYTES - group::RECORDS - 4) / RECORD_BYTES;
+
 /// Both blocks: CRC-32C of the bytes before it.
 const CHECKSUM: usize = BLOCK_BYTES - 4;
 
-fn put<const N: usize>(block: &mut [u8; BLOCK_BYTES], at: usize, bytes: [u8; N]) {
+fn put<const N: usize>(block: &mut [u8], at: usize, bytes: [u8; N]) {
     if let Some(field) = block
         .get_mut(at..)
         .and_then(|rest| rest.first_chunk_mut::<N>())
@@ -135,7 +164,7 @@ fn put<const N: usize>(block: &mut [u8; BLOCK_BYTES], at: usize, bytes: [u8; N])
     }
 }
 
-fn get<const N: usize>(block: &[u8; BLOCK_BYTES], at: usize) -> [u8; N] {
+fn get<const N: usize>(block: &[u8], at: usize) -> [u8; N] {
     block
         .get(at..)
         .and_then(|rest| rest.first_chunk::<N>())
@@ -143,11 +172,11 @@ fn get<const N: usize>(block: &[u8; BLOCK_BYTES], at: usize) -> [u8; N] {
         .unwrap_or([0; N])
 }
 
-fn get_u32(block: &[u8; BLOCK_BYTES], at: usize) -> u32 {
+fn get_u32(block: &[u8], at: usize) -> u32 {
     u32::from_le_bytes(get(block, at))
 }
 
-fn get_u64(block: &[u8; BLOCK_BYTES], at: usize) -> u64 {
+fn get_u64(block: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(get(block, at))
 }
 
@@ -166,7 +195,8 @@ fn seal_fields(block: &mut [u8; BLOCK_BYTES]) {
     put(block, entry::FIELDS_CHECKSUM, crc.to_le_bytes());
 }
 
-fn fields_sealed(block: &[u8; BLOCK_BYTES]) -> bool {
+/// Whether an entry's fields (a header block's first bytes, or a group's record) are sealed.
+fn fields_sealed(block: &[u8]) -> bool {
     crc32c(block.get(..entry::FIELDS_CHECKSUM).unwrap_or(&[]))
         == get_u32(block, entry::FIELDS_CHECKSUM)
 }
@@ -388,10 +418,14 @@ pub fn encode_entry(id: &LogId, e: &Entry, block: &mut [u8; BLOCK_BYTES]) {
 /// would not have written: a partial entry of more than [`MAX_LOGGED_SECTORS`] rows, a
 /// barrier of more than [`MAX_BARRIER_SECTORS`].
 pub fn decode_entry(id: &LogId, block: &[u8; BLOCK_BYTES]) -> Result<Entry, EntryError> {
-    if get::<8>(block, entry::MAGIC) != ENTRY_MAGIC
-        || get::<UUID_LEN>(block, entry::UUID) != id.uuid
-        || get::<UUID_LEN>(block, entry::KEY) != id.key
-    {
+    if !carries_id(
+        block,
+        entry::MAGIC,
+        ENTRY_MAGIC,
+        entry::UUID,
+        entry::KEY,
+        id,
+    ) {
         return Err(EntryError::NotEntry);
     }
     let whole = match get_u32(block, entry::VERSION) {
@@ -403,6 +437,26 @@ pub fn decode_entry(id: &LogId, block: &[u8; BLOCK_BYTES]) -> Result<Entry, Entr
     if !whole {
         return Err(EntryError::NotEntry);
     }
+    decode_fields(block)
+}
+
+/// Whether `block` has `magic` at `at_magic` and log `id`'s UUID and key at `at_uuid` and
+/// `at_key`.
+fn carries_id(
+    block: &[u8],
+    at_magic: usize,
+    magic: [u8; 8],
+    at_uuid: usize,
+    at_key: usize,
+    id: &LogId,
+) -> bool {
+    get::<8>(block, at_magic) == magic
+        && get::<UUID_LEN>(block, at_uuid) == id.uuid
+        && get::<UUID_LEN>(block, at_key) == id.key
+}
+
+/// An entry's fields, checked as [`decode_entry`] says (its seal already is).
+fn decode_fields(block: &[u8]) -> Result<Entry, EntryError> {
     let kind = match get_u32(block, entry::KIND) {
         1 => EntryKind::Partial,
         2 => EntryKind::Barrier,
@@ -448,6 +502,126 @@ pub fn decode_entry(id: &LogId, block: &[u8; BLOCK_BYTES]) -> Result<Entry, Entr
         return Err(EntryError::Malformed);
     }
     Ok(e)
+}
+
+/// Turns `block`, a partial entry's header as [`encode_entry`] of log `id` wrote it, into a
+/// group block whose first record is that entry. A run of entries that lie back to back in
+/// the ring, written at once, then takes one header block instead of one each: their payloads
+/// follow the group block back to back, each rounded up to a block, in the records' order,
+/// and the run's last blocks stay unwritten (each entry's place was reserved with a header
+/// block of its own).
+pub fn start_group(id: &LogId, block: &mut [u8; BLOCK_BYTES]) {
+    block.copy_within(..RECORD_BYTES, group::RECORDS);
+    if let Some(head) = block.get_mut(..group::RECORDS) {
+        head.fill(0);
+    }
+    put(block, group::MAGIC, GROUP_MAGIC);
+    put(block, group::VERSION, GROUP_VERSION.to_le_bytes());
+    put(block, group::COUNT, 1u32.to_le_bytes());
+    put(block, group::UUID, id.uuid);
+    put(block, group::KEY, id.key);
+    seal_group(block);
+}
+
+/// Adds the entry of `header` (a partial entry's header as [`encode_entry`] wrote it) to the
+/// group in `block` as its last record, and seals the group again; false if the group holds
+/// [`MAX_GROUP_ENTRIES`] already.
+pub fn add_to_group(block: &mut [u8; BLOCK_BYTES], header: &[u8; BLOCK_BYTES]) -> bool {
+    let count = get_u32(block, group::COUNT) as usize;
+    let at = group::RECORDS + count * RECORD_BYTES;
+    let (Some(to), Some(from)) = (
+        block.get_mut(at..at + RECORD_BYTES),
+        header.get(..RECORD_BYTES),
+    ) else {
+        return false;
+    };
+    if count >= MAX_GROUP_ENTRIES {
+        return false;
+    }
+    to.copy_from_slice(from);
+    put(block, group::COUNT, (count as u32 + 1).to_le_bytes());
+    seal_group(block);
+    true
+}
+
+/// Seals a group block: the checksum after its last record.
+fn seal_group(block: &mut [u8; BLOCK_BYTES]) {
+    let end = group::RECORDS + get_u32(block, group::COUNT) as usize * RECORD_BYTES;
+    let crc = crc32c(block.get(..end).unwrap_or(&[]));
+    put(block, end, crc.to_le_bytes());
+}
+
+/// A group block of a log, its seal checked ([`decode_group`]).
+pub struct Group<'a> {
+    block: &'a [u8; BLOCK_BYTES],
+    count: usize,
+}
+
+impl Group<'_> {
+    /// Entries it holds.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    /// Whether it holds none (never: a group has one entry at least).
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Its `index`th entry, checked as [`decode_entry`] checks a header; only a partial entry
+    /// is ever in a group.
+    pub fn entry(&self, id: &LogId, index: usize) -> Result<Entry, EntryError> {
+        let at = group::RECORDS + index * RECORD_BYTES;
+        let record = self
+            .block
+            .get(at..at + RECORD_BYTES)
+            .filter(|_| index < self.count)
+            .ok_or(EntryError::Malformed)?;
+        // The group is sealed: a record that does not check out was written so.
+        if !carries_id(
+            record,
+            entry::MAGIC,
+            ENTRY_MAGIC,
+            entry::UUID,
+            entry::KEY,
+            id,
+        ) || get_u32(record, entry::VERSION) != ENTRY_VERSION
+            || !fields_sealed(record)
+        {
+            return Err(EntryError::Malformed);
+        }
+        decode_fields(record).and_then(|e| match e.kind {
+            EntryKind::Partial => Ok(e),
+            EntryKind::Barrier => Err(EntryError::Malformed),
+        })
+    }
+}
+
+/// Reads a group block of log `id`: [`EntryError::NotEntry`] if it is not one (never written,
+/// another log's, torn), [`EntryError::Malformed`] if sealed but not a group this code writes.
+pub fn decode_group<'a>(id: &LogId, block: &'a [u8; BLOCK_BYTES]) -> Result<Group<'a>, EntryError> {
+    if !carries_id(
+        block,
+        group::MAGIC,
+        GROUP_MAGIC,
+        group::UUID,
+        group::KEY,
+        id,
+    ) {
+        return Err(EntryError::NotEntry);
+    }
+    if get_u32(block, group::VERSION) != GROUP_VERSION {
+        return Err(EntryError::Malformed);
+    }
+    let count = get_u32(block, group::COUNT) as usize;
+    if count == 0 || count > MAX_GROUP_ENTRIES {
+        return Err(EntryError::Malformed);
+    }
+    let end = group::RECORDS + count * RECORD_BYTES;
+    if crc32c(block.get(..end).unwrap_or(&[])) != get_u32(block, end) {
+        return Err(EntryError::NotEntry);
+    }
+    Ok(Group { block, count })
 }
 
 /// An entry found in a member's log, its payload checked.
@@ -603,6 +777,8 @@ pub struct ScanStats {
     /// Entries of that epoch taken, and refused (damaged payload, malformed header).
     pub entries: u64,
     pub refused: u64,
+    /// Entries taken from group blocks (counted in `entries` too).
+    pub grouped: u64,
     /// Members whose log could not be read.
     pub unreadable: MemberSet,
 }
@@ -639,35 +815,90 @@ pub fn scan_log(
                 stats.unreadable = stats.unreadable.with(m);
                 break;
             }
-            let entry = match decode_entry(id, block) {
-                // The heads' epoch and the one after it (written while the heads moved on).
-                Ok(e) if e.epoch == stats.epoch || e.epoch == stats.epoch.wrapping_add(1) => e,
-                Ok(_) | Err(EntryError::NotEntry) => continue,
-                Err(EntryError::Malformed) => {
-                    stats.refused += 1;
+            let mut found = Found {
+                member: m,
+                at,
+                area,
+                epoch: stats.epoch,
+                stats: &mut stats,
+                reader: &mut *reader,
+                out: &mut *out,
+            };
+            match decode_entry(id, block) {
+                Err(EntryError::NotEntry) => {}
+                entry => {
+                    found.take(entry, 0);
                     continue;
                 }
-            };
-            let payload_sector = sector + BLOCK_SECTORS;
-            let payload = entry.payload_sectors();
-            let fits = at + LogArea::entry_sectors(payload) <= area.ring_sectors;
-            let intact = payload == 0
-                || reader.payload_crc(m, payload_sector, payload) == Some(entry.payload_crc);
-            // A member's log holds only entries sent to it.
-            let ours = entry.targets.is_empty() || entry.targets.contains(m);
-            if fits && intact && ours {
-                stats.entries += 1;
-                out(LoggedEntry {
-                    member: m,
-                    payload_sector,
-                    entry,
-                });
-            } else {
-                stats.refused += 1;
+            }
+            match decode_group(id, block) {
+                Err(EntryError::NotEntry) => {}
+                Err(EntryError::Malformed) => found.stats.refused += 1,
+                Ok(group) => {
+                    // Each payload after the ones before it, from the block after the group's.
+                    let mut offset = 0;
+                    for index in 0..group.len() {
+                        let entry = group.entry(id, index);
+                        if found.take(entry, offset) {
+                            found.stats.grouped += 1;
+                        }
+                        let payload = entry.map_or(0, |e| e.payload_sectors());
+                        offset += payload.div_ceil(BLOCK_SECTORS) * BLOCK_SECTORS;
+                    }
+                }
             }
         }
     }
     stats
+}
+
+/// What [`scan_log`] found at ring offset `at` of `member`'s log.
+struct Found<'a, 'r> {
+    member: u32,
+    at: u64,
+    area: &'a LogArea,
+    epoch: u64,
+    stats: &'a mut ScanStats,
+    reader: &'a mut (dyn LogReader + 'r),
+    out: &'a mut dyn FnMut(LoggedEntry),
+}
+
+impl Found<'_, '_> {
+    /// Takes `entry`, read from the header block at `at` (a group's), if it is of the epoch
+    /// the scan looks for and its payload, `offset` sectors after the header block, is in the
+    /// ring and intact; true if it took it.
+    fn take(&mut self, entry: Result<Entry, EntryError>, offset: u64) -> bool {
+        let entry = match entry {
+            // The heads' epoch and the one after it (written while the heads moved on).
+            Ok(e) if e.epoch == self.epoch || e.epoch == self.epoch.wrapping_add(1) => e,
+            Ok(_) | Err(EntryError::NotEntry) => return false,
+            Err(EntryError::Malformed) => {
+                self.stats.refused += 1;
+                return false;
+            }
+        };
+        let m = self.member;
+        let payload_sector = self.area.ring_sector(self.at) + BLOCK_SECTORS + offset;
+        let payload = entry.payload_sectors();
+        let fits = self.at + offset + LogArea::entry_sectors(payload) <= self.area.ring_sectors;
+        let intact = payload == 0
+            || (fits
+                && self.reader.payload_crc(m, payload_sector, payload) == Some(entry.payload_crc));
+        // A member's log holds only entries sent to it.
+        let ours = entry.targets.is_empty() || entry.targets.contains(m);
+        if fits && intact && ours {
+            self.stats.entries += 1;
+            (self.out)(LoggedEntry {
+                member: m,
+                payload_sector,
+                entry,
+            });
+            true
+        } else {
+            self.stats.refused += 1;
+            false
+        }
+    }
 }
 
 /// `to ^= coef · from`, byte by byte in GF(2^8) with md's polynomial (1 is a plain XOR): a

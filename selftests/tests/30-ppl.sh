@@ -61,6 +61,8 @@ log_entries=$(graid_debug log_writes entries)
 log_writes=$(graid_debug log_writes writes)
 [ "${log_entries:-0}" -ge "$entries" ] || fail "the batcher sent $log_entries entries, the log counts $entries"
 [ "${log_writes:-0}" -lt "$log_entries" ] || fail "no log write carried two entries: $log_writes writes for $log_entries entries"
+log_groups=$(graid_debug log_writes groups)
+[ "${log_groups:-0}" -ge 1 ] || fail "no log write carried a group of entries"
 # Full stripes written where partial writes were logged in the same busy spell void what is
 # logged there (a barrier each); once idle (marked clean) the log starts over.
 fio_verify $dev 12M 4M randwrite 4k-1m

@@ -4,10 +4,10 @@
 
 use graid_engine::members::MemberSet;
 use graid_engine::ppl::{
-    decode_entry, decode_head, drop_torn, encode_entry, encode_head, gf_mul, gf_pow2, log_area_for,
-    plan_replay, scan_log, sort_entries, Entry, EntryError, EntryKind, LogArea, LogId, LogReader,
-    LoggedEntry, ParityKind, ReplayPiece, BLOCK_BYTES, DEFAULT_LOG_AREA, MAX_BARRIER_SECTORS,
-    MAX_LOGGED_SECTORS,
+    add_to_group, decode_entry, decode_group, decode_head, drop_torn, encode_entry, encode_head,
+    gf_mul, gf_pow2, log_area_for, plan_replay, scan_log, sort_entries, start_group, Entry,
+    EntryError, EntryKind, LogArea, LogId, LogReader, LoggedEntry, ParityKind, ReplayPiece,
+    BLOCK_BYTES, DEFAULT_LOG_AREA, MAX_BARRIER_SECTORS, MAX_GROUP_ENTRIES, MAX_LOGGED_SECTORS,
 };
 use graid_engine::stripe::{SLICE_SECTORS, WIDE_SLICE_SECTORS};
 use graid_engine::superblock::Area;
@@ -535,4 +535,153 @@ fn a_header_planted_in_a_payload_is_no_entry() {
         assert_eq!(found, [1], "a planted header was taken for an entry");
         assert_eq!(stats.entries, 1);
     }
+}
+
+/// A header block for `e`.
+fn header(e: &Entry) -> [u8; BLOCK_BYTES] {
+    let mut block = [0u8; BLOCK_BYTES];
+    encode_entry(&ID, e, &mut block);
+    block
+}
+
+/// A group block of `entries`, as the batcher makes it from their headers.
+fn group_of(entries: &[Entry]) -> [u8; BLOCK_BYTES] {
+    let mut block = header(&entries[0]);
+    start_group(&ID, &mut block);
+    for e in &entries[1..] {
+        assert!(add_to_group(&mut block, &header(e)));
+    }
+    block
+}
+
+#[test]
+fn a_group_block_holds_its_entries_and_refuses_damage() {
+    assert_eq!(MAX_GROUP_ENTRIES, 10);
+    let entries: Vec<Entry> = (0..MAX_GROUP_ENTRIES as u64)
+        .map(|i| {
+            let mut e = entry(i + 1, 64 * i, 8 + i, &[(i as u32 % 4, 0, 8)]);
+            e.payload_crc = i as u32;
+            e
+        })
+        .collect();
+    let mut block = group_of(&entries);
+    {
+        let group = decode_group(&ID, &block).expect("a whole group");
+        assert_eq!(group.len(), entries.len());
+        for (i, e) in entries.iter().enumerate() {
+            assert_eq!(group.entry(&ID, i), Ok(*e), "record {i}");
+        }
+        assert_eq!(group.entry(&ID, entries.len()), Err(EntryError::Malformed));
+    }
+    // Full: one more does not fit, and the group stays as it was.
+    let before = block;
+    assert!(!add_to_group(&mut block, &header(&entries[0])));
+    assert_eq!(block, before);
+    // A group is no entry header, nor an entry header a group.
+    assert_eq!(decode_entry(&ID, &block), Err(EntryError::NotEntry));
+    assert!(matches!(
+        decode_group(&ID, &header(&entries[0])),
+        Err(EntryError::NotEntry)
+    ));
+    // Another log's (or a forged one without the key), or torn anywhere up to its checksum:
+    // no group.
+    let other = LogId {
+        uuid: UUID,
+        key: *b"another log key!",
+    };
+    assert!(matches!(
+        decode_group(&other, &block),
+        Err(EntryError::NotEntry)
+    ));
+    let used = 0x40 + entries.len() * 388 + 4;
+    for at in (0..used).step_by(7) {
+        let mut torn = block;
+        torn[at] ^= 0x10;
+        assert!(decode_group(&ID, &torn).is_err(), "byte {at} flipped");
+    }
+    // Past the checksum the block is not read.
+    let mut tail = block;
+    tail[used..].fill(0xa5);
+    assert!(decode_group(&ID, &tail).is_ok());
+    // A barrier is never in a group; sealed all the same: malformed, not skipped.
+    let mut barrier = entries[0];
+    barrier.kind = EntryKind::Barrier;
+    let mut with_barrier = group_of(&entries[..1]);
+    assert!(add_to_group(&mut with_barrier, &header(&barrier)));
+    let group = decode_group(&ID, &with_barrier).expect("sealed");
+    assert_eq!(group.entry(&ID, 0), Ok(entries[0]));
+    assert_eq!(group.entry(&ID, 1), Err(EntryError::Malformed));
+}
+
+/// Member 0's log at epoch 5 with a group of `rows` entries (each `rows[i]` rows, seq i + 1)
+/// at ring offset `at`, the payloads back to back after it, each rounded up to a block, and
+/// intact unless `torn` names one.
+fn log_with_a_group(area: &LogArea, at: u64, rows: &[u64], torn: Option<usize>) -> FakeLogs {
+    let mut logs = FakeLogs::default();
+    let mut block = [0u8; BLOCK_BYTES];
+    encode_head(&UUID, 5, &mut block);
+    logs.blocks.insert((0, area.offset), block);
+    let entries: Vec<Entry> = rows
+        .iter()
+        .enumerate()
+        .map(|(i, &r)| {
+            let mut e = entry(i as u64 + 1, 256 * i as u64, r, &[(1, 0, r as u32)]);
+            e.epoch = 5;
+            e.payload_crc = 100 + i as u32;
+            e
+        })
+        .collect();
+    logs.blocks
+        .insert((0, area.ring_sector(at)), group_of(&entries));
+    let mut payload = area.ring_sector(at) + 8;
+    for (i, e) in entries.iter().enumerate() {
+        let stored = if torn == Some(i) { 0 } else { e.payload_crc };
+        logs.crcs.insert((0, payload), stored);
+        payload += e.sectors.div_ceil(8) * 8;
+    }
+    logs
+}
+
+#[test]
+fn a_scan_takes_a_groups_entries_with_their_payloads_back_to_back() {
+    let area = LogArea::new(DEFAULT_LOG_AREA).unwrap();
+    let rows = [8, 3, 16, 8];
+    let scan = |logs: &mut FakeLogs| {
+        let mut found = Vec::new();
+        let mut block = [0u8; BLOCK_BYTES];
+        let stats = scan_log(
+            &ID,
+            &area,
+            MemberSet::of(0),
+            logs,
+            &mut block,
+            Some(&mut |e| found.push((e.entry.seq, e.payload_sector))),
+        );
+        found.sort_unstable();
+        (stats, found)
+    };
+    let base = area.ring_sector(16) + 8;
+    let (stats, found) = scan(&mut log_with_a_group(&area, 16, &rows, None));
+    assert_eq!(
+        found,
+        [(1, base), (2, base + 8), (3, base + 16), (4, base + 32)],
+        "each payload after the ones before it, rounded up to a block"
+    );
+    assert_eq!((stats.entries, stats.grouped, stats.refused), (4, 4, 0));
+    // A torn payload loses its entry only.
+    let (stats, found) = scan(&mut log_with_a_group(&area, 16, &rows, Some(2)));
+    assert_eq!(found.iter().map(|f| f.0).collect::<Vec<_>>(), [1, 2, 4]);
+    assert_eq!((stats.entries, stats.grouped, stats.refused), (3, 3, 1));
+    // A stale header of an older epoch in the blocks the group left unwritten is void.
+    let mut logs = log_with_a_group(&area, 16, &rows, None);
+    let mut old = entry(9, 0, 8, &[(1, 0, 8)]);
+    old.epoch = 3;
+    logs.blocks
+        .insert((0, area.ring_sector(16 + 8 + 48)), header(&old));
+    assert_eq!(scan(&mut logs).0.entries, 4);
+    // A group whose payloads would run past the ring's end: those entries are refused.
+    let last = area.ring_sectors - 8 - 24;
+    let (stats, found) = scan(&mut log_with_a_group(&area, last, &rows, None));
+    assert_eq!(found.iter().map(|f| f.0).collect::<Vec<_>>(), [1, 2]);
+    assert_eq!(stats.refused, 2);
 }

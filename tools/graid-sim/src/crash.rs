@@ -50,6 +50,8 @@ pub struct Started {
     pub clean: bool,
     /// Parity sectors the log's replay rewrote.
     pub replayed: u64,
+    /// Entries the scan found in group blocks.
+    pub grouped: u64,
 }
 
 /// Starts the array on `disks` (the members by role, then the replacement's device) as the
@@ -156,7 +158,7 @@ pub fn reassemble(
     if let Some(sector) = resync_from {
         engine.set_resync_start(sector);
     }
-    let mut replayed = 0;
+    let (mut replayed, mut grouped) = (0, 0);
     if let Some(area) = engine.log().area() {
         let mut entries = Vec::new();
         let mut block = [0; PPL_BLOCK_BYTES];
@@ -183,6 +185,7 @@ pub fn reassemble(
                 .expect("replay I/O");
             replayed = stats.rewritten_sectors;
         }
+        grouped = scan.grouped;
         engine.start_log(&*host, scan.epoch);
     }
     // The bits whole again on every member, then the superblock that starts the array.
@@ -198,6 +201,7 @@ pub fn reassemble(
         missing,
         clean: freshest.clean,
         replayed,
+        grouped,
     })
 }
 
@@ -242,6 +246,8 @@ pub struct CutOutcome {
     pub writes: u64,
     /// Writes another write took in (`stripe_hold.rs`) before the cut.
     pub adopted: u64,
+    /// Log writes that carried a group of entries before the cut.
+    pub log_groups: u64,
 }
 
 /// One power cut (see the module comment). `prepare` runs on the fresh host before the
@@ -304,28 +310,51 @@ pub fn power_cut(
                 }
             }
             2 | 3 if geometry_has_stripes(&scenario) => {
-                // A stream: writes that continue each other, in flight at once (a held
-                // stripe takes the later ones in, `stripe_hold.rs`).
-                let mut at = if rng.random_bool(0.5) {
-                    stream_at
-                } else {
-                    rng.random_range(0..region)
-                };
                 let mut batch = Vec::new();
-                for i in 0..rng.random_range(2..=4u64) {
-                    let len = rng.random_range(1..=load.max_len).min(region - at);
-                    if len == 0 {
-                        break;
+                if rng.random_bool(0.3) {
+                    // Small writes to different stripes, in flight at once: their log entries
+                    // meet in a member's batch (a group, `log_batch.rs`).
+                    let stripes = (region / stripe).max(1);
+                    let mut taken = Vec::new();
+                    for i in 0..rng.random_range(2..=6u64) {
+                        let first = rng.random_range(0..stripes);
+                        if taken.contains(&first) {
+                            continue;
+                        }
+                        taken.push(first);
+                        let end = ((first + 1) * stripe).min(region);
+                        let at = rng.random_range(first * stripe..end);
+                        let len = rng.random_range(1..=load.max_len).min(end - at);
+                        batch.push((
+                            at,
+                            (0..len)
+                                .map(|s| seed << 40 | n << 16 | i << 12 | s)
+                                .collect(),
+                        ));
                     }
-                    batch.push((
-                        at,
-                        (0..len)
-                            .map(|s| seed << 40 | n << 16 | i << 12 | s)
-                            .collect(),
-                    ));
-                    at += len;
+                } else {
+                    // A stream: writes that continue each other, in flight at once (a held
+                    // stripe takes the later ones in, `stripe_hold.rs`).
+                    let mut at = if rng.random_bool(0.5) {
+                        stream_at
+                    } else {
+                        rng.random_range(0..region)
+                    };
+                    for i in 0..rng.random_range(2..=4u64) {
+                        let len = rng.random_range(1..=load.max_len).min(region - at);
+                        if len == 0 {
+                            break;
+                        }
+                        batch.push((
+                            at,
+                            (0..len)
+                                .map(|s| seed << 40 | n << 16 | i << 12 | s)
+                                .collect(),
+                        ));
+                        at += len;
+                    }
+                    stream_at = if at >= region { 0 } else { at };
                 }
-                stream_at = if at >= region { 0 } else { at };
                 let statuses = submit_inline_batch(&host, &batch);
                 for (start, data) in &batch {
                     let range = *start as usize..*start as usize + data.len();
@@ -367,6 +396,7 @@ pub fn power_cut(
         }
     }
     let adopted = host.engine.hold_counts().adopted;
+    let log_groups = host.stripe.log_groups.load(Ordering::Relaxed);
     // The power goes now if it has not yet.
     host.cut_after
         .store(host.writes.load(Ordering::SeqCst), Ordering::SeqCst);
@@ -404,6 +434,7 @@ pub fn power_cut(
         mismatches,
         writes,
         adopted,
+        log_groups,
     })
 }
 

@@ -11,7 +11,8 @@ use graid_engine::platform::{
     RebuildIoError, Requests, Source, Status, StripeBuffers, SubmitError, WorkList, LOG_HEADERS,
 };
 use graid_engine::ppl::{
-    decode_entry, BLOCK_BYTES as PPL_BLOCK_BYTES, BLOCK_SECTORS as PPL_BLOCK_SECTORS,
+    add_to_group, decode_entry, decode_group, start_group, BLOCK_BYTES as PPL_BLOCK_BYTES,
+    BLOCK_SECTORS as PPL_BLOCK_SECTORS, MAX_GROUP_ENTRIES,
 };
 use graid_engine::rebuild::REBUILD_COLUMN_SECTORS;
 use graid_engine::request::{Phase, RequestState};
@@ -398,6 +399,13 @@ pub struct StripeHome {
     pub adopted: Mutex<HashMap<u32, Vec<usize>>>,
     pub buffer_wait: Mutex<Vec<usize>>,
     pub log_wait: Mutex<Vec<usize>>,
+    /// Log writes waiting for their member's batch in flight to end, per member, and the
+    /// members with a batch in flight (a bit each): the kernel's `log_batch.rs`.
+    pub log_waiting: Mutex<HashMap<u32, Vec<WaitingLog>>>,
+    pub log_busy: AtomicU64,
+    /// Log writes that carried a group of entries, and the entries they carried.
+    pub log_groups: AtomicU64,
+    pub log_grouped: AtomicU64,
     /// Buffers in use, and the most allowed at once (0: no limit).
     pub buffers: AtomicU32,
     pub max_buffers: u32,
@@ -442,7 +450,24 @@ pub enum Mutation {
 pub enum StripeTask {
     Work(usize),
     ParityDone(usize),
+    /// A member's batch of log writes goes out ([`Host::send_log_batch`]).
+    LogSend(u32),
 }
+
+impl StripeTask {
+    /// Runs the task, as a stripe thread (the kernel's work queue) would.
+    pub fn run(self, host: &Host) {
+        match self {
+            StripeTask::Work(rq) => host.engine.stripe_work(host, rq),
+            StripeTask::ParityDone(rq) => host.engine.parity_done(host, rq, true),
+            StripeTask::LogSend(member) => host.send_log_batch(member),
+        }
+    }
+}
+
+/// A log write waiting for its member's batch: the request, the write, its payload's tags and
+/// its header.
+type WaitingLog = (usize, LogIo, Vec<u64>, Box<[u8; PPL_BLOCK_BYTES]>);
 
 impl Host {
     /// A metadata write (superblock, bitmap block, log head) to each of `targets`: `store`
@@ -802,11 +827,13 @@ impl Host {
 
     /// A partial parity log write: header and payload land together or not at all (a torn
     /// one fails its checksum at replay, as if never written).
-    fn execute_log(&self, rq: usize, io: &LogIo) -> Status {
+    /// What log write `io` of `rq` writes: its payload's tags and its header; `None` (a
+    /// violation reported) if it cannot be written.
+    fn log_write(&self, rq: usize, io: &LogIo) -> Option<(Vec<u64>, Box<[u8; PPL_BLOCK_BYTES]>)> {
         let Some(area) = self.engine.log().area() else {
             self.violations
                 .report(format!("request {rq}: a log write without a log"));
-            return Status::IoError;
+            return None;
         };
         let end = io.sector + PPL_BLOCK_SECTORS + io.sectors.div_ceil(8) * 8;
         if io.sector < area.ring_sector(0) || end > area.ring_sector(area.ring_sectors) {
@@ -814,11 +841,7 @@ impl Host {
                 "request {rq}: a log write outside the ring: {}+{}",
                 io.sector, io.sectors
             ));
-            return Status::IoError;
-        }
-        let disk = &self.disks[io.member as usize];
-        if disk.next_io_fails(&mut self.rng.lock().unwrap()) {
-            return Status::IoError;
+            return None;
         }
         let buffer = self.slot(rq).buffer.lock().unwrap();
         let payload = buffer
@@ -829,7 +852,7 @@ impl Host {
                 "request {rq}: a log payload from a missing column {}",
                 io.column
             ));
-            return Status::IoError;
+            return None;
         };
         let header = self
             .slot(rq)
@@ -841,7 +864,7 @@ impl Host {
         let Some(header) = header else {
             self.violations
                 .report(format!("request {rq}: log header {} never set", io.header));
-            return Status::IoError;
+            return None;
         };
         // What the engine writes, the replay must take back (an entry it refuses is lost).
         if let Err(e) = decode_entry(&self.engine.log_id(), &header) {
@@ -849,13 +872,161 @@ impl Host {
                 "request {rq}: a log header the replay refuses ({e:?}): {io:?}"
             ));
         }
+        Some((payload.to_vec(), header))
+    }
+
+    /// Writes one log entry with its own header.
+    fn execute_log(&self, rq: usize, io: &LogIo) -> Status {
+        let Some((payload, header)) = self.log_write(rq, io) else {
+            return Status::IoError;
+        };
+        let disk = &self.disks[io.member as usize];
+        if disk.next_io_fails(&mut self.rng.lock().unwrap()) {
+            return Status::IoError;
+        }
         if self.lands() {
             let mut sectors = disk.sectors.lock().unwrap();
             let at = (io.sector + PPL_BLOCK_SECTORS) as usize;
-            disk.store(&mut sectors, at, payload, self.volatile_cache, true);
+            disk.store(&mut sectors, at, &payload, self.volatile_cache, true);
             disk.log_blocks.lock().unwrap().insert(io.sector, header);
         }
         Status::Ok
+    }
+
+    /// Writes `run`, entries back to back in `member`'s ring, as one write: a group block in
+    /// the first one's header block, their payloads back to back after it. It lands whole or
+    /// not at all, as a single entry's write does here (graid-engine's tests tear one).
+    fn execute_group(&self, member: u32, run: &[WaitingLog]) -> Status {
+        let Some(((_, first, _, header), rest)) = run.split_first() else {
+            return Status::Ok;
+        };
+        let id = self.engine.log_id();
+        let mut block = header.clone();
+        start_group(&id, &mut block);
+        for (_, _, _, header) in rest {
+            if !add_to_group(&mut block, header) {
+                self.violations
+                    .report(format!("a group of {} entries overflowed", run.len()));
+            }
+        }
+        // The replay must take back every entry of the group.
+        let group = decode_group(&id, &block);
+        let whole = group
+            .as_ref()
+            .is_ok_and(|g| g.len() == run.len() && (0..g.len()).all(|i| g.entry(&id, i).is_ok()));
+        if !whole {
+            self.violations.report(format!(
+                "a group of {} entries the replay refuses: {:?}",
+                run.len(),
+                group.err()
+            ));
+        }
+        let disk = &self.disks[member as usize];
+        if disk.next_io_fails(&mut self.rng.lock().unwrap()) {
+            return Status::IoError;
+        }
+        self.stripe.log_groups.fetch_add(1, Ordering::Relaxed);
+        self.stripe
+            .log_grouped
+            .fetch_add(run.len() as u64, Ordering::Relaxed);
+        if !self.lands() {
+            return Status::Ok;
+        }
+        let mut sectors = disk.sectors.lock().unwrap();
+        let mut at = first.sector + PPL_BLOCK_SECTORS;
+        for (_, io, payload, _) in run {
+            disk.store(
+                &mut sectors,
+                at as usize,
+                payload,
+                self.volatile_cache,
+                true,
+            );
+            at += io.sectors.div_ceil(PPL_BLOCK_SECTORS) * PPL_BLOCK_SECTORS;
+        }
+        disk.log_blocks.lock().unwrap().insert(first.sector, block);
+        Status::Ok
+    }
+
+    /// Sends `member`'s waiting log writes as its next batch, unless one is in flight: as a
+    /// stripe task, so that what other requests log meanwhile waits for it and goes with
+    /// the next one, as in the kernel, where the batch is a bio that completes later.
+    fn start_log_batch(&self, member: u32) {
+        let bit = 1u64 << member;
+        let waiting = self
+            .stripe
+            .log_waiting
+            .lock()
+            .unwrap()
+            .get(&member)
+            .is_some_and(|w| !w.is_empty());
+        if !waiting || self.stripe.log_busy.fetch_or(bit, Ordering::SeqCst) & bit != 0 {
+            return;
+        }
+        let queued = self
+            .stripe
+            .queue
+            .lock()
+            .unwrap()
+            .as_ref()
+            .is_some_and(|q| q.send(StripeTask::LogSend(member)).is_ok());
+        if !queued {
+            self.send_log_batch(member);
+        }
+    }
+
+    /// The batch of `member`'s log writes (a stripe task): the waiting entries that lie back
+    /// to back in the ring go as one write each run (a group of up to
+    /// [`MAX_GROUP_ENTRIES`]), the others alone; then the next batch, if entries came.
+    pub fn send_log_batch(&self, member: u32) {
+        let batch = self
+            .stripe
+            .log_waiting
+            .lock()
+            .unwrap()
+            .get_mut(&member)
+            .map(std::mem::take)
+            .unwrap_or_default();
+        let mut rest = &batch[..];
+        while !rest.is_empty() {
+            let mut len = 1;
+            while len < rest.len().min(MAX_GROUP_ENTRIES) {
+                let (prev, next) = (&rest[len - 1].1, &rest[len].1);
+                let end = prev.sector + PPL_BLOCK_SECTORS + prev.sectors.div_ceil(8) * 8;
+                if next.sector != end {
+                    break;
+                }
+                len += 1;
+            }
+            let (run, after) = rest.split_at(len);
+            let status = match run {
+                [(rq, io, _, _)] => self.execute_log(*rq, io),
+                _ => self.execute_group(member, run),
+            };
+            for (rq, io, _, _) in run {
+                self.log_done(*rq, io, status);
+            }
+            rest = after;
+        }
+        self.stripe
+            .log_busy
+            .fetch_and(!(1u64 << member), Ordering::SeqCst);
+        self.start_log_batch(member);
+    }
+
+    /// Log write `io` of `rq` ended with `status`.
+    fn log_done(&self, rq: usize, io: &LogIo, status: Status) {
+        let info = PieceInfo {
+            op: Op::Write,
+            member: io.member,
+            sectors: io.sectors,
+        };
+        if status == Status::Ok {
+            self.slot(rq)
+                .written
+                .fetch_or(1 << io.member, Ordering::Relaxed);
+        }
+        self.engine.piece_done(self, rq, info, status);
     }
 
     /// Runs a parity job on the request's buffer with md's math, byte by byte over each
@@ -1612,18 +1783,25 @@ impl StripeBuffers for Host {
     }
 
     fn submit_log(&self, rq: usize, io: &LogIo) -> Result<(), SubmitError> {
-        let info = PieceInfo {
-            op: Op::Write,
-            member: io.member,
-            sectors: io.sectors,
-        };
-        let status = self.execute_log(rq, io);
-        if status == Status::Ok {
-            self.slot(rq)
-                .written
-                .fetch_or(1 << io.member, Ordering::Relaxed);
+        // A barrier (one header for several members) goes by itself, as in the kernel.
+        if io.sectors == 0 {
+            self.log_done(rq, io, self.execute_log(rq, io));
+            return Ok(());
         }
-        self.engine.piece_done(self, rq, info, status);
+        // The payload and header as they are now: the kernel's bio reads the request's buffer,
+        // which nothing changes until the write completed.
+        let Some((payload, header)) = self.log_write(rq, io) else {
+            self.log_done(rq, io, Status::IoError);
+            return Ok(());
+        };
+        self.stripe
+            .log_waiting
+            .lock()
+            .unwrap()
+            .entry(io.member)
+            .or_default()
+            .push((rq, *io, payload, header));
+        self.start_log_batch(io.member);
         Ok(())
     }
 

@@ -337,10 +337,8 @@ impl Threads {
                     if next.is_err() {
                         break;
                     }
-                    match next {
-                        Ok(StripeTask::Work(rq)) => host.engine.stripe_work(&*host, rq),
-                        Ok(StripeTask::ParityDone(rq)) => host.engine.parity_done(&*host, rq, true),
-                        Err(_) => {}
+                    if let Ok(task) = next {
+                        task.run(&host);
                     }
                 })
             })
@@ -993,10 +991,7 @@ fn run_inline(host: &Host, requests: Vec<(Spec, Vec<u64>)>) -> Vec<Option<Status
             break;
         }
         while let Ok(task) = stripe_rx.try_recv() {
-            match task {
-                StripeTask::Work(rq) => host.engine.stripe_work(host, rq),
-                StripeTask::ParityDone(rq) => host.engine.parity_done(host, rq, true),
-            }
+            task.run(host);
         }
         host.engine.work(host);
     }

@@ -56,6 +56,7 @@ fn check(what: &str, seed: u64, outcome: &graid_sim::crash::CutOutcome) {
 #[test]
 fn a_power_cut_loses_no_flushed_write_and_leaves_copies_and_parity_matching() {
     let (mut clean_starts, mut replays, mut adopted) = (0, 0, 0);
+    let (mut groups, mut grouped_scans) = (0, 0);
     for seed in seeds(12) {
         for (level, members, chunk, bitmap, ppl) in arrays() {
             let s = scenario(level, members, chunk, bitmap, ppl);
@@ -65,6 +66,8 @@ fn a_power_cut_loses_no_flushed_write_and_leaves_copies_and_parity_matching() {
             clean_starts += u32::from(outcome.started.clean);
             replays += u32::from(outcome.started.replayed > 0);
             adopted += outcome.adopted;
+            groups += outcome.log_groups;
+            grouped_scans += u32::from(outcome.started.grouped > 0);
             check(&what, seed, &outcome);
         }
     }
@@ -74,6 +77,10 @@ fn a_power_cut_loses_no_flushed_write_and_leaves_copies_and_parity_matching() {
     assert!(replays > 0, "no start replayed the log");
     // Streams of writes met on stripes: the first took the others in.
     assert!(adopted > 0, "no write was ever taken in by another");
+    // Log entries queued while their member's write was in flight went out as groups, and
+    // starts after a cut found entries in them.
+    assert!(groups > 0, "no log write carried a group");
+    assert!(grouped_scans > 0, "no start found a group in the log");
 }
 
 #[test]

@@ -15,6 +15,7 @@ use graid_sim::stress::{
 };
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 const RAID5: Level = Level::Raid5(ParityLayout::LeftSymmetric);
@@ -234,6 +235,12 @@ fn an_optimal_array_with_the_log_stays_consistent_under_load() {
             // Small writes over a small array fill the 1 MiB rings many times.
             assert!(wraps > 1, "seed {seed}: {level:?}: the log never wrapped");
             let _ = barriers;
+            // Entries queued while their member's log write was in flight went out as groups.
+            let groups = host.stripe.log_groups.load(Ordering::Relaxed);
+            assert!(
+                groups > 0,
+                "seed {seed}: {level:?}: no log write carried a group"
+            );
             let check = scrub_now(host, ScrubMode::Check, seed);
             assert_eq!(check.mismatches, 0, "seed {seed}: {level:?}");
         }
