@@ -30,7 +30,7 @@ use super::request::{PassResult, Phase, RequestState};
 use super::safe_mode::SafeMode;
 use super::scrub::ScrubState;
 use super::spares::Spares;
-use super::stripe::{LockTable, MAX_LOCK_SLOTS, MIN_LOCK_SLOTS};
+use super::stripe::{BufferWakes, LockTable, MAX_LOCK_SLOTS, MIN_LOCK_SLOTS};
 use super::stripe_hold::Holds;
 use super::superblock::Superblock;
 use core::ops::Deref;
@@ -139,6 +139,8 @@ pub struct ArrayEngine<M> {
     /// Bumped each time a RAID 5/6 stripe buffer is freed (so a request that failed to get
     /// one and a buffer freed meanwhile never miss each other).
     pub(super) buffers_freed: AtomicU64,
+    /// Wake-ups owed to the requests waiting for a buffer, and whether one is being made.
+    pub(super) buffer_wakes: BufferWakes,
     /// RAID 5/6 writes held for the writes that continue them (`stripe_hold.rs`).
     pub(super) holds: Holds,
     /// Members the administrator asked to fail, for the worker (`admin.rs`), and those it
@@ -211,6 +213,7 @@ impl<M: Store> ArrayEngine<M> {
             frozen: AtomicBool::new(false),
             repairs: AtomicU32::new(0),
             buffers_freed: AtomicU64::new(0),
+            buffer_wakes: BufferWakes::default(),
             holds: Holds::new(),
             fail_requests: AtomicU32::new(0),
             fail_refused: AtomicU32::new(0),

@@ -89,6 +89,15 @@ pub fn lock_slots_for(requests: u32) -> u32 {
         .clamp(MIN_LOCK_SLOTS, MAX_LOCK_SLOTS)
 }
 
+/// Wake-ups owed to requests waiting for a stripe buffer (see `wake_buffer_waiter`).
+#[derive(Debug, Default)]
+pub(super) struct BufferWakes {
+    /// Takes owed: one per freed buffer (or waiter that saw one freed), until made.
+    credits: AtomicU32,
+    /// A waker is taking from the list.
+    waking: AtomicBool,
+}
+
 /// The lock slots of a request's consecutive stripes: `count` of them from `first`, wrapping
 /// at the end of the table of `n` slots.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1502,9 +1511,33 @@ impl<M: Store> ArrayEngine<M> {
     /// Wakes the request that has waited longest for buffer memory. One per freed buffer: the
     /// woken request either gets a buffer (and frees it later, waking the next) or ends
     /// (which wakes the next too); waking all of them made every free a stampede of retries.
+    ///
+    /// One waker at a time takes from the list: the kernel's is a lock-free stack taken whole
+    /// and put back, so a second take meanwhile would find it empty and its wake-up would be
+    /// lost (review 2, Q6). A waker that finds another at work leaves a credit instead, and the
+    /// one at work makes a take for every credit, each after the credit was left, before it
+    /// stops: a request that pushed itself and then left a credit is taken (or another in
+    /// its place) even if the take before found the list empty.
     fn wake_buffer_waiter<P: Platform>(&self, p: &P) {
-        if let Some(w) = p.take_oldest(WorkList::BufferWait) {
-            p.queue_stripe_work(w);
+        let wakes = &self.buffer_wakes;
+        wakes.credits.fetch_add(1, Ordering::SeqCst);
+        loop {
+            if wakes.waking.swap(true, Ordering::SeqCst) {
+                // The waker at work sees the credit: it looks at them after it stops.
+                return;
+            }
+            while wakes.credits.load(Ordering::SeqCst) > 0 {
+                let taken = p.take_oldest(WorkList::BufferWait);
+                wakes.credits.fetch_sub(1, Ordering::SeqCst);
+                if let Some(w) = taken {
+                    p.queue_stripe_work(w);
+                }
+            }
+            wakes.waking.store(false, Ordering::SeqCst);
+            if wakes.credits.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            // A credit came after the last look: take for it, unless another waker does.
         }
     }
 

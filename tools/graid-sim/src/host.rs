@@ -398,6 +398,13 @@ pub struct StripeHome {
     /// Per slot: the writes its lock's holder took in.
     pub adopted: Mutex<HashMap<u32, Vec<usize>>>,
     pub buffer_wait: Mutex<Vec<usize>>,
+    /// A take off `buffer_wait` is under way: as in the kernel, whose list is a lock-free
+    /// stack taken whole and put back, a second taker meanwhile finds it empty.
+    pub buffer_wait_taking: AtomicBool,
+    /// Requests pushed onto `buffer_wait`, and takes that found it empty though requests
+    /// waited on it, because another take was under way (a wake-up lost).
+    pub buffer_waits: AtomicU64,
+    pub buffer_wakes_lost: AtomicU64,
     pub log_wait: Mutex<Vec<usize>>,
     /// Log writes waiting for their member's batch in flight to end, per member, and the
     /// members with a batch in flight (a bit each): the kernel's `log_batch.rs`.
@@ -1014,6 +1021,23 @@ impl Host {
         self.start_log_batch(member);
     }
 
+    /// The oldest request waiting for a stripe buffer, taken as the kernel's list gives it: a
+    /// take while another is under way finds nothing (counted when requests waited).
+    fn take_buffer_waiter(&self) -> Option<usize> {
+        let list = &self.stripe;
+        if list.buffer_wait_taking.swap(true, Ordering::SeqCst) {
+            if !list.buffer_wait.lock().unwrap().is_empty() {
+                list.buffer_wakes_lost.fetch_add(1, Ordering::Relaxed);
+            }
+            return None;
+        }
+        let taken = pop_front(&mut list.buffer_wait.lock().unwrap());
+        // The kernel walks the list to its oldest and puts the rest back meanwhile.
+        std::thread::yield_now();
+        list.buffer_wait_taking.store(false, Ordering::SeqCst);
+        taken
+    }
+
     /// Log write `io` of `rq` ended with `status`.
     fn log_done(&self, rq: usize, io: &LogIo, status: Status) {
         let info = PieceInfo {
@@ -1430,7 +1454,10 @@ impl Requests for Host {
                 .entry(slot)
                 .or_default()
                 .push(rq),
-            WorkList::BufferWait => self.stripe.buffer_wait.lock().unwrap().push(rq),
+            WorkList::BufferWait => {
+                self.stripe.buffer_waits.fetch_add(1, Ordering::Relaxed);
+                self.stripe.buffer_wait.lock().unwrap().push(rq)
+            }
             WorkList::LogWait => self.stripe.log_wait.lock().unwrap().push(rq),
         }
     }
@@ -1471,7 +1498,7 @@ impl Requests for Host {
             WorkList::Adopted(slot) => {
                 pop_front(self.stripe.adopted.lock().unwrap().get_mut(&slot)?)
             }
-            WorkList::BufferWait => pop_front(&mut self.stripe.buffer_wait.lock().unwrap()),
+            WorkList::BufferWait => self.take_buffer_waiter(),
             WorkList::LogWait => pop_front(&mut self.stripe.log_wait.lock().unwrap()),
         }
     }

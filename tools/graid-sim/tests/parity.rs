@@ -324,6 +324,26 @@ fn one_stripe_buffer_at_a_time_is_slow_but_complete() {
     }
 }
 
+/// Two buffers freed at once wake two waiting requests: a waker that finds the list being
+/// taken by another leaves its wake-up to that one (review 2, Q6), instead of waking nobody.
+#[test]
+fn buffers_freed_at_once_each_wake_a_waiting_request() {
+    let (mut waits, mut lost) = (0, 0);
+    for seed in seeds(4) {
+        for mut scenario in [raid5(4, 16), raid6(6, 16)] {
+            scenario.max_buffers = 3;
+            let report = run(&scenario, seed);
+            healthy(&report, seed);
+            check_parity(&report.host, ParityLayout::LeftSymmetric, seed);
+            let stripe = &report.host.stripe;
+            waits += stripe.buffer_waits.load(Ordering::Relaxed);
+            lost += stripe.buffer_wakes_lost.load(Ordering::Relaxed);
+        }
+    }
+    assert!(waits > 0, "no request waited for a buffer");
+    assert_eq!(lost, 0, "wake-ups lost in {waits} waits for a buffer");
+}
+
 fn dies_after(ios: u64) -> Faults {
     Faults {
         die_after: Some(ios),
