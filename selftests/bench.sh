@@ -9,7 +9,8 @@
 # levels to run, default "0 1 10 5 6"; LEVEL@CHUNK runs a level with another chunk than CHUNK
 # (e.g. "5@64K"). ONLY: an extended regular expression; only workloads whose names match it
 # run (e.g. "randwrite4k|seqwrite"; default: all). RAID 0 and RAID 10 (near-2) on four members, RAID 1 on
-# two, RAID 5 and RAID 6 (left-symmetric) on six, created by graidctl (--assume-clean, --bitmap none) and by
+# two, RAID 5 and RAID 6 (left-symmetric) on six, created by graidctl (--assume-clean, --bitmap none,
+# and for RAID 5/6 --consistency-policy resync: no partial parity log) and by
 # mdadm (metadata 1.2, --assume-clean, no bitmap; raid456 with group_thread_cnt and
 # stripe_cache_size as printed) with the same chunk (default 512K) and member order. The sixth
 # member is a dm-linear device over the drive for both (so the degraded cell can switch it to
@@ -154,7 +155,9 @@ level_workloads() {
 up_graid() {
 	c="--chunk $chunk"
 	[ "$1" = 1 ] && c=
-	# No bitmap on either side (md's is off too): its cost is selftests/bench-bitmap.sh's.
+	# No bitmap on either side (md's is off too): its cost is selftests/bench-bitmap.sh's. No
+	# partial parity log either (md has no PPL by default): bench-ppl.sh measures it.
+	case $1 in 5 | 6) c="$c --consistency-policy resync" ;; esac
 	graidctl create "bench$1" --level "$1" $c --bitmap none --assume-clean $(level_members $1) >/tmp/create.out 2>&1 ||
 		{ cat /tmp/create.out; fail "graidctl create failed"; }
 	dev=$(grep -o '/dev/graid[0-9]*' /tmp/create.out | head -n 1)
