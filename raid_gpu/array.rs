@@ -24,7 +24,7 @@ use crate::engine::superblock::{
     new_array_layout, Area, ArrayName, HomeHost, Slot, Superblock, DEFAULT_BITMAP_AREA,
     MAX_SLOTS, RECOVERY_COMPLETE, UUID_LEN,
 };
-use crate::io::{ArrayHooks, ArrayIo};
+use crate::io::{scrub_name, ArrayHooks, ArrayIo};
 use crate::member_devices::Member;
 use crate::member_devices::SpareDevice;
 use crate::kernel_ext::{
@@ -102,6 +102,9 @@ pub(crate) struct Array {
     /// announced, as bits per [`ANNOUNCED`] (the engine's worker notes them; the takeover work
     /// item announces them).
     to_announce: [AtomicU32; ANNOUNCED.len()],
+    /// A scrub's end yet to be announced: [`SCRUB_ENDED`] with its mode and whether it stopped
+    /// before its end (the last one only, if two end before the work item runs).
+    scrub_to_announce: AtomicU32,
     #[pin]
     disk: Disk<ArrayIo>,
     /// The members' exclusive-open holder (freed last).
@@ -109,14 +112,19 @@ pub(crate) struct Array {
 }
 
 /// What the engine's worker reports that udev hears of, in `to_announce`'s order.
-const ANNOUNCED: [(MemberEvent, MemberChange); 6] = [
+const ANNOUNCED: [(MemberEvent, MemberChange); 7] = [
     (MemberEvent::FailureRecorded, MemberChange::Failed),
+    (MemberEvent::KeptLastCopy, MemberChange::ArrayBroken),
     (MemberEvent::Rebuilt, MemberChange::Rebuilt),
     (MemberEvent::RebuildStalled, MemberChange::RebuildStalled),
     (MemberEvent::Replaced, MemberChange::Replaced),
     (MemberEvent::ReplacementFailed, MemberChange::ReplaceFailed),
     (MemberEvent::ReplaceAbandoned, MemberChange::ReplaceAbandoned),
 ];
+
+/// `scrub_to_announce`'s bits: set, stopped, and the mode in the low byte.
+const SCRUB_ENDED: u32 = 1 << 9;
+const SCRUB_STOPPED: u32 = 1 << 8;
 
 /// What an array does for its request handler: the handler's events reach the array.
 const HOOKS: ArrayHooks = ArrayHooks {
@@ -127,6 +135,10 @@ const HOOKS: ArrayHooks = ArrayHooks {
     note_event: |io, member, event| {
         // SAFETY: as above.
         unsafe { Array::of_io(io) }.note_event(member, event)
+    },
+    note_scrub_end: |io, mode, stopped| {
+        // SAFETY: as above.
+        unsafe { Array::of_io(io) }.note_scrub_end(mode, stopped)
     },
 };
 
@@ -446,6 +458,7 @@ impl Array {
                 members_lock <- new_mutex!(()),
                 running: AtomicBool::new(false),
                 to_announce: [const { AtomicU32::new(0) }; ANNOUNCED.len()],
+                scrub_to_announce: AtomicU32::new(0),
                 // SAFETY: the worker is a field of the value `this` points at.
                 takeover <- unsafe { Worker::new(this.as_ptr(), c"graid_takeover", kernel::static_lock_class!()) },
                 disk <- Disk::new(config, io, first_write),
@@ -489,12 +502,42 @@ impl Array {
         }
     }
 
-    /// Sends the uevents noted by [`Self::note_event`].
+    fn note_scrub_end(&self, mode: ScrubMode, stopped: bool) {
+        let code = match mode {
+            ScrubMode::Check => 0,
+            ScrubMode::Repair => 1,
+            ScrubMode::Resync => 2,
+        };
+        let stopped = if stopped { SCRUB_STOPPED } else { 0 };
+        self.scrub_to_announce
+            .store(SCRUB_ENDED | stopped | code, Ordering::SeqCst);
+        self.kick_takeover();
+    }
+
+    /// Sends the uevents noted by [`Self::note_event`] and [`Self::note_scrub_end`].
     fn announce_pending(&self) {
         for (bits, &(_, change)) in self.to_announce.iter().zip(&ANNOUNCED) {
             let members = bits.swap(0, Ordering::SeqCst);
             for member in (0..32u32).filter(|m| members & (1 << m) != 0) {
                 self.announce(Some((change, member)));
+            }
+        }
+        let ended = self.scrub_to_announce.swap(0, Ordering::SeqCst);
+        if ended & SCRUB_ENDED != 0 {
+            let mode = match ended & 0xff {
+                0 => ScrubMode::Check,
+                1 => ScrubMode::Repair,
+                _ => ScrubMode::Resync,
+            };
+            let io = self.io();
+            let mismatches = io.engine.scrub_progress().mismatches;
+            let sb = io.engine.superblock();
+            let ending = if ended & SCRUB_STOPPED != 0 { "stopped" } else { "finished" };
+            let result = noio_scope(|| {
+                uevent::announce_scrub(&self.disk, sb, scrub_name(mode), ending, mismatches)
+            });
+            if let Err(e) = result {
+                pr_warn!("graid: graid{}: udev announcement failed: {:?}\n", self.index, e);
             }
         }
     }
@@ -746,6 +789,17 @@ impl Array {
     pub(crate) fn announce(&self, change: Option<(MemberChange, u32)>) {
         let sb = self.io().engine.superblock();
         if let Err(e) = noio_scope(|| uevent::announce(&self.disk, sb, change)) {
+            pr_warn!("graid: graid{}: udev announcement failed: {:?}\n", self.index, e);
+        }
+    }
+
+    /// Tells udev that the array started degraded (md's DegradedArray), if it did.
+    pub(crate) fn announce_if_degraded(&self) {
+        let engine = &self.io().engine;
+        if engine.state() != ArrayState::Degraded {
+            return;
+        }
+        if let Err(e) = noio_scope(|| uevent::announce_degraded(&self.disk, engine.superblock())) {
             pr_warn!("graid: graid{}: udev announcement failed: {:?}\n", self.index, e);
         }
     }

@@ -166,6 +166,7 @@ impl Control {
         match (started, pos) {
             (Ok(array), Some(pos)) => {
                 array.announce(None);
+                array.announce_if_degraded();
                 if let Some(entry) = arrays.get_mut(pos) {
                     entry.array = Some(array);
                 }

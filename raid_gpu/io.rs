@@ -19,6 +19,7 @@ use crate::engine::platform::{
 use crate::engine::ppl::{LogId, BLOCK_BYTES as PPL_BLOCK_BYTES};
 use crate::engine::request::RequestState;
 use crate::engine::rebuild::REBUILD_COLUMN_SECTORS;
+use crate::engine::scrub::ScrubMode;
 use crate::engine::stripe::{lock_slots_for, SLICE_SECTORS};
 use crate::engine::superblock::{Superblock, UUID_LEN};
 use crate::kernel_ext::{
@@ -97,6 +98,8 @@ pub(crate) struct ArrayHooks {
     pub(crate) kick_takeover: fn(&ArrayIo),
     /// Notes a member event for a uevent.
     pub(crate) note_event: fn(&ArrayIo, u32, MemberEvent),
+    /// Notes a scrub's end for a uevent.
+    pub(crate) note_scrub_end: fn(&ArrayIo, ScrubMode, bool),
 }
 
 /// An array's request handler: the engine, the member devices, the bio set for member I/O,
@@ -739,6 +742,27 @@ impl Events for ArrayIo {
             MemberEvent::FailureRecorded => (),
         }
         (self.hooks.note_event)(self, member, event);
+    }
+
+    fn scrub_ended(&self, mode: ScrubMode, stopped: bool) {
+        let progress = self.engine.scrub_progress();
+        pr_info!(
+            "graid: {}: {} {}: {} mismatched sectors\n",
+            self.engine.superblock().array_name.as_str(),
+            scrub_name(mode),
+            if stopped { "stopped before its end" } else { "finished" },
+            progress.mismatches
+        );
+        (self.hooks.note_scrub_end)(self, mode, stopped);
+    }
+}
+
+/// A scrub's name in the log and in uevents (md's `sync_action` words).
+pub(crate) fn scrub_name(mode: ScrubMode) -> &'static str {
+    match mode {
+        ScrubMode::Check => "check",
+        ScrubMode::Repair => "repair",
+        ScrubMode::Resync => "resync",
     }
 }
 

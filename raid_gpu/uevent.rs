@@ -37,6 +37,9 @@ pub(crate) enum MemberChange {
     ReplaceFailed,
     /// It failed while being replaced; the replacement is a spare again.
     ReplaceAbandoned,
+    /// It returned an error but holds the last copy of some data: kept, and the array takes
+    /// no more writes (md's "broken").
+    ArrayBroken,
 }
 
 impl MemberChange {
@@ -54,6 +57,7 @@ impl MemberChange {
             Self::Replaced => "member-replaced",
             Self::ReplaceFailed => "replace-failed",
             Self::ReplaceAbandoned => "replace-abandoned",
+            Self::ArrayBroken => "array-broken",
         }
     }
 }
@@ -69,20 +73,51 @@ pub(crate) fn announce<T: DiskOps>(
     sb: &Superblock,
     change: Option<(MemberChange, u32)>,
 ) -> Result {
+    let Some((what, role)) = change else {
+        return send(disk, sb, &[]);
+    };
+    let event = CString::try_from_fmt(format_args!("GRAID_EVENT={}", what.name()))?;
+    let member = if role == crate::uapi::GRAID_ROLE_SPARE {
+        CString::try_from_fmt(format_args!("GRAID_MEMBER=spare"))?
+    } else {
+        CString::try_from_fmt(format_args!("GRAID_MEMBER={role}"))?
+    };
+    send(disk, sb, &[event.to_bytes(), member.to_bytes()])
+}
+
+/// Sends the array's change uevent for a scrub's end: `GRAID_EVENT=check-finished` (or
+/// `repair-`, `resync-`; `-stopped` when it stopped before its end) and `GRAID_MISMATCHES`, the
+/// mismatched sectors it counted (md's `mismatch_cnt`). Allocates, as [`announce`].
+pub(crate) fn announce_scrub<T: DiskOps>(
+    disk: &Disk<T>,
+    sb: &Superblock,
+    scrub: &str,
+    ending: &str,
+    mismatches: u64,
+) -> Result {
+    let event = CString::try_from_fmt(format_args!("GRAID_EVENT={scrub}-{ending}"))?;
+    let count = CString::try_from_fmt(format_args!("GRAID_MISMATCHES={mismatches}"))?;
+    send(disk, sb, &[event.to_bytes(), count.to_bytes()])
+}
+
+/// Sends `GRAID_EVENT=degraded-array`: the array started without every member in sync (md's
+/// DegradedArray). Allocates, as [`announce`].
+pub(crate) fn announce_degraded<T: DiskOps>(disk: &Disk<T>, sb: &Superblock) -> Result {
+    send(disk, sb, &[b"GRAID_EVENT=degraded-array"])
+}
+
+/// The most variables an event adds to the array's three.
+const MAX_EXTRA: usize = 2;
+
+/// The change uevent with the array's three variables and `extra` (at most [`MAX_EXTRA`]).
+fn send<T: DiskOps>(disk: &Disk<T>, sb: &Superblock, extra: &[&[u8]]) -> Result {
     let name = CString::try_from_fmt(format_args!("GRAID_NAME={}", sb.array_name.as_str()))?;
     let uuid = CString::try_from_fmt(format_args!("GRAID_UUID={}", UuidText(&sb.array_uuid)))?;
     let level = CString::try_from_fmt(format_args!("GRAID_LEVEL={}", sb.level))?;
-    let (name, uuid, level) = (name.to_bytes(), uuid.to_bytes(), level.to_bytes());
-    match change {
-        None => disk.change_uevent(&[name, uuid, level]),
-        Some((what, role)) => {
-            let event = CString::try_from_fmt(format_args!("GRAID_EVENT={}", what.name()))?;
-            let member = if role == crate::uapi::GRAID_ROLE_SPARE {
-                CString::try_from_fmt(format_args!("GRAID_MEMBER=spare"))?
-            } else {
-                CString::try_from_fmt(format_args!("GRAID_MEMBER={role}"))?
-            };
-            disk.change_uevent(&[name, uuid, level, event.to_bytes(), member.to_bytes()])
-        }
+    let mut vars: [&[u8]; 3 + MAX_EXTRA] = [name.to_bytes(), uuid.to_bytes(), level.to_bytes(), &[], &[]];
+    let extra = &extra[..extra.len().min(MAX_EXTRA)];
+    for (slot, var) in vars[3..].iter_mut().zip(extra) {
+        *slot = var;
     }
+    disk.change_uevent(&vars[..3 + extra.len()])
 }

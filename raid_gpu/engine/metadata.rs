@@ -15,6 +15,15 @@ use super::superblock::{Slot, Superblock};
 use core::sync::atomic::Ordering;
 
 impl<M: Store> ArrayEngine<M> {
+    /// The array takes no more writes (md's "broken"): `member`, which holds the last copy of
+    /// some data, failed a write. Said once, as the array breaks (for the log and a uevent):
+    /// every later error would say it again.
+    fn mark_broken<P: Platform>(&self, p: &P, member: u32) {
+        if !self.broken.swap(true, Ordering::SeqCst) {
+            p.member_event(member, MemberEvent::KeptLastCopy);
+        }
+    }
+
     /// Stops using member `member` after an error (`why`, for the log). Refused where it holds
     /// the last copy of some data: the array is then broken (no more writes) and this returns
     /// false. True if the member is out of use, now or before. The worker only.
@@ -31,8 +40,7 @@ impl<M: Store> ArrayEngine<M> {
             return true;
         }
         if !self.has_all_data(Some(member)) {
-            self.broken.store(true, Ordering::SeqCst);
-            p.member_event(member, MemberEvent::KeptLastCopy);
+            self.mark_broken(p, member);
             return false;
         }
         // Counted before the health changes: a write that saw the member failing also sees the
@@ -116,7 +124,7 @@ impl<M: Store> ArrayEngine<M> {
                 }
             }
             if targets.is_empty() {
-                self.broken.store(true, Ordering::SeqCst);
+                self.mark_broken(p, 0);
                 return Err(MetadataError);
             }
             sb.events = self.events.load(Ordering::Acquire).saturating_add(1);
@@ -150,7 +158,7 @@ impl<M: Store> ArrayEngine<M> {
                 }
             }
             if targets.minus(failed).is_empty() {
-                self.broken.store(true, Ordering::SeqCst);
+                self.mark_broken(p, targets.iter().next().unwrap_or(0));
                 return Err(MetadataError);
             }
             for index in failing.iter() {

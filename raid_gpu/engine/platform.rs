@@ -18,6 +18,7 @@ use super::members::MemberSet;
 use super::parity::{Columns, ParityJob};
 use super::ppl::BLOCK_BYTES as PPL_BLOCK_BYTES;
 use super::request::RequestState;
+use super::scrub::ScrubMode;
 use super::superblock::Superblock;
 
 /// What a request asks for.
@@ -348,6 +349,14 @@ pub trait Events {
 
     /// Something happened to member `member` (for the log). Any context.
     fn member_event(&self, member: u32, event: MemberEvent);
+
+    /// A check, repair or resync ended: at its end, or `stopped` before it (for the log and
+    /// monitoring; the counts are in [`ScrubProgress`]). The worker only.
+    ///
+    /// [`ScrubProgress`]: super::scrub::ScrubProgress
+    fn scrub_ended(&self, mode: ScrubMode, stopped: bool) {
+        let _ = (mode, stopped);
+    }
 
     /// The engine found a result of helper attachment `helper` ([`Computed::Helper`]) wrong:
     /// the platform stops trusting it (detaches it, counts it, logs it) if it is still the

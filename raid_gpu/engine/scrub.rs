@@ -276,7 +276,7 @@ impl<M: Store> ArrayEngine<M> {
         if self.state() != ArrayState::Optimal {
             // A resync waits for the rebuild (which kicks the worker as it ends).
             if mode != ScrubMode::Resync {
-                self.abort_scrub();
+                self.abort_scrub(p, mode);
             }
             return;
         }
@@ -285,6 +285,7 @@ impl<M: Store> ArrayEngine<M> {
         let (at, total) = (s.done.load(Ordering::Relaxed), self.scrub_total());
         if at >= total {
             self.stop_scrub();
+            p.scrub_ended(mode, false);
             return;
         }
         let end = at.saturating_add(REBUILD_COLUMN_SECTORS).min(total);
@@ -331,6 +332,7 @@ impl<M: Store> ArrayEngine<M> {
                 self.finish_resync(p);
             } else {
                 self.stop_scrub();
+                p.scrub_ended(mode, false);
             }
         } else {
             let checkpoint = end / RESYNC_CHECKPOINT_SECTORS != at / RESYNC_CHECKPOINT_SECTORS;
@@ -343,9 +345,10 @@ impl<M: Store> ArrayEngine<M> {
     }
 
     /// Stops the running scrub before its end, and says so ([`ScrubProgress::stalled`]).
-    fn abort_scrub(&self) {
+    fn abort_scrub<P: Platform>(&self, p: &P, mode: ScrubMode) {
         self.scrub.stalled.store(true, Ordering::Relaxed);
         self.stop_scrub();
+        p.scrub_ended(mode, true);
     }
 
     /// A window could not be made consistent (`why`). A member it failed is recorded first;
@@ -357,7 +360,7 @@ impl<M: Store> ArrayEngine<M> {
             let _ = self.write_superblocks(p);
         }
         if mode != ScrubMode::Resync || why == Unpassed::Unreadable {
-            self.abort_scrub();
+            self.abort_scrub(p, mode);
         }
     }
 
@@ -366,6 +369,7 @@ impl<M: Store> ArrayEngine<M> {
         self.stop_scrub();
         self.in_sync.store(true, Ordering::SeqCst);
         let _ = self.write_superblocks(p);
+        p.scrub_ended(ScrubMode::Resync, false);
     }
 
     /// With a write-intent bitmap: no region the window `[a, b)` of the walk touches was
