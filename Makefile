@@ -95,6 +95,8 @@ lint: deps
 	build/module.sh clippy
 	@# The CUDA engine's committed PTX is what its source compiles to (NVRTC from PyPI).
 	build/ptx.sh --check
+	@# The hand-written man pages name every module parameter, event and graid.conf keyword.
+	build/man-check.sh
 	@# Every document parses without a warning (Debian's python3-docutils).
 	for f in Documentation/*.rst; do /usr/bin/docutils --halt=warning "$$f" /dev/null || exit 1; done
 

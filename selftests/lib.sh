@@ -190,7 +190,7 @@ json_field() {
 }
 
 # need_members N: the usual prologue. Loads the module, sets $members to the first N NVMe drives
-# (skips the test when there are fewer) and wipes their superblocks. Not in a subshell: skip
+# (skips the test when there are fewer) and wipes their signatures and superblocks. Not in a subshell: skip
 # must end the test.
 need_members() {
 	local want=$1
@@ -198,6 +198,8 @@ need_members() {
 	set -- $(graid_nvme_disks)
 	[ $# -ge "$want" ] || skip "needs $want NVMe drives, found $#"
 	members=$(echo "$@" | cut -d' ' -f1-"$want")
+	# Signatures too (a test that failed may have left a filesystem): create refuses them.
+	wipefs -a -q $members 2>/dev/null
 	wipe_superblocks $members
 }
 

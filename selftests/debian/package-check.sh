@@ -17,7 +17,11 @@ installed)
 	for f in /usr/sbin/graidctl /usr/sbin/graid-helper \
 		/usr/share/man/man8/graidctl.8.gz /usr/share/man/man8/graidctl-create.8.gz \
 		/usr/share/man/man8/graid-helper.8.gz /usr/lib/udev/rules.d/64-graid-assembly.rules \
+		/usr/share/man/man5/graid.conf.5.gz /usr/share/man/man4/raid_gpu.4.gz \
+		/usr/share/man/man8/graidctl-monitor.8.gz /usr/share/man/man8/graidctl-metrics.8.gz \
 		/usr/lib/udev/rules.d/65-graid.rules /usr/lib/systemd/system/graid-helper.service \
+		/usr/lib/systemd/system/graid-monitor.service \
+		/usr/lib/systemd/system/graid-check.timer /usr/lib/systemd/system/graid-check.service \
 		/usr/lib/systemd/system/graid-last-resort@.timer \
 		/usr/lib/systemd/system/graid-last-resort@.service \
 		/usr/lib/systemd/system-shutdown/graid.shutdown \

@@ -3,8 +3,11 @@
 # from its packages (build/debian-image.sh). selftests/debian-vm.sh boots it four times; each
 # boot runs the next step (the number is kept in /var/lib/graid-vmtest/step) and ends with
 # GRAID-STEP-OK N or GRAID-STEP-FAIL N on this script's output (the second serial port):
-#   1. DKMS installed the module for the running kernel; the helper starts with the module;
-#      a RAID 5 and a RAID 1 are created, get an ext4 each in fstab, and verified data; reboot.
+#   1. DKMS installed the module for the running kernel; the helper and the monitor start with
+#      the module; a RAID 5 and a RAID 1 are created (the monitor logs them), listed in
+#      graid.conf; the scheduled check's service checks the RAID 1 but not the RAID 5 (check=no)
+#      and a planted mismatch reaches the monitor; both get an ext4 each in fstab, and verified
+#      data; reboot.
 #   2. Both are assembled by udev with no command, mounted, clean (no resync ran), the data
 #      verifies; power off (the host then boots without one of the RAID 5's members).
 #   3. The RAID 5 starts degraded by the last-resort timer, is mounted, serves verified data and
@@ -64,13 +67,42 @@ case $step in
 	case "$vermagic" in "$(uname -r) "*) ;; *) fail "raid_gpu's vermagic is '$vermagic'" ;; esac
 	say "dkms: $(dkms status graid); vermagic: $vermagic"
 	$lib/package-check.sh installed || fail "the installed packages"
-	man -w graidctl-assemble >/dev/null 2>&1 || [ ! -x /usr/bin/man ] || fail "man finds no graidctl-assemble"
+	for page in graidctl-assemble graidctl-monitor graid.conf raid_gpu; do
+		man -w $page >/dev/null 2>&1 || [ ! -x /usr/bin/man ] || fail "man finds no $page"
+	done
 	modprobe raid_gpu || fail "modprobe raid_gpu failed"
 	wait_for 30 "graid-helper.service after modprobe" systemctl is-active graid-helper
+	wait_for 30 "graid-monitor.service after modprobe" systemctl is-active graid-monitor
 	graidctl create r5 --level 5 --chunk 64K "${r5[@]}" || fail "create r5"
 	graidctl create r1 --level 1 "${r1[@]}" || fail "create r1"
 	# (Progress bars go to standard error, a terminal here: they would fill the log.)
 	graidctl wait r5 >/dev/null 2>&1 && graidctl wait r1 >/dev/null 2>&1 || fail "the initial resyncs"
+	# The monitor service saw them come, and logged it to the journal.
+	wait_for 30 "the monitor's new-array events in the journal" \
+		sh -c '[ "$(journalctl -b -u graid-monitor --no-pager | grep -c "new-array /dev/graid")" -ge 2 ]'
+	# The scheduled check: the timer is on; its service checks r1 but not r5, which graid.conf
+	# leaves out (the ARRAY lines of detail --scan, which boot assembly then also reads). A
+	# mismatch planted in r1's second copy (64 KiB near the end of its data area, which starts
+	# at 2 MiB) reaches the monitor with the check's end; a repair clears it.
+	systemctl is-enabled graid-check.timer >/dev/null && systemctl is-active graid-check.timer >/dev/null ||
+		fail "graid-check.timer is not on: $(systemctl status graid-check.timer)"
+	graidctl detail --scan | sed '/\/r5 /s/$/ check=no/' >>/etc/graid/graid.conf
+	grep -q '^ARRAY /dev/graid/r5 UUID=.* check=no$' /etc/graid/graid.conf || fail "graid.conf: $(cat /etc/graid/graid.conf)"
+	size=$(json r1 size_bytes)
+	dd if=/dev/urandom of="${r1[1]}" bs=4k count=16 seek=$(((1048576 + size) / 4096)) oflag=direct \
+		conv=notrunc 2>/dev/null || fail "planting a mismatch"
+	graidctl set-speed r1 --min 16M --max 16M >/dev/null || fail "set-speed r1"
+	systemctl start graid-check.service || fail "graid-check.service: $(journalctl -b -u graid-check --no-pager)"
+	journalctl -b -u graid-check --no-pager | grep -q 'r5): not checked: check=no' ||
+		fail "the scheduled check did not leave r5 out: $(journalctl -b -u graid-check --no-pager)"
+	wait_for 120 "the check's mismatches reaching the monitor" \
+		sh -c 'journalctl -b -u graid-monitor --no-pager | grep -Eq "check-finished /dev/graid[0-9]+: mismatches=[1-9]"'
+	journalctl -b -u graid-monitor --no-pager | grep -q "mismatches-found /dev/graid" ||
+		fail "no mismatches-found: $(journalctl -b -u graid-monitor --no-pager)"
+	graidctl repair r1 --wait >/dev/null 2>&1 || fail "repair r1"
+	graidctl check r1 --wait 2>/dev/null | grep -q 'check finished: 0 mismatched sectors' ||
+		fail "r1 after the repair: $(graidctl detail r1)"
+	say "scheduled check: $(journalctl -b -u graid-monitor --no-pager | grep -o 'check-finished.*' | head -n 1)"
 	udevadm settle
 	# Both belong to this host (its /etc/hostname), so boot assembly starts them.
 	for a in r5 r1; do

@@ -68,6 +68,9 @@ props=$(udevadm info --query=property --name=$m0)
 expect_match '^ID_FS_TYPE=graid_member$' "$props" "udev properties of a member"
 expect_match "^GRAID_MEMBER_ARRAY_UUID=$uuid\$" "$props" "udev properties of a member"
 expect_match '^ID_FS_LABEL=inc$' "$props" "udev properties of a member"
+# lsblk -f reads udev's database: the member shows as graid's, with the array's name.
+expect_match "^FSTYPE=\"graid_member\" LABEL=\"inc\" UUID=\"$uuid\"\$" "$(lsblk -P -n -d -o FSTYPE,LABEL,UUID $m0)" \
+	"lsblk -f of a member"
 
 echo "--- the other two appear together: the array starts once, complete"
 attach 1 2
@@ -142,6 +145,26 @@ expect_rc 0 graidctl stop inc
 echo "HOMEHOST <ignore>" >/etc/graid/graid.conf
 appear 1
 [ "$(running)" = 1 ] || fail "HOMEHOST <ignore> did not start the array: $(graidctl list)"
+expect_rc 0 graidctl stop inc
+# An ARRAY line (detail --scan's) makes node-a's array this host's too.
+expect_rc 0 graidctl assemble --scan --any-host --uuid $uuid
+expect_rc 0 graidctl detail --scan
+array_line=$OUT
+expect_match "^ARRAY /dev/graid/inc UUID=$uuid level=raid5 members=3$" "$array_line" "detail --scan"
+expect_rc 0 graidctl stop inc
+echo "$array_line" >/etc/graid/graid.conf
+appear 2
+[ "$(running)" = 1 ] || fail "an ARRAY line did not start node-a's array: $(graidctl list)"
+expect_rc 0 graidctl stop inc
+# AUTO -all: only listed arrays start, even this host's own.
+echo node-a >/proc/sys/kernel/hostname
+echo "AUTO -all" >/etc/graid/graid.conf
+expect_rc 0 graidctl assemble --incremental $m0
+expect_match "is not listed in /etc/graid/graid.conf \(AUTO -all\): not started by itself" "$OUT" "AUTO -all"
+[ "$(running)" = 0 ] || fail "AUTO -all started an unlisted array: $(graidctl list)"
+printf 'AUTO -all\n%s\n' "$array_line" >/etc/graid/graid.conf
+appear 0
+[ "$(running)" = 1 ] || fail "AUTO -all did not start a listed array: $(graidctl list)"
 expect_rc 0 graidctl stop inc
 # A bad file is an error, not a guess.
 echo "HOMEHOST a/b" >/etc/graid/graid.conf

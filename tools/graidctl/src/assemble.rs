@@ -233,7 +233,7 @@ pub fn run(
 ) -> Result<String, CtlError> {
     let policy = Policy {
         host: Some("this-host".to_owned()),
-        ignore: false,
+        ..Policy::default()
     };
     submit(ctl, sys, args, &prepare(sys, args)?, &policy, json_out)
 }
@@ -452,10 +452,9 @@ fn assemble_found(
         result.array = Some(ArrayView::new(a, sys));
         return Some(result);
     }
-    let homehost = &sbs[freshest].homehost;
-    if !policy.owns(homehost) {
+    if let Some(why) = policy.refuses(&array_uuid, &sbs[freshest].homehost) {
         result.status = "foreign";
-        result.error = Some(policy.foreign_reason(homehost));
+        result.error = Some(why);
         return Some(result);
     }
     let mut rdevs = Vec::new();
@@ -601,12 +600,11 @@ fn incremental(
         };
         return Ok(output(&report, text));
     }
-    if !policy.owns(&sb.homehost) {
+    if let Some(why) = policy.refuses(&sb.array_uuid, &sb.homehost) {
         report.status = "foreign";
         let text = format!(
-            "graidctl: {label} {}: not started by itself; \
-             'graidctl assemble --scan --any-host --uuid {uuid_text}' starts it\n",
-            policy.foreign_reason(&sb.homehost)
+            "graidctl: {label} {why}: not started by itself; \
+             'graidctl assemble --scan --any-host --uuid {uuid_text}' starts it\n"
         );
         return Ok(output(&report, text));
     }
@@ -699,7 +697,7 @@ mod tests {
     fn here() -> Policy {
         Policy {
             host: Some("this-host".to_owned()),
-            ignore: false,
+            ..Policy::default()
         }
     }
 
@@ -989,7 +987,7 @@ mod tests {
         // A host without a name starts only arrays of no host.
         let nameless = Policy {
             host: None,
-            ignore: false,
+            ..Policy::default()
         };
         let out = incremental(&ctl, &sys, "/dev/d", &nameless, true).unwrap();
         let v: serde_json::Value = serde_json::from_str(&out).unwrap();

@@ -5,6 +5,7 @@ use crate::errno::{ioctl_error, Op};
 use crate::error::CtlError;
 use crate::member::{resolve_members, System};
 use crate::output::{array_device, json, ArrayView};
+use crate::signature;
 use crate::size::{format_sectors, DEFAULT_CHUNK_BYTES, SECTOR_BYTES};
 use crate::uuid;
 use clap::Args;
@@ -42,7 +43,10 @@ pub struct CreateArgs {
     /// module].
     #[arg(long, value_parser = uuid::parse)]
     pub uuid: Option<[u8; 16]>,
-    /// Create even if a member already carries a graid superblock (its array is destroyed).
+    /// Create even if a member already carries a graid superblock (its array is destroyed) or
+    /// another signature: a filesystem, a partition table, an LVM physical volume, an md
+    /// member (what libblkid finds; all are destroyed). A device in use (mounted, a swap, held
+    /// by md or dm) is refused even so.
     #[arg(short, long)]
     pub force: bool,
     /// Take the mirrors as in sync without a resync: only if they hold identical data (new
@@ -299,6 +303,13 @@ pub fn submit(
     mut req: GraidCreate,
     json_out: bool,
 ) -> Result<String, CtlError> {
+    signature::check_devices(
+        sys,
+        &args.members,
+        &signature::held_by_arrays(ctl),
+        args.force,
+        "creating an array on",
+    )?;
     ctl.create(&mut req).map_err(|e| {
         // The module also answers ENOSPC when every array index is taken.
         let full = e.raw_os_error() == Some(libc::ENOSPC)

@@ -15,6 +15,10 @@ pub const EXIT_NO_MODULE: u8 = 3;
 pub const EXIT_ABI_MISMATCH: u8 = 4;
 /// Exit status when the caller lacks the privilege the operation needs.
 pub const EXIT_PERMISSION: u8 = 5;
+/// Exit status of `monitor --oneshot` when an array is degraded (and none has failed).
+pub const EXIT_DEGRADED: u8 = 6;
+/// Exit status of `monitor --oneshot` when an array has failed (I/O fails on it).
+pub const EXIT_ARRAY_FAILED: u8 = 7;
 
 #[derive(Debug, Error)]
 pub enum CtlError {
@@ -52,6 +56,14 @@ pub enum CtlError {
     /// Part of a multi-array operation failed: `stdout` is the report to print anyway.
     #[error("{message}")]
     Partial { stdout: String, message: String },
+    /// A health check found arrays not optimal: `stdout` is the report, `code` says how bad
+    /// (`EXIT_DEGRADED`, `EXIT_ARRAY_FAILED`).
+    #[error("{message}")]
+    Unhealthy {
+        stdout: String,
+        message: String,
+        code: u8,
+    },
 }
 
 impl CtlError {
@@ -62,6 +74,7 @@ impl CtlError {
             CtlError::AbiMismatch { .. } | CtlError::Unsupported(_) => EXIT_ABI_MISMATCH,
             CtlError::Usage(_) => EXIT_USAGE,
             CtlError::Io { .. } | CtlError::Failed(_) | CtlError::Partial { .. } => EXIT_FAILURE,
+            CtlError::Unhealthy { code, .. } => *code,
         }
     }
 

@@ -286,14 +286,31 @@ pub fn export(sys: &dyn System, member: &str) -> Result<String, CtlError> {
     };
     let array_uuid = uuid::format(&sb.array_uuid);
     let name = udev_safe(sb.array_name.as_str());
+    // lsblk reads the _ENC forms (blkid's udev export has both).
     Ok(format!(
         "ID_FS_TYPE=graid_member\nID_FS_USAGE=raid\nID_FS_UUID={array_uuid}\n\
-         ID_FS_UUID_SUB={}\nID_FS_LABEL={name}\nGRAID_MEMBER_ARRAY_UUID={array_uuid}\n\
+         ID_FS_UUID_ENC={array_uuid}\nID_FS_UUID_SUB={}\nID_FS_LABEL={name}\n\
+         ID_FS_LABEL_ENC={}\nGRAID_MEMBER_ARRAY_UUID={array_uuid}\n\
          GRAID_MEMBER_NAME={name}\nGRAID_MEMBER_EVENTS={}\nGRAID_MEMBER_HOMEHOST={}\n",
         uuid::format(&sb.member_uuid),
+        udev_encode(sb.array_name.as_str()),
         sb.events,
         udev_safe(sb.homehost.as_str())
     ))
+}
+
+/// A name as blkid's `_ENC` properties carry it (`blkid_encode_string`): ASCII letters,
+/// digits, `#+-.:=@_` and multibyte UTF-8 as they are, every other byte as `\xHH`.
+fn udev_encode(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() || "#+-.:=@_".contains(c) || !c.is_ascii() {
+            out.push(c);
+        } else {
+            out.push_str(&format!("\\x{:02x}", c as u32));
+        }
+    }
+    out
 }
 
 /// A name as one udev property value: characters udev's import would misread (quotes,
@@ -438,7 +455,9 @@ SLOT  STATE   ROLE
             text,
             "ID_FS_TYPE=graid_member\nID_FS_USAGE=raid\n\
              ID_FS_UUID=10101010-1010-1010-1010-101010101010\n\
+             ID_FS_UUID_ENC=10101010-1010-1010-1010-101010101010\n\
              ID_FS_UUID_SUB=41414141-4141-4141-4141-414141414141\nID_FS_LABEL=my_data\n\
+             ID_FS_LABEL_ENC=my\\x20data\n\
              GRAID_MEMBER_ARRAY_UUID=10101010-1010-1010-1010-101010101010\n\
              GRAID_MEMBER_NAME=my_data\nGRAID_MEMBER_EVENTS=42\nGRAID_MEMBER_HOMEHOST=rack_a\n"
         );

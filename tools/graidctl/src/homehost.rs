@@ -8,8 +8,7 @@
 use crate::error::CtlError;
 use graid_engine::superblock::{HomeHost, HOMEHOST_LEN};
 
-/// graidctl's configuration file.
-pub const CONFIG_PATH: &str = "/etc/graid/graid.conf";
+pub use crate::config::CONFIG_PATH;
 
 /// What `HOMEHOST` says (mdadm.conf's keyword and special values).
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
@@ -25,55 +24,21 @@ pub enum Setting {
 }
 
 /// This host's identity and how strictly assembly matches it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Policy {
     /// What new arrays record; `None`: no usable identity (an unset or placeholder host name).
     pub host: Option<String>,
     /// Every array counts as this host's (`HOMEHOST <ignore>`).
     pub ignore: bool,
+    /// Arrays graid.conf's ARRAY lines name: this host's whatever their superblocks say.
+    pub listed: Vec<[u8; 16]>,
+    /// `AUTO -all`: only those start by themselves.
+    pub only_listed: bool,
 }
 
 /// Host names every unconfigured machine has: recording one would make every such machine
 /// take the array for its own.
 const PLACEHOLDERS: [&str; 4] = ["", "(none)", "localhost", "localhost.localdomain"];
-
-/// Parses graid.conf: `KEYWORD value` lines, `#` comments. Keywords are case-insensitive as in
-/// mdadm.conf; unknown ones are returned as warnings (a newer graid's file stays readable).
-pub fn parse_config(text: &str) -> Result<(Setting, Vec<String>), String> {
-    let mut setting = Setting::System;
-    let mut warnings = Vec::new();
-    for (number, line) in (1..).zip(text.lines()) {
-        let line = line.split('#').next().unwrap_or("").trim();
-        let Some((keyword, value)) = line
-            .split_once(char::is_whitespace)
-            .map(|(k, v)| (k, v.trim()))
-            .or(Some((line, "")))
-            .filter(|(k, _)| !k.is_empty())
-        else {
-            continue;
-        };
-        if !keyword.eq_ignore_ascii_case("HOMEHOST") {
-            warnings.push(format!(
-                "{CONFIG_PATH} line {number}: unknown keyword '{keyword}', ignored"
-            ));
-            continue;
-        }
-        setting = match value {
-            "<system>" => Setting::System,
-            "<ignore>" => Setting::Ignore,
-            "" => {
-                return Err(format!(
-                    "{CONFIG_PATH} line {number}: HOMEHOST needs a value"
-                ))
-            }
-            name => Setting::Name(
-                check_name(name)
-                    .map_err(|e| format!("{CONFIG_PATH} line {number}: HOMEHOST '{name}' {e}"))?,
-            ),
-        };
-    }
-    Ok((setting, warnings))
-}
 
 /// Checks a host name as the superblock field will.
 pub fn check_name(name: &str) -> Result<String, String> {
@@ -93,15 +58,16 @@ pub fn policy(setting: &Setting, hostname: &str) -> Policy {
     match setting {
         Setting::System => Policy {
             host: system,
-            ignore: false,
+            ..Policy::default()
         },
         Setting::Name(name) => Policy {
             host: Some(name.clone()),
-            ignore: false,
+            ..Policy::default()
         },
         Setting::Ignore => Policy {
             host: system,
             ignore: true,
+            ..Policy::default()
         },
     }
 }
@@ -109,27 +75,35 @@ pub fn policy(setting: &Setting, hostname: &str) -> Policy {
 /// This machine's policy: graid.conf (a missing file is the default) and the kernel's host name.
 /// Warnings about the file go to standard error.
 pub fn load() -> Result<Policy, CtlError> {
-    let setting = match std::fs::read_to_string(CONFIG_PATH) {
-        Ok(text) => {
-            let (setting, warnings) = parse_config(&text).map_err(CtlError::Failed)?;
-            for w in warnings {
-                eprintln!("graidctl: {w}");
-            }
-            setting
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Setting::System,
-        Err(e) => return Err(CtlError::io(format!("reading {CONFIG_PATH}"), e)),
-    };
+    let config = crate::config::load()?;
     let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
-    Ok(policy(&setting, &hostname))
+    Ok(Policy {
+        listed: config.arrays.iter().map(|a| a.uuid).collect(),
+        only_listed: config.only_listed,
+        ..policy(&config.homehost, &hostname)
+    })
 }
 
 impl Policy {
     /// Every array counts as this host's (`--any-host`, or where no policy applies).
     pub fn any_host() -> Self {
         Self {
-            host: None,
             ignore: true,
+            ..Self::default()
+        }
+    }
+
+    /// Why scanning assembly leaves the array `uuid` of `homehost` alone, if it does: another
+    /// host's, or not listed under `AUTO -all`. An array of an ARRAY line always starts.
+    pub fn refuses(&self, uuid: &[u8; 16], homehost: &HomeHost) -> Option<String> {
+        if self.ignore || self.listed.contains(uuid) {
+            None
+        } else if self.only_listed {
+            Some(format!("is not listed in {CONFIG_PATH} (AUTO -all)"))
+        } else if !self.owns(homehost) {
+            Some(self.foreign_reason(homehost))
+        } else {
+            None
         }
     }
 
@@ -178,6 +152,10 @@ pub fn parse_arg(text: &str) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn parse_config(text: &str) -> Result<(Setting, Vec<String>), String> {
+        crate::config::parse(text).map(|(c, w)| (c.homehost, w))
+    }
 
     fn host(name: &str) -> HomeHost {
         HomeHost::new(name).unwrap()
@@ -249,6 +227,24 @@ mod tests {
         assert!(nameless.foreign_reason(&host("n")).contains("set HOMEHOST"));
         // <ignore>: every array.
         assert!(policy(&Setting::Ignore, "node-1").owns(&host("node-2")));
+    }
+
+    #[test]
+    fn listed_arrays_start_and_auto_minus_all_starts_only_them() {
+        let mut p = policy(&Setting::System, "node-1");
+        let listed = [7u8; 16];
+        p.listed = vec![listed];
+        assert_eq!(p.refuses(&[1; 16], &host("node-1")), None);
+        // Listed: another host's array is this one's by the admin's word.
+        assert_eq!(p.refuses(&listed, &host("node-2")), None);
+        assert!(p.refuses(&[1; 16], &host("node-2")).is_some());
+        p.only_listed = true;
+        assert_eq!(
+            p.refuses(&[1; 16], &host("node-1")).unwrap(),
+            "is not listed in /etc/graid/graid.conf (AUTO -all)"
+        );
+        assert_eq!(p.refuses(&listed, &HomeHost::EMPTY), None);
+        assert_eq!(Policy::any_host().refuses(&[1; 16], &host("x")), None);
     }
 
     #[test]

@@ -2,6 +2,7 @@
 
 mod array_ref;
 mod assemble;
+mod config;
 mod control;
 mod create;
 mod errno;
@@ -11,11 +12,14 @@ mod helper;
 mod homehost;
 mod manage;
 mod member;
+mod metrics;
+mod monitor;
 mod output;
 mod replace;
 mod sbio;
 mod scrub;
 mod show;
+mod signature;
 mod size;
 mod speed;
 mod stop;
@@ -40,6 +44,8 @@ Exit status:
   4  the loaded module speaks another ABI version than this graidctl, or lacks an
      ioctl it needs
   5  permission denied (graid's control device and member devices need root)
+  6  monitor --oneshot: an array is degraded (none has failed)
+  7  monitor --oneshot: an array has failed
 
 ARRAY is /dev/graidN, graidN, N, /dev/graid/NAME, NAME, or a link to /dev/graidN.";
 
@@ -84,13 +90,18 @@ enum Command {
     },
     /// List the running arrays.
     List,
-    /// Describe a running array and its members.
+    /// Describe a running array and its members; with --scan, print an ARRAY line for each
+    /// running array, for /etc/graid/graid.conf.
     Detail {
         /// The array (see ARRAY below).
-        array: String,
+        #[arg(required_unless_present = "scan", conflicts_with = "scan")]
+        array: Option<String>,
         /// Print GRAID_NAME=, GRAID_UUID= and GRAID_LEVEL= lines for udev's IMPORT{program}.
         #[arg(long)]
         export: bool,
+        /// Print graid.conf ARRAY lines of the running arrays (mdadm's --detail --scan).
+        #[arg(short, long, conflicts_with = "export")]
+        scan: bool,
     },
     /// Stop using members of a running array, as if they had failed (refused where one holds
     /// the last copy of some data); recorded in the other members' superblocks.
@@ -99,10 +110,10 @@ enum Command {
     Remove(manage::MemberArgs),
     /// Add devices in the place of removed members of a running array: each gets a new
     /// superblock and is rebuilt in the background (RAID 1, 10, 5, 6).
-    Add(manage::MemberArgs),
+    Add(manage::AddArgs),
     /// Put former members back in their own roles (mdadm's --re-add): each device's superblock
-    /// must name this array and a role that is missing now. Rebuilt in full until the
-    /// write-intent bitmap exists.
+    /// must name this array and a role that is missing now. Only what the write-intent bitmap
+    /// marks as written while it was away is rebuilt (all of it on an array without a bitmap).
     ReAdd(manage::MemberArgs),
     /// Replace an active member by a new device while it keeps serving (mdadm's --replace
     /// --with): the device (a spare, or added as one) is copied from the member in the
@@ -149,6 +160,18 @@ enum Command {
         /// Zero the superblock block even if it holds no graid superblock.
         #[arg(short, long)]
         force: bool,
+    },
+    /// Watch the arrays and the parity helper and report every event (a member failed, a
+    /// spare took over, a rebuild's progress, a check's mismatches, the helper attached or
+    /// caught lying) to the log and a program, as mdadm --monitor does; --oneshot checks once.
+    Monitor(monitor::MonitorArgs),
+    /// Print the running arrays' and the parity helper's state and counters as Prometheus
+    /// metrics (text format), for node_exporter's textfile collector or a scraper.
+    Metrics {
+        /// Write them to FILE instead (by a rename, so a collector never reads half of it),
+        /// e.g. /var/lib/prometheus/node-exporter/graid.prom.
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<std::path::PathBuf>,
     },
     /// Write the man pages and shell completions into DIR (used by packaging).
     #[command(hide = true)]
@@ -206,9 +229,13 @@ fn run(cli: Cli) -> Result<String, CtlError> {
             stop::run(&Control::open_checked()?, &sys, &array, force, json)
         }
         Command::List => show::list(&Control::open_checked()?, &sys, json),
+        Command::Monitor(args) => monitor::run(&args, &Control::open_checked()?, &sys),
+        Command::Metrics { output } => {
+            metrics::run(&Control::open_checked()?, &sys, output.as_deref())
+        }
         Command::Fail(args) => manage::main(&args, manage::Action::Fail, &sys, json),
         Command::Remove(args) => manage::main(&args, manage::Action::Remove, &sys, json),
-        Command::Add(args) => manage::main(&args, manage::Action::Add, &sys, json),
+        Command::Add(args) => manage::add(&args, &sys, json),
         Command::ReAdd(args) => manage::main(&args, manage::Action::ReAdd, &sys, json),
         Command::Replace(args) => replace::main(&args, &sys, json),
         Command::SetSpeed(args) => {
@@ -241,8 +268,9 @@ fn run(cli: Cli) -> Result<String, CtlError> {
         Command::Detail { export: true, .. } if json => Err(CtlError::Usage(
             "--export and --json are different output formats; pick one".to_owned(),
         )),
-        Command::Detail { array, export } => {
-            let array = array_ref::parse(&array)?;
+        Command::Detail { scan: true, .. } => show::scan(&Control::open_checked()?, &sys, json),
+        Command::Detail { array, export, .. } => {
+            let array = array_ref::parse(array.as_deref().unwrap_or_default())?;
             let ctl = Control::open_checked()?;
             if export {
                 show::export(&ctl, &sys, &array)
@@ -268,7 +296,7 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            if let CtlError::Partial { stdout, .. } = &e {
+            if let CtlError::Partial { stdout, .. } | CtlError::Unhealthy { stdout, .. } = &e {
                 print!("{stdout}");
             }
             eprintln!("graidctl: {e}");
@@ -404,6 +432,11 @@ mod tests {
         ));
         usage_error(&["stop"]);
         usage_error(&["detail"]);
+        usage_error(&["detail", "--scan", "data"]);
+        assert!(matches!(
+            parse(&["detail", "--scan"]).unwrap().command,
+            Command::Detail { scan: true, .. }
+        ));
         usage_error(&["examine"]);
     }
 

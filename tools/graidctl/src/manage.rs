@@ -11,6 +11,7 @@ use crate::errno::{ioctl_error, Op};
 use crate::error::CtlError;
 use crate::member::{Rdev, System};
 use crate::output::{json, present_members, ArrayView};
+use crate::signature;
 use graid_abi::{
     GraidMember, GraidMemberOp, GRAID_MAX_SPARES, GRAID_MEMBER_ACTIVE, GRAID_MEMBER_MISSING,
     GRAID_MEMBER_OP_ADD, GRAID_MEMBER_OP_FAIL, GRAID_MEMBER_OP_REMOVE, GRAID_MEMBER_OP_REPLACE,
@@ -79,6 +80,40 @@ pub struct MemberArgs {
     /// Member devices.
     #[arg(required = true)]
     members: Vec<String>,
+}
+
+/// The arguments of `add`.
+#[derive(clap::Args, Debug)]
+pub struct AddArgs {
+    #[command(flatten)]
+    target: MemberArgs,
+    /// Add even a device that holds a filesystem, a partition table, an LVM physical volume or
+    /// an md member (what libblkid finds; all are destroyed). A device in use (mounted, a
+    /// swap, held by md or dm) is refused even so.
+    #[arg(short, long)]
+    force: bool,
+}
+
+/// `graidctl add ARRAY DEVICE...`: first refuses devices in use, and those holding a signature
+/// unless `--force`.
+pub fn add(args: &AddArgs, sys: &dyn System, json_out: bool) -> Result<String, CtlError> {
+    let array = array_ref::parse(&args.target.array)?;
+    let ctl = Control::open_checked()?;
+    signature::check_devices(
+        sys,
+        &args.target.members,
+        &signature::held_by_arrays(&ctl),
+        args.force,
+        "adding",
+    )?;
+    run(
+        &ctl,
+        sys,
+        &array,
+        &args.target.members,
+        Action::Add,
+        json_out,
+    )
 }
 
 /// `graidctl fail|remove ARRAY MEMBER...` on the real control device.

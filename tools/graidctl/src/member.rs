@@ -5,6 +5,7 @@
 
 use crate::error::CtlError;
 use crate::sbio;
+use crate::signature::{self, Signature};
 use graid_engine::superblock::SUPERBLOCK_SIZE;
 use std::collections::HashMap;
 use std::fs;
@@ -65,6 +66,12 @@ pub trait System {
     fn block_devices(&self) -> Vec<BlockDev>;
     /// The superblock block (4 KiB at byte 4096) of `path`.
     fn read_superblock(&self, path: &str) -> io::Result<Box<[u8; SUPERBLOCK_SIZE]>>;
+    /// The signatures (filesystems, partition tables, volumes) on `path`, libblkid's.
+    fn signatures(&self, path: &str) -> io::Result<Vec<Signature>>;
+    /// Whether something holds `path` exclusively (a mount, swap, md, dm, an array).
+    fn is_busy(&self, path: &str) -> bool;
+    /// What holds the busy device `path`, for a message.
+    fn holder(&self, path: &str, rdev: Rdev) -> String;
 }
 
 /// The real machine: `stat`, `/sys/dev/block`, `/sys/class/block`.
@@ -129,6 +136,18 @@ impl System for RealSystem {
     fn read_superblock(&self, path: &str) -> io::Result<Box<[u8; SUPERBLOCK_SIZE]>> {
         sbio::read_superblock(Path::new(path))
     }
+
+    fn signatures(&self, path: &str) -> io::Result<Vec<Signature>> {
+        signature::probe(Path::new(path))
+    }
+
+    fn is_busy(&self, path: &str) -> bool {
+        signature::is_busy(path)
+    }
+
+    fn holder(&self, path: &str, rdev: Rdev) -> String {
+        signature::holder(self, path, rdev)
+    }
 }
 
 fn file_kind(t: &fs::FileType) -> &'static str {
@@ -180,6 +199,7 @@ pub mod fake {
     //! A machine of fake block devices for host tests.
 
     use super::*;
+    use std::cell::RefCell;
 
     /// A fake device: path, device number, superblock block if readable.
     pub type FakeDevice = (String, Rdev, Option<Box<[u8; SUPERBLOCK_SIZE]>>);
@@ -189,6 +209,10 @@ pub mod fake {
         pub devices: Vec<FakeDevice>,
         /// symlink → target.
         pub links: Vec<(String, String)>,
+        /// What libblkid would find, by path.
+        pub signatures: RefCell<HashMap<String, Vec<Signature>>>,
+        /// Paths something holds.
+        pub busy: RefCell<Vec<String>>,
     }
 
     impl FakeSystem {
@@ -206,8 +230,16 @@ pub mod fake {
                 .collect();
             Self {
                 devices,
-                links: Vec::new(),
+                ..Self::default()
             }
+        }
+
+        pub fn set_signatures(&self, path: &str, found: Vec<Signature>) {
+            self.signatures.borrow_mut().insert(path.to_owned(), found);
+        }
+
+        pub fn set_busy(&self, path: &str) {
+            self.busy.borrow_mut().push(path.to_owned());
         }
     }
 
@@ -260,6 +292,23 @@ pub mod fake {
                 .find(|(p, _, _)| p == path)
                 .and_then(|(_, _, block)| block.clone())
                 .ok_or_else(|| io::Error::from_raw_os_error(libc::EIO))
+        }
+
+        fn signatures(&self, path: &str) -> io::Result<Vec<Signature>> {
+            Ok(self
+                .signatures
+                .borrow()
+                .get(path)
+                .cloned()
+                .unwrap_or_default())
+        }
+
+        fn is_busy(&self, path: &str) -> bool {
+            self.busy.borrow().iter().any(|p| p == path)
+        }
+
+        fn holder(&self, path: &str, _rdev: Rdev) -> String {
+            format!("{path} is held by the test")
         }
     }
 }

@@ -13,6 +13,7 @@ use crate::error::CtlError;
 use crate::manage::Action;
 use crate::member::{Rdev, System};
 use crate::output::{json, ArrayView};
+use crate::signature;
 use crate::wait;
 use graid_abi::{GraidMember, GraidMemberOp};
 use serde::Serialize;
@@ -31,12 +32,26 @@ pub struct ReplaceArgs {
     /// Wait until the replace ends, showing its progress (as `graidctl wait` does).
     #[arg(long)]
     wait: bool,
+    /// Take even a --with device that holds a filesystem, a partition table, an LVM physical
+    /// volume or an md member (what libblkid finds; all are destroyed). A device in use
+    /// (mounted, a swap, held by md or dm) is refused even so.
+    #[arg(short, long)]
+    force: bool,
 }
 
 /// `graidctl replace` on the real control device.
 pub fn main(args: &ReplaceArgs, sys: &dyn System, json_out: bool) -> Result<String, CtlError> {
     let array = array_ref::parse(&args.array)?;
     let ctl = Control::open_checked()?;
+    if let Some(with) = &args.with {
+        signature::check_devices(
+            sys,
+            std::slice::from_ref(with),
+            &signature::held_by_arrays(&ctl),
+            args.force,
+            "replacing a member by",
+        )?;
+    }
     let started = run(
         &ctl,
         sys,

@@ -16,13 +16,18 @@ use graid_abi::{GraidScrub, GRAID_SCRUB_CHECK, GRAID_SCRUB_IDLE, GRAID_SCRUB_REP
 #[derive(clap::Args, Debug)]
 pub struct ScrubArgs {
     /// The array (see ARRAY below).
-    array: String,
+    #[arg(required_unless_present = "scheduled", conflicts_with = "scheduled")]
+    array: Option<String>,
     /// Wait until it ends, showing progress, and print the mismatches found.
     #[arg(long, conflicts_with = "stop")]
     wait: bool,
     /// Stop the check or repair running instead (its counts stay in detail).
     #[arg(long)]
     stop: bool,
+    /// check only: start a check on every running array that graid.conf does not leave out
+    /// (ARRAY ... check=no) and that is optimal and idle; what graid-check.timer runs.
+    #[arg(long, conflicts_with_all = ["wait", "stop"])]
+    pub scheduled: bool,
 }
 
 /// `graidctl check|repair ARRAY` on the real control device.
@@ -32,7 +37,16 @@ pub fn main(
     sys: &dyn System,
     json_out: bool,
 ) -> Result<String, CtlError> {
-    let array = crate::array_ref::parse(&args.array)?;
+    if args.scheduled {
+        if which != Scrub::Check {
+            return Err(CtlError::Usage(
+                "--scheduled starts checks; repairs are the admin's call".to_owned(),
+            ));
+        }
+        let config = crate::config::load()?;
+        return scheduled(&crate::control::Control::open_checked()?, sys, &config);
+    }
+    let array = crate::array_ref::parse(args.array.as_deref().unwrap_or_default())?;
     let mut pause = || std::thread::sleep(wait::POLL);
     run(
         &crate::control::Control::open_checked()?,
@@ -112,6 +126,63 @@ pub fn run(
     })
 }
 
+/// `check --scheduled`: a check of every running array `config` does not leave out, that is
+/// optimal (a check needs every member) and not busy with a rebuild, check or replace. Each
+/// array's outcome is a line; an array the module refuses makes the exit status 1, the others
+/// are still started.
+pub fn scheduled(
+    ctl: &dyn ControlDevice,
+    sys: &dyn System,
+    config: &crate::config::Config,
+) -> Result<String, CtlError> {
+    let mut out = String::new();
+    let mut refused = Vec::new();
+    for d in crate::array_ref::running_arrays(ctl)? {
+        let a = ArrayView::new(&d, sys);
+        let label = a.label();
+        let skip = if config.array(&d.uuid).is_some_and(|l| !l.check) {
+            Some(format!("check=no in {}", crate::config::CONFIG_PATH))
+        } else if a.level == "raid0" {
+            Some("RAID 0 keeps no copy or parity to compare".to_owned())
+        } else if a.state != "optimal" {
+            Some(format!("it is {} (a check needs every member)", a.state))
+        } else if a.rebuild.is_some() || a.scrub.is_some() || a.replace.is_some() {
+            Some("busy with a rebuild, check, resync or replace".to_owned())
+        } else {
+            None
+        };
+        if let Some(why) = skip {
+            out.push_str(&format!("graidctl: {label}: not checked: {why}\n"));
+            continue;
+        }
+        let req = GraidScrub {
+            index: d.index,
+            action: GRAID_SCRUB_CHECK,
+        };
+        match ctl.scrub(&req) {
+            Ok(()) => out.push_str(&format!("graidctl: {label}: check started\n")),
+            Err(e) => refused.push(
+                ioctl_error(
+                    Op::Scrub {
+                        array: &label,
+                        what: "check",
+                    },
+                    &e,
+                )
+                .to_string(),
+            ),
+        }
+    }
+    if refused.is_empty() {
+        Ok(out)
+    } else {
+        Err(CtlError::Partial {
+            stdout: out,
+            message: refused.join("; "),
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -135,9 +206,10 @@ mod tests {
 
     fn args(wait: bool, stop: bool) -> ScrubArgs {
         ScrubArgs {
-            array: "m".to_owned(),
+            array: Some("m".to_owned()),
             wait,
             stop,
+            scheduled: false,
         }
     }
 
@@ -215,6 +287,47 @@ mod tests {
         )
         .unwrap();
         assert_eq!(ctl.scrubs.borrow()[3].action, GRAID_SCRUB_IDLE);
+    }
+
+    #[test]
+    fn scheduled_checks_skip_what_is_left_out_degraded_or_busy() {
+        use crate::config::{ArrayLine, Config};
+        use graid_abi::{GRAID_ARRAY_DEGRADED, GRAID_MEMBER_FAULTY};
+        let two = [(259, 0, GRAID_MEMBER_ACTIVE), (259, 1, GRAID_MEMBER_ACTIVE)];
+        let mut degraded = array(2, "d", 1, &[(259, 0, 0), (259, 1, GRAID_MEMBER_FAULTY)]);
+        degraded.state = GRAID_ARRAY_DEGRADED;
+        let mut busy = array(3, "b", 1, &two);
+        busy.scrub_action = GRAID_SCRUB_CHECK;
+        let ctl = FakeControl::with(vec![
+            array(0, "m", 1, &two),
+            array(1, "out", 5, &two),
+            degraded,
+            busy,
+            array(4, "r0", 0, &two),
+        ]);
+        let sys = FakeSystem::with_disks(&["vda", "vdb"]);
+        let config = Config {
+            arrays: vec![ArrayLine {
+                name: "out".to_owned(),
+                uuid: [2; 16],
+                check: false,
+            }],
+            ..Config::default()
+        };
+        let out = scheduled(&ctl, &sys, &config).unwrap();
+        assert_eq!(
+            out,
+            "graidctl: /dev/graid0 (m): check started\n\
+             graidctl: /dev/graid1 (out): not checked: check=no in /etc/graid/graid.conf\n\
+             graidctl: /dev/graid2 (d): not checked: it is degraded (a check needs every \
+             member)\n\
+             graidctl: /dev/graid3 (b): not checked: busy with a rebuild, check, resync or \
+             replace\n\
+             graidctl: /dev/graid4 (r0): not checked: RAID 0 keeps no copy or parity to \
+             compare\n"
+        );
+        assert_eq!(ctl.scrubs.borrow().len(), 1);
+        assert_eq!(ctl.scrubs.borrow()[0].index, 0);
     }
 
     #[test]

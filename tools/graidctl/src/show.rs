@@ -80,6 +80,41 @@ struct DetailWithHelper<'a> {
     helper: Option<helper::HelperView>,
 }
 
+/// One running array as graid.conf's ARRAY line.
+#[derive(Serialize)]
+struct ScanLine {
+    name: String,
+    uuid: String,
+    line: String,
+}
+
+/// `detail --scan`: an ARRAY line for each running array (`config.rs`), to paste into
+/// /etc/graid/graid.conf; `--json` gives each with its name and UUID.
+pub fn scan(ctl: &dyn ControlDevice, sys: &dyn System, json_out: bool) -> Result<String, CtlError> {
+    let lines: Vec<ScanLine> = running_arrays(ctl)?
+        .iter()
+        .map(|d| {
+            let a = ArrayView::new(d, sys);
+            ScanLine {
+                line: format!(
+                    "ARRAY /dev/graid/{} UUID={} level={} members={}",
+                    a.name,
+                    a.uuid,
+                    a.level,
+                    a.members.len()
+                ),
+                name: a.name,
+                uuid: a.uuid,
+            }
+        })
+        .collect();
+    Ok(if json_out {
+        json(&lines)
+    } else {
+        lines.iter().map(|l| format!("{}\n", l.line)).collect()
+    })
+}
+
 /// `detail --export`: udev properties (see Documentation/udev.rst).
 pub fn export(
     ctl: &dyn ControlDevice,
@@ -123,6 +158,22 @@ mod tests {
             ctl,
             FakeSystem::with_disks(&["nvme0n1", "nvme1n1", "nvme2n1"]),
         )
+    }
+
+    #[test]
+    fn scan_prints_config_lines_that_parse_back() {
+        let (ctl, sys) = setup();
+        let text = scan(&ctl, &sys, false).unwrap();
+        assert_eq!(
+            text,
+            "ARRAY /dev/graid/data UUID=01010101-0101-0101-0101-010101010101 level=raid10 \
+             members=2\nARRAY /dev/graid/scratch UUID=04040404-0404-0404-0404-040404040404 \
+             level=raid1 members=3\n"
+        );
+        let (config, warnings) = crate::config::parse(&text).unwrap();
+        assert!(warnings.is_empty());
+        assert_eq!(config.arrays[1].name, "scratch");
+        assert_eq!(config.arrays[1].uuid, [4; 16]);
     }
 
     #[test]
