@@ -11,8 +11,11 @@ need_members 4
 # Arrays not in sync keep reading copy 0 (their resync waits to be asked for): the read
 # repairs below need every read to go to member 0. Arrays stay marked dirty for a minute after
 # a write: the discard case needs its array dirty before its member's writes start failing (the
-# superblock write that marks it dirty would fail that member, as md's would).
-load_module_with auto_resync=0 safe_mode_delay_ms=60000
+# superblock write that marks it dirty would fail that member, as md's would). Likewise its
+# write-intent bits stay set for ten minutes: a bit cleared while idle is set again by the
+# discard, and that bitmap write would fail the member (seen on the debug kernel, whose writes
+# and verifies outlast the 5 s looks).
+load_module_with auto_resync=0 safe_mode_delay_ms=60000 bitmap_clean_ms=600000
 set -- $members
 d0=$1 d1=$2 d2=$3 d3=$4
 export DM_DISABLE_UDEV=1
