@@ -10,12 +10,12 @@ use crate::control::{Control, ControlDevice};
 use crate::errno::{ioctl_error, Op};
 use crate::error::CtlError;
 use crate::member::{Rdev, System};
-use crate::output::{json, present_members, ArrayView};
+use crate::output::{json, present_members, spare_devices, ArrayView};
 use crate::signature;
 use graid_abi::{
-    GraidMember, GraidMemberOp, GRAID_MAX_SPARES, GRAID_MEMBER_ACTIVE, GRAID_MEMBER_MISSING,
-    GRAID_MEMBER_OP_ADD, GRAID_MEMBER_OP_FAIL, GRAID_MEMBER_OP_REMOVE, GRAID_MEMBER_OP_REPLACE,
-    GRAID_ROLE_NONE, GRAID_ROLE_SPARE,
+    GraidMember, GraidMemberOp, GRAID_MEMBER_ACTIVE, GRAID_MEMBER_MISSING, GRAID_MEMBER_OP_ADD,
+    GRAID_MEMBER_OP_FAIL, GRAID_MEMBER_OP_REMOVE, GRAID_MEMBER_OP_REPLACE, GRAID_ROLE_NONE,
+    GRAID_ROLE_SPARE,
 };
 use graid_engine::superblock::{decode, Slot};
 use serde::Serialize;
@@ -161,7 +161,7 @@ pub fn run(
     let detail = resolve(ctl, sys, array)?;
     let label = ArrayView::new(&detail, sys).label();
     let present = present_members(&detail);
-    let spares = &detail.spares[..(detail.nr_spares as usize).min(GRAID_MAX_SPARES)];
+    let spares = spare_devices(&detail);
     let mut targets = Vec::new();
     for path in members {
         let rdev = sys.block_rdev(path)?;

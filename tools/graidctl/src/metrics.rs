@@ -6,12 +6,11 @@
 //! node_exporter's md collector labels `md0`), and a state as a 0/1 gauge per possible state so
 //! an alert can say `graid_array_state{state="degraded"} == 1`.
 
-use crate::array_ref::running_arrays;
 use crate::control::ControlDevice;
 use crate::error::CtlError;
 use crate::helper::{self, HelperView};
 use crate::member::System;
-use crate::output::{ArrayView, BitmapView, MemberView, PplView};
+use crate::output::{running_views, ArrayView, BitmapView, MemberView, PplView};
 use std::fmt::Write as _;
 use std::fs;
 use std::io::Write as _;
@@ -35,10 +34,7 @@ pub fn run(
     sys: &dyn System,
     output: Option<&Path>,
 ) -> Result<String, CtlError> {
-    let arrays: Vec<ArrayView> = running_arrays(ctl)?
-        .iter()
-        .map(|d| ArrayView::new(d, sys))
-        .collect();
+    let arrays = running_views(ctl, sys)?;
     let text = render(&arrays, helper::status(ctl).as_ref());
     let Some(path) = output else {
         return Ok(text);

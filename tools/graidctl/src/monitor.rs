@@ -7,12 +7,11 @@
 //! Events come from comparing looks, not from the uevents alone, so none is lost when the
 //! monitor was busy or started late, and the same code serves `--oneshot`.
 
-use crate::array_ref::running_arrays;
 use crate::control::ControlDevice;
 use crate::error::{CtlError, EXIT_ARRAY_FAILED, EXIT_DEGRADED};
 use crate::helper::{self, HelperView};
 use crate::member::System;
-use crate::output::{ArrayView, MemberView};
+use crate::output::{running_views, ArrayView, MemberView};
 use std::collections::BTreeMap;
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -71,12 +70,9 @@ pub struct Look {
 
 impl Look {
     pub fn take(ctl: &dyn ControlDevice, sys: &dyn System) -> Result<Self, CtlError> {
-        let arrays = running_arrays(ctl)?
-            .iter()
-            .map(|d| {
-                let view = ArrayView::new(d, sys);
-                (view.uuid.clone(), view)
-            })
+        let arrays = running_views(ctl, sys)?
+            .into_iter()
+            .map(|view| (view.uuid.clone(), view))
             .collect();
         Ok(Self {
             arrays,
@@ -333,19 +329,15 @@ fn helper_changes(was: Option<&HelperView>, now: Option<&HelperView>, out: &mut 
     let state = |h: Option<&HelperView>| h.map_or("none", |h| h.state.as_str()).to_owned();
     let (old_state, new_state) = (state(was), state(now));
     let attached = |s: &str| s != "none";
-    if !attached(&old_state) && attached(&new_state) {
+    // A helper that came, or another in its place (a new pid).
+    let new_helper = !attached(&old_state) || now.map(|h| h.pid) != was.map(|h| h.pid);
+    if attached(&new_state) && new_helper {
         let h = now.map(|h| format!("pid {} engine {}", h.pid, h.engine));
         out.push(helper_event("helper-attached", h.unwrap_or_default()));
     } else if attached(&old_state) && !attached(&new_state) {
         out.push(helper_event(
             "helper-detached",
             "parity is computed in the kernel".into(),
-        ));
-    } else if attached(&new_state) && now.map(|h| h.pid) != was.map(|h| h.pid) {
-        out.push(helper_event(
-            "helper-attached",
-            now.map(|h| format!("pid {} engine {}", h.pid, h.engine))
-                .unwrap_or_default(),
         ));
     }
     if new_state == "degraded" && old_state != "degraded" {
@@ -578,7 +570,6 @@ fn is_trouble(name: &str) -> bool {
             | "degraded-array"
             | "array-failed"
             | "rebuild-stalled"
-            | "rebuild-stopped"
             | "mismatches-found"
             | "spares-missing"
             | "helper-lying"

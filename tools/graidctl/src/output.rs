@@ -1,6 +1,9 @@
 //! What graidctl prints: the views of arrays and members shared by the human and JSON output,
 //! plain-text tables, and JSON rendering.
 
+use crate::array_ref::running_arrays;
+use crate::control::ControlDevice;
+use crate::error::CtlError;
 use crate::member::{Rdev, System};
 use crate::size::{format_sectors, SECTOR_BYTES};
 use crate::uuid;
@@ -65,6 +68,22 @@ pub fn array_device(index: u32) -> String {
 /// The members DETAIL filled in (`nr_members` of them, never past the array).
 pub fn present_members(d: &GraidDetail) -> &[GraidMemberDetail] {
     &d.members[..(d.nr_members as usize).min(d.members.len())]
+}
+
+/// The spares DETAIL filled in (`nr_spares` of them, never past the table).
+pub fn spare_devices(d: &GraidDetail) -> &[graid_abi::GraidMember] {
+    &d.spares[..(d.nr_spares as usize).min(GRAID_MAX_SPARES)]
+}
+
+/// Every running array, as `detail` shows it.
+pub fn running_views(
+    ctl: &dyn ControlDevice,
+    sys: &dyn System,
+) -> Result<Vec<ArrayView>, CtlError> {
+    Ok(running_arrays(ctl)?
+        .iter()
+        .map(|d| ArrayView::new(d, sys))
+        .collect())
 }
 
 pub fn export_text(d: &GraidDetail) -> String {
@@ -421,7 +440,7 @@ impl ArrayView {
                     }
                 }),
             members: members.iter().map(|m| MemberView::new(m, sys)).collect(),
-            spares: d.spares[..(d.nr_spares as usize).min(GRAID_MAX_SPARES)]
+            spares: spare_devices(d)
                 .iter()
                 .map(|&s| SpareView {
                     device: sys.dev_path(Rdev::from(s)),

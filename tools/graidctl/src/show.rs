@@ -1,11 +1,11 @@
 //! `graidctl list`, `graidctl detail ARRAY` and `graidctl detail --export ARRAY`.
 
-use crate::array_ref::{resolve, running_arrays, ArrayRef};
+use crate::array_ref::{resolve, ArrayRef};
 use crate::control::ControlDevice;
 use crate::error::CtlError;
 use crate::helper;
 use crate::member::System;
-use crate::output::{export_text, json, Align, ArrayView, Table};
+use crate::output::{export_text, json, running_views, Align, ArrayView, Table};
 use crate::size::format_sectors;
 use serde::Serialize;
 
@@ -15,10 +15,7 @@ struct ListReport {
 }
 
 pub fn list(ctl: &dyn ControlDevice, sys: &dyn System, json_out: bool) -> Result<String, CtlError> {
-    let arrays: Vec<ArrayView> = running_arrays(ctl)?
-        .iter()
-        .map(|d| ArrayView::new(d, sys))
-        .collect();
+    let arrays = running_views(ctl, sys)?;
     if json_out {
         return Ok(json(&ListReport { arrays }));
     }
@@ -91,21 +88,18 @@ struct ScanLine {
 /// `detail --scan`: an ARRAY line for each running array (`config.rs`), to paste into
 /// /etc/graid/graid.conf; `--json` gives each with its name and UUID.
 pub fn scan(ctl: &dyn ControlDevice, sys: &dyn System, json_out: bool) -> Result<String, CtlError> {
-    let lines: Vec<ScanLine> = running_arrays(ctl)?
-        .iter()
-        .map(|d| {
-            let a = ArrayView::new(d, sys);
-            ScanLine {
-                line: format!(
-                    "ARRAY /dev/graid/{} UUID={} level={} members={}",
-                    a.name,
-                    a.uuid,
-                    a.level,
-                    a.members.len()
-                ),
-                name: a.name,
-                uuid: a.uuid,
-            }
+    let lines: Vec<ScanLine> = running_views(ctl, sys)?
+        .into_iter()
+        .map(|a| ScanLine {
+            line: format!(
+                "ARRAY /dev/graid/{} UUID={} level={} members={}",
+                a.name,
+                a.uuid,
+                a.level,
+                a.members.len()
+            ),
+            name: a.name,
+            uuid: a.uuid,
         })
         .collect();
     Ok(if json_out {

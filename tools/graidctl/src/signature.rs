@@ -11,8 +11,8 @@ use crate::array_ref::running_arrays;
 use crate::control::ControlDevice;
 use crate::error::CtlError;
 use crate::member::{Rdev, System};
-use crate::output::present_members;
-use graid_abi::{GRAID_MAX_SPARES, GRAID_ROLE_NONE};
+use crate::output::{present_members, spare_devices};
+use graid_abi::GRAID_ROLE_NONE;
 use libblkid_rs::{BlkidProbe, BlkidProbeRet, BlkidSublks, BlkidSublksFlags};
 use std::fs;
 use std::io;
@@ -154,11 +154,7 @@ pub fn held_by_arrays(ctl: &dyn ControlDevice) -> Vec<Rdev> {
     let mut held = Vec::new();
     for d in &arrays {
         held.extend(present_members(d).iter().map(|m| Rdev::from(m.dev)));
-        held.extend(
-            d.spares[..(d.nr_spares as usize).min(GRAID_MAX_SPARES)]
-                .iter()
-                .map(|&s| Rdev::from(s)),
-        );
+        held.extend(spare_devices(d).iter().map(|&s| Rdev::from(s)));
         if d.replace_role != GRAID_ROLE_NONE {
             held.push(Rdev::from(d.replace_dev));
         }
