@@ -7,7 +7,9 @@
 # - --test sends a test-message for each array;
 # - the parity helper attaching and going away are reported (helper-attached, -detached);
 # - a check's end is reported with its mismatch count, at once: the module's uevent says it;
-# - an array assembled degraded: the module's uevent and the monitor say so.
+# - an array assembled degraded: the module's uevent and the monitor say so;
+# - the monitor holds the control device only while it looks: the module unloads under it, and
+#   an array started after the module came back is reported.
 . /graid/lib.sh
 need_members 3
 set -- $members
@@ -105,6 +107,18 @@ uevents_start
 expect_rc 0 graidctl assemble --run mon5 $s0 $s1
 dev=$(array_dev "$OUT")
 expect_match "GRAID_EVENT=degraded-array" "$(uevents_stop)" "the degraded start's uevent"
+wait_event "^degraded-array $dev name=mon5" 5
+expect_rc 0 graidctl stop mon5
+
+echo "--- the monitor holds the control device only while it looks: the module unloads"
+usleep 500000
+udevadm settle
+rmmod raid_gpu || fail "rmmod refused with only the monitor running: $(cat /sys/module/raid_gpu/refcnt)"
+kill -0 $monitor || fail "the monitor died when the module went away"
+load_module
+: >/tmp/events
+expect_rc 0 graidctl assemble --run mon5 $s0 $s1
+dev=$(array_dev "$OUT")
 wait_event "^degraded-array $dev name=mon5" 5
 kill $monitor
 expect_rc 0 graidctl stop mon5

@@ -229,7 +229,7 @@ fn run(cli: Cli) -> Result<String, CtlError> {
             stop::run(&Control::open_checked()?, &sys, &array, force, json)
         }
         Command::List => show::list(&Control::open_checked()?, &sys, json),
-        Command::Monitor(args) => monitor::run(&args, &Control::open_checked()?, &sys),
+        Command::Monitor(args) => monitor::run(&args, Control::open_checked, &sys),
         Command::Metrics { output } => {
             metrics::run(&Control::open_checked()?, &sys, output.as_deref())
         }

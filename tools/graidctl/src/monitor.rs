@@ -406,10 +406,11 @@ impl Event {
     }
 }
 
-/// `graidctl monitor`.
-pub fn run(
+/// `graidctl monitor`. `open` opens the control device for one look: the monitor holds it
+/// only while it looks, so the module can be unloaded while no array runs.
+pub fn run<C: ControlDevice>(
     args: &MonitorArgs,
-    ctl: &dyn ControlDevice,
+    open: impl Fn() -> Result<C, CtlError>,
     sys: &dyn System,
 ) -> Result<String, CtlError> {
     let program = match &args.program {
@@ -417,7 +418,7 @@ pub fn run(
         None => crate::config::load()?.program,
     };
     let reporter = Reporter::new(args, program);
-    let first = Look::take(ctl, sys)?;
+    let first = Look::take(&open()?, sys)?;
     if args.test {
         test_events(&first, &reporter);
     }
@@ -437,8 +438,8 @@ pub fn run(
                 Vec::new()
             }
         };
-        // A look that fails (the module unloading) is retried at the next wake-up.
-        let Ok(now) = Look::take(ctl, sys) else {
+        // A look that fails (the module unloaded) is retried at the next wake-up.
+        let Ok(now) = open().and_then(|ctl| Look::take(&ctl, sys)) else {
             continue;
         };
         for e in events(Some(&before), &now, uevents.is_none()) {
