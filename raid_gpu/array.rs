@@ -34,6 +34,7 @@ use crate::kernel_ext::{
 };
 use crate::kernel_ext::work::{noio_scope, WorkHandler, Worker};
 use crate::superblock_io::read_superblock;
+use crate::sysfs::ArrayDirs;
 use crate::uapi;
 use crate::uevent::{self, MemberChange};
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -105,6 +106,9 @@ pub(crate) struct Array {
     /// A scrub's end yet to be announced: [`SCRUB_ENDED`] with its mode and whether it stopped
     /// before its end (the last one only, if two end before the work item runs).
     scrub_to_announce: AtomicU32,
+    /// `/sys/block/graidN/graid/`, made once the array is whole, removed before its disk.
+    #[pin]
+    sysfs: Mutex<Option<ArrayDirs>>,
     #[pin]
     disk: Disk<ArrayIo>,
     /// The members' exclusive-open holder (freed last).
@@ -430,6 +434,7 @@ impl Array {
         // An interrupted rebuild goes on from its checkpoint; a member missing at assembly
         // (or failed by the first superblock write) takes a spare.
         array.running.store(true, Ordering::SeqCst);
+        array.add_sysfs();
         let io = array.io();
         io.engine.resume_rebuild(io);
         if crate::auto_resync() {
@@ -459,6 +464,7 @@ impl Array {
                 running: AtomicBool::new(false),
                 to_announce: [const { AtomicU32::new(0) }; ANNOUNCED.len()],
                 scrub_to_announce: AtomicU32::new(0),
+                sysfs <- new_mutex!(None),
                 // SAFETY: the worker is a field of the value `this` points at.
                 takeover <- unsafe { Worker::new(this.as_ptr(), c"graid_takeover", kernel::static_lock_class!()) },
                 disk <- Disk::new(config, io, first_write),
@@ -481,6 +487,22 @@ impl Array {
             let disk = Disk::of_ops(io);
             &*kernel::container_of!(core::ptr::from_ref(disk), Array, disk)
         }
+    }
+
+    /// Adds `/sys/block/graidN/graid/`; without it the array runs on (as md's does).
+    fn add_sysfs(self: &Pin<KBox<Self>>) {
+        let members = self.io().engine.superblock().members;
+        // SAFETY: the array is pinned in its box, and its drop removes the directories before
+        // the disk.
+        match unsafe { ArrayDirs::new(self, members) } {
+            Ok(dirs) => *self.sysfs.lock() = Some(dirs),
+            Err(e) => pr_warn!("graid: graid{}: no sysfs directory: {:?}\n", self.index, e),
+        }
+    }
+
+    /// The array's disk's kobject (`/sys/block/graidN`).
+    pub(crate) fn disk_kobject(&self) -> *mut kernel::bindings::kobject {
+        self.disk.kobject()
     }
 
     /// Makes [`Self::take_over`] run soon, if the array is running. Any context.
@@ -1017,7 +1039,6 @@ impl Array {
         })
     }
 
-    /// Fills in DETAIL.
     /// DETAIL's replace fields.
     fn detail_replace(&self, out: &mut uapi::GraidDetail) {
         let io = self.io();
@@ -1037,7 +1058,22 @@ impl Array {
         out.replace_dev = uapi::GraidMember { major, minor };
     }
 
-    pub(crate) fn detail(&self, out: &mut uapi::GraidDetail) {
+    /// DETAIL of the array, on the heap (it is too big for the stack), built from zero.
+    pub(crate) fn detail_boxed(&self) -> Result<KBox<uapi::GraidDetail>> {
+        let out = KBox::<uapi::GraidDetail>::new_uninit(GFP_KERNEL)?;
+        // SAFETY: GraidDetail is plain integers (see its FromBytes impl); all-zero is valid.
+        let mut out = unsafe {
+            let mut out = out;
+            out.as_mut_ptr().write_bytes(0, 1);
+            out.assume_init()
+        };
+        out.index = self.index;
+        self.detail(&mut out);
+        Ok(out)
+    }
+
+    /// Fills in DETAIL.
+    fn detail(&self, out: &mut uapi::GraidDetail) {
         let io = self.io();
         let engine = &io.engine;
         let sb = engine.superblock();
@@ -1136,6 +1172,9 @@ impl PinnedDrop for Array {
         // A takeover running now ends first; one queued later does nothing.
         self.running.store(false, Ordering::SeqCst);
         self.takeover.cancel();
+        // Its files read the array: gone (and their reads and writes done) before it goes.
+        let dirs = self.sysfs.lock().take();
+        drop(dirs);
         // No request is left once the disk is gone, and the worker is idle after it: the last
         // superblock update has the members to itself.
         self.disk.remove();

@@ -598,20 +598,13 @@ impl Control {
         // Only the index is input (the first field); the rest is output, built on the heap
         // (it is too big for the stack) from zero, so nothing the caller passed is echoed back.
         let index: u32 = reader.read()?;
-        let mut out = KBox::<GraidDetail>::new_uninit(GFP_KERNEL)?;
-        // SAFETY: GraidDetail is plain integers (see the FromBytes impl); all-zero is valid.
-        let mut out = unsafe {
-            out.as_mut_ptr().write_bytes(0, 1);
-            out.assume_init()
-        };
-        out.index = index;
         let arrays = self.arrays.lock();
         let array = arrays
             .iter()
             .find(|e| e.index == index)
             .and_then(|e| e.array.as_ref())
             .ok_or(ENODEV)?;
-        array.detail(&mut out);
+        let out = array.detail_boxed()?;
         drop(arrays);
         writer.write(&*out)?;
         Ok(0)

@@ -22,6 +22,7 @@ mod rq_stack;
 mod staging;
 mod stripe_io;
 mod superblock_io;
+mod sysfs;
 mod uevent;
 
 // Pure RAID logic shared with the host tools (tools/graid-engine), where it is tested.
@@ -31,6 +32,10 @@ mod engine;
 // Shared verbatim with the tools; not every item is used by the module.
 #[allow(dead_code, unreachable_pub)]
 mod uapi;
+
+// The text of the sysfs files, shared verbatim with the tools.
+#[allow(unreachable_pub)]
+mod sysfs_text;
 
 // The parity ring's layout, shared verbatim with the tools.
 #[allow(dead_code, unreachable_pub)]

@@ -465,6 +465,13 @@ impl<T: DiskOps> Disk<T> {
         openers.load(Ordering::Relaxed).max(0) as u32
     }
 
+    /// The disk's kobject (`/sys/block/graidN`), a parent for the driver's own directories,
+    /// which must be removed before the disk is.
+    pub(crate) fn kobject(&self) -> *mut bindings::kobject {
+        // SAFETY: the disk is live (type invariant); `part0` is its whole-disk device.
+        unsafe { &raw mut (*(*self.disk).part0).bd_device.kobj }
+    }
+
     /// Starts removing the disk: fails with `EBUSY` if it is open, otherwise refuses every open
     /// from now on (md's pattern: checked and set under the disk's `open_mutex`, which every
     /// open holds around `fops->open`), so nobody opens it and then sees it vanish.

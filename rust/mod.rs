@@ -19,4 +19,5 @@ pub(crate) mod raid_math;
 pub(crate) mod racy;
 pub(crate) mod random;
 mod shim;
+pub(crate) mod sysfs;
 pub(crate) mod work;

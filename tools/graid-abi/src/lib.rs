@@ -14,6 +14,10 @@ pub use uapi::*;
 #[path = "../../../raid_gpu/ring_uapi.rs"]
 pub mod ring;
 
+/// The files under `/sys/block/graidN/graid/` (`raid_gpu/sysfs_text.rs`).
+#[path = "../../../raid_gpu/sysfs_text.rs"]
+pub mod sysfs;
+
 #[cfg(test)]
 mod tests {
     use super::*;

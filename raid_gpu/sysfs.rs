@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `/sys/block/graidN/graid/`: the array's files and one directory `rdN/` per member, md's
+//! `md/` layout. What each file reads and takes is `sysfs_text.rs`'s, from the array's
+//! DETAIL; here are the tables of files and the array's side of them.
+
+use crate::array::Array;
+use crate::kernel_ext::sysfs::{Attribute, AttributeList, Dir, Files, Page};
+use crate::sysfs_text;
+use crate::uapi;
+use kernel::{prelude::*, str::CString};
+
+const ARRAY_ATTRIBUTES: [Attribute; sysfs_text::ARRAY_FILES.len()] = [
+    Attribute::read_only(c"level"),
+    Attribute::read_only(c"raid_disks"),
+    Attribute::read_only(c"chunk_size"),
+    Attribute::read_only(c"component_size"),
+    Attribute::read_only(c"array_state"),
+    Attribute::read_only(c"state"),
+    Attribute::read_only(c"degraded"),
+    Attribute::read_write(c"sync_action"),
+    Attribute::read_only(c"sync_completed"),
+    Attribute::read_only(c"sync_speed"),
+    Attribute::read_write(c"sync_speed_min"),
+    Attribute::read_write(c"sync_speed_max"),
+    Attribute::read_only(c"mismatch_cnt"),
+    Attribute::read_only(c"consistency_policy"),
+    Attribute::read_only(c"bitmap_regions"),
+    Attribute::read_only(c"bitmap_dirty"),
+    Attribute::read_only(c"ppl_entries"),
+    Attribute::read_only(c"ppl_wraps"),
+    Attribute::read_only(c"spares"),
+    Attribute::read_only(c"name"),
+    Attribute::read_only(c"uuid"),
+    Attribute::read_only(c"events"),
+];
+static ARRAY_FILES: AttributeList<{ sysfs_text::ARRAY_FILES.len() + 1 }> =
+    AttributeList::new(&ARRAY_ATTRIBUTES);
+
+const MEMBER_ATTRIBUTES: [Attribute; sysfs_text::MEMBER_FILES.len()] = [
+    Attribute::read_only(c"state"),
+    Attribute::read_only(c"slot"),
+    Attribute::read_only(c"dev"),
+    Attribute::read_only(c"errors"),
+    Attribute::read_only(c"corrected"),
+    Attribute::read_only(c"recovery_start"),
+];
+static MEMBER_FILES: AttributeList<{ sysfs_text::MEMBER_FILES.len() + 1 }> =
+    AttributeList::new(&MEMBER_ATTRIBUTES);
+
+/// The key of the array's own directory; a member's is its role.
+const ARRAY_DIR: u32 = u32::MAX;
+
+/// An array's directories, removed when dropped (members first), which the array does before
+/// its disk goes.
+pub(crate) struct ArrayDirs {
+    _members: KVec<Dir>,
+    _array: Dir,
+}
+
+impl ArrayDirs {
+    /// Creates `graid/` and its `rdN/` under `array`'s disk.
+    ///
+    /// # Safety
+    ///
+    /// `array` must outlive the result, and its disk must not be removed before the result
+    /// is dropped.
+    pub(crate) unsafe fn new(array: &Array, members: u32) -> Result<Self> {
+        // SAFETY: the disk is live until the result is dropped (the caller's contract), and
+        // so is `array`.
+        let top = unsafe {
+            Dir::new(
+                array.disk_kobject(),
+                c"graid",
+                &ARRAY_FILES,
+                array,
+                ARRAY_DIR,
+            )?
+        };
+        let mut dirs = KVec::with_capacity(members as usize, GFP_KERNEL)?;
+        for role in 0..members {
+            let name = CString::try_from_fmt(fmt!("rd{role}"))?;
+            // SAFETY: `top` is live and outlives the member directories (dropped after them);
+            // `array` as above.
+            let dir = unsafe { Dir::new(top.kobject(), &name, &MEMBER_FILES, array, role)? };
+            dirs.push(dir, GFP_KERNEL)?;
+        }
+        Ok(Self {
+            _members: dirs,
+            _array: top,
+        })
+    }
+}
+
+impl Files for Array {
+    fn show(&self, key: u32, name: &str, out: &mut Page<'_>) -> Result {
+        let detail = self.detail_boxed()?;
+        let written = if key == ARRAY_DIR {
+            sysfs_text::array_file(name, &detail, out)
+        } else {
+            sysfs_text::member_file(name, &detail, key, out)
+        };
+        match written {
+            Some(Ok(())) => Ok(()),
+            Some(Err(_)) => Err(ENOSPC),
+            None => Err(ENOENT),
+        }
+    }
+
+    fn store(&self, key: u32, name: &str, text: &[u8]) -> Result {
+        if key != ARRAY_DIR {
+            return Err(EACCES);
+        }
+        if name == "sync_action" {
+            return self.scrub(sysfs_text::parse_sync_action(text).ok_or(EINVAL)?);
+        }
+        let kibs = sysfs_text::parse_kibs(text).ok_or(EINVAL)?;
+        let mut speed = uapi::GraidSpeed {
+            index: self.index,
+            flags: 0,
+            min_kibs: 0,
+            max_kibs: 0,
+        };
+        self.speed(&mut speed)?;
+        match name {
+            "sync_speed_min" => speed.min_kibs = kibs,
+            "sync_speed_max" => speed.max_kibs = kibs,
+            _ => return Err(EACCES),
+        }
+        speed.flags = uapi::GRAID_SPEED_SET;
+        self.speed(&mut speed)
+    }
+}
