@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The hand-written man pages (tools/man/) against the code they describe, and groff's warnings:
-# raid_gpu(4) names every module parameter and every GRAID_EVENT the module sends; graid.conf(5)
+# raid_gpu(4) names every module parameter, every GRAID_EVENT the module sends and every sysfs
+# file; graid.conf(5)
 # every keyword graidctl reads. (graidctl's and graid-helper's pages are generated from their
 # clap definitions by build/deb.sh, so they cannot drift.)
 set -euo pipefail
@@ -21,6 +22,11 @@ done
 for e in $(sed -n 's/.*Self::[A-Za-z]* => "\([a-z-]*\)",$/\1/p' "$GRAID_ROOT/raid_gpu/uevent.rs") \
 	degraded-array check-finished resync-finished; do
 	grep -q "${e//-/\\\\-}" "$man/raid_gpu.4" || missing raid_gpu.4 "event $e"
+done
+# sysfs files: the lists in sysfs_text.rs, each a .B line of raid_gpu(4).
+for f in $(sed -n '/^pub const \(ARRAY\|MEMBER\)_FILES/,/\];/p' "$GRAID_ROOT/raid_gpu/sysfs_text.rs" |
+	grep -o '"[a-z_]*"' | tr -d '"'); do
+	grep -q "^\.B $f\$" "$man/raid_gpu.4" || missing raid_gpu.4 "sysfs file $f"
 done
 # graid.conf keywords: the arms of config.rs's keyword match.
 for k in $(sed -n 's/^ *"\([A-Z]*\)" => .*/\1/p' "$GRAID_ROOT/tools/graidctl/src/config.rs"); do

@@ -2,7 +2,8 @@
 # - nothing destroyed by mistake: create, add and replace --with refuse a device holding an ext4
 #   filesystem, a GPT, an LVM physical volume or an md superblock (libblkid's signatures),
 #   naming it, unless --force; a device in use (mounted, or held by a running md array) is
-#   refused even with --force; nothing is written to a refused device;
+#   refused even with --force; nothing is written to a refused device; mkfs.ext4 over a member
+#   of a running array is refused (the module holds it exclusively);
 # - graidctl metrics: Prometheus text that promtool accepts, on a live array with a rebuild
 #   running, whose values are detail's; --output replaces a file whole.
 . /graid/lib.sh
@@ -80,6 +81,9 @@ expect_match "added $d3 .*spare" "$OUT" "add --force"
 # A member of the array itself still gets the module's own answer.
 expect_rc 1 graidctl add s $d1
 expect_match 'is a member already' "$OUT" "adding a member"
+# mkfs over a running array's member is refused: the module holds it open exclusively.
+err=$(mkfs.ext4 -q -F $d1 2>&1) && fail "mkfs.ext4 formatted a member of a running array"
+expect_match "in use" "$err" "mkfs.ext4 on a member"
 
 echo "--- metrics on a live array with a rebuild running"
 expect_rc 0 graidctl set-speed s --min 512K --max 512K
