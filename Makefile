@@ -4,7 +4,7 @@
 # Rust-enabled kernel build tree: make module KDIR=/path/to/linux-build
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
-.PHONY: help deps kernel module distro-module deb deb-test debian-vm-test distro-test rust-analyzer tools cargo-prebuild host-test lint emulated-test vm-test crash-test soak test vm-run vm-shell bench-offload bench-bitmap bench-ppl bench-shipped profile-writes \
+.PHONY: help deps kernel module distro-module deb deb-test debian-vm-test distro-test rust-analyzer tools cargo-prebuild host-test lint emulated-test vm-test crash-test soak test vm-run vm-shell bench-offload bench-bitmap bench-ppl bench-shipped bench-nvmeof profile-writes \
 	demo bench bench-ring ptx clean
 
 CARGO ?= cargo
@@ -56,6 +56,7 @@ help:
 	@echo "  bench-offload  RAID 5/6 full-stripe writes, parity in the kernel vs graid-helper, in the VM"
 	@echo "  bench-bitmap   the write-intent bitmap's write cost, graid vs md, in the VM"
 	@echo "  bench-ppl      the partial parity log's write cost, graid vs md's PPL, in the VM"
+	@echo "  bench-nvmeof   an array through NVMe/TCP against the same array locally, in the VM"
 	@echo "  bench-shipped  RAID 5/6 writes as shipped (bitmap and log on), graid vs md, in the VM"
 	@echo "  profile-writes perf profiles of 4k random writes, md and graid, in the VM"
 	@echo "  ptx            recompile the CUDA kernels' committed PTX (NVRTC from PyPI; lint checks it)"
@@ -183,6 +184,15 @@ bench-ppl: module tools
 	VM_KERNEL_ARGS=$(BENCH_KERNEL_ARGS) GRAID_VM_WORK=$(CURDIR)/out/vm-bench-ppl selftests/vm.sh --disks 6 --disk-size 512 \
 		--timeout 3600 selftests/bench-ppl.sh | tee out/bench-ppl.txt; rc=$$?; \
 		rm -f out/vm-bench-ppl/nvme*.img; exit $$rc
+
+# An array through NVMe/TCP on the loopback (graidctl export, nvme connect) against the same
+# array locally: 1M writes and reads, 4k random reads (selftests/bench-nvmeof.sh), about 5
+# minutes under TCG.
+bench-nvmeof: module tools
+	set -o pipefail; mkdir -p out; \
+	VM_KERNEL_ARGS=$(BENCH_KERNEL_ARGS) GRAID_VM_WORK=$(CURDIR)/out/vm-bench-nvmeof selftests/vm.sh --disks 6 --disk-size 512 \
+		--timeout 3600 selftests/bench-nvmeof.sh | tee out/bench-nvmeof.txt; rc=$$?; \
+		rm -f out/vm-bench-nvmeof/nvme*.img; exit $$rc
 
 # graid vs md: RAID 0/1/10 on four (RAID 1: two) and RAID 5/6 on six 512 MiB NVMe drives
 # (BENCH_MEMBERS=nullblk: memory-backed null_blk devices; BENCH_LEVELS picks levels), about

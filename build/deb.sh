@@ -39,7 +39,8 @@ cp "$GRAID_ROOT"/tools/man/*.[0-9] "$stage/man/"
 mv "$stage"/generated/* "$stage/completions/"
 rmdir "$stage/generated"
 cp "$GRAID_ROOT"/tools/udev/*.rules "$stage/udev/"
-cp "$GRAID_ROOT"/tools/systemd/graid-last-resort@.* "$GRAID_ROOT"/tools/systemd/graid.shutdown "$stage/systemd/"
+cp "$GRAID_ROOT"/tools/systemd/graid-last-resort@.* "$GRAID_ROOT"/tools/systemd/graid-export@.service \
+	"$GRAID_ROOT"/tools/systemd/graid.shutdown "$stage/systemd/"
 cp "$GRAID_ROOT/tools/config/graid.conf" "$stage/conf/"
 cp "$GRAID_ROOT/README.md" "$GRAID_ROOT"/Documentation/*.rst "$stage/doc/"
 # The module's source as git would commit it, and the DKMS build script.

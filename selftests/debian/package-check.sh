@@ -24,6 +24,7 @@ installed)
 		/usr/lib/systemd/system/graid-check.timer /usr/lib/systemd/system/graid-check.service \
 		/usr/lib/systemd/system/graid-last-resort@.timer \
 		/usr/lib/systemd/system/graid-last-resort@.service \
+		/usr/lib/systemd/system/graid-export@.service /usr/share/man/man8/graidctl-export.8.gz \
 		/usr/lib/systemd/system-shutdown/graid.shutdown \
 		/usr/share/bash-completion/completions/graidctl /usr/share/zsh/vendor-completions/_graidctl \
 		/usr/share/fish/vendor_completions.d/graidctl.fish /etc/graid/graid.conf; do

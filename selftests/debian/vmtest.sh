@@ -7,9 +7,10 @@
 #      the module; a RAID 5 and a RAID 1 are created (the monitor logs them), listed in
 #      graid.conf; the scheduled check's service checks the RAID 1 but not the RAID 5 (check=no)
 #      and a planted mismatch reaches the monitor; both get an ext4 each in fstab, and verified
-#      data; reboot.
+#      data; r1 is exported over NVMe/TCP on the loopback; reboot.
 #   2. Both are assembled by udev with no command, mounted, clean (no resync ran), the data
-#      verifies; power off (the host then boots without one of the RAID 5's members).
+#      verifies; r1's export is back (graid-export@.service) and reads as r1; power off (the
+#      host then boots without one of the RAID 5's members).
 #   3. The RAID 5 starts degraded by the last-resort timer, is mounted, serves verified data and
 #      takes more; power off (the host gives the member back).
 #   4. The returned member is stale: the array starts degraded again, re-add rebuilds it, the
@@ -103,6 +104,11 @@ case $step in
 	graidctl check r1 --wait 2>/dev/null | grep -q 'check finished: 0 mismatched sectors' ||
 		fail "r1 after the repair: $(graidctl detail r1)"
 	say "scheduled check: $(journalctl -b -u graid-monitor --no-pager | grep -o 'check-finished.*' | head -n 1)"
+	# NVMe-oF: r1 exported over TCP on the loopback to this host's own NQN, kept in
+	# /etc/graid/exports.conf for the next boot.
+	[ -s /etc/nvme/hostnqn ] || nvme gen-hostnqn >/etc/nvme/hostnqn
+	graidctl export r1 --addr 127.0.0.1 --allow-host "$(cat /etc/nvme/hostnqn)" || fail "export r1"
+	grep -q "^EXPORT $(json r1 uuid) name=r1 " /etc/graid/exports.conf || fail "exports.conf: $(cat /etc/graid/exports.conf)"
 	udevadm settle
 	# Both belong to this host (its /etc/hostname), so boot assembly starts them.
 	for a in r5 r1; do
@@ -140,6 +146,22 @@ case $step in
 	fio_files verify /srv/r5 32M
 	fio_files verify /srv/r1 8M
 	say "$(graidctl list)"
+	# r1's export came back at boot (udev wanted graid-export@graidN.service as r1 started); the
+	# host connects over the loopback and reads what the array holds.
+	wait_for 60 "r1 exported again" sh -c 'graidctl detail r1 | grep -q "Exported :"'
+	systemctl list-units --all --no-legend 'graid-export@*' | grep -q . || fail "no graid-export unit ran"
+	nqn=$(graidctl --json detail r1 | sed -n 's/.*"nqn": *"\([^"]*\)".*/\1/p' | head -n 1)
+	modprobe nvme-tcp || fail "modprobe nvme-tcp"
+	nvme connect -t tcp -a 127.0.0.1 -s 4420 -n "$nqn" >/dev/null || fail "nvme connect to $nqn"
+	uuid=$(json r1 uuid)
+	wait_for 10 "the namespace of r1 on the host" sh -c "grep -l '^$uuid\$' /sys/block/nvme*/uuid"
+	fab=/dev/$(basename "$(dirname "$(grep -l "^$uuid\$" /sys/block/nvme*/uuid | head -n 1)")")
+	a=$(dd if="$fab" bs=1M count=8 iflag=direct 2>/dev/null | md5sum)
+	b=$(dd if=/dev/graid/r1 bs=1M count=8 iflag=direct 2>/dev/null | md5sum)
+	[ "$a" = "$b" ] || fail "$fab reads other data than /dev/graid/r1"
+	say "r1 over NVMe/TCP after the reboot: $fab, $(graidctl detail r1 | grep Exported)"
+	nvme disconnect -n "$nqn" >/dev/null || fail "nvme disconnect"
+	graidctl unexport r1 || fail "unexport r1"
 	done_step
 	systemctl poweroff
 	;;

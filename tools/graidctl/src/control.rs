@@ -84,6 +84,14 @@ pub fn detail_request(index: u32) -> GraidDetail {
     }
 }
 
+/// modprobe, by path: udev runs graidctl with a minimal environment.
+pub fn modprobe_path() -> &'static str {
+    ["/usr/sbin/modprobe", "/sbin/modprobe"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())
+        .unwrap_or("modprobe")
+}
+
 /// An open handle on the module's control device.
 pub struct Control {
     file: File,
@@ -128,12 +136,7 @@ impl Control {
     pub fn open_loading() -> Result<Self, CtlError> {
         match Self::open_checked() {
             Err(CtlError::NoModule { path }) => {
-                // By path: udev runs this with a minimal environment.
-                let modprobe = ["/usr/sbin/modprobe", "/sbin/modprobe"]
-                    .into_iter()
-                    .find(|p| std::path::Path::new(p).exists())
-                    .unwrap_or("modprobe");
-                let loaded = std::process::Command::new(modprobe)
+                let loaded = std::process::Command::new(modprobe_path())
                     .args(["-q", "raid_gpu"])
                     .status()
                     .is_ok_and(|s| s.success());

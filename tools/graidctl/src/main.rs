@@ -8,12 +8,14 @@ mod create;
 mod errno;
 mod error;
 mod examine;
+mod export;
 mod helper;
 mod homehost;
 mod manage;
 mod member;
 mod metrics;
 mod monitor;
+mod nvmet;
 mod output;
 mod replace;
 mod sbio;
@@ -90,6 +92,15 @@ enum Command {
     },
     /// List the running arrays.
     List,
+    /// Export a running array over NVMe-oF through the kernel's target (nvmet): to the hosts
+    /// named by host NQN, over TCP or RDMA. Kept in /etc/graid/exports.conf and exported again
+    /// whenever the array starts (--restore).
+    Export(export::ExportArgs),
+    /// Take an array's NVMe-oF export down and forget it.
+    Unexport {
+        /// The array (see ARRAY below), or the name exports.conf gives one not running.
+        array: String,
+    },
     /// Describe a running array and its members; with --scan, print an ARRAY line for each
     /// running array, for /etc/graid/graid.conf.
     Detail {
@@ -229,6 +240,13 @@ fn run(cli: Cli) -> Result<String, CtlError> {
             stop::run(&Control::open_checked()?, &sys, &array, force, json)
         }
         Command::List => show::list(&Control::open_checked()?, &sys, json),
+        Command::Export(args) => {
+            export::precheck(&args)?;
+            export::run(&Control::open_checked()?, &sys, &args, json)
+        }
+        Command::Unexport { array } => {
+            export::unexport(&Control::open_checked()?, &sys, &array, json)
+        }
         Command::Monitor(args) => monitor::run(&args, Control::open_checked, &sys),
         Command::Metrics { output } => {
             metrics::run(&Control::open_checked()?, &sys, output.as_deref())

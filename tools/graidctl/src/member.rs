@@ -72,6 +72,8 @@ pub trait System {
     fn is_busy(&self, path: &str) -> bool;
     /// What holds the busy device `path`, for a message.
     fn holder(&self, path: &str, rdev: Rdev) -> String;
+    /// What the kernel's NVMe-oF target exports (`nvmet.rs`), devices' symlinks resolved.
+    fn exports(&self) -> Vec<crate::nvmet::Export>;
 }
 
 /// The real machine: `stat`, `/sys/dev/block`, `/sys/class/block`.
@@ -148,6 +150,13 @@ impl System for RealSystem {
     fn holder(&self, path: &str, rdev: Rdev) -> String {
         signature::holder(self, path, rdev)
     }
+
+    fn exports(&self) -> Vec<crate::nvmet::Export> {
+        let resolve = |p: &str| {
+            fs::canonicalize(p).map_or_else(|_| p.to_owned(), |c| c.to_string_lossy().into_owned())
+        };
+        crate::nvmet::Nvmet::new(crate::nvmet::NVMET_ROOT).exports(&resolve)
+    }
 }
 
 fn file_kind(t: &fs::FileType) -> &'static str {
@@ -213,6 +222,8 @@ pub mod fake {
         pub signatures: RefCell<HashMap<String, Vec<Signature>>>,
         /// Paths something holds.
         pub busy: RefCell<Vec<String>>,
+        /// What nvmet exports.
+        pub exports: RefCell<Vec<crate::nvmet::Export>>,
     }
 
     impl FakeSystem {
@@ -309,6 +320,10 @@ pub mod fake {
 
         fn holder(&self, path: &str, _rdev: Rdev) -> String {
             format!("{path} is held by the test")
+        }
+
+        fn exports(&self) -> Vec<crate::nvmet::Export> {
+            self.exports.borrow().clone()
         }
     }
 }

@@ -145,9 +145,11 @@ pub struct ArrayView {
     pub replace: Option<ReplaceView>,
     /// RAID 5/6: the partial parity log, if the array has one (what closes the write hole).
     pub ppl: Option<PplView>,
-    /// The write-intent bitmap, if the array has one (last: scripts that cut the members'
-    /// objects out of the JSON at the first brace keep working).
+    /// The write-intent bitmap, if the array has one (after the members: scripts that cut the
+    /// members' objects out of the JSON at the first brace keep working).
     pub bitmap: Option<BitmapView>,
+    /// Its NVMe-oF exports (the kernel's target serving it), `graidctl export`'s or others'.
+    pub exports: Vec<crate::nvmet::Export>,
 }
 
 /// The partial parity log, as `detail` shows it: what it wrote since the array started.
@@ -363,8 +365,14 @@ pub const SCRUB_STOPPED: &str = "a window could not be made consistent (a member
 impl ArrayView {
     pub fn new(d: &GraidDetail, sys: &dyn System) -> Self {
         let members = present_members(d);
+        let device = array_device(d.index);
         Self {
-            device: array_device(d.index),
+            exports: sys
+                .exports()
+                .into_iter()
+                .filter(|e| e.device == device)
+                .collect(),
+            device,
             index: d.index,
             name: name_str(&d.name),
             homehost: name_str(&d.homehost),
@@ -541,6 +549,39 @@ impl ArrayView {
         }
     }
 
+    /// Its NVMe-oF exports for people: `NQN over tcp 10.0.0.1:4420 to HOSTNQN, ...`, one
+    /// per line, or empty (the line is then left out).
+    pub fn exports_text(&self) -> String {
+        let lines: Vec<String> = self
+            .exports
+            .iter()
+            .map(|e| {
+                let at: Vec<String> = e
+                    .listeners
+                    .iter()
+                    .map(|l| format!("{} {}:{}", l.transport, l.addr, l.port))
+                    .collect();
+                let at = if at.is_empty() {
+                    "no port".to_owned()
+                } else {
+                    at.join(", ")
+                };
+                let to = if e.allow_any_host {
+                    "any host".to_owned()
+                } else {
+                    e.hosts.join(", ")
+                };
+                let off = if e.enabled {
+                    ""
+                } else {
+                    " (namespace disabled)"
+                };
+                format!("{} over {at} to {to}{off}", e.nqn)
+            })
+            .collect();
+        lines.join(&format!("\n{:17}", ""))
+    }
+
     /// The rebuild for people: `42.5% of role 1 (…)`, or empty (the line is then left out).
     pub fn rebuild_text(&self) -> String {
         match &self.rebuild {
@@ -643,6 +684,7 @@ impl ArrayView {
             ),
             ("Events", self.events.to_string()),
             ("Open Count", self.open_count.to_string()),
+            ("Exported", self.exports_text()),
             (
                 "Members",
                 format!(

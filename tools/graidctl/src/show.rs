@@ -29,8 +29,17 @@ pub fn list(ctl: &dyn ControlDevice, sys: &dyn System, json_out: bool) -> Result
         ("SIZE", Align::Right),
         ("STATE", Align::Left),
         ("MEMBERS", Align::Right),
+        ("EXPORTED", Align::Left),
     ]);
     for a in &arrays {
+        // Where the fabric reaches it (`detail` says to whom), or `-`.
+        let exported = a
+            .exports
+            .iter()
+            .flat_map(|e| &e.listeners)
+            .map(|l| format!("{} {}:{}", l.transport, l.addr, l.port))
+            .collect::<Vec<_>>()
+            .join(", ");
         table.row(vec![
             a.device.clone(),
             a.name.clone(),
@@ -38,6 +47,11 @@ pub fn list(ctl: &dyn ControlDevice, sys: &dyn System, json_out: bool) -> Result
             format_sectors(a.size_sectors),
             a.state.clone(),
             a.members_summary(),
+            if exported.is_empty() {
+                "-".to_owned()
+            } else {
+                exported
+            },
         ]);
     }
     Ok(table.render())
@@ -173,13 +187,33 @@ mod tests {
     #[test]
     fn list_table() {
         let (ctl, sys) = setup();
+        sys.exports.borrow_mut().push(crate::nvmet::Export {
+            nqn: "nqn.2024-01.com.example:scratch".into(),
+            device: "/dev/graid3".into(),
+            enabled: true,
+            listeners: vec![crate::nvmet::Listener {
+                transport: "tcp".into(),
+                addr: "10.0.0.1".into(),
+                port: "4420".into(),
+            }],
+            hosts: vec!["nqn.2024-01.com.example:gpu1".into()],
+            allow_any_host: false,
+        });
         assert_eq!(
             list(&ctl, &sys, false).unwrap(),
             "\
-DEVICE       NAME     LEVEL       SIZE  STATE     MEMBERS
-/dev/graid0  data     raid10     1 GiB  optimal       2/2
-/dev/graid3  scratch  raid1   1.50 TiB  degraded      1/3
+DEVICE       NAME     LEVEL       SIZE  STATE     MEMBERS  EXPORTED
+/dev/graid0  data     raid10     1 GiB  optimal       2/2  -
+/dev/graid3  scratch  raid1   1.50 TiB  degraded      1/3  tcp 10.0.0.1:4420
 "
+        );
+        let text = detail(&ctl, &sys, &parse("scratch").unwrap(), false).unwrap();
+        assert!(
+            text.contains(
+                "Exported : nqn.2024-01.com.example:scratch over tcp 10.0.0.1:4420 to \
+                 nqn.2024-01.com.example:gpu1\n"
+            ),
+            "{text}"
         );
         let empty = FakeControl::with(vec![]);
         assert_eq!(
@@ -379,6 +413,7 @@ ROLE  DEVICE        STATE    READS  WRITES     READ  WRITTEN  ERRORS  CORRECTED
                 "device",
                 "dirty",
                 "events",
+                "exports",
                 "homehost",
                 "index",
                 "level",

@@ -4,7 +4,9 @@ use crate::array_ref::{resolve, ArrayRef};
 use crate::control::ControlDevice;
 use crate::errno::{ioctl_error, Op};
 use crate::error::CtlError;
+use crate::export;
 use crate::member::System;
+use crate::nvmet::{Nvmet, NVMET_ROOT};
 use crate::output::{json, ArrayView};
 use graid_abi::{GraidStop, GRAID_STOP_FORCE};
 use std::time::Duration;
@@ -27,6 +29,18 @@ pub fn run(
 ) -> Result<String, CtlError> {
     let detail = resolve(ctl, sys, array)?;
     let view = ArrayView::new(&detail, sys);
+    if let Some(e) = view.exports.first() {
+        if !force {
+            return Err(CtlError::Failed(format!(
+                "{} is exported over NVMe-oF as {}: graidctl unexport {} first, or stop --force, \
+                 which takes the export down (exports.conf keeps it for the array's next start)",
+                view.label(),
+                e.nqn,
+                view.device
+            )));
+        }
+        export::take_down(&Nvmet::new(NVMET_ROOT), &view.label(), &view.exports)?;
+    }
     let req = GraidStop {
         index: detail.index,
         flags: if force { GRAID_STOP_FORCE } else { 0 },
@@ -119,6 +133,31 @@ mod tests {
             "cannot stop /dev/graid0 (data): the array is in use (open 3 time(s)); unmount or \
              close it first (--force cannot stop an open array either) (EBUSY)"
         );
+    }
+
+    #[test]
+    fn an_exported_array_is_refused_without_force() {
+        let ctl = ctl();
+        let sys = FakeSystem::default();
+        sys.exports.borrow_mut().push(crate::nvmet::Export {
+            nqn: "nqn.2024-01.com.example:data".into(),
+            device: "/dev/graid0".into(),
+            enabled: true,
+            listeners: Vec::new(),
+            hosts: Vec::new(),
+            allow_any_host: true,
+        });
+        let err = run(&ctl, &sys, &parse("data").unwrap(), false, false).unwrap_err();
+        assert!(
+            err.to_string().starts_with(
+                "/dev/graid0 (data) is exported over NVMe-oF as nqn.2024-01.com.example:data: \
+                 graidctl unexport /dev/graid0 first"
+            ),
+            "{err}"
+        );
+        assert!(ctl.stopped.borrow().is_empty());
+        // Another array's export does not hold this one.
+        run(&ctl, &sys, &parse("2").unwrap(), false, false).unwrap();
     }
 
     #[test]

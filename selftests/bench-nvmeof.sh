@@ -1,0 +1,92 @@
+# An array read and written through NVMe/TCP against the same array locally, in one VM run
+# (`make bench-nvmeof`; not a test):
+#
+#   selftests/vm.sh --disks 6 --disk-size 512 selftests/bench-nvmeof.sh [RUNTIME_S [ROUNDS]]
+#
+# A RAID 5 (64 KiB chunks) of four drives, exported with graidctl export on 127.0.0.1 and
+# connected with the kernel's nvme-tcp. fio (libaio, O_DIRECT) runs 1M sequential writes and
+# reads at iodepth 8 and 4k random reads at iodepth 32, for RUNTIME_S seconds (default 8) after
+# a 1 s ramp, on the local /dev/graidN and on the host's namespace, alternating which goes
+# first, ROUNDS times (default 2). Prints every run, then the means and the fabric's ratio to
+# the local device. Under QEMU TCG the loopback's TCP stack runs emulated too: only the
+# same-run ratio means anything, and it bounds what the fabric costs from above.
+. /graid/lib.sh
+runtime=${1:-8}
+rounds=${2:-2}
+ramp=1
+results=/tmp/bench-nvmeof.results
+: >$results
+host=nqn.2014-08.org.nvmexpress:uuid:11111111-2222-3333-4444-555555555555
+
+load_module
+set -- $(graid_nvme_disks)
+[ $# -ge 4 ] || fail "needs 4 NVMe drives"
+m="$1 $2 $3 $4"
+echo "members: $m (${GRAID_DISK_SIZE_MB} MiB each), ${runtime} s + ${ramp} s ramp per run, $rounds rounds"
+ip link set lo up || fail "no loopback device"
+modprobe nvme-tcp || fail "modprobe nvme-tcp"
+rm -f /etc/graid/exports.conf
+wipe_superblocks $m
+graidctl create nb --level 5 --chunk 64K --assume-clean $m >/tmp/create.out 2>&1 ||
+	{ cat /tmp/create.out; fail "graidctl create failed"; }
+local_dev=$(array_dev "$(cat /tmp/create.out)")
+# Written whole once: the sparse images' first writes would count against whoever goes first.
+dd if=/dev/zero of=$local_dev bs=1M oflag=direct 2>/dev/null
+uuid=$(json_field uuid "$(graidctl --json detail nb)")
+nqn=nqn.2014-08.org.nvmexpress:uuid:$uuid
+graidctl export nb --addr 127.0.0.1 --allow-host $host >/dev/null || fail "graidctl export failed"
+nvme connect -t tcp -a 127.0.0.1 -s 4420 -n $nqn --hostnqn $host --hostid ${host##*:} >/dev/null || fail "nvme connect failed"
+fabric_dev=
+for n in $(seq 1 100); do
+	for b in /sys/block/nvme*; do
+		[ "$(cat $b/uuid 2>/dev/null)" = "$uuid" ] && fabric_dev=/dev/${b##*/}
+	done
+	[ -n "$fabric_dev" ] && break
+	usleep 100000
+done
+[ -n "$fabric_dev" ] || fail "the namespace did not appear"
+echo "local $local_dev, fabric $fabric_dev"
+
+# fio_rate DEV NAME RW BS DEPTH: MiB/s (1M) or IOPS (4k) of one run on DEV.
+fio_rate() {
+	fio --name="$2" --filename="$1" --rw="$3" --bs="$4" --direct=1 --ioengine=libaio \
+		--iodepth="$5" --time_based --runtime="$runtime" --ramp_time=$ramp --norandommap \
+		--randrepeat=0 --size=256M --minimal >/tmp/fio.out 2>&1 || { cat /tmp/fio.out; fail "fio $2 failed"; }
+	# Terse v3: read KiB/s and IOPS are fields 7 and 8, write's 48 and 49.
+	awk -F';' -v bs="$4" -v rw="$3" '$1 == 3 {
+		kib = (rw ~ /write/) ? $48 : $7; iops = (rw ~ /write/) ? $49 : $8
+		if (bs == "1M") printf "%.1f\n", kib / 1024; else printf "%d\n", iops }' /tmp/fio.out
+}
+
+# cell WHERE: the three loads on the local device or through the fabric.
+cell() {
+	dev=$local_dev
+	[ "$1" = fabric ] && dev=$fabric_dev
+	for w in "seq1m-write write 1M 8" "seq1m-read read 1M 8" "rand4k-read randread 4k 32"; do
+		set -- "$1" $w
+		v=$(fio_rate $dev $2 $3 $4 $5)
+		echo "$1 $2 $v" >>$results
+		printf '%-7s %-12s %10s\n' "$1" "$2" "$v"
+		set -- "$1"
+	done
+}
+
+echo
+echo "=== runs (1M: MiB/s; 4k: IOPS)"
+for r in $(seq 1 $rounds); do
+	if [ $((r % 2)) = 1 ]; then cell local; cell fabric; else cell fabric; cell local; fi
+done
+
+echo
+echo "=== means and the fabric's ratio to the local device"
+printf '%-12s %10s %10s %8s\n' load local fabric ratio
+for load in seq1m-write seq1m-read rand4k-read; do
+	mean() { awk -v t=$1 -v w=$load '$1 == t && $2 == w { s += $3; n++ } END { if (n) printf "%.1f", s / n; else print 0 }' $results; }
+	l=$(mean local) f=$(mean fabric)
+	printf '%-12s %10s %10s %8s\n' $load $l $f $(awk -v a=$f -v b=$l 'BEGIN { printf "%.2f", b ? a / b : 0 }')
+done
+nvme disconnect -n $nqn >/dev/null
+graidctl unexport nb >/dev/null
+graidctl stop nb >/dev/null
+dmesg | grep -iE 'warn|error|bug' | head -n 20
+echo "bench-nvmeof done"
