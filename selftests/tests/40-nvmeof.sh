@@ -7,6 +7,8 @@
 # - on RAID 5 and RAID 6, fio's verified writes through the fabric go on while a member fails,
 #   is removed, added back and rebuilt, and the parity helper is killed; every block verifies
 #   through the fabric and on the array itself;
+# - DH-HMAC-CHAP: a host without the secret, or with another, is refused; with it (and the
+#   target's own, bidirectional) it connects and its verified writes read back;
 # - stop refuses an exported array; stop --force takes the export down first, exports.conf
 #   keeps it, and export --restore brings it back once the array is assembled again, where the
 #   data verifies through the fabric; unexport takes it down and forgets it.
@@ -128,5 +130,31 @@ for level in 5 6; do
 	expect_match "is not exported" "$OUT" "a second unexport"
 	expect_rc 0 graidctl stop fab
 done
+
+echo "--- DH-HMAC-CHAP: the host proves itself with the secret, the target with its own"
+wipe_superblocks $d0 $d1
+expect_rc 0 graidctl create auth --level 1 --write-zeroes $d0 $d1
+uuid=$(json_field uuid "$(graidctl --json detail auth)")
+nqn=nqn.2014-08.org.nvmexpress:uuid:$uuid
+key=$(nvme gen-dhchap-key -m 0 -n $host) || fail "nvme gen-dhchap-key"
+ctrl_key=$(nvme gen-dhchap-key -m 0 -n $nqn) || fail "nvme gen-dhchap-key"
+expect_rc 0 graidctl export auth --addr 127.0.0.1 --allow-host $host --dhchap-secret "$key" \
+	--dhchap-ctrl-secret "$ctrl_key"
+grep -q "dhchap-secret=$key dhchap-ctrl-secret=$ctrl_key\$" /etc/graid/exports.conf ||
+	fail "exports.conf lacks the secrets"
+[ "$(stat -c %a /etc/graid/exports.conf)" = 600 ] || fail "exports.conf is $(stat -c %a /etc/graid/exports.conf)"
+connect $nqn $host && fail "the host connected without the secret"
+other=$(nvme gen-dhchap-key -m 0 -n $host)
+nvme connect -t tcp -a 127.0.0.1 -s 4420 -n $nqn --hostnqn $host --hostid ${host##*:} \
+	--dhchap-secret "$other" >/tmp/nvme.out 2>&1 && fail "the host connected with another secret"
+nvme connect -t tcp -a 127.0.0.1 -s 4420 -n $nqn --hostnqn $host --hostid ${host##*:} \
+	--dhchap-secret "$key" --dhchap-ctrl-secret "$ctrl_key" >/tmp/nvme.out 2>&1 ||
+	{ cat /tmp/nvme.out; fail "the host with the secret could not connect"; }
+fab=$(fabric_dev $uuid)
+fio_verify $fab 0 16M randwrite 4k-64k
+nvme disconnect -n $nqn >/dev/null || fail "nvme disconnect"
+expect_rc 0 graidctl unexport auth
+no_nvmet "unexport of the authenticated export"
+expect_rc 0 graidctl stop auth
 wipe_superblocks $d0 $d1 $d2 $d3
 kmemleak_check
