@@ -254,12 +254,13 @@ impl Dir {
             },
             GFP_KERNEL,
         )?;
-        let kobj = KBox::into_raw(object).cast::<bindings::kobject>();
-        // SAFETY: `kobj` is zeroed and not yet initialised; the kobject owns the box from here
-        // (`release_callback` frees it), also when adding fails.
+        // The kobject owns the box from here (`release_callback` frees it).
+        let kobj = NonNull::from(KBox::leak(object)).cast::<bindings::kobject>();
+        // SAFETY: `kobj` is zeroed and not yet initialised; the kobject owns the box, also when
+        // adding fails.
         let added = unsafe {
             bindings::kobject_init_and_add(
-                kobj,
+                kobj.as_ptr(),
                 &DIR_KTYPE.0,
                 parent,
                 c"%s".as_char_ptr(),
@@ -268,15 +269,13 @@ impl Dir {
         };
         if added != 0 {
             // SAFETY: as `kobject_init_and_add` asks after a failure; frees the box.
-            unsafe { bindings::kobject_put(kobj) };
+            unsafe { bindings::kobject_put(kobj.as_ptr()) };
             return Err(Error::from_errno(added));
         }
-        // SAFETY: `into_raw` never returns null. The invariant holds from here.
-        let dir = Self {
-            kobj: unsafe { NonNull::new_unchecked(kobj) },
-        };
+        // The invariant holds from here.
+        let dir = Self { kobj };
         // SAFETY: the kobject is in sysfs; the list is NULL-terminated and static.
-        to_result(unsafe { bindings::sysfs_create_files(kobj, files.0.as_ptr()) })?;
+        to_result(unsafe { bindings::sysfs_create_files(kobj.as_ptr(), files.0.as_ptr()) })?;
         Ok(dir)
     }
 
