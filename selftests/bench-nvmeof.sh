@@ -39,6 +39,7 @@ nvme connect -t tcp -a 127.0.0.1 -s 4420 -n $nqn --hostnqn $host --hostid ${host
 fabric_dev=
 for n in $(seq 1 100); do
 	for b in /sys/block/nvme*; do
+		case ${b##*/} in nvme*c*n*) continue ;; esac
 		[ "$(cat $b/uuid 2>/dev/null)" = "$uuid" ] && fabric_dev=/dev/${b##*/}
 	done
 	[ -n "$fabric_dev" ] && break

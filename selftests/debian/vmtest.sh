@@ -154,8 +154,12 @@ case $step in
 	modprobe nvme-tcp || fail "modprobe nvme-tcp"
 	nvme connect -t tcp -a 127.0.0.1 -s 4420 -n "$nqn" >/dev/null || fail "nvme connect to $nqn"
 	uuid=$(json r1 uuid)
-	wait_for 10 "the namespace of r1 on the host" sh -c "grep -l '^$uuid\$' /sys/block/nvme*/uuid"
-	fab=/dev/$(basename "$(dirname "$(grep -l "^$uuid\$" /sys/block/nvme*/uuid | head -n 1)")")
+	# The namespace's block device, not its paths (nvmeXcYnZ: hidden, no device node).
+	ns_of() { grep -l "^$1\$" /sys/block/nvme*/uuid 2>/dev/null | grep -v '/nvme[0-9]*c[0-9]*n' | head -n 1; }
+	has_ns() { [ -n "$(ns_of "$1")" ]; }
+	wait_for 10 "the namespace of r1 on the host" has_ns "$uuid"
+	fab=/dev/$(basename "$(dirname "$(ns_of $uuid)")")
+	[ -b "$fab" ] || fail "$fab is not a block device"
 	a=$(dd if="$fab" bs=1M count=8 iflag=direct 2>/dev/null | md5sum)
 	b=$(dd if=/dev/graid/r1 bs=1M count=8 iflag=direct 2>/dev/null | md5sum)
 	[ "$a" = "$b" ] || fail "$fab reads other data than /dev/graid/r1"

@@ -33,6 +33,8 @@ fabric_dev() {
 	n=0
 	while :; do
 		for b in /sys/block/nvme*; do
+			# Not a multipath path (nvmeXcYnZ: hidden, no device node).
+			case ${b##*/} in nvme*c*n*) continue ;; esac
 			[ "$(cat $b/uuid 2>/dev/null)" = "$1" ] && { echo /dev/${b##*/}; return; }
 		done
 		n=$((n + 1)); [ $n -le 100 ] || fail "no namespace with UUID $1 on the host"
