@@ -7,6 +7,8 @@
 # - on RAID 5 and RAID 6, fio's verified writes through the fabric go on while a member fails,
 #   is removed, added back and rebuilt, and the parity helper is killed; every block verifies
 #   through the fabric and on the array itself;
+# - exported on two addresses, the host sees one namespace over two paths (native multipath),
+#   and writes through it go on and verify when the first path's controller goes away;
 # - DH-HMAC-CHAP: a host without the secret, or with another, is refused; with it (and the
 #   target's own, bidirectional) it connects and its verified writes read back;
 # - stop refuses an exported array; stop --force takes the export down first, exports.conf
@@ -132,6 +134,40 @@ for level in 5 6; do
 	expect_match "is not exported" "$OUT" "a second unexport"
 	expect_rc 0 graidctl stop fab
 done
+
+echo "--- two addresses: one namespace over two paths; writes go on when a path goes away"
+wipe_superblocks $d0 $d1
+expect_rc 0 graidctl create mp --level 1 --write-zeroes $d0 $d1
+dev=$(array_dev "$OUT")
+uuid=$(json_field uuid "$(graidctl --json detail mp)")
+nqn=nqn.2014-08.org.nvmexpress:uuid:$uuid
+expect_rc 2 graidctl export mp --addr 127.0.0.1 --addr 127.0.0.1 --allow-host $host
+expect_rc 0 graidctl export mp --addr 127.0.0.1 --addr 127.0.0.2 --allow-host $host
+expect_match "over tcp 127.0.0.1:4420, tcp 127.0.0.2:4420 to $host" "$OUT" "export on two addresses"
+expect_rc 0 graidctl list
+expect_match "tcp 127.0.0.1:4420, tcp 127.0.0.2:4420" "$OUT" "list's EXPORTED"
+connect $nqn $host || { cat /tmp/nvme.out; fail "no connection on 127.0.0.1"; }
+nvme connect -t tcp -a 127.0.0.2 -s 4420 -n $nqn --hostnqn $host --hostid ${host##*:} >/tmp/nvme.out 2>&1 ||
+	{ cat /tmp/nvme.out; fail "no connection on 127.0.0.2"; }
+fab=$(fabric_dev $uuid)
+paths=$(for b in /sys/block/nvme*c*n*; do [ "$(cat $b/uuid 2>/dev/null)" = "$uuid" ] && echo $b; done | wc -l)
+[ "$paths" = 2 ] || fail "the host sees $paths paths to $fab, not 2"
+fio --name=write $(fio_args $fab 0 32M randwrite 4k-64k) --do_verify=0 >/tmp/fio.out 2>&1 &
+fio=$!
+sleep 1
+# The controller of the first path goes away under the writes.
+for c in /sys/class/nvme/nvme*; do
+	[ "$(cat $c/subsysnqn 2>/dev/null)" = "$nqn" ] && grep -q 'traddr=127.0.0.1,' $c/address && first=${c##*/}
+done
+[ -n "$first" ] || fail "no controller on 127.0.0.1"
+nvme disconnect -d $first >/dev/null || fail "nvme disconnect -d $first"
+finishes $fio 300 "fio over two paths" || { cat /tmp/fio.out; fail "the writes failed when a path went away"; }
+fio_readback $fab 0 32M randwrite 4k-64k "the remaining path read back other data"
+fio_readback $dev 0 32M randwrite 4k-64k "the array read back other data"
+nvme disconnect -n $nqn >/dev/null || fail "nvme disconnect"
+expect_rc 0 graidctl unexport mp
+no_nvmet "unexport of the two-address export"
+expect_rc 0 graidctl stop mp
 
 echo "--- DH-HMAC-CHAP: the host proves itself with the secret, the target with its own"
 wipe_superblocks $d0 $d1

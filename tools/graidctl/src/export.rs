@@ -12,7 +12,7 @@ use crate::output::{json, running_views, ArrayView};
 use serde::Serialize;
 use std::fs;
 use std::io::Write;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
@@ -29,9 +29,10 @@ pub struct ExportArgs {
     /// The fabric: tcp, or rdma (an RDMA NIC, or soft-RoCE: rdma_rxe).
     #[arg(long, value_enum, default_value = "tcp")]
     transport: Transport,
-    /// The local address to listen on (IPv4 or IPv6).
+    /// A local address to listen on (IPv4 or IPv6); repeat for more paths (one port each: a
+    /// host's multipath sees one namespace over all of them).
     #[arg(long, required_unless_present = "restore")]
-    addr: Option<IpAddr>,
+    addr: Vec<IpAddr>,
     /// The port (TCP port or RDMA service id); NVMe-oF's is 4420.
     #[arg(long, default_value_t = 4420)]
     port: u16,
@@ -75,7 +76,11 @@ impl Kept {
             self.name.replace(char::is_whitespace, "_"),
             s.nqn,
             s.transport.name(),
-            s.addr,
+            s.addrs
+                .iter()
+                .map(IpAddr::to_string)
+                .collect::<Vec<_>>()
+                .join(","),
             s.port
         );
         if s.allow_any_host {
@@ -100,7 +105,8 @@ impl Kept {
             return Err("not an EXPORT line".to_owned());
         }
         let uuid = words.next().ok_or("no array UUID")?.to_owned();
-        let (mut name, mut nqn, mut transport, mut addr, mut port) = (None, None, None, None, None);
+        let (mut name, mut nqn, mut transport, mut addrs, mut port) =
+            (None, None, None, None, None);
         let mut spec_hosts = Vec::new();
         let (mut any, mut secret, mut ctrl_secret) = (false, None, None);
         for word in words {
@@ -109,7 +115,13 @@ impl Kept {
                 "name" => name = Some(value.to_owned()),
                 "nqn" => nqn = Some(value.to_owned()),
                 "transport" => transport = Transport::parse(value),
-                "addr" => addr = value.parse::<IpAddr>().ok(),
+                "addr" => {
+                    addrs = value
+                        .split(',')
+                        .map(str::parse)
+                        .collect::<Result<Vec<IpAddr>, _>>()
+                        .ok()
+                }
                 "port" => port = value.parse::<u16>().ok(),
                 "hosts" => {
                     spec_hosts = value
@@ -127,7 +139,7 @@ impl Kept {
         let spec = ExportSpec {
             nqn: nqn.filter(|n| valid_nqn(n)).ok_or("no valid nqn=")?,
             transport: transport.ok_or("no transport=tcp|rdma")?,
-            addr: addr.ok_or("no valid addr=")?,
+            addrs: addrs.filter(|a| !a.is_empty()).ok_or("no valid addr=")?,
             port: port.ok_or("no valid port=")?,
             hosts: spec_hosts,
             allow_any_host: any,
@@ -228,7 +240,7 @@ pub fn run(
             view.device, e.nqn
         )));
     }
-    let spec = spec_from(args, &view)?;
+    let spec = spec_from(args, &view);
     load_modules(spec.transport)?;
     export_now(&nvmet, &view, &spec)?;
     let mut kept = load(path)?;
@@ -251,14 +263,23 @@ pub fn run(
         } else {
             spec.hosts.join(", ")
         };
+        let at: Vec<String> = spec
+            .addrs
+            .iter()
+            .map(|a| {
+                format!(
+                    "{} {}",
+                    spec.transport.name(),
+                    SocketAddr::new(*a, spec.port)
+                )
+            })
+            .collect();
         format!(
-            "exported {} ({}) as {} over {} {}:{} to {to}\n",
+            "exported {} ({}) as {} over {} to {to}\n",
             view.device,
             view.name,
             spec.nqn,
-            spec.transport.name(),
-            spec.addr,
-            spec.port
+            at.join(", ")
         )
     })
 }
@@ -276,6 +297,12 @@ pub fn precheck(args: &ExportArgs) -> Result<(), CtlError> {
                  nqn.2014-08.org.nvmexpress:uuid:UUID; at most 223 characters, no '/')"
             )));
         }
+    }
+    let mut addrs = args.addr.clone();
+    addrs.sort();
+    addrs.dedup();
+    if addrs.len() != args.addr.len() {
+        return Err(CtlError::Usage("an --addr is given twice".to_owned()));
     }
     if args.allow_hosts.is_empty() && !args.allow_any_host {
         return Err(CtlError::Usage(
@@ -298,19 +325,17 @@ pub fn precheck(args: &ExportArgs) -> Result<(), CtlError> {
 }
 
 /// The export `args` ask for ([`precheck`]ed) of the array `view`.
-fn spec_from(args: &ExportArgs, view: &ArrayView) -> Result<ExportSpec, CtlError> {
-    Ok(ExportSpec {
+fn spec_from(args: &ExportArgs, view: &ArrayView) -> ExportSpec {
+    ExportSpec {
         nqn: args.nqn.clone().unwrap_or_else(|| default_nqn(&view.uuid)),
         transport: args.transport,
-        addr: args
-            .addr
-            .ok_or_else(|| CtlError::Usage("--addr is needed".to_owned()))?,
+        addrs: args.addr.clone(),
         port: args.port,
         hosts: args.allow_hosts.clone(),
         allow_any_host: args.allow_any_host,
         dhchap_secret: args.dhchap_secret.clone(),
         dhchap_ctrl_secret: args.dhchap_ctrl_secret.clone(),
-    })
+    }
 }
 
 /// nvmet and the transport's module, loaded (nothing if they are).
@@ -468,7 +493,7 @@ mod tests {
             spec: ExportSpec {
                 nqn: default_nqn(uuid),
                 transport: Transport::Tcp,
-                addr: "10.0.0.1".parse().unwrap(),
+                addrs: vec!["10.0.0.1".parse().unwrap()],
                 port: 4420,
                 hosts: hosts.iter().map(|h| h.to_string()).collect(),
                 allow_any_host: hosts.is_empty(),
@@ -495,6 +520,10 @@ mod tests {
         let host = "nqn.2014-08.org.nvmexpress:uuid:aaaa";
         for (line, why) in [
             ("d --addr 10.0.0.1", "name the hosts"),
+            (
+                "d --addr 10.0.0.1 --addr 10.0.0.1 --allow-any-host",
+                "given twice",
+            ),
             (
                 "d --addr 10.0.0.1 --allow-host web1",
                 "'web1' is not an NQN",
@@ -562,7 +591,7 @@ mod tests {
             &["nqn.2014-08.org.nvmexpress:uuid:a", "nqn.x:b"],
         );
         k.spec.dhchap_secret = Some("DHHC-1:00:abc:".into());
-        k.spec.addr = "fd00::1".parse().unwrap();
+        k.spec.addrs = vec!["fd00::1".parse().unwrap(), "10.0.0.2".parse().unwrap()];
         assert_eq!(Kept::parse(&k.line()), Ok(k.clone()));
         let any = kept("u", &[]);
         assert!(any.line().contains("allow-any-host"));

@@ -55,7 +55,8 @@ impl Transport {
 pub struct ExportSpec {
     pub nqn: String,
     pub transport: Transport,
-    pub addr: IpAddr,
+    /// The addresses it listens on: one port each (more than one: paths for multipath).
+    pub addrs: Vec<IpAddr>,
     pub port: u16,
     /// Host NQNs allowed to connect (empty with `allow_any_host`).
     pub hosts: Vec<String>,
@@ -72,6 +73,17 @@ pub struct Listener {
     pub transport: String,
     pub addr: String,
     pub port: String,
+}
+
+impl Listener {
+    /// `tcp 10.0.0.1:4420`, `rdma [fd00::1]:4420`.
+    pub fn text(&self) -> String {
+        if self.addr.contains(':') {
+            format!("{} [{}]:{}", self.transport, self.addr, self.port)
+        } else {
+            format!("{} {}:{}", self.transport, self.addr, self.port)
+        }
+    }
 }
 
 /// An export found in configfs: a subsystem with a namespace on a block device.
@@ -244,29 +256,32 @@ impl Nvmet {
             done.push(Undo::Unlink(link));
         }
 
-        let (id, fresh) = self.port_for(spec)?;
-        let port = self.dir(&["ports", &id]);
-        if fresh {
-            step(fs::create_dir_all(&port), &port)?;
-            done.push(Undo::Rmdir(port.clone()));
-            let adrfam = if spec.addr.is_ipv4() { "ipv4" } else { "ipv6" };
-            write(&port.join("addr_trtype"), spec.transport.name())?;
-            write(&port.join("addr_adrfam"), adrfam)?;
-            write(&port.join("addr_traddr"), &spec.addr.to_string())?;
-            write(&port.join("addr_trsvcid"), &spec.port.to_string())?;
+        for addr in &spec.addrs {
+            let (id, fresh) = self.port_for(spec, addr)?;
+            let port = self.dir(&["ports", &id]);
+            if fresh {
+                step(fs::create_dir_all(&port), &port)?;
+                done.push(Undo::Rmdir(port.clone()));
+                let adrfam = if addr.is_ipv4() { "ipv4" } else { "ipv6" };
+                write(&port.join("addr_trtype"), spec.transport.name())?;
+                write(&port.join("addr_adrfam"), adrfam)?;
+                write(&port.join("addr_traddr"), &addr.to_string())?;
+                write(&port.join("addr_trsvcid"), &spec.port.to_string())?;
+            }
+            // Linking the first subsystem into a port makes it listen: an address in use (or
+            // not this machine's) fails here.
+            let link = port.join("subsystems").join(&spec.nqn);
+            step(symlink(&subsys, &link), &link)?;
+            done.push(Undo::Unlink(link));
         }
-        // Linking the first subsystem into a port makes it listen: an address in use fails here.
-        let link = port.join("subsystems").join(&spec.nqn);
-        step(symlink(&subsys, &link), &link)?;
-        done.push(Undo::Unlink(link));
         Ok(())
     }
 
-    /// The port serving `spec`'s address (an existing one, or a new id and `true`).
-    fn port_for(&self, spec: &ExportSpec) -> io::Result<(String, bool)> {
+    /// The port serving `addr` as `spec` says (an existing one, or a new id and `true`).
+    fn port_for(&self, spec: &ExportSpec, addr: &IpAddr) -> io::Result<(String, bool)> {
         let want = Listener {
             transport: spec.transport.name().to_owned(),
-            addr: spec.addr.to_string(),
+            addr: addr.to_string(),
             port: spec.port.to_string(),
         };
         let ports = self.listeners();
@@ -400,7 +415,7 @@ mod tests {
         ExportSpec {
             nqn: default_nqn("01234567-89ab-cdef-0123-456789abcdef"),
             transport: Transport::Tcp,
-            addr: "127.0.0.1".parse().unwrap(),
+            addrs: vec!["127.0.0.1".parse().unwrap()],
             port: 4420,
             hosts: hosts.iter().map(|h| h.to_string()).collect(),
             allow_any_host: hosts.is_empty(),
@@ -485,6 +500,18 @@ mod tests {
         assert!(exports.iter().any(|e| e.device == "/dev/graid2"
             && e.listeners[0].port == "4421"
             && e.allow_any_host));
+        // Two addresses: a port each (the first shared with graid2's), both listed.
+        other.nqn = "nqn.2024-01.com.example:four".into();
+        other.addrs = vec!["127.0.0.1".parse().unwrap(), "127.0.0.2".parse().unwrap()];
+        nvmet.add(&other, "/dev/graid3", "u", "s", "m").unwrap();
+        assert_eq!(names(&scratch.0.join("ports")), ["1", "2", "3"]);
+        let four = nvmet.exports(&|p| p.to_owned());
+        let four = four.iter().find(|e| e.device == "/dev/graid3").unwrap();
+        let addrs: Vec<&str> = four.listeners.iter().map(|l| l.addr.as_str()).collect();
+        assert_eq!(addrs, ["127.0.0.1", "127.0.0.2"]);
+        // Taking it down leaves graid2's port and removes the one only it used.
+        nvmet.remove(&other.nqn).unwrap();
+        assert_eq!(names(&scratch.0.join("ports")), ["1", "2"]);
     }
 
     #[test]

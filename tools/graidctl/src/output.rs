@@ -556,11 +556,7 @@ impl ArrayView {
             .exports
             .iter()
             .map(|e| {
-                let at: Vec<String> = e
-                    .listeners
-                    .iter()
-                    .map(|l| format!("{} {}:{}", l.transport, l.addr, l.port))
-                    .collect();
+                let at: Vec<String> = e.listeners.iter().map(|l| l.text()).collect();
                 let at = if at.is_empty() {
                     "no port".to_owned()
                 } else {

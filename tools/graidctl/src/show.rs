@@ -37,7 +37,7 @@ pub fn list(ctl: &dyn ControlDevice, sys: &dyn System, json_out: bool) -> Result
             .exports
             .iter()
             .flat_map(|e| &e.listeners)
-            .map(|l| format!("{} {}:{}", l.transport, l.addr, l.port))
+            .map(|l| l.text())
             .collect::<Vec<_>>()
             .join(", ");
         table.row(vec![
