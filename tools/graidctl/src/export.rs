@@ -114,7 +114,7 @@ impl Kept {
             match key {
                 "name" => name = Some(value.to_owned()),
                 "nqn" => nqn = Some(value.to_owned()),
-                "transport" => transport = Transport::parse(value),
+                "transport" => transport = clap::ValueEnum::from_str(value, false).ok(),
                 "addr" => {
                     addrs = value
                         .split(',')

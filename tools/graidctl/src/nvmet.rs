@@ -33,14 +33,6 @@ impl Transport {
         }
     }
 
-    pub fn parse(text: &str) -> Option<Self> {
-        match text {
-            "tcp" => Some(Self::Tcp),
-            "rdma" => Some(Self::Rdma),
-            _ => None,
-        }
-    }
-
     /// The kernel module serving it.
     pub fn module(self) -> &'static str {
         match self {

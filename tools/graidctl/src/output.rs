@@ -80,9 +80,10 @@ pub fn running_views(
     ctl: &dyn ControlDevice,
     sys: &dyn System,
 ) -> Result<Vec<ArrayView>, CtlError> {
+    let exports = sys.exports();
     Ok(running_arrays(ctl)?
         .iter()
-        .map(|d| ArrayView::new(d, sys))
+        .map(|d| ArrayView::with_exports(d, sys, &exports))
         .collect())
 }
 
@@ -364,13 +365,18 @@ pub const SCRUB_STOPPED: &str = "a window could not be made consistent (a member
 
 impl ArrayView {
     pub fn new(d: &GraidDetail, sys: &dyn System) -> Self {
+        Self::with_exports(d, sys, &sys.exports())
+    }
+
+    /// [`Self::new`] with what nvmet exports read already (once for every array of a look).
+    fn with_exports(d: &GraidDetail, sys: &dyn System, exports: &[crate::nvmet::Export]) -> Self {
         let members = present_members(d);
         let device = array_device(d.index);
         Self {
-            exports: sys
-                .exports()
-                .into_iter()
+            exports: exports
+                .iter()
                 .filter(|e| e.device == device)
+                .cloned()
                 .collect(),
             device,
             index: d.index,
