@@ -10,41 +10,24 @@ use crate::sysfs_text;
 use crate::uapi;
 use kernel::{prelude::*, str::CString};
 
-const ARRAY_ATTRIBUTES: [Attribute; sysfs_text::ARRAY_FILES.len()] = [
-    Attribute::read_only(c"level"),
-    Attribute::read_only(c"raid_disks"),
-    Attribute::read_only(c"chunk_size"),
-    Attribute::read_only(c"component_size"),
-    Attribute::read_only(c"array_state"),
-    Attribute::read_only(c"state"),
-    Attribute::read_only(c"degraded"),
-    Attribute::read_write(c"sync_action"),
-    Attribute::read_only(c"sync_completed"),
-    Attribute::read_only(c"sync_speed"),
-    Attribute::read_write(c"sync_speed_min"),
-    Attribute::read_write(c"sync_speed_max"),
-    Attribute::read_only(c"mismatch_cnt"),
-    Attribute::read_only(c"consistency_policy"),
-    Attribute::read_only(c"bitmap_regions"),
-    Attribute::read_only(c"bitmap_dirty"),
-    Attribute::read_only(c"ppl_entries"),
-    Attribute::read_only(c"ppl_wraps"),
-    Attribute::read_only(c"spares"),
-    Attribute::read_only(c"name"),
-    Attribute::read_only(c"uuid"),
-    Attribute::read_only(c"events"),
-];
+/// The attributes of `files`, as `sysfs_text.rs` lists them.
+const fn attributes<const N: usize>(files: &[sysfs_text::File; N]) -> [Attribute; N] {
+    let mut out = [const { Attribute::new(c"", false) }; N];
+    let mut i = 0;
+    while i < N {
+        out[i] = Attribute::new(files[i].name, files[i].writable);
+        i += 1;
+    }
+    out
+}
+
+const ARRAY_ATTRIBUTES: [Attribute; sysfs_text::ARRAY_FILES.len()] =
+    attributes(&sysfs_text::ARRAY_FILES);
 static ARRAY_FILES: AttributeList<{ sysfs_text::ARRAY_FILES.len() + 1 }> =
     AttributeList::new(&ARRAY_ATTRIBUTES);
 
-const MEMBER_ATTRIBUTES: [Attribute; sysfs_text::MEMBER_FILES.len()] = [
-    Attribute::read_only(c"state"),
-    Attribute::read_only(c"slot"),
-    Attribute::read_only(c"dev"),
-    Attribute::read_only(c"errors"),
-    Attribute::read_only(c"corrected"),
-    Attribute::read_only(c"recovery_start"),
-];
+const MEMBER_ATTRIBUTES: [Attribute; sysfs_text::MEMBER_FILES.len()] =
+    attributes(&sysfs_text::MEMBER_FILES);
 static MEMBER_FILES: AttributeList<{ sysfs_text::MEMBER_FILES.len() + 1 }> =
     AttributeList::new(&MEMBER_ATTRIBUTES);
 

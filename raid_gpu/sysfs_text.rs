@@ -12,42 +12,64 @@ use crate::uapi::{
     GRAID_MEMBER_ACTIVE, GRAID_MEMBER_FAULTY, GRAID_MEMBER_MISSING, GRAID_MEMBER_REBUILDING,
     GRAID_ROLE_NONE, GRAID_SCRUB_CHECK, GRAID_SCRUB_IDLE, GRAID_SCRUB_REPAIR, GRAID_SCRUB_RESYNC,
 };
+use core::ffi::CStr;
 use core::fmt::{self, Write};
 
-/// The array's files, in `graid/` under the disk's directory. Writable: `sync_action`, `sync_speed_min`, `sync_speed_max`.
-pub const ARRAY_FILES: [&str; 22] = [
-    "level",
-    "raid_disks",
-    "chunk_size",
-    "component_size",
-    "array_state",
-    "state",
-    "degraded",
-    "sync_action",
-    "sync_completed",
-    "sync_speed",
-    "sync_speed_min",
-    "sync_speed_max",
-    "mismatch_cnt",
-    "consistency_policy",
-    "bitmap_regions",
-    "bitmap_dirty",
-    "ppl_entries",
-    "ppl_wraps",
-    "spares",
-    "name",
-    "uuid",
-    "events",
+/// A file: its name, and whether root may write it.
+#[derive(Clone, Copy, Debug)]
+pub struct File {
+    pub name: &'static CStr,
+    pub writable: bool,
+}
+
+const fn ro(name: &'static CStr) -> File {
+    File {
+        name,
+        writable: false,
+    }
+}
+
+const fn rw(name: &'static CStr) -> File {
+    File {
+        name,
+        writable: true,
+    }
+}
+
+/// The array's files, in `graid/` under the disk's directory.
+pub const ARRAY_FILES: [File; 22] = [
+    ro(c"level"),
+    ro(c"raid_disks"),
+    ro(c"chunk_size"),
+    ro(c"component_size"),
+    ro(c"array_state"),
+    ro(c"state"),
+    ro(c"degraded"),
+    rw(c"sync_action"),
+    ro(c"sync_completed"),
+    ro(c"sync_speed"),
+    rw(c"sync_speed_min"),
+    rw(c"sync_speed_max"),
+    ro(c"mismatch_cnt"),
+    ro(c"consistency_policy"),
+    ro(c"bitmap_regions"),
+    ro(c"bitmap_dirty"),
+    ro(c"ppl_entries"),
+    ro(c"ppl_wraps"),
+    ro(c"spares"),
+    ro(c"name"),
+    ro(c"uuid"),
+    ro(c"events"),
 ];
 
 /// Each member's files, in `graid/rdN/` (N: its role, md's `rdN`).
-pub const MEMBER_FILES: [&str; 6] = [
-    "state",
-    "slot",
-    "dev",
-    "errors",
-    "corrected",
-    "recovery_start",
+pub const MEMBER_FILES: [File; 6] = [
+    ro(c"state"),
+    ro(c"slot"),
+    ro(c"dev"),
+    ro(c"errors"),
+    ro(c"corrected"),
+    ro(c"recovery_start"),
 ];
 
 /// Writes the text of the array's file `name` (a line) to `out`; `None`: no such file.

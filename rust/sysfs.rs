@@ -46,37 +46,27 @@ impl fmt::Write for Page<'_> {
     }
 }
 
-/// One file: read-only (0444) or written by root (0644).
+/// One file of a directory.
 pub(crate) struct Attribute(bindings::kobj_attribute);
 
 // SAFETY: never changed after it is built; the C side only reads it.
 unsafe impl Sync for Attribute {}
 
 impl Attribute {
-    pub(crate) const fn read_only(name: &'static CStr) -> Self {
-        Self::new(name, 0o444, None)
-    }
-
-    pub(crate) const fn read_write(name: &'static CStr) -> Self {
-        Self::new(name, 0o644, Some(store_callback))
-    }
-
-    const fn new(name: &'static CStr, mode: u16, store: Option<StoreFn>) -> Self {
+    /// File `name`: read-only (0444), or written by root too (0644) if `writable`.
+    pub(crate) const fn new(name: &'static CStr, writable: bool) -> Self {
         let mut attr: bindings::kobj_attribute = pin_init::zeroed();
         attr.attr.name = as_char_ptr_in_const_context(name);
-        attr.attr.mode = mode;
         attr.show = Some(show_callback);
-        attr.store = store;
+        if writable {
+            attr.attr.mode = 0o644;
+            attr.store = Some(store_callback);
+        } else {
+            attr.attr.mode = 0o444;
+        }
         Self(attr)
     }
 }
-
-type StoreFn = unsafe extern "C" fn(
-    *mut bindings::kobject,
-    *mut bindings::kobj_attribute,
-    *const c_char,
-    usize,
-) -> isize;
 
 /// A directory's files: a NULL-terminated table of pointers to [`Attribute`]s, `N` - 1 at
 /// most (`sysfs_create_files`' argument).

@@ -49,14 +49,16 @@ fn read_member(name: &str, d: &GraidDetail, role: u32) -> String {
 #[test]
 fn every_listed_file_reads_as_one_line() {
     let d = detail();
-    for name in ARRAY_FILES {
+    for file in ARRAY_FILES {
+        let name = file.name.to_str().unwrap();
         let text = read(name, &d);
         assert!(
             text.ends_with('\n') && text.lines().count() == 1,
             "{name}: {text:?}"
         );
     }
-    for name in MEMBER_FILES {
+    for file in MEMBER_FILES {
+        let name = file.name.to_str().unwrap();
         let text = read_member(name, &d, 2);
         assert!(
             text.ends_with('\n') && text.lines().count() == 1,
@@ -156,6 +158,20 @@ fn scrubs_replaces_and_failures_read_as_mds_would() {
     assert_eq!(read_member("state", &d, 0), "faulty\n");
     d.level = GRAID_LEVEL_RAID0;
     assert_eq!(read("consistency_policy", &d), "none\n");
+}
+
+#[test]
+fn only_the_controls_are_writable() {
+    let writable: Vec<&str> = ARRAY_FILES
+        .iter()
+        .chain(&MEMBER_FILES)
+        .filter(|f| f.writable)
+        .map(|f| f.name.to_str().unwrap())
+        .collect();
+    assert_eq!(
+        writable,
+        ["sync_action", "sync_speed_min", "sync_speed_max"]
+    );
 }
 
 #[test]
