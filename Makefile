@@ -56,7 +56,7 @@ help:
 	@echo "  bench-offload  RAID 5/6 full-stripe writes, parity in the kernel vs graid-helper, in the VM"
 	@echo "  bench-bitmap   the write-intent bitmap's write cost, graid vs md, in the VM"
 	@echo "  bench-ppl      the partial parity log's write cost, graid vs md's PPL, in the VM"
-	@echo "  bench-nvmeof   an array through NVMe/TCP against the same array locally, in the VM"
+	@echo "  bench-nvmeof   an array through NVMe/TCP and RDMA against the same array locally"
 	@echo "  bench-shipped  RAID 5/6 writes as shipped (bitmap and log on), graid vs md, in the VM"
 	@echo "  profile-writes perf profiles of 4k random writes, md and graid, in the VM"
 	@echo "  ptx            recompile the CUDA kernels' committed PTX (NVRTC from PyPI; lint checks it)"
@@ -185,9 +185,9 @@ bench-ppl: module tools
 		--timeout 3600 selftests/bench-ppl.sh | tee out/bench-ppl.txt; rc=$$?; \
 		rm -f out/vm-bench-ppl/nvme*.img; exit $$rc
 
-# An array through NVMe/TCP on the loopback (graidctl export, nvme connect) against the same
-# array locally: 1M writes and reads, 4k random reads (selftests/bench-nvmeof.sh), about 5
-# minutes under TCG.
+# An array through NVMe/TCP on the loopback and NVMe/RDMA on soft-RoCE (graidctl export, nvme
+# connect) against the same array locally: 1M writes and reads, 4k random reads
+# (selftests/bench-nvmeof.sh), about 8 minutes under TCG.
 bench-nvmeof: module tools
 	set -o pipefail; mkdir -p out; \
 	VM_KERNEL_ARGS=$(BENCH_KERNEL_ARGS) GRAID_VM_WORK=$(CURDIR)/out/vm-bench-nvmeof selftests/vm.sh --disks 6 --disk-size 512 \

@@ -1,15 +1,17 @@
-# An array read and written through NVMe/TCP against the same array locally, in one VM run
-# (`make bench-nvmeof`; not a test):
+# An array read and written through NVMe/TCP and NVMe/RDMA against the same array locally, in
+# one VM run (`make bench-nvmeof`; not a test):
 #
 #   selftests/vm.sh --disks 6 --disk-size 512 selftests/bench-nvmeof.sh [RUNTIME_S [ROUNDS]]
 #
-# A RAID 5 (64 KiB chunks) of four drives, exported with graidctl export on 127.0.0.1 and
-# connected with the kernel's nvme-tcp. fio (libaio, O_DIRECT) runs 1M sequential writes and
-# reads at iodepth 8 and 4k random reads at iodepth 32, for RUNTIME_S seconds (default 8) after
-# a 1 s ramp, on the local /dev/graidN and on the host's namespace, alternating which goes
-# first, ROUNDS times (default 2). Prints every run, then the means and the fabric's ratio to
-# the local device. Under QEMU TCG the loopback's TCP stack runs emulated too: only the
-# same-run ratio means anything, and it bounds what the fabric costs from above.
+# A RAID 5 (64 KiB chunks) of four drives, exported with graidctl export over TCP on 127.0.0.1
+# or over RDMA on soft-RoCE (rdma_rxe on a veth pair, 10.9.9.1), and connected with the
+# kernel's nvme-tcp or nvme-rdma. fio (libaio, O_DIRECT) runs 1M sequential writes and reads at
+# iodepth 8 and 4k random reads at iodepth 32, for RUNTIME_S seconds (default 8) after a 1 s
+# ramp, on the local /dev/graidN and on the host's namespace over each transport, the order
+# reversed every round, ROUNDS times (default 2). Prints every run, then the means and each
+# transport's ratio to the local device. Under QEMU TCG the loopback's TCP stack and rxe's
+# packet checksums run emulated too: only the same-run ratio means anything, and it bounds
+# what the fabric costs from above.
 . /graid/lib.sh
 runtime=${1:-8}
 rounds=${2:-2}
@@ -34,19 +36,38 @@ local_dev=$(array_dev "$(cat /tmp/create.out)")
 dd if=/dev/zero of=$local_dev bs=1M oflag=direct 2>/dev/null
 uuid=$(json_field uuid "$(graidctl --json detail nb)")
 nqn=nqn.2014-08.org.nvmexpress:uuid:$uuid
-graidctl export nb --addr 127.0.0.1 --allow-host $host >/dev/null || fail "graidctl export failed"
-nvme connect -t tcp -a 127.0.0.1 -s 4420 -n $nqn --hostnqn $host --hostid ${host##*:} >/dev/null || fail "nvme connect failed"
-fabric_dev=
-for n in $(seq 1 100); do
-	for b in /sys/block/nvme*; do
-		case ${b##*/} in nvme*c*n*) continue ;; esac
-		[ "$(cat $b/uuid 2>/dev/null)" = "$uuid" ] && fabric_dev=/dev/${b##*/}
+# Soft-RoCE: an RDMA device on one end of a veth pair (iproute2's ip: busybox's cannot).
+/usr/bin/ip link add veth0 type veth peer name veth1 || fail "no veth pair"
+/usr/bin/ip addr add 10.9.9.1/24 dev veth0
+/usr/bin/ip addr add 10.9.9.2/24 dev veth1
+/usr/bin/ip link set veth0 up && /usr/bin/ip link set veth1 up || fail "veth pair not up"
+modprobe rdma_rxe && /usr/bin/rdma link add rxe0 type rxe netdev veth0 || fail "no rxe device"
+modprobe nvme-rdma || fail "modprobe nvme-rdma"
+
+# attach TRANSPORT: exports the array over TRANSPORT (tcp or rdma), connects the host to it,
+# and sets fabric_dev to the host's namespace; detach undoes it.
+attach() {
+	addr=127.0.0.1
+	[ "$1" = rdma ] && addr=10.9.9.1
+	graidctl export nb --transport $1 --addr $addr --allow-host $host >/dev/null ||
+		fail "graidctl export over $1 failed"
+	nvme connect -t $1 -a $addr -s 4420 -n $nqn --hostnqn $host --hostid ${host##*:} >/dev/null ||
+		fail "nvme connect over $1 failed"
+	fabric_dev=
+	for n in $(seq 1 100); do
+		for b in /sys/block/nvme*; do
+			case ${b##*/} in nvme*c*n*) continue ;; esac
+			[ "$(cat $b/uuid 2>/dev/null)" = "$uuid" ] && fabric_dev=/dev/${b##*/}
+		done
+		[ -n "$fabric_dev" ] && break
+		usleep 100000
 	done
-	[ -n "$fabric_dev" ] && break
-	usleep 100000
-done
-[ -n "$fabric_dev" ] || fail "the namespace did not appear"
-echo "local $local_dev, fabric $fabric_dev"
+	[ -n "$fabric_dev" ] || fail "the namespace did not appear over $1"
+}
+detach() {
+	nvme disconnect -n $nqn >/dev/null || fail "nvme disconnect"
+	graidctl unexport nb >/dev/null || fail "graidctl unexport"
+}
 
 # fio_rate DEV NAME RW BS DEPTH: MiB/s (1M) or IOPS (4k) of one run on DEV.
 fio_rate() {
@@ -59,10 +80,10 @@ fio_rate() {
 		if (bs == "1M") printf "%.1f\n", kib / 1024; else printf "%d\n", iops }' /tmp/fio.out
 }
 
-# cell WHERE: the three loads on the local device or through the fabric.
+# cell WHERE: the three loads on the local device (local) or through the fabric (tcp, rdma).
 cell() {
 	dev=$local_dev
-	[ "$1" = fabric ] && dev=$fabric_dev
+	[ "$1" = local ] || { attach $1; dev=$fabric_dev; }
 	for w in "seq1m-write write 1M 8" "seq1m-read read 1M 8" "rand4k-read randread 4k 32"; do
 		set -- "$1" $w
 		v=$(fio_rate $dev $2 $3 $4 $5)
@@ -70,24 +91,24 @@ cell() {
 		printf '%-7s %-12s %10s\n' "$1" "$2" "$v"
 		set -- "$1"
 	done
+	[ "$1" = local ] || detach
 }
 
 echo
 echo "=== runs (1M: MiB/s; 4k: IOPS)"
 for r in $(seq 1 $rounds); do
-	if [ $((r % 2)) = 1 ]; then cell local; cell fabric; else cell fabric; cell local; fi
+	if [ $((r % 2)) = 1 ]; then cell local; cell tcp; cell rdma; else cell rdma; cell tcp; cell local; fi
 done
 
 echo
-echo "=== means and the fabric's ratio to the local device"
-printf '%-12s %10s %10s %8s\n' load local fabric ratio
+echo "=== means and each transport's ratio to the local device"
+printf '%-12s %10s %10s %8s %10s %8s\n' load local tcp ratio rdma ratio
 for load in seq1m-write seq1m-read rand4k-read; do
 	mean() { awk -v t=$1 -v w=$load '$1 == t && $2 == w { s += $3; n++ } END { if (n) printf "%.1f", s / n; else print 0 }' $results; }
-	l=$(mean local) f=$(mean fabric)
-	printf '%-12s %10s %10s %8s\n' $load $l $f $(awk -v a=$f -v b=$l 'BEGIN { printf "%.2f", b ? a / b : 0 }')
+	ratio() { awk -v a=$1 -v b=$2 'BEGIN { printf "%.2f", b ? a / b : 0 }'; }
+	l=$(mean local) t=$(mean tcp) d=$(mean rdma)
+	printf '%-12s %10s %10s %8s %10s %8s\n' $load $l $t $(ratio $t $l) $d $(ratio $d $l)
 done
-nvme disconnect -n $nqn >/dev/null
-graidctl unexport nb >/dev/null
 graidctl stop nb >/dev/null
 dmesg | grep -iE 'warn|error|bug' | head -n 20
 echo "bench-nvmeof done"
