@@ -429,6 +429,12 @@ pub fn run<C: ControlDevice>(
         return health(&first);
     }
     let uevents = UeventSocket::open();
+    // Under systemd (Type=notify), the service is started once the first look is taken and the
+    // uevent socket open: an array that starts after that is a new-array event, not part of
+    // the first look. Outside systemd this does nothing.
+    if let Err(e) = sd_notify::notify(&[sd_notify::NotifyState::Ready]) {
+        eprintln!("graidctl monitor: could not tell systemd it is ready: {e}");
+    }
     let mut before = first;
     loop {
         let ends = match &uevents {
