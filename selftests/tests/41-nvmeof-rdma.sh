@@ -24,7 +24,12 @@ $ip addr add 10.9.9.2/24 dev veth1
 $ip link set veth0 up && $ip link set veth1 up || fail "veth pair not up"
 modprobe rdma_rxe || fail "modprobe rdma_rxe"
 $rdma link add rxe0 type rxe netdev veth0 || fail "rdma link add rxe0"
-$rdma link show rxe0/1 | grep -q "state ACTIVE" || fail "rxe0 not active: $($rdma link show)"
+# (Active once the veth's carrier is up: waits 5 s.)
+n=0
+until $rdma link show rxe0/1 | grep -q "state ACTIVE"; do
+	n=$((n + 1)); [ $n -le 50 ] || fail "rxe0 not active: $($rdma link show)"
+	usleep 100000
+done
 modprobe nvme-rdma || fail "modprobe nvme-rdma"
 
 # connect NQN HOSTNQN: nvme connect over RDMA to 10.9.9.1:4420 as the host HOSTNQN.
