@@ -45,7 +45,7 @@ modprobe rdma_rxe && /usr/bin/rdma link add rxe0 type rxe netdev veth0 || fail "
 modprobe nvme-rdma || fail "modprobe nvme-rdma"
 
 # attach TRANSPORT: exports the array over TRANSPORT (tcp or rdma), connects the host to it,
-# and sets fabric_dev to the host's namespace; detach undoes it.
+# and sets fab_dev to the host's namespace; detach undoes it.
 attach() {
 	addr=127.0.0.1
 	[ "$1" = rdma ] && addr=10.9.9.1
@@ -53,16 +53,7 @@ attach() {
 		fail "graidctl export over $1 failed"
 	nvme connect -t $1 -a $addr -s 4420 -n $nqn --hostnqn $host --hostid ${host##*:} >/dev/null ||
 		fail "nvme connect over $1 failed"
-	fabric_dev=
-	for n in $(seq 1 100); do
-		for b in /sys/block/nvme*; do
-			case ${b##*/} in nvme*c*n*) continue ;; esac
-			[ "$(cat $b/uuid 2>/dev/null)" = "$uuid" ] && fabric_dev=/dev/${b##*/}
-		done
-		[ -n "$fabric_dev" ] && break
-		usleep 100000
-	done
-	[ -n "$fabric_dev" ] || fail "the namespace did not appear over $1"
+	fab_dev=$(fabric_dev $uuid)
 }
 detach() {
 	nvme disconnect -n $nqn >/dev/null || fail "nvme disconnect"
@@ -83,7 +74,7 @@ fio_rate() {
 # cell WHERE: the three loads on the local device (local) or through the fabric (tcp, rdma).
 cell() {
 	dev=$local_dev
-	[ "$1" = local ] || { attach $1; dev=$fabric_dev; }
+	[ "$1" = local ] || { attach $1; dev=$fab_dev; }
 	for w in "seq1m-write write 1M 8" "seq1m-read read 1M 8" "rand4k-read randread 4k 32"; do
 		set -- "$1" $w
 		v=$(fio_rate $dev $2 $3 $4 $5)

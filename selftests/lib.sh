@@ -285,6 +285,21 @@ unslice() {
 	for s in $slices; do dmsetup --noudevsync remove "${s#/dev/mapper/}"; done
 }
 
+# fabric_dev UUID: the NVMe-oF host's block device of the namespace whose UUID is UUID (waits
+# 10 s).
+fabric_dev() {
+	n=0
+	while :; do
+		for b in /sys/block/nvme*; do
+			# Not a multipath path (nvmeXcYnZ: hidden, no device node).
+			case ${b##*/} in nvme*c*n*) continue ;; esac
+			[ "$(cat $b/uuid 2>/dev/null)" = "$1" ] && { echo /dev/${b##*/}; return; }
+		done
+		n=$((n + 1)); [ $n -le 100 ] || fail "no namespace with UUID $1 on the host"
+		usleep 100000
+	done
+}
+
 # wait_rebuilt ARRAY SECONDS: until no member of ARRAY is rebuilding.
 wait_rebuilt() {
 	n=0

@@ -37,18 +37,6 @@ connect() {
 	nvme connect -t rdma -a 10.9.9.1 -s 4420 -n "$1" --hostnqn "$2" --hostid "${2##*:}" \
 		>/tmp/nvme.out 2>&1
 }
-# fabric_dev UUID: the host's block device of the namespace whose UUID is UUID (waits 10 s).
-fabric_dev() {
-	n=0
-	while :; do
-		for b in /sys/block/nvme*; do
-			case ${b##*/} in nvme*c*n*) continue ;; esac
-			[ "$(cat $b/uuid 2>/dev/null)" = "$1" ] && { echo /dev/${b##*/}; return; }
-		done
-		n=$((n + 1)); [ $n -le 100 ] || fail "no namespace with UUID $1 on the host"
-		usleep 100000
-	done
-}
 # transports NQN: the transports of the host's controllers of subsystem NQN.
 transports() {
 	for c in /sys/class/nvme/nvme*; do
