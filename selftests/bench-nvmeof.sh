@@ -36,13 +36,7 @@ local_dev=$(array_dev "$(cat /tmp/create.out)")
 dd if=/dev/zero of=$local_dev bs=1M oflag=direct 2>/dev/null
 uuid=$(json_field uuid "$(graidctl --json detail nb)")
 nqn=nqn.2014-08.org.nvmexpress:uuid:$uuid
-# Soft-RoCE: an RDMA device on one end of a veth pair (iproute2's ip: busybox's cannot).
-/usr/bin/ip link add veth0 type veth peer name veth1 || fail "no veth pair"
-/usr/bin/ip addr add 10.9.9.1/24 dev veth0
-/usr/bin/ip addr add 10.9.9.2/24 dev veth1
-/usr/bin/ip link set veth0 up && /usr/bin/ip link set veth1 up || fail "veth pair not up"
-modprobe rdma_rxe && /usr/bin/rdma link add rxe0 type rxe netdev veth0 || fail "no rxe device"
-modprobe nvme-rdma || fail "modprobe nvme-rdma"
+soft_roce
 
 # attach TRANSPORT: exports the array over TRANSPORT (tcp or rdma), connects the host to it,
 # and sets fab_dev to the host's namespace; detach undoes it.
@@ -51,8 +45,7 @@ attach() {
 	[ "$1" = rdma ] && addr=10.9.9.1
 	graidctl export nb --transport $1 --addr $addr --allow-host $host >/dev/null ||
 		fail "graidctl export over $1 failed"
-	nvme connect -t $1 -a $addr -s 4420 -n $nqn --hostnqn $host --hostid ${host##*:} >/dev/null ||
-		fail "nvme connect over $1 failed"
+	nvmf_connect $1 $addr $nqn $host || { cat /tmp/nvme.out; fail "nvme connect over $1 failed"; }
 	fab_dev=$(fabric_dev $uuid)
 }
 detach() {

@@ -285,6 +285,43 @@ unslice() {
 	for s in $slices; do dmsetup --noudevsync remove "${s#/dev/mapper/}"; done
 }
 
+# nvmf_connect TRANSPORT ADDR NQN HOSTNQN [OPTION...]: nvme connect to ADDR:4420 over
+# TRANSPORT (tcp, rdma) as the host whose NQN is HOSTNQN, and whose host id is HOSTNQN's UUID
+# (the kernel refuses one id under two NQNs); its output goes to /tmp/nvme.out.
+nvmf_connect() {
+	nvmf_args="-t $1 -a $2 -s 4420 -n $3 --hostnqn $4 --hostid ${4##*:}"
+	shift 4
+	nvme connect $nvmf_args "$@" >/tmp/nvme.out 2>&1
+}
+
+# no_nvmet WHEN: fails the test if anything is left in nvmet's configfs after WHEN.
+no_nvmet() {
+	for d in subsystems ports hosts; do
+		left=$(ls /sys/kernel/config/nvmet/$d)
+		[ -z "$left" ] || fail "$1: nvmet still holds $d/$left"
+	done
+}
+
+# soft_roce: an RDMA device, rxe0 (soft-RoCE), on veth0 (10.9.9.1/24) of a veth pair whose
+# other end is veth1 (10.9.9.2), active, with nvme-rdma loaded. iproute2's ip and rdma:
+# busybox's ip, which the shell prefers, cannot make a veth.
+soft_roce() {
+	ip link set lo up || fail "no loopback device"
+	/usr/bin/ip link add veth0 type veth peer name veth1 || fail "no veth pair"
+	/usr/bin/ip addr add 10.9.9.1/24 dev veth0
+	/usr/bin/ip addr add 10.9.9.2/24 dev veth1
+	/usr/bin/ip link set veth0 up && /usr/bin/ip link set veth1 up || fail "veth pair not up"
+	modprobe rdma_rxe || fail "modprobe rdma_rxe"
+	/usr/bin/rdma link add rxe0 type rxe netdev veth0 || fail "rdma link add rxe0"
+	# Active once the veth's carrier is up (waits 5 s).
+	n=0
+	until /usr/bin/rdma link show rxe0/1 | grep -q "state ACTIVE"; do
+		n=$((n + 1)); [ $n -le 50 ] || fail "rxe0 not active: $(/usr/bin/rdma link show)"
+		usleep 100000
+	done
+	modprobe nvme-rdma || fail "modprobe nvme-rdma"
+}
+
 # fabric_dev UUID: the NVMe-oF host's block device of the namespace whose UUID is UUID (waits
 # 10 s).
 fabric_dev() {

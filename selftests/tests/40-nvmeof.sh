@@ -24,19 +24,8 @@ host=nqn.2014-08.org.nvmexpress:uuid:11111111-2222-3333-4444-555555555555
 stranger=nqn.2014-08.org.nvmexpress:uuid:99999999-8888-7777-6666-555555555555
 rm -f /etc/graid/exports.conf
 
-# connect NQN HOSTNQN: nvme connect over TCP to 127.0.0.1:4420, as the host whose NQN (and
-# host id: the kernel refuses one id under two NQNs) is HOSTNQN.
-connect() {
-	nvme connect -t tcp -a 127.0.0.1 -s 4420 -n "$1" --hostnqn "$2" --hostid "${2##*:}" \
-		>/tmp/nvme.out 2>&1
-}
-# no_nvmet: nothing left in nvmet's configfs.
-no_nvmet() {
-	for d in subsystems ports hosts; do
-		left=$(ls /sys/kernel/config/nvmet/$d)
-		[ -z "$left" ] || fail "$1: nvmet still holds $d/$left"
-	done
-}
+# connect NQN HOSTNQN [OPTION...]: nvme connect over TCP to 127.0.0.1:4420 as HOSTNQN.
+connect() { nvmf_connect tcp 127.0.0.1 "$@"; }
 
 for level in 5 6; do
 	echo "--- RAID $level exported"
@@ -134,7 +123,7 @@ expect_match "over tcp 127.0.0.1:4420, tcp 127.0.0.2:4420 to $host" "$OUT" "expo
 expect_rc 0 graidctl list
 expect_match "tcp 127.0.0.1:4420, tcp 127.0.0.2:4420" "$OUT" "list's EXPORTED"
 connect $nqn $host || { cat /tmp/nvme.out; fail "no connection on 127.0.0.1"; }
-nvme connect -t tcp -a 127.0.0.2 -s 4420 -n $nqn --hostnqn $host --hostid ${host##*:} >/tmp/nvme.out 2>&1 ||
+nvmf_connect tcp 127.0.0.2 $nqn $host ||
 	{ cat /tmp/nvme.out; fail "no connection on 127.0.0.2"; }
 fab=$(fabric_dev $uuid)
 paths=$(for b in /sys/block/nvme*c*n*; do [ "$(cat $b/uuid 2>/dev/null)" = "$uuid" ] && echo $b; done | wc -l)
@@ -170,10 +159,8 @@ grep -q "dhchap-secret=$key dhchap-ctrl-secret=$ctrl_key\$" /etc/graid/exports.c
 [ "$(stat -c %a /etc/graid/exports.conf)" = 600 ] || fail "exports.conf is $(stat -c %a /etc/graid/exports.conf)"
 connect $nqn $host && fail "the host connected without the secret"
 other=$(nvme gen-dhchap-key -m 0 -n $host)
-nvme connect -t tcp -a 127.0.0.1 -s 4420 -n $nqn --hostnqn $host --hostid ${host##*:} \
-	--dhchap-secret "$other" >/tmp/nvme.out 2>&1 && fail "the host connected with another secret"
-nvme connect -t tcp -a 127.0.0.1 -s 4420 -n $nqn --hostnqn $host --hostid ${host##*:} \
-	--dhchap-secret "$key" --dhchap-ctrl-secret "$ctrl_key" >/tmp/nvme.out 2>&1 ||
+connect $nqn $host --dhchap-secret "$other" && fail "the host connected with another secret"
+connect $nqn $host --dhchap-secret "$key" --dhchap-ctrl-secret "$ctrl_key" ||
 	{ cat /tmp/nvme.out; fail "the host with the secret could not connect"; }
 fab=$(fabric_dev $uuid)
 fio_verify $fab 0 16M randwrite 4k-64k

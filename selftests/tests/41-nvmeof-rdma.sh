@@ -15,28 +15,9 @@ host=nqn.2014-08.org.nvmexpress:uuid:11111111-2222-3333-4444-555555555555
 stranger=nqn.2014-08.org.nvmexpress:uuid:99999999-8888-7777-6666-555555555555
 rm -f /etc/graid/exports.conf
 
-# iproute2's ip and rdma (busybox's ip, which the shell prefers, cannot make a veth).
-ip=/usr/bin/ip rdma=/usr/bin/rdma
-ip link set lo up || fail "no loopback device"
-$ip link add veth0 type veth peer name veth1 || fail "no veth pair"
-$ip addr add 10.9.9.1/24 dev veth0
-$ip addr add 10.9.9.2/24 dev veth1
-$ip link set veth0 up && $ip link set veth1 up || fail "veth pair not up"
-modprobe rdma_rxe || fail "modprobe rdma_rxe"
-$rdma link add rxe0 type rxe netdev veth0 || fail "rdma link add rxe0"
-# (Active once the veth's carrier is up: waits 5 s.)
-n=0
-until $rdma link show rxe0/1 | grep -q "state ACTIVE"; do
-	n=$((n + 1)); [ $n -le 50 ] || fail "rxe0 not active: $($rdma link show)"
-	usleep 100000
-done
-modprobe nvme-rdma || fail "modprobe nvme-rdma"
-
-# connect NQN HOSTNQN: nvme connect over RDMA to 10.9.9.1:4420 as the host HOSTNQN.
-connect() {
-	nvme connect -t rdma -a 10.9.9.1 -s 4420 -n "$1" --hostnqn "$2" --hostid "${2##*:}" \
-		>/tmp/nvme.out 2>&1
-}
+soft_roce
+# connect NQN HOSTNQN: nvme connect over RDMA to 10.9.9.1:4420 as HOSTNQN.
+connect() { nvmf_connect rdma 10.9.9.1 "$@"; }
 # transports NQN: the transports of the host's controllers of subsystem NQN.
 transports() {
 	for c in /sys/class/nvme/nvme*; do
@@ -104,13 +85,11 @@ for level in 5 6; do
 	fio_readback $fab 0 12M randwrite 4k-64k "the restored RDMA export read back other data"
 	nvme disconnect -n $nqn >/dev/null || fail "nvme disconnect"
 	expect_rc 0 graidctl unexport rfab
-	for d in subsystems ports hosts; do
-		[ -z "$(ls /sys/kernel/config/nvmet/$d)" ] || fail "unexport left nvmet's $d"
-	done
+	no_nvmet "unexport"
 	expect_rc 0 graidctl stop rfab
 done
 
-$rdma link delete rxe0 || fail "rdma link delete rxe0"
-$ip link delete veth0 || fail "ip link delete veth0"
+/usr/bin/rdma link delete rxe0 || fail "rdma link delete rxe0"
+/usr/bin/ip link delete veth0 || fail "ip link delete veth0"
 wipe_superblocks $d0 $d1 $d2 $d3
 kmemleak_check
