@@ -4,7 +4,7 @@
 # Rust-enabled kernel build tree: make module KDIR=/path/to/linux-build
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
-.PHONY: help deps kernel module distro-module deb deb-test debian-vm-test distro-test rust-analyzer tools cargo-prebuild host-test lint emulated-test vm-test crash-test soak test vm-run vm-shell bench-offload bench-bitmap bench-ppl bench-shipped bench-nvmeof profile-writes \
+.PHONY: help deps kernel kernels module modules distro-module deb deb-test debian-vm-test distro-test rust-analyzer tools cargo-prebuild host-test lint emulated-test vm-test crash-test soak test vm-run vm-shell bench-offload bench-bitmap bench-ppl bench-shipped bench-nvmeof profile-writes \
 	demo bench bench-ring ptx clean
 
 CARGO ?= cargo
@@ -18,6 +18,11 @@ export DISKS DISK_SIZE_MB VM_TIMEOUT VM_TEST_TIMEOUT VM_MEM_MB VM_CPUS TESTS
 # test (default) or debug: KASAN, lockdep and friends (build/kconfig/debug.config), e.g.
 # make test KERNEL_VARIANT=debug
 export KERNEL_VARIANT
+# The test kernel's series (build/versions.env: the newest supported one by default), e.g.
+# make vm-test KERNEL_SERIES=7.2
+export KERNEL_SERIES
+# Every kernel series graid supports (KERNEL_SERIES_SUPPORTED in build/versions.env).
+SUPPORTED_SERIES := $(shell . build/versions.env && echo $$KERNEL_SERIES_SUPPORTED)
 
 help:
 	@echo "graid make targets:"
@@ -27,10 +32,13 @@ help:
 	@echo "                 (the README's test command)"
 	@echo "  deps           install the toolchain and packages (idempotent)"
 	@echo "  kernel         build the test-VM kernel into the cache (no-op when cached);"
-	@echo "                 KERNEL_VARIANT=debug for KASAN/lockdep (works with every target)"
+	@echo "                 KERNEL_VARIANT=debug for KASAN/lockdep, KERNEL_SERIES=7.2 for an"
+	@echo "                 older supported series (both work with every target)"
+	@echo "  kernels        build the test-VM kernel of every supported series"
 	@echo "  module         build raid_gpu.ko (KDIR=... for another kernel tree)"
-	@echo "  distro-module  build raid_gpu.ko for Debian trixie's own 7.2 kernel (in a cached"
-	@echo "                 trixie chroot, with that kernel's gcc-14 and rustc 1.85.1)"
+	@echo "  modules        build raid_gpu.ko for the test kernel of every supported series"
+	@echo "  distro-module  build raid_gpu.ko for each of Debian's own kernels (one per supported"
+	@echo "                 series, in a cached trixie chroot, with their gcc-14 and rustc 1.85.1)"
 	@echo "  deb            build the Debian packages graid and graid-dkms into out/deb (dpkg-buildpackage"
 	@echo "                 and lintian in the trixie chroot)"
 	@echo "  deb-test       install out/deb's packages in a throwaway trixie chroot: DKMS builds the"
@@ -70,8 +78,14 @@ deps:
 kernel: deps
 	build/kernel.sh >/dev/null
 
+kernels: deps
+	for s in $(SUPPORTED_SERIES); do KERNEL_SERIES=$$s build/kernel.sh >/dev/null || exit 1; done
+
 module: deps
 	build/module.sh modules
+
+modules: deps
+	for s in $(SUPPORTED_SERIES); do KERNEL_SERIES=$$s build/module.sh modules || exit 1; done
 
 rust-analyzer: deps
 	build/module.sh rust-analyzer
@@ -93,7 +107,8 @@ host-test: deps
 lint: deps
 	$(CARGO) fmt $(TOOLS) --all -- --check
 	$(CARGO_TOOLS) clippy $(TOOLS) --workspace --all-targets -- -D warnings
-	build/module.sh clippy
+	@# The module through clippy against every supported series' kernel (rust/compat.rs differs).
+	for s in $(SUPPORTED_SERIES); do KERNEL_SERIES=$$s build/module.sh clippy || exit 1; done
 	@# The CUDA engine's committed PTX is what its source compiles to (NVRTC from PyPI).
 	build/ptx.sh --check
 	@# The hand-written man pages name every module parameter, event and graid.conf keyword.
@@ -101,8 +116,9 @@ lint: deps
 	@# Every document parses without a warning (Debian's python3-docutils).
 	for f in Documentation/*.rst; do /usr/bin/docutils --halt=warning "$$f" /dev/null || exit 1; done
 
-# raid_gpu.ko for Debian's own 7.2 kernel (trixie-backports), built in a trixie chroot with that
-# kernel's gcc-14 and rustc 1.85.1 (build/distro-module.sh; Documentation/build.rst).
+# raid_gpu.ko for each of Debian's own kernels (trixie-backports, one per supported series),
+# built in a trixie chroot with their gcc-14 and rustc 1.85.1 (build/distro-module.sh;
+# Documentation/build.rst).
 distro-module: deps
 	build/distro-module.sh
 
@@ -116,9 +132,9 @@ deb-test: deps
 debian-vm-test: tools
 	selftests/debian-vm.sh
 
-# deb-test's checks (DKMS, files, purge) are all made again on the Debian VM, which runs them on
-# the machine itself: make test runs only the VM.
-distro-test: distro-module deb debian-vm-test
+# The packages on Debian: their install test in a chroot (a kernel's source arriving late, an
+# unsupported series), then the Debian VM test's two legs.
+distro-test: distro-module deb deb-test debian-vm-test
 
 vm-test: module tools
 	selftests/run.sh
@@ -142,9 +158,9 @@ ptx:
 emulated-test: deps
 	build/emulated-parity.sh
 
-# The Debian VM test and the VM suite run at once (selftests/vm-suites.sh): under TCG one guest
-# leaves part of two cores idle.
-test: host-test lint emulated-test module tools distro-module deb
+# The VM suite, and beside it the Debian VM test and the older kernel series' tests
+# (selftests/vm-suites.sh): under TCG one guest leaves part of two cores idle.
+test: host-test lint emulated-test modules tools distro-module deb deb-test
 	selftests/vm-suites.sh
 
 vm-run: module tools

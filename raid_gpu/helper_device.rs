@@ -29,6 +29,7 @@ use crate::rq_stack::RqRef;
 use crate::stripe_io::StripeBuffer;
 use crate::kernel_ext::{
     capability::require_sys_admin,
+    compat::param,
     misc::MiscOps,
     pin::PinnedPages,
     racy,
@@ -218,22 +219,22 @@ pub(crate) fn write_stats(_: &(), f: &mut kernel::fmt::Formatter<'_>) -> kernel:
 
 /// Milliseconds a job may take before the kernel computes it.
 fn deadline_ms() -> u32 {
-    (*crate::module_parameters::offload_deadline_ms.value()).max(1)
+    param(&crate::module_parameters::offload_deadline_ms).max(1)
 }
 
 /// Whether the kernel checks the helper's results: 0 never, 1 sampled (the default), 2 all.
 fn verify_mode() -> u32 {
-    *crate::module_parameters::offload_verify.value()
+    param(&crate::module_parameters::offload_verify)
 }
 
 /// Whether jobs go to the faster side (the default), or every eligible job to the helper.
 fn balanced() -> bool {
-    *crate::module_parameters::offload_balance.value() != 0
+    param(&crate::module_parameters::offload_balance) != 0
 }
 
 /// Smallest job offloaded, in data bytes.
 fn min_bytes() -> u64 {
-    let kib = *crate::module_parameters::offload_min_kib.value();
+    let kib = param(&crate::module_parameters::offload_min_kib);
     if kib == u32::MAX {
         DEFAULT_MIN_BYTES
     } else {

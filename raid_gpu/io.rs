@@ -25,6 +25,7 @@ use crate::engine::superblock::{Superblock, UUID_LEN};
 use crate::kernel_ext::{
     bio::{self, transfer_virt, transfer_virt_batch, CloneOp, CloneSet, VirtTransfer},
     blk_mq::{self, Disk, DiskOps, Request},
+    compat::param,
     plug,
     work::{noio_scope, RequestWork, WorkHandler, WorkQueue, Worker},
 };
@@ -263,7 +264,7 @@ impl ArrayIo {
 /// (a module parameter for tests; 0, the default, never).
 fn injected_alloc_failure() -> bool {
     static ALLOCATIONS: AtomicU32 = AtomicU32::new(0);
-    let every = *crate::module_parameters::fault_stripe_alloc.value();
+    let every = param(&crate::module_parameters::fault_stripe_alloc);
     every != 0 && ALLOCATIONS.fetch_add(1, Ordering::Relaxed).wrapping_add(1) % every == 0
 }
 

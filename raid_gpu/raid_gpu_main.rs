@@ -42,7 +42,7 @@ mod sysfs_text;
 mod ring_uapi;
 
 use kernel::prelude::*;
-use kernel_ext::misc::MiscRegistration;
+use kernel_ext::{compat::param, misc::MiscRegistration};
 
 /// Version reported by the VERSION ioctl and `modinfo`.
 pub(crate) const MODULE_VERSION: &str = "0.1.0";
@@ -95,22 +95,22 @@ module! {
 
 /// Bytes of stripe buffers an array keeps for reuse (`buffer_cache.rs`).
 pub(crate) fn stripe_cache_bytes() -> usize {
-    (*module_parameters::stripe_cache_kib.value() as usize).saturating_mul(1024)
+    (param(&module_parameters::stripe_cache_kib) as usize).saturating_mul(1024)
 }
 
 /// Whether an array that needs a resync starts it when it starts.
 pub(crate) fn auto_resync() -> bool {
-    *module_parameters::auto_resync.value() != 0
+    param(&module_parameters::auto_resync) != 0
 }
 
 /// The quiet period after which an idle array is marked clean (`engine/safe_mode.rs`).
 pub(crate) fn safe_mode_delay_ms() -> u32 {
-    (*module_parameters::safe_mode_delay_ms.value()).max(1)
+    param(&module_parameters::safe_mode_delay_ms).max(1)
 }
 
 /// How often idle regions' write-intent bits are looked at (`engine/write_intent.rs`).
 pub(crate) fn bitmap_clean_ms() -> u32 {
-    (*module_parameters::bitmap_clean_ms.value()).max(1)
+    param(&module_parameters::bitmap_clean_ms).max(1)
 }
 
 #[pin_data]

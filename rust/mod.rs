@@ -10,6 +10,7 @@ pub(crate) mod bdev;
 pub(crate) mod bio;
 pub(crate) mod blk_mq;
 pub(crate) mod capability;
+pub(crate) mod compat;
 pub(crate) mod cpu;
 pub(crate) mod crc;
 pub(crate) mod misc;

@@ -13,6 +13,7 @@ use core::{
     fmt,
     ptr::{self, NonNull},
 };
+use super::compat::{set_kobj_handlers, KobjStore};
 use kernel::{
     bindings,
     error::to_result,
@@ -57,13 +58,13 @@ impl Attribute {
     pub(crate) const fn new(name: &'static CStr, writable: bool) -> Self {
         let mut attr: bindings::kobj_attribute = pin_init::zeroed();
         attr.attr.name = as_char_ptr_in_const_context(name);
-        attr.show = Some(show_callback);
-        if writable {
-            attr.attr.mode = 0o644;
-            attr.store = Some(store_callback);
+        attr.attr.mode = if writable { 0o644 } else { 0o444 };
+        let store: Option<KobjStore> = if writable {
+            Some(store_callback)
         } else {
-            attr.attr.mode = 0o444;
-        }
+            None
+        };
+        set_kobj_handlers(&mut attr, show_callback, store);
         Self(attr)
     }
 }

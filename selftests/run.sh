@@ -8,6 +8,9 @@
 # that cannot run here proves nothing; GRAID_ALLOW_SKIP=1 accepts skips, e.g. on a machine
 # without udev).
 #
+# VM_WORK_PREFIX: where the VMs' work files go (out/vm, out/vm-1, ...: PREFIX, PREFIX-1, ...), so
+# that two suites can run at once (selftests/vm-suites.sh runs one per kernel series).
+#
 # VM_JOBS=N (default: one per two host cores) boots N VMs at once, each with its own drives,
 # its own share of the tests and VM_CPUS CPUs (vm.sh: 2), so a many-core machine runs the
 # suite N times faster. The shares are balanced by each test's time
@@ -85,7 +88,7 @@ boot() {
 	shift
 	local prefix=""
 	((jobs == 1)) || prefix="[vm$j] "
-	GRAID_VM_WORK=$GRAID_ROOT/out/vm$( ((j == 0)) || echo "-$j") \
+	GRAID_VM_WORK=${VM_WORK_PREFIX:-$GRAID_ROOT/out/vm}$( ((j == 0)) || echo "-$j") \
 		"$here/vm.sh" "${opts[@]}" "$here/run-tests.sh" "$@" | tee "$outs/$j" |
 		sed -u "s/^/$prefix/"
 	echo "${PIPESTATUS[0]}" >"$outs/$j.rc"

@@ -57,9 +57,9 @@ fi
 
 kdir=$("$GRAID_ROOT/build/kdir.sh")
 kver=$(cat "$kdir/include/config/kernel.release")
-ko=$GRAID_ROOT/raid_gpu.ko
+ko=$GRAID_ROOT/out/module/$(basename "$kdir")/raid_gpu.ko
 bin=$GRAID_ROOT/tools/target/release
-[ -f "$ko" ] || die "$ko is missing: run 'make module' first"
+[ -f "$ko" ] || die "$ko is missing: run 'make module' first (with the same KERNEL_SERIES, KERNEL_VARIANT or KDIR)"
 [ -x "$bin/graidctl" ] || die "$bin/graidctl is missing: run 'make tools' first"
 
 work=${GRAID_VM_WORK:-$GRAID_ROOT/out/vm}
