@@ -25,12 +25,19 @@ stage=$out/graid-$version
 rm -rf "$out"
 mkdir -p "$stage"/{bin,man,completions,dkms,udev,systemd,doc,hooks,conf}
 cp -a "$GRAID_ROOT/packaging/debian" "$stage/debian"
-cp "$GRAID_ROOT/packaging/dkms/dkms.conf" "$stage/debian/graid-dkms.dkms"
+# DKMS builds only for the supported kernel series (a regex of KERNEL_SERIES_SUPPORTED: 7.2 7.3
+# gives ^(7\.2|7\.3)\.), and graid-dkms-build checks the same list (dkms/kernel-series).
+series_regex="^($(echo "$KERNEL_SERIES_SUPPORTED" | sed 's/\./\\./g; s/ /|/g'))\\."
+sed "s/#KERNEL_SERIES_REGEX#/$(printf '%s' "$series_regex" | sed 's/[\\&/]/\\&/g')/" \
+	"$GRAID_ROOT/packaging/dkms/dkms.conf" >"$stage/debian/graid-dkms.dkms"
+grep -qF "BUILD_EXCLUSIVE_KERNEL=\"$series_regex\"" "$stage/debian/graid-dkms.dkms" ||
+	die "dkms.conf's BUILD_EXCLUSIVE_KERNEL was not filled in"
 cp "$GRAID_ROOT/tools/systemd/graid-helper.service" "$stage/debian/graid.graid-helper.service"
 cp "$GRAID_ROOT/tools/systemd/graid-monitor.service" "$stage/debian/graid.graid-monitor.service"
 cp "$GRAID_ROOT/tools/systemd/graid-check.timer" "$stage/debian/graid.graid-check.timer"
 cp "$GRAID_ROOT/tools/systemd/graid-check.service" "$stage/debian/graid.graid-check.service"
 cp "$GRAID_ROOT/packaging/dkms/kernel-postrm" "$stage/hooks/graid-dkms"
+cp "$GRAID_ROOT/packaging/dkms/kernel-hook" "$stage/hooks/zz-graid-dkms"
 install -m 0755 "$bin/graidctl" "$bin/graid-helper" "$stage/bin/"
 "$bin/graidctl" generate-docs "$stage/generated"
 "$bin/graid-helper" generate-docs "$stage/generated"
@@ -47,7 +54,8 @@ cp "$GRAID_ROOT/README.md" "$GRAID_ROOT"/Documentation/*.rst "$stage/doc/"
 (cd "$GRAID_ROOT" && git ls-files -z -co --exclude-standard -- Kbuild raid_gpu rust |
 	while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done |
 	tar --null -T - -cf -) | tar -C "$stage/dkms" -xf -
-install -m 0755 "$GRAID_ROOT/packaging/dkms/graid-dkms-build" "$stage/dkms/"
+install -m 0755 "$GRAID_ROOT/packaging/dkms/graid-dkms-build" "$GRAID_ROOT/packaging/dkms/graid-dkms-status" "$stage/dkms/"
+echo "$KERNEL_SERIES_SUPPORTED" >"$stage/dkms/kernel-series"
 
 log "packaging graid $version (dpkg-buildpackage, lintian)"
 in_chroot "$out:/pkg" <<EOS

@@ -1,19 +1,33 @@
-# The cached Debian chroot that graid builds and packages for Debian's own kernel in
-# ($DISTRO_KERNEL_RELEASE from $DISTRO_SUITE-backports, build/versions.env): sourced by
-# build/distro-module.sh, build/deb.sh and build/deb-test.sh after common.sh.
+# The cached Debian chroot that graid builds and packages for Debian's own kernels in
+# ($DISTRO_KERNELS from $DISTRO_SUITE-backports, build/versions.env): sourced by
+# build/distro-module.sh, build/deb.sh, build/deb-test.sh and build/debian-image.sh after
+# common.sh.
 #
-# The chroot holds that kernel's headers and source, the compilers its .config names, and
+# The chroot holds those kernels' headers and sources, the compilers their .configs name, and
 # Debian's packaging tools. It is made by mmdebstrap, kept as a tarball and unpacked under
-# $GRAID_CACHE/distro/RELEASE-HASH (HASH: the apt sources and the package list); it needs root.
+# $GRAID_CACHE/distro/HASH (HASH: the apt sources and the package list); it needs root.
 # shellcheck shell=bash
 
-distro_rel=$DISTRO_KERNEL_RELEASE
-distro_ver=$DISTRO_KERNEL_VERSION
-distro_series=$(echo "$distro_rel" | cut -d. -f1,2)
+# The kernels, oldest first: distro_rels (releases, 7.2.12+deb13-amd64) and distro_vers (their
+# package versions) by index; distro_rel and distro_ver are the oldest's.
+distro_rels=()
+distro_vers=()
+for kv in $DISTRO_KERNELS; do
+	distro_rels+=("${kv%%=*}")
+	distro_vers+=("${kv#*=}")
+done
+distro_rel=${distro_rels[0]}
+distro_ver=${distro_vers[0]}
+# distro_series RELEASE: its series (7.2).
+distro_series() { echo "$1" | cut -d. -f1,2; }
 distro_mirror=http://deb.debian.org/debian
 distro_sources=("deb $distro_mirror $DISTRO_SUITE main" "deb $distro_mirror $DISTRO_SUITE-backports main")
-distro_packages="linux-headers-$distro_rel=$distro_ver linux-source-$distro_series=$distro_ver $DISTRO_CHROOT_PACKAGES"
-distro_dir=$GRAID_CACHE/distro/$distro_rel-$({
+distro_packages=$DISTRO_CHROOT_PACKAGES
+for i in "${!distro_rels[@]}"; do
+	distro_packages+=" linux-headers-${distro_rels[i]}=${distro_vers[i]}"
+	distro_packages+=" linux-source-$(distro_series "${distro_rels[i]}")=${distro_vers[i]}"
+done
+distro_dir=$GRAID_CACHE/distro/$({
 	printf '%s\n' "${distro_sources[@]}" "$distro_packages"
 } | sha256sum | cut -c1-16)
 distro_root=$distro_dir/root
@@ -29,7 +43,7 @@ distro_chroot_ready() {
 	if ! [ -f "$distro_dir/chroot.tar.zst" ]; then
 		local start
 		start=$(date +%s)
-		log "creating the $DISTRO_SUITE chroot for $distro_rel (mmdebstrap)"
+		log "creating the $DISTRO_SUITE chroot for ${distro_rels[*]} (mmdebstrap)"
 		mkdir -p "$distro_dir"
 		# shellcheck disable=SC2086 # the package list is words
 		mmdebstrap --quiet --variant=apt --components=main --include="$(echo $distro_packages | tr ' ' ,)" \
@@ -87,4 +101,18 @@ in_chroot() {
 			bash -s' graid-chroot "$@" || rc=$?
 	[ -z "$scratch" ] || rm -rf "$scratch"
 	return "$rc"
+}
+
+# debian_boot_files ROOT DIR: copies every kernel of the Debian root folder ROOT (its
+# /boot/vmlinuz-RELEASE and /boot/initrd.img-RELEASE) into DIR, where the Debian VM test boots
+# them from (QEMU's -kernel and -initrd, in place of a boot loader).
+debian_boot_files() {
+	local root=$1 dir=$2 k rel
+	mkdir -p "$dir"
+	for k in "$root"/boot/vmlinuz-*; do
+		rel=${k##*/vmlinuz-}
+		[ -f "$root/boot/initrd.img-$rel" ] || continue
+		cp "$k" "$dir/vmlinuz-$rel"
+		cp "$root/boot/initrd.img-$rel" "$dir/initrd.img-$rel"
+	done
 }
