@@ -349,12 +349,17 @@ impl Array {
         let bitmap = Bitmap::new(&freshest)?;
         if let Some(bitmap) = &bitmap {
             bitmap.load(&members, resync_from)?;
-            pr_info!(
-                "graid: {}: {} of {} bitmap regions dirty\n",
-                name,
-                bitmap.dirty_regions(),
-                bitmap.regions.count()
-            );
+            // Only a resync makes the bits news: after a clean stop they are regions written
+            // last (cleared once idle) or while a member was away (kept for its re-add), which
+            // `detail` and sysfs show.
+            if resync_from.is_some() {
+                pr_info!(
+                    "graid: {}: the resync covers {} of {} bitmap regions (written to before it stopped)\n",
+                    name,
+                    bitmap.dirty_regions(),
+                    bitmap.regions.count()
+                );
+            }
         }
         // A partial parity log is replayed after a crash, before anything reads the array,
         // with the key its entries carry; this life's entries get a new one.

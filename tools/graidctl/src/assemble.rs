@@ -38,6 +38,10 @@ pub struct AssembleArgs {
     /// degraded later). Devices with no graid superblock are ignored.
     #[arg(short = 'I', long, value_name = "DEVICE", conflicts_with_all = ["scan", "members"])]
     pub incremental: Option<String>,
+    /// With --incremental: print udev properties (GRAID_INCREMENTAL=STATUS and, for a member,
+    /// GRAID_LAST_RESORT_TIMER=UNIT) for udev's IMPORT{program} instead of text.
+    #[arg(long, requires = "incremental", conflicts_with = "json")]
+    pub export: bool,
     /// The array's member block devices, in any order; first, optionally, the array as
     /// mdadm users type it (NAME or /dev/graid/NAME: the members must belong to that array;
     /// /dev/graidN: start it as that device).
@@ -96,6 +100,12 @@ fn split_target<'a>(
 
 /// Checks the members given on the command line without the module (none with `--scan`).
 pub fn prepare(sys: &dyn System, args: &AssembleArgs) -> Result<Prepared, CtlError> {
+    // clap lets `requires` pass when the required arg conflicts with one given (--scan, members).
+    if args.export && args.incremental.is_none() {
+        return Err(CtlError::Usage(
+            "--export goes with --incremental DEVICE only".to_owned(),
+        ));
+    }
     if args.scan || args.incremental.is_some() {
         return Ok(Prepared::default());
     }
@@ -198,7 +208,17 @@ pub fn submit(
     let any = Policy::any_host();
     let policy = if args.any_host { &any } else { policy };
     if let Some(device) = &args.incremental {
-        return incremental(ctl, sys, device, policy, json_out);
+        let format = match (args.export, json_out) {
+            (true, true) => {
+                return Err(CtlError::Usage(
+                    "--export and --json are different output formats; pick one".to_owned(),
+                ))
+            }
+            (true, false) => Format::Export,
+            (false, true) => Format::Json,
+            (false, false) => Format::Text,
+        };
+        return incremental(ctl, sys, device, policy, format);
     }
     if args.scan {
         let only = match &args.uuid {
@@ -545,6 +565,41 @@ struct IncrementalReport {
     array: Option<ScanResult>,
 }
 
+/// How `--incremental` reports what it did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Format {
+    /// A line for a person.
+    Text,
+    /// `--json`: the [`IncrementalReport`].
+    Json,
+    /// `--export`: KEY=VALUE lines for udev's `IMPORT{program}` ([`udev_properties`]).
+    Export,
+}
+
+/// The report as udev properties: `GRAID_INCREMENTAL=STATUS` and, for a device that holds a
+/// graid superblock, `GRAID_LAST_RESORT_TIMER=` the unit that starts its array degraded, which
+/// 64-graid-assembly.rules wants only while the array waits for members (md's `MD_STARTED`
+/// and `mdadm-last-resort@.timer`).
+fn udev_properties(report: &IncrementalReport) -> String {
+    let mut out = format!("GRAID_INCREMENTAL={}\n", report.status);
+    if let Some(uuid) = &report.uuid {
+        out.push_str(&format!(
+            "GRAID_LAST_RESORT_TIMER={}\n",
+            last_resort_timer(uuid)
+        ));
+    }
+    out
+}
+
+/// `graid-last-resort@INSTANCE.timer` of the array with UUID `uuid`: the instance is the UUID
+/// as 32 hex digits ([`crate::uuid::hex`]), which needs no escaping in a unit name (systemd
+/// before 258 drops the backslashes of an escaped name in `SYSTEMD_WANTS`). The timer's
+/// `Conflicts=` names the array's device unit by the same digits: 65-graid.rules gives the
+/// array the alias `/sys/subsystem/graid/arrays/HEX` (`GRAID_UUID_HEX`).
+fn last_resort_timer(uuid: &str) -> String {
+    format!("graid-last-resort@{}.timer", crate::uuid::hex(uuid))
+}
+
 /// `assemble --incremental DEVICE`: md's `mdadm --incremental`, in user space. The module
 /// starts an array from all its members at once, so each call looks at every member present
 /// and starts the array when each role has a current one; the calls are serialised by the
@@ -554,7 +609,7 @@ fn incremental(
     sys: &dyn System,
     device: &str,
     policy: &Policy,
-    json_out: bool,
+    format: Format,
 ) -> Result<String, CtlError> {
     let mut report = IncrementalReport {
         device: device.to_owned(),
@@ -564,12 +619,10 @@ fn incremental(
         missing_roles: Vec::new(),
         array: None,
     };
-    let output = |report: &IncrementalReport, text: String| {
-        if json_out {
-            json(report)
-        } else {
-            text
-        }
+    let output = |report: &IncrementalReport, text: String| match format {
+        Format::Text => text,
+        Format::Json => json(report),
+        Format::Export => udev_properties(report),
     };
     let rdev = sys.block_rdev(device)?;
     let Some(sb) = sys
@@ -620,8 +673,9 @@ fn incremental(
         report.missing_roles = missing;
         let text = format!(
             "graidctl: {label}: {device} is here, waiting for role(s) {}; \
-             graid-last-resort@{uuid_text}.timer starts it degraded if they do not come\n",
-            roles.join(", ")
+             {} starts it degraded if they do not come\n",
+            roles.join(", "),
+            last_resort_timer(&uuid_text)
         );
         return Ok(output(&report, text));
     }
@@ -713,6 +767,7 @@ mod tests {
             uuid: None,
             any_host: false,
             incremental: None,
+            export: false,
             members: members.iter().map(|m| format!("/dev/{m}")).collect(),
             run: false,
         }
@@ -976,7 +1031,7 @@ mod tests {
     fn incremental_leaves_other_hosts_arrays_alone() {
         let ctl = FakeControl::with(vec![]);
         let sys = system_with_a_foreign_array();
-        let out = incremental(&ctl, &sys, "/dev/d", &here(), false).unwrap();
+        let out = incremental(&ctl, &sys, "/dev/d", &here(), Format::Text).unwrap();
         assert_eq!(
             out,
             "graidctl: array y (02020202-0202-0202-0202-020202020202) belongs to host \
@@ -989,10 +1044,10 @@ mod tests {
             host: None,
             ..Policy::default()
         };
-        let out = incremental(&ctl, &sys, "/dev/d", &nameless, true).unwrap();
+        let out = incremental(&ctl, &sys, "/dev/d", &nameless, Format::Json).unwrap();
         let v: serde_json::Value = serde_json::from_str(&out).unwrap();
         assert_eq!(v["status"], "foreign");
-        let out = incremental(&ctl, &sys, "/dev/a", &nameless, true).unwrap();
+        let out = incremental(&ctl, &sys, "/dev/a", &nameless, Format::Json).unwrap();
         let v: serde_json::Value = serde_json::from_str(&out).unwrap();
         assert_eq!(v["status"], "assembled");
     }
@@ -1003,11 +1058,11 @@ mod tests {
         let mut sys = scan_system();
         // Only a of array x (two roles) is here yet.
         sys.devices[1].2 = None;
-        let out = incremental(&ctl, &sys, "/dev/a", &here(), false).unwrap();
+        let out = incremental(&ctl, &sys, "/dev/a", &here(), Format::Text).unwrap();
         assert_eq!(
             out,
             "graidctl: array x (01010101-0101-0101-0101-010101010101): /dev/a is here, \
-             waiting for role(s) 1; graid-last-resort@01010101-0101-0101-0101-010101010101.timer \
+             waiting for role(s) 1; graid-last-resort@01010101010101010101010101010101.timer \
              starts it degraded if they do not come\n"
         );
         assert!(
@@ -1015,13 +1070,13 @@ mod tests {
             "nothing sent while a role is missing"
         );
         // The stale c fills no role.
-        let out = incremental(&ctl, &sys, "/dev/c", &here(), true).unwrap();
+        let out = incremental(&ctl, &sys, "/dev/c", &here(), Format::Json).unwrap();
         let v: serde_json::Value = serde_json::from_str(&out).unwrap();
         assert_eq!(v["status"], "waiting");
         assert_eq!(v["missing_roles"], serde_json::json!([1]));
         // b appears: the array starts, with a and b, not degraded (no RUN).
         let sys = scan_system();
-        let out = incremental(&ctl, &sys, "/dev/b", &here(), false).unwrap();
+        let out = incremental(&ctl, &sys, "/dev/b", &here(), Format::Text).unwrap();
         assert!(
             out.ends_with("assembled as /dev/graid0 (raid10, 2/2 members, optimal)\n"),
             "{out}"
@@ -1038,24 +1093,131 @@ mod tests {
         let ctl = FakeControl::with(vec![running]);
         let sys = scan_system();
         assert_eq!(
-            incremental(&ctl, &sys, "/dev/a", &here(), false).unwrap(),
+            incremental(&ctl, &sys, "/dev/a", &here(), Format::Text).unwrap(),
             "graidctl: /dev/a is already in array x (01010101-0101-0101-0101-010101010101), \
              running as /dev/graid4\n"
         );
         assert_eq!(
-            incremental(&ctl, &sys, "/dev/b", &here(), false).unwrap(),
+            incremental(&ctl, &sys, "/dev/b", &here(), Format::Text).unwrap(),
             "graidctl: array x (01010101-0101-0101-0101-010101010101) is running as \
              /dev/graid4 without /dev/b; 'graidctl re-add /dev/graid4 /dev/b' adds it back\n"
         );
         assert_eq!(
-            incremental(&ctl, &sys, "/dev/e", &here(), false).unwrap(),
+            incremental(&ctl, &sys, "/dev/e", &here(), Format::Text).unwrap(),
             "graidctl: /dev/e holds no graid superblock; nothing to do\n"
         );
         assert!(ctl.assembled.borrow().is_empty());
         // A failed start is a failure, with what was tried.
         let ctl = FakeControl::with(vec![]);
         ctl.fail.borrow_mut().push(("assemble", libc::EUCLEAN));
-        let err = incremental(&ctl, &sys, "/dev/a", &here(), false).unwrap_err();
+        let err = incremental(&ctl, &sys, "/dev/a", &here(), Format::Text).unwrap_err();
         assert_eq!(err.exit_code(), EXIT_FAILURE);
+    }
+
+    #[test]
+    fn the_last_resort_timer_is_named_by_the_uuid_digits() {
+        assert_eq!(
+            last_resort_timer("ffffffff-0000-abcd-0000-0123456789ab"),
+            "graid-last-resort@ffffffff0000abcd00000123456789ab.timer"
+        );
+    }
+
+    /// The timer that `--export` names for array x of [`scan_system`].
+    const X_TIMER: &str = "graid-last-resort@01010101010101010101010101010101.timer";
+
+    #[test]
+    fn incremental_export_prints_udev_properties() {
+        let ctl = FakeControl::with(vec![]);
+        let mut sys = scan_system();
+        // A member of x alone: waiting, and the array's last-resort timer (udev wants it).
+        sys.devices[1].2 = None;
+        let out = incremental(&ctl, &sys, "/dev/a", &here(), Format::Export).unwrap();
+        assert_eq!(
+            out,
+            format!("GRAID_INCREMENTAL=waiting\nGRAID_LAST_RESORT_TIMER={X_TIMER}\n")
+        );
+        assert!(ctl.assembled.borrow().is_empty());
+        // No superblock: nothing to name.
+        let out = incremental(&ctl, &sys, "/dev/e", &here(), Format::Export).unwrap();
+        assert_eq!(out, "GRAID_INCREMENTAL=ignored\n");
+        // Another host's array: left alone, and not waiting.
+        let foreign = system_with_a_foreign_array();
+        let out = incremental(&ctl, &foreign, "/dev/d", &here(), Format::Export).unwrap();
+        assert!(out.starts_with("GRAID_INCREMENTAL=foreign\n"), "{out}");
+        // The last member: started complete (udev wants no timer).
+        let sys = scan_system();
+        let out = incremental(&ctl, &sys, "/dev/b", &here(), Format::Export).unwrap();
+        assert_eq!(
+            out,
+            format!("GRAID_INCREMENTAL=assembled\nGRAID_LAST_RESORT_TIMER={X_TIMER}\n")
+        );
+        assert_eq!(ctl.assembled.borrow().len(), 1);
+        // A failed start exits non-zero, the properties printed first.
+        let ctl = FakeControl::with(vec![]);
+        ctl.fail.borrow_mut().push(("assemble", libc::EUCLEAN));
+        let err = incremental(&ctl, &sys, "/dev/a", &here(), Format::Export).unwrap_err();
+        assert_eq!(err.exit_code(), EXIT_FAILURE);
+        let CtlError::Partial { stdout, .. } = err else {
+            panic!("partial")
+        };
+        assert_eq!(
+            stdout,
+            format!("GRAID_INCREMENTAL=failed\nGRAID_LAST_RESORT_TIMER={X_TIMER}\n")
+        );
+        // Already running with it.
+        let mut running = array(4, "x", 1, &[(259, 0, 0)]);
+        running.uuid = [1; 16];
+        let ctl = FakeControl::with(vec![running]);
+        let out = incremental(&ctl, &sys, "/dev/a", &here(), Format::Export).unwrap();
+        assert!(out.starts_with("GRAID_INCREMENTAL=member\n"), "{out}");
+    }
+
+    #[test]
+    fn export_goes_with_incremental_only_and_not_with_json() {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[arg(long, global = true)]
+            json: bool,
+            #[command(subcommand)]
+            command: Command,
+        }
+        #[derive(clap::Subcommand)]
+        enum Command {
+            Assemble(AssembleArgs),
+        }
+        let parse = |argv: &[&str]| {
+            <Cli as clap::Parser>::try_parse_from(
+                ["graidctl", "assemble"].iter().chain(argv).copied(),
+            )
+        };
+        // The rule's order: --export before --incremental DEVICE, or after it.
+        for argv in [
+            &["--export", "--incremental", "/dev/a"][..],
+            &["-I", "/dev/a", "--export"],
+        ] {
+            let Command::Assemble(a) = parse(argv).unwrap().command;
+            assert!(a.export, "{argv:?}");
+            assert_eq!(a.incremental.as_deref(), Some("/dev/a"));
+        }
+        // Not without --incremental (clap's `requires` lets these through: prepare refuses).
+        for argv in [
+            &["--export", "/dev/a", "/dev/b"][..],
+            &["--scan", "--export"],
+        ] {
+            let Command::Assemble(a) = parse(argv).unwrap().command;
+            let err = prepare(&scan_system(), &a).unwrap_err();
+            assert_eq!(err.exit_code(), EXIT_USAGE, "{argv:?}");
+        }
+        assert!(parse(&["--export", "-I", "/dev/a", "--json"]).is_err());
+        // --json before the verb: refused when the output is chosen, before anything is done.
+        let ctl = FakeControl::with(vec![]);
+        let sys = scan_system();
+        let mut both = args(&[]);
+        both.members.clear();
+        both.incremental = Some("/dev/a".to_owned());
+        both.export = true;
+        let err = run(&ctl, &sys, &both, true).unwrap_err();
+        assert_eq!(err.exit_code(), EXIT_USAGE);
+        assert!(ctl.assembled.borrow().is_empty());
     }
 }

@@ -19,6 +19,9 @@ pub const EXIT_PERMISSION: u8 = 5;
 pub const EXIT_DEGRADED: u8 = 6;
 /// Exit status of `monitor --oneshot` when an array has failed (I/O fails on it).
 pub const EXIT_ARRAY_FAILED: u8 = 7;
+/// Exit status of `monitor --oneshot` when the `raid_gpu` module is not loaded and not
+/// installed for the running kernel either (no array can start under it).
+pub const EXIT_MODULE_MISSING: u8 = 8;
 
 #[derive(Debug, Error)]
 pub enum CtlError {
@@ -56,8 +59,8 @@ pub enum CtlError {
     /// Part of a multi-array operation failed: `stdout` is the report to print anyway.
     #[error("{message}")]
     Partial { stdout: String, message: String },
-    /// A health check found arrays not optimal: `stdout` is the report, `code` says how bad
-    /// (`EXIT_DEGRADED`, `EXIT_ARRAY_FAILED`).
+    /// A health check found arrays not optimal, or none can start: `stdout` is the report,
+    /// `code` says how bad (`EXIT_DEGRADED`, `EXIT_ARRAY_FAILED`, `EXIT_MODULE_MISSING`).
     #[error("{message}")]
     Unhealthy {
         stdout: String,

@@ -11,6 +11,7 @@ mod examine;
 mod export;
 mod helper;
 mod homehost;
+mod kernel_module;
 mod manage;
 mod member;
 mod metrics;
@@ -48,6 +49,7 @@ Exit status:
   5  permission denied (graid's control device and member devices need root)
   6  monitor --oneshot: an array is degraded (none has failed)
   7  monitor --oneshot: an array has failed
+  8  monitor --oneshot: the raid_gpu module is not installed for the running kernel
 
 ARRAY is /dev/graidN, graidN, N, /dev/graid/NAME, NAME, or a link to /dev/graidN.";
 
@@ -174,7 +176,8 @@ enum Command {
     },
     /// Watch the arrays and the parity helper and report every event (a member failed, a
     /// spare took over, a rebuild's progress, a check's mismatches, the helper attached or
-    /// caught lying) to the log and a program, as mdadm --monitor does; --oneshot checks once.
+    /// caught lying, raid_gpu not installed for the running kernel) to the log and a program,
+    /// as mdadm --monitor does; --oneshot checks once.
     Monitor(monitor::MonitorArgs),
     /// Print the running arrays' and the parity helper's state and counters as Prometheus
     /// metrics (text format), for node_exporter's textfile collector or a scraper.

@@ -8,8 +8,9 @@
 //! monitor was busy or started late, and the same code serves `--oneshot`.
 
 use crate::control::ControlDevice;
-use crate::error::{CtlError, EXIT_ARRAY_FAILED, EXIT_DEGRADED};
+use crate::error::{CtlError, EXIT_ARRAY_FAILED, EXIT_DEGRADED, EXIT_MODULE_MISSING};
 use crate::helper::{self, HelperView};
+use crate::kernel_module;
 use crate::member::System;
 use crate::output::{running_views, ArrayView, MemberView};
 use std::collections::BTreeMap;
@@ -23,7 +24,9 @@ use std::time::Duration;
 #[derive(clap::Args, Debug)]
 pub struct MonitorArgs {
     /// Look once, report degraded and failed arrays, and exit: 0 when every array is optimal,
-    /// 6 when one is degraded, 7 when one has failed (for cron or a health check).
+    /// 6 when one is degraded, 7 when one has failed, 8 when raid_gpu is not installed for the
+    /// running kernel (module-missing), 3 when it is but is not loaded (for cron or a health
+    /// check).
     #[arg(short = '1', long)]
     oneshot: bool,
     /// Run PROGRAM for each event, as `PROGRAM EVENT DEVICE [MEMBER]` (mdadm's contract), with
@@ -47,13 +50,14 @@ pub struct MonitorArgs {
 /// One thing that happened, as the program gets it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Event {
-    /// `member-failed`, `rebuild-40`, `check-finished`, ... (see `Documentation/monitor.rst`).
+    /// `member-failed`, `rebuild-40`, `check-finished`, ... (see `Documentation/graidctl.rst`).
     pub name: String,
-    /// `/dev/graidN`, or `/dev/graid-helper` for the helper's events.
+    /// `/dev/graidN`, `/dev/graid-helper` for the helper's events, `raid_gpu` (the module)
+    /// for `module-missing`.
     pub device: String,
     /// The member's device (or `role N` when it has none), for member events.
     pub member: Option<String>,
-    /// The array's name and UUID, empty for the helper's events.
+    /// The array's name and UUID, empty for the helper's and the module's events.
     pub array_name: String,
     pub uuid: String,
     /// What people read: the numbers behind the event.
@@ -390,6 +394,43 @@ fn helper_event(name: &str, message: String) -> Event {
     }
 }
 
+/// `module-missing`, when the control device is absent: reported when raid_gpu is neither
+/// loaded nor installed for the running kernel (no graid array can start under it); None when
+/// it is merely not loaded yet (the monitor then waits for it quietly).
+pub fn module_missing(status: &kernel_module::Status) -> Option<Event> {
+    if status.installed {
+        return None;
+    }
+    let release = if status.release.is_empty() {
+        "(unknown)"
+    } else {
+        &status.release
+    };
+    let elsewhere = if status.others.is_empty() {
+        "It is installed for no installed kernel (see \
+         /usr/share/doc/graid-dkms/README.Debian)"
+            .to_owned()
+    } else {
+        format!(
+            "It is installed for: {} (boot one of those: \
+             /usr/share/doc/graid-dkms/README.Debian)",
+            status.others.join(", ")
+        )
+    };
+    Some(Event {
+        name: "module-missing".to_owned(),
+        device: kernel_module::MODULE.to_owned(),
+        member: None,
+        array_name: String::new(),
+        uuid: String::new(),
+        message: format!(
+            "{} is not installed for the running kernel {release}; no graid array can start \
+             under it. {elsewhere}",
+            kernel_module::MODULE
+        ),
+    })
+}
+
 impl Event {
     /// The line for the log: `member-failed /dev/graid0 /dev/nvme1n1: role 1 failed; ...`.
     pub fn line(&self) -> String {
@@ -406,8 +447,66 @@ impl Event {
     }
 }
 
+/// One look, with the control device opened for it.
+fn look<C: ControlDevice>(
+    open: &impl Fn() -> Result<C, CtlError>,
+    sys: &dyn System,
+) -> Result<Look, CtlError> {
+    open().and_then(|ctl| Look::take(&ctl, sys))
+}
+
+/// What the monitor finds when it starts.
+enum Start {
+    /// Its first look.
+    Look(Look),
+    /// No control device: the module is not loaded. `missing`: `module-missing`, when it is
+    /// not installed for the running kernel either.
+    NoModule {
+        error: CtlError,
+        missing: Option<Event>,
+    },
+}
+
+/// The first look, or why there is none. `module`: where raid_gpu stands for the running
+/// kernel, asked only when the control device is absent.
+fn start<C: ControlDevice>(
+    open: &impl Fn() -> Result<C, CtlError>,
+    sys: &dyn System,
+    module: impl FnOnce() -> kernel_module::Status,
+) -> Result<Start, CtlError> {
+    match look(open, sys) {
+        Ok(first) => Ok(Start::Look(first)),
+        Err(error @ CtlError::NoModule { .. }) => Ok(Start::NoModule {
+            error,
+            missing: module_missing(&module()),
+        }),
+        Err(e) => Err(e),
+    }
+}
+
+/// `--oneshot`'s result without the control device: exit status 8 when the module is not
+/// installed for the running kernel, 3 (not loaded) otherwise.
+fn no_module_health(error: CtlError, missing: Option<&Event>) -> CtlError {
+    match missing {
+        Some(e) => CtlError::Unhealthy {
+            stdout: String::new(),
+            message: format!(
+                "{}: {} is not installed for the running kernel",
+                e.name,
+                kernel_module::MODULE
+            ),
+            code: EXIT_MODULE_MISSING,
+        },
+        None => error,
+    }
+}
+
 /// `graidctl monitor`. `open` opens the control device for one look: the monitor holds it
 /// only while it looks, so the module can be unloaded while no array runs.
+///
+/// Without the module at start, it says `module-missing` when raid_gpu is not installed for
+/// the running kernel, and in any case waits for the module (loaded by the first assembly, or
+/// built and loaded by hand) rather than exit: its first look is then the first that succeeds.
 pub fn run<C: ControlDevice>(
     args: &MonitorArgs,
     open: impl Fn() -> Result<C, CtlError>,
@@ -418,23 +517,48 @@ pub fn run<C: ControlDevice>(
         None => crate::config::load()?.program,
     };
     let reporter = Reporter::new(args, program);
-    let first = Look::take(&open()?, sys)?;
-    if args.test {
-        test_events(&first, &reporter);
-    }
-    for e in events(None, &first, true) {
-        reporter.report(&e);
-    }
-    if args.oneshot {
-        return health(&first);
-    }
+    let (first, state) = match start(&open, sys, kernel_module::Status::running)? {
+        Start::Look(first) => {
+            if args.test {
+                test_events(&first, &reporter);
+            }
+            for e in events(None, &first, true) {
+                reporter.report(&e);
+            }
+            if args.oneshot {
+                return health(&first);
+            }
+            (Some(first), WATCHING)
+        }
+        Start::NoModule { error, missing } => {
+            if args.test {
+                test_events(&Look::default(), &reporter);
+            }
+            if let Some(e) = &missing {
+                reporter.report(e);
+            }
+            if args.oneshot {
+                return Err(no_module_health(error, missing.as_ref()));
+            }
+            let waiting = if missing.is_some() {
+                "raid_gpu is not installed for the running kernel (module-missing); waiting for it"
+            } else {
+                "waiting for the raid_gpu module to be loaded"
+            };
+            (None, waiting)
+        }
+    };
     let uevents = UeventSocket::open();
     // Under systemd (Type=notify), the service is started once the first look is taken and the
     // uevent socket open: an array that starts after that is a new-array event, not part of
-    // the first look. Outside systemd this does nothing.
-    if let Err(e) = sd_notify::notify(&[sd_notify::NotifyState::Ready]) {
-        eprintln!("graidctl monitor: could not tell systemd it is ready: {e}");
-    }
+    // the first look. Without the module, once it is found absent (and said so when it is not
+    // installed): neither `systemctl start` nor the boot waits for a module that may never
+    // come, and the first look is the first once it is loaded. Outside systemd this does
+    // nothing. The status line (systemctl status) says whether it watches or waits.
+    notify(&[
+        sd_notify::NotifyState::Ready,
+        sd_notify::NotifyState::Status(state),
+    ]);
     let mut before = first;
     loop {
         let ends = match &uevents {
@@ -444,11 +568,17 @@ pub fn run<C: ControlDevice>(
                 Vec::new()
             }
         };
-        // A look that fails (the module unloaded) is retried at the next wake-up.
-        let Ok(now) = open().and_then(|ctl| Look::take(&ctl, sys)) else {
+        // A look that fails (the module not loaded yet, or unloaded) is retried at the next
+        // wake-up (the control device's uevent is one).
+        let Ok(now) = look(&open, sys) else {
             continue;
         };
-        for e in events(Some(&before), &now, uevents.is_none()) {
+        // With no look before (the module came after the start), this is the first look: only
+        // trouble is reported, as at start.
+        if before.is_none() {
+            notify(&[sd_notify::NotifyState::Status(WATCHING)]);
+        }
+        for e in events(before.as_ref(), &now, uevents.is_none()) {
             reporter.report(&e);
         }
         for end in &ends {
@@ -456,7 +586,17 @@ pub fn run<C: ControlDevice>(
                 reporter.report(&e);
             }
         }
-        before = now;
+        before = Some(now);
+    }
+}
+
+/// The service's status line once a look is taken.
+const WATCHING: &str = "watching the arrays";
+
+/// Tells systemd (Type=notify) `states`; nothing outside systemd.
+fn notify(states: &[sd_notify::NotifyState]) {
+    if let Err(e) = sd_notify::notify(states) {
+        eprintln!("graidctl monitor: could not notify systemd: {e}");
     }
 }
 
@@ -531,11 +671,7 @@ impl Reporter {
         let line = e.line();
         println!("{line}");
         if self.syslog {
-            let priority = if is_trouble(&e.name) {
-                libc::LOG_WARNING
-            } else {
-                libc::LOG_INFO
-            };
+            let priority = priority(&e.name);
             if let Ok(text) = CString::new(line.replace('\0', " ")) {
                 // SAFETY: both strings are NUL-terminated; "%s" takes exactly the one argument.
                 unsafe { libc::syslog(priority, c"%s".as_ptr(), text.as_ptr()) };
@@ -569,11 +705,24 @@ impl Reporter {
     }
 }
 
+/// The syslog priority of event `name`: error when no array can start, warning for trouble,
+/// info otherwise.
+fn priority(name: &str) -> libc::c_int {
+    if name == "module-missing" {
+        libc::LOG_ERR
+    } else if is_trouble(name) {
+        libc::LOG_WARNING
+    } else {
+        libc::LOG_INFO
+    }
+}
+
 /// Events that mean redundancy or data is at risk.
 fn is_trouble(name: &str) -> bool {
     matches!(
         name,
-        "member-failed"
+        "module-missing"
+            | "member-failed"
             | "degraded-array"
             | "array-failed"
             | "rebuild-stalled"
@@ -695,7 +844,8 @@ fn is_array_uevent(msg: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::control::fake::array;
+    use crate::control::fake::{array, FakeControl};
+    use crate::error::EXIT_NO_MODULE;
     use crate::member::fake::FakeSystem;
     use graid_abi::{
         GraidDetail, GRAID_ARRAY_DEGRADED, GRAID_ARRAY_FAILED, GRAID_MEMBER_FAULTY,
@@ -914,6 +1064,119 @@ GRAID_NAME=vault\0GRAID_EVENT=check-finished\0GRAID_MISMATCHES=16\0";
             false
         )
         .is_empty());
+    }
+
+    fn no_control() -> Result<FakeControl, CtlError> {
+        Err(CtlError::NoModule {
+            path: "/dev/graid-control".into(),
+        })
+    }
+
+    fn status(installed: bool, others: &[&str]) -> kernel_module::Status {
+        kernel_module::Status {
+            release: "7.4.1+deb13-amd64".into(),
+            installed,
+            others: others.iter().map(|&r| r.to_owned()).collect(),
+        }
+    }
+
+    #[test]
+    fn a_module_not_installed_for_the_running_kernel_is_said_loudly() {
+        let others = ["7.3.4+deb13-amd64", "7.2.12+deb13-amd64"];
+        let Start::NoModule {
+            error,
+            missing: Some(e),
+        } = start(&no_control, &sys(), || status(false, &others)).unwrap()
+        else {
+            panic!("no module-missing")
+        };
+        assert_eq!(
+            e.line(),
+            "module-missing raid_gpu: raid_gpu is not installed for the running kernel \
+             7.4.1+deb13-amd64; no graid array can start under it. It is installed for: \
+             7.3.4+deb13-amd64, 7.2.12+deb13-amd64 (boot one of those: \
+             /usr/share/doc/graid-dkms/README.Debian)"
+        );
+        assert_eq!((e.member.as_deref(), e.uuid.as_str()), (None, ""));
+        assert!(is_trouble(&e.name));
+        assert_eq!(priority(&e.name), libc::LOG_ERR);
+        assert_eq!(priority("degraded-array"), libc::LOG_WARNING);
+        assert_eq!(priority("new-array"), libc::LOG_INFO);
+        // --oneshot's exit status.
+        let err = no_module_health(error, Some(&e));
+        assert_eq!(err.exit_code(), EXIT_MODULE_MISSING);
+        assert_eq!(
+            err.to_string(),
+            "module-missing: raid_gpu is not installed for the running kernel"
+        );
+        // Installed for no kernel at all.
+        let e = module_missing(&status(false, &[])).unwrap();
+        assert!(
+            e.message.ends_with(
+                "It is installed for no installed kernel (see \
+                 /usr/share/doc/graid-dkms/README.Debian)"
+            ),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
+    fn a_module_installed_but_not_loaded_is_waited_for_quietly() {
+        let Start::NoModule {
+            error,
+            missing: None,
+        } = start(&no_control, &sys(), || status(true, &[])).unwrap()
+        else {
+            panic!("module-missing for an installed module")
+        };
+        // --oneshot: "not loaded", as before.
+        assert_eq!(no_module_health(error, None).exit_code(), EXIT_NO_MODULE);
+    }
+
+    #[test]
+    fn the_decision_reads_the_modules_root_it_is_given() {
+        let root = std::env::temp_dir().join(format!("graidctl-monitor-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        for (release, dep) in [
+            ("7.4.1+deb13-amd64", "kernel/fs/ext4/ext4.ko.xz:\n"),
+            ("7.3.4+deb13-amd64", "updates/dkms/raid_gpu.ko.xz:\n"),
+        ] {
+            std::fs::create_dir_all(root.join(release)).unwrap();
+            std::fs::write(root.join(release).join("modules.dep"), dep).unwrap();
+        }
+        let of = |release: &str, loaded| kernel_module::Status::of(&root, release, loaded);
+        let e = module_missing(&of("7.4.1+deb13-amd64", false)).unwrap();
+        assert!(
+            e.message
+                .contains("It is installed for: 7.3.4+deb13-amd64 (boot"),
+            "{}",
+            e.message
+        );
+        assert_eq!(module_missing(&of("7.4.1+deb13-amd64", true)), None);
+        assert_eq!(module_missing(&of("7.3.4+deb13-amd64", false)), None);
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn with_the_module_the_start_is_a_look_and_other_errors_stop_it() {
+        let ctl = || -> Result<FakeControl, CtlError> {
+            let ctl = FakeControl::default();
+            ctl.arrays.borrow_mut().push(raid5());
+            Ok(ctl)
+        };
+        let not_asked = || -> kernel_module::Status { panic!("module status asked") };
+        let Start::Look(first) = start(&ctl, &sys(), not_asked).unwrap() else {
+            panic!("no look")
+        };
+        assert_eq!(first.arrays.len(), 1);
+        let denied = || -> Result<FakeControl, CtlError> {
+            Err(CtlError::Permission {
+                path: "/dev/graid-control".into(),
+            })
+        };
+        let err = start(&denied, &sys(), not_asked).err().unwrap();
+        assert_eq!(err.exit_code(), crate::error::EXIT_PERMISSION);
     }
 
     #[test]

@@ -88,11 +88,12 @@ pub fn running_views(
 }
 
 pub fn export_text(d: &GraidDetail) -> String {
+    let uuid = uuid::format(&d.uuid);
     format!(
-        "GRAID_NAME={}\nGRAID_UUID={}\nGRAID_LEVEL=raid{}\n",
+        "GRAID_NAME={}\nGRAID_UUID={uuid}\nGRAID_LEVEL=raid{}\nGRAID_UUID_HEX={}\n",
         name_str(&d.name),
-        uuid::format(&d.uuid),
-        d.level
+        d.level,
+        uuid::hex(&uuid)
     )
 }
 

@@ -480,11 +480,13 @@ ROLE  DEVICE        STATE    READS  WRITES     READ  WRITTEN  ERRORS  CORRECTED
         let (ctl, sys) = setup();
         assert_eq!(
             export(&ctl, &sys, &parse("/dev/graid3").unwrap()).unwrap(),
-            "GRAID_NAME=scratch\nGRAID_UUID=04040404-0404-0404-0404-040404040404\nGRAID_LEVEL=raid1\n"
+            "GRAID_NAME=scratch\nGRAID_UUID=04040404-0404-0404-0404-040404040404\nGRAID_LEVEL=raid1\n\
+             GRAID_UUID_HEX=04040404040404040404040404040404\n"
         );
         assert_eq!(
             export(&ctl, &sys, &parse("data").unwrap()).unwrap(),
-            "GRAID_NAME=data\nGRAID_UUID=01010101-0101-0101-0101-010101010101\nGRAID_LEVEL=raid10\n"
+            "GRAID_NAME=data\nGRAID_UUID=01010101-0101-0101-0101-010101010101\nGRAID_LEVEL=raid10\n\
+             GRAID_UUID_HEX=01010101010101010101010101010101\n"
         );
         assert!(export(&ctl, &sys, &parse("/dev/graid7").unwrap()).is_err());
     }

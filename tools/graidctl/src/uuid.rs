@@ -8,6 +8,12 @@ pub fn format(uuid: &[u8; 16]) -> String {
     UuidText(uuid).to_string()
 }
 
+/// A UUID's 32 hex digits without separators (`format`'s text without its dashes): names that
+/// must not contain `-`, such as a systemd unit's instance (graid-last-resort@HEX.timer).
+pub fn hex(uuid: &str) -> String {
+    uuid.chars().filter(|c| c.is_ascii_hexdigit()).collect()
+}
+
 /// Parses a UUID written as 32 hex digits, optionally grouped by `-` (canonical form) or `:`
 /// (mdadm's `xxxxxxxx:xxxxxxxx:xxxxxxxx:xxxxxxxx` form). The nil UUID is refused: on the wire it
 /// means "let the module pick one".
