@@ -261,6 +261,10 @@ bench-ring: tools
 		done; \
 	done
 
+# Outputs only: every module build goes to out/module (older checkouts built in the tree, whose
+# leftovers go too); the kernel cache stays, and nothing is built to find it.
 clean:
-	-build/module.sh clean
-	rm -rf out tools/target
+	rm -rf out tools/target raid_gpu.ko rust-project.json
+	find . raid_gpu rust -maxdepth 1 \( -name '*.o' -o -name '*.ko' -o -name '*.mod' -o -name '*.mod.c' \
+		-o -name '.*.cmd' -o -name '*.d' -o -name '*.rmeta' -o -name Module.symvers \
+		-o -name modules.order \) -type f -delete

@@ -19,6 +19,11 @@ mkdir -p "$out"
 kmake() {
 	make -C "$kdir" M="$GRAID_ROOT" MO="$out" LLVM=-"$LLVM_VERSION" RUSTC="$KERNEL_RUSTC" BINDGEN="$BINDGEN" "$@"
 }
+if [ "${1:-}" = rust-analyzer ]; then
+	# rust-project.json in the source tree, where editors look for it.
+	make -C "$kdir" M="$GRAID_ROOT" LLVM=-"$LLVM_VERSION" RUSTC="$KERNEL_RUSTC" BINDGEN="$BINDGEN" rust-analyzer
+	exit
+fi
 if [ "${1:-}" = clippy ]; then
 	# Kbuild would not recompile an unchanged crate, and clippy only sees what is compiled.
 	touch "$GRAID_ROOT/raid_gpu/raid_gpu_main.rs"

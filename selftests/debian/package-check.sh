@@ -1,5 +1,5 @@
 #!/bin/bash
-# The checks of graid's installed packages that the Debian VM test (vmtest.sh, on the booted
+# The checks of graid's installed packages that the Debian VM test (upgrade-steps.sh, on the booted
 # machine) and build/deb-test.sh (in a chroot) share:
 #   package-check.sh installed   every file a user looks for is where the packages put it
 #   package-check.sh purge       apt-get purge graid graid-dkms leaves none of their files, no

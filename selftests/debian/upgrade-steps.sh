@@ -1,79 +1,52 @@
 #!/bin/bash
-# graid's Debian VM test, inside a stock trixie booted from its own kernel, with graid installed
-# from its packages (build/debian-image.sh). selftests/debian-vm.sh boots it four times; each
-# boot runs the next step (the number is kept in /var/lib/graid-vmtest/step) and ends with
-# GRAID-STEP-OK N or GRAID-STEP-FAIL N on this script's output (the second serial port):
-#   1. DKMS installed the module for the running kernel; the helper and the monitor start with
-#      the module; a RAID 5 and a RAID 1 are created (the monitor logs them), listed in
-#      graid.conf; the scheduled check's service checks the RAID 1 but not the RAID 5 (check=no)
-#      and a planted mismatch reaches the monitor; both get an ext4 each in fstab, and verified
-#      data; r1 is exported over NVMe/TCP on the loopback; reboot.
-#   2. Both are assembled by udev with no command, mounted, clean (no resync ran), the data
-#      verifies; r1's export is back (graid-export@.service) and reads as r1; power off (the
-#      host then boots without one of the RAID 5's members).
+# The Debian VM test's upgrade leg (selftests/debian-vm.sh): a trixie machine on the oldest kernel
+# graid supports, with graid installed from its packages (build/debian-image.sh upgrade), through
+# a kernel upgrade to the one trixie-backports serves now and a boot into a kernel graid does not
+# support. Each boot runs the next step:
+#   1. (oldest kernel) DKMS installed the module for the running kernel; the helper and the
+#      monitor start with the module (the monitor already runs: it started at boot); a RAID 5
+#      and a RAID 1 are created (the monitor logs them), listed in graid.conf; the scheduled
+#      check's service checks the RAID 1 but not the RAID 5 (check=no) and a planted mismatch
+#      reaches the monitor; each gets an ext4, with udev's by-uuid and by-label links and lsblk
+#      -f's FSTYPE, in fstab with nofail (the RAID 5 by UUID=, the RAID 1 by /dev/graid/r1), and
+#      verified data; r1 is exported over NVMe/TCP on the loopback; reboot.
+#   2. Both are assembled by udev with no command, mounted, clean (no resync ran, no last-resort
+#      start considered), the data verifies; r1's export is back (graid-export@.service) and reads
+#      as r1; power off (the host then boots without one of the RAID 5's members).
 #   3. The RAID 5 starts degraded by the last-resort timer, is mounted, serves verified data and
 #      takes more; power off (the host gives the member back).
 #   4. The returned member is stale: the array starts degraded again, re-add rebuilds it, the
-#      data verifies, a check finds no mismatch, parity went to the helper; the packages are
-#      purged (arrays running) and leave nothing behind; power off (the host then checks that
-#      every member's superblock says clean).
+#      data verifies, a check finds no mismatch, parity went to the helper; power off. The host
+#      then runs selftests/debian/upgrade.sh in the machine's root: apt upgrade brings the new
+#      kernel and its source, DKMS builds for it; a kernel of a series graid does not support
+#      (trixie's own, without Rust) installs with apt healthy.
+#   5. (the new kernel, the newest, as a boot loader would pick) DKMS's module for it is loaded;
+#      both arrays are back by themselves, mounted, clean, the data verifies; the module's sysfs
+#      files read and take a value; power off.
+#   6. (the unsupported kernel) the machine boots (the arrays' mounts are nofail), no array
+#      starts, the monitor reports module-missing naming the kernels that have the module, dpkg
+#      and apt are healthy; the packages are purged and leave nothing behind; power off (the host
+#      then checks that every member's superblock says clean).
 set -uo pipefail
-state=/var/lib/graid-vmtest
-lib=$(dirname "$0")
-mkdir -p $state
-step=$(cat $state/step 2>/dev/null || echo 1)
+. "$(dirname "$0")/lib.sh"
 r5=(/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_graid-r5-{0,1,2})
 r1=(/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_graid-r1-{0,1})
-
-say() { echo "vmtest[$step] +$(cut -d" " -f1 /proc/uptime)s: $*"; }
-fail() {
-	echo "GRAID-STEP-FAIL $step: $*"
-	journalctl -b --no-pager -o short-monotonic | grep -iE 'graid|raid_gpu|srv-r' | tail -n 60
-	systemctl poweroff
-	exit 1
-}
-done_step() {
-	echo $((step + 1)) >$state/step
-	sync
-	echo "GRAID-STEP-OK $step"
-}
-# wait_for SECONDS WHAT CMD...: runs CMD until it succeeds.
-wait_for() {
-	local n=0 limit=$1 what=$2
-	shift 2
-	until "$@" >/dev/null 2>&1; do
-		n=$((n + 1))
-		[ $n -le "$limit" ] || fail "$what: not after $limit s"
-		sleep 1
-	done
-}
-json() { graidctl --json detail "$1" | sed -n "s/.*\"$2\": *\"\{0,1\}\([^\",}]*\).*/\1/p" | head -n 1; }
-fio_files() {
-	# fio_files MODE DIR SIZE: writes (MODE write) or re-reads (MODE verify) DIR/data with crc32c
-	# verification headers.
-	local extra=(--do_verify=0)
-	[ "$1" = verify ] && extra=(--verify_only)
-	fio --name=data --filename="$2/data" --size="$3" --rw=write --bs=64k --direct=1 \
-		--ioengine=psync --verify=crc32c --verify_fatal=1 "${extra[@]}" >/tmp/fio.out 2>&1 ||
-		{ cat /tmp/fio.out; fail "fio $1 of $2 failed"; }
-}
-lines() { journalctl -b -k --no-pager | grep -c "$1"; }
 
 say "kernel $(uname -r)"
 case $step in
 1)
-	dkms status graid | grep -q "^graid/[^,]*, $(uname -r), x86_64: installed" ||
-		fail "dkms status: $(dkms status graid)"
-	vermagic=$(modinfo -F vermagic raid_gpu) || fail "modinfo finds no raid_gpu"
-	case "$vermagic" in "$(uname -r) "*) ;; *) fail "raid_gpu's vermagic is '$vermagic'" ;; esac
-	say "dkms: $(dkms status graid); vermagic: $vermagic"
+	dkms_installed
 	$lib/package-check.sh installed || fail "the installed packages"
 	for page in graidctl-assemble graidctl-monitor graid.conf raid_gpu; do
 		man -w $page >/dev/null 2>&1 || [ ! -x /usr/bin/man ] || fail "man finds no $page"
 	done
+	# The monitor runs from boot, waiting quietly for the module (installed, not loaded yet).
+	systemctl is-active graid-monitor >/dev/null || fail "graid-monitor.service did not start at boot"
+	journalctl -b -u graid-monitor --no-pager | grep -q module-missing &&
+		fail "module-missing with the module installed: $(journalctl -b -u graid-monitor --no-pager)"
 	modprobe raid_gpu || fail "modprobe raid_gpu failed"
 	wait_for 30 "graid-helper.service after modprobe" systemctl is-active graid-helper
-	wait_for 30 "graid-monitor.service after modprobe" systemctl is-active graid-monitor
+	wait_for 30 "graid-monitor watching the arrays after modprobe" monitor_watching
 	graidctl create r5 --level 5 --chunk 64K "${r5[@]}" || fail "create r5"
 	graidctl create r1 --level 1 "${r1[@]}" || fail "create r1"
 	# (Progress bars go to standard error, a terminal here: they would fill the log.)
@@ -115,11 +88,15 @@ case $step in
 		[ "$(json $a homehost)" = "$(hostname)" ] || fail "$a's home host: $(graidctl detail $a)"
 	done
 	say "$(graidctl list)"
+	# Each filesystem is known to udev by its UUID and label (65-graid.rules' blkid), and fstab
+	# names r5's by UUID=, as Debian's installer writes fstab, with nofail as the README advises.
 	for a in r5 r1; do
-		mkfs.ext4 -q /dev/graid/$a || fail "mkfs.ext4 on /dev/graid/$a"
+		mkfs.ext4 -q -L "data-$a" /dev/graid/$a || fail "mkfs.ext4 on /dev/graid/$a"
+		fs_links /dev/graid/$a "data-$a"
 		mkdir -p /srv/$a
-		echo "/dev/graid/$a /srv/$a ext4 defaults 0 2" >>/etc/fstab
 	done
+	echo "UUID=$(blkid -o value -s UUID /dev/graid/r5) /srv/r5 ext4 defaults,nofail 0 2" >>/etc/fstab
+	echo "/dev/graid/r1 /srv/r1 ext4 defaults,nofail 0 2" >>/etc/fstab
 	systemctl daemon-reload
 	mount -a || fail "mount -a"
 	fio_files write /srv/r5 32M
@@ -140,9 +117,15 @@ case $step in
 		[ "$(json $a state)" = optimal ] || fail "$a: $(graidctl detail $a)"
 		[ "$(json $a resync_pending)" = false ] || fail "$a resyncs after an orderly reboot: $(graidctl detail $a)"
 	done
-	# Marked clean at the reboot (graid.shutdown): no resync, no partial parity log replay.
+	# Marked clean at the reboot (graid.shutdown): no resync, no partial parity log replay, and
+	# nothing in the kernel's log that reads like one; no degraded start was considered.
 	[ "$(lines 'resync')" = 0 ] || fail "a resync ran: $(journalctl -b -k --no-pager | grep resync)"
 	[ "$(lines 'log replayed')" = 0 ] || fail "a log was replayed: $(journalctl -b -k --no-pager | grep replayed)"
+	[ "$(lines 'bitmap regions')" = 0 ] || fail "the kernel's log speaks of bitmap regions: $(journalctl -b -k --no-pager | grep 'bitmap regions')"
+	no_last_resort
+	[ "$(findmnt -n -o SOURCE /srv/r5)" = "$(readlink -f /dev/graid/r5)" ] ||
+		fail "/srv/r5 is mounted from $(findmnt -n -o SOURCE /srv/r5), not r5"
+	fs_links /dev/graid/r5 data-r5
 	fio_files verify /srv/r5 32M
 	fio_files verify /srv/r1 8M
 	say "$(graidctl list)"
@@ -198,14 +181,76 @@ case $step in
 	jobs=$(graidctl --json helper | sed -n 's/.*"jobs": *\([0-9]*\).*/\1/p' | head -n 1)
 	[ "${jobs:-0}" -gt 0 ] || fail "no parity job went to graid-helper: $(graidctl helper)"
 	say "re-added, rebuilt, read back and checked"
+	done_step
+	systemctl poweroff
+	;;
+5)
+	# The kernel apt upgrade brought (selftests/debian/upgrade.sh), booted as the newest.
+	[ "$(uname -r)" = "$(cat /etc/graid-vmtest/new-kernel)" ] ||
+		fail "booted $(uname -r), not the upgrade's $(cat /etc/graid-vmtest/new-kernel)"
+	dkms_installed
+	wait_for 180 "/srv/r5 mounted after the upgrade" findmnt /srv/r5
+	wait_for 60 "/srv/r1 mounted after the upgrade" findmnt /srv/r1
+	for a in r5 r1; do
+		[ "$(json $a state)" = optimal ] || fail "$a after the upgrade: $(graidctl detail $a)"
+		[ "$(json $a resync_pending)" = false ] || fail "$a resyncs after the upgrade: $(graidctl detail $a)"
+	done
+	[ "$(lines 'resync')" = 0 ] || fail "a resync ran: $(journalctl -b -k --no-pager | grep resync)"
+	no_last_resort
+	fio_files verify /srv/r5 32M
+	fio_files verify /srv/r5/degraded 8M
+	fio_files verify /srv/r1 8M
+	# What differs between kernel series (rust/compat.rs) works here too: the sysfs files read
+	# and take a value (the module's parameters have no sysfs files: the VM suite's tests load
+	# the module with them, on both series).
+	d=$(readlink -f /dev/graid/r5)
+	[ "$(cat /sys/block/${d#/dev/}/graid/level)" = raid5 ] || fail "sysfs level: $(cat /sys/block/${d#/dev/}/graid/level)"
+	[ "$(cat /sys/block/${d#/dev/}/graid/array_state)" = clean ] ||
+		[ "$(cat /sys/block/${d#/dev/}/graid/array_state)" = active ] || fail "sysfs array_state: $(cat /sys/block/${d#/dev/}/graid/array_state)"
+	# (Above the floor, 100 MiB/s by default: a cap under it is refused.)
+	echo 512000 >/sys/block/${d#/dev/}/graid/sync_speed_max || fail "sysfs sync_speed_max refused 512000"
+	[ "$(cat /sys/block/${d#/dev/}/graid/sync_speed_max)" = 512000 ] ||
+		fail "sysfs sync_speed_max reads $(cat /sys/block/${d#/dev/}/graid/sync_speed_max) after 512000"
+	wait_for 30 "graid-monitor watching the arrays" monitor_watching
+	journalctl -b -u graid-monitor --no-pager | grep -q module-missing && fail "module-missing under $(uname -r)"
+	say "$(graidctl list)"
+	done_step
+	systemctl poweroff
+	;;
+6)
+	# A kernel graid does not support (trixie's own, of another series and without Rust): the
+	# machine still boots, the arrays do not start, and the monitor says why.
+	[ "$(uname -r)" = "$(cat /etc/graid-vmtest/unsupported-kernel)" ] ||
+		fail "booted $(uname -r), not $(cat /etc/graid-vmtest/unsupported-kernel)"
+	! ls /lib/modules/"$(uname -r)"/updates/dkms/raid_gpu.ko* >/dev/null 2>&1 ||
+		fail "DKMS built raid_gpu for $(uname -r)"
+	wait_for 60 "the monitor's module-missing event" \
+		sh -c 'journalctl -b -u graid-monitor --no-pager | grep -q "module-missing raid_gpu"'
+	event=$(journalctl -b -u graid-monitor --no-pager | grep -o "module-missing raid_gpu.*" | head -n 1)
+	say "monitor: $event"
+	case $event in *"$(cat /etc/graid-vmtest/new-kernel)"*) ;; *) fail "module-missing does not name $(cat /etc/graid-vmtest/new-kernel)" ;; esac
+	systemctl is-active graid-monitor >/dev/null || fail "the monitor stopped: $(systemctl status graid-monitor)"
+	[ ! -e /sys/module/raid_gpu ] || fail "raid_gpu is loaded under $(uname -r)"
+	ls /sys/block | grep -q '^graid' && fail "an array is there under $(uname -r)"
+	findmnt /srv/r5 >/dev/null || findmnt /srv/r1 >/dev/null && fail "an array's filesystem is mounted"
+	# Up, not in emergency mode: the boot waited for no array (nofail), and once the arrays'
+	# devices timed out (90 s) their mounts were given up, leaving no job but this test's own
+	# (which keeps is-system-running at "starting").
+	settled() { [ -z "$(systemctl list-jobs --no-legend | grep -v graid-vmtest)" ]; }
+	wait_for 150 "the boot's jobs done: $(systemctl list-jobs --no-legend | tr '\n' ';')" settled
+	systemctl is-active multi-user.target >/dev/null || fail "multi-user.target is not active"
+	! systemctl is-active emergency.target rescue.target >/dev/null || fail "emergency or rescue mode"
+	for m in srv-r5.mount srv-r1.mount; do
+		[ "$(systemctl show -P ActiveState $m)" != active ] || fail "$m is active"
+	done
+	state="multi-user, $(systemctl --failed --no-legend | wc -l) failed units"
+	[ -z "$(dpkg --audit)" ] || fail "dpkg --audit: $(dpkg --audit)"
+	apt-get check >/dev/null 2>&1 || fail "apt-get check: $(apt-get check 2>&1)"
+	say "system $state, dpkg and apt healthy, no array"
 	$lib/package-check.sh purge || fail "the purge"
 	sed 's/^/purge: /' /tmp/purge.out
-	# The arrays keep running on the loaded module; unmounted, they go idle and are marked
-	# clean, which the host checks on the members after the power-off.
-	umount /srv/r5 /srv/r1 || fail "umount"
-	sed -i '/graid/d' /etc/fstab
-	[ -e /sys/block/graid0 ] || fail "the arrays stopped with the packages"
-	say "purged; arrays still running"
+	sed -i '/graid/d; /\/srv\/r/d' /etc/fstab
+	say "purged"
 	done_step
 	systemctl poweroff
 	;;
