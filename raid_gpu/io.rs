@@ -16,7 +16,7 @@ use crate::engine::platform::{
     Computed, Events, LogIo, MemberEvent, MemberIo, Metadata, Op, PieceInfo, RebuildBuffer, RebuildIo,
     RebuildIoError, Requests, Source, Status, StripeBuffers, SubmitError, WorkList, LOG_HEADERS,
 };
-use crate::engine::ppl::{LogId, BLOCK_BYTES as PPL_BLOCK_BYTES};
+use crate::engine::ppl::{LogArea, LogId, BLOCK_BYTES as PPL_BLOCK_BYTES};
 use crate::engine::request::RequestState;
 use crate::engine::rebuild::REBUILD_COLUMN_SECTORS;
 use crate::engine::scrub::ScrubMode;
@@ -1164,6 +1164,10 @@ impl LogTarget for ArrayIo {
 
     fn log_id(&self) -> LogId {
         self.engine.log_id()
+    }
+
+    fn log_area(&self) -> Option<LogArea> {
+        self.engine.log().area()
     }
 
     fn log_written(

@@ -5,7 +5,8 @@
 //! The engine reserves each entry's place in a member's ring and hands its write over
 //! (`StripeBuffers::submit_log`). Each member has at most one batch of log writes in flight: an
 //! entry that comes meanwhile waits, and when the batch completes every waiting entry goes
-//! out, those that lie back to back in the ring as one FUA write. Such a run shares one header
+//! out, those that lie back to back in one half of the ring as one FUA write (a run, as
+//! `ppl::LogRun` decides, for graid-sim too). Such a run shares one header
 //! block (a group, `ppl::start_group`) with its payloads back to back after it: half the
 //! bytes of a run of 4 KiB entries, and the run's last blocks, reserved for headers of their
 //! own, stay unwritten (the replay scans every block). Under load one FUA write carries many
@@ -17,7 +18,7 @@
 //! (SeqCst), so no entry is left waiting with nothing in flight.
 
 use crate::engine::ppl::{
-    add_to_group, start_group, LogArea, LogId, BLOCK_BYTES, MAX_GROUP_ENTRIES,
+    add_to_group, start_group, LogArea, LogId, LogRun, BLOCK_BYTES, MAX_GROUP_ENTRIES,
 };
 use crate::kernel_ext::bio::{self, CloneOp, CloneSet, Target};
 use crate::kernel_ext::work::RequestWork;
@@ -41,6 +42,8 @@ pub(crate) trait LogTarget: Sync + Sized {
     fn log_batcher(&self) -> &LogBatcher<Self>;
     /// Whose entries the array writes (a group block carries it as each entry does).
     fn log_id(&self) -> LogId;
+    /// Where each member's log lies (which entries may share a write: [`LogRun`]).
+    fn log_area(&self) -> Option<LogArea>;
     /// The log write of request `rq` to `member` (`sectors` of payload) ended with `status`.
     /// Any context.
     fn log_written(
@@ -74,9 +77,8 @@ impl LogSlot {
         u64::from(self.bytes.load(Ordering::Relaxed)) / 512
     }
 
-    /// The member sector after this entry's place in the ring.
-    fn end(&self) -> u64 {
-        self.sector.load(Ordering::Relaxed) + LogArea::entry_sectors(self.payload_sectors())
+    fn sector(&self) -> u64 {
+        self.sector.load(Ordering::Relaxed)
     }
 }
 
@@ -241,26 +243,32 @@ impl<T: LogTarget> LogBatcher<T> {
         }
     }
 
-    /// Sends the entries from `first` that lie back to back in the ring (at most
-    /// [`MAX_BATCH`]) as one write, several as a group; returns the entry after them.
+    /// Sends the entries from `first` that form a run ([`LogRun`]: back to back in one half
+    /// of the ring, at most [`MAX_BATCH`]) as one write, several as a group; returns the
+    /// entry after them.
     fn send_run(&self, target: &T, index: u32, first: *mut LogSlot) -> *mut LogSlot {
         // SAFETY: taken off the waiting stack by this sender: the slots and their requests
         // stay until their writes complete.
         let slot = |p: *mut LogSlot| unsafe { &*p };
-        let (mut count, mut vecs, mut last) = (1u32, 1u16, first);
+        let mut run = target
+            .log_area()
+            .map(|area| LogRun::start(&area, slot(first).sector(), slot(first).payload_sectors()));
+        let (mut vecs, mut last) = (1u16, first);
         let after = loop {
-            let s = slot(last);
             // Payload, padding (and the header, for an entry alone).
             vecs += 2;
-            let next = s.next.load(Ordering::Relaxed);
-            if next.is_null()
-                || count as usize == MAX_BATCH
-                || slot(next).sector.load(Ordering::Relaxed) != s.end()
-            {
+            let next = slot(last).next.load(Ordering::Relaxed);
+            let joins = !next.is_null()
+                && run
+                    .as_mut()
+                    .is_some_and(|r| r.join(slot(next).sector(), slot(next).payload_sectors()));
+            if !joins {
                 break next;
             }
-            (count, last) = (count + 1, next);
+            last = next;
         };
+        // At most MAX_GROUP_ENTRIES (= MAX_BATCH): lossless.
+        let count = run.map_or(1, |r| r.len()) as u32;
         let made = target
             .log_device(index)
             .zip(self.bios.as_ref())
@@ -274,7 +282,7 @@ impl<T: LogTarget> LogBatcher<T> {
                 };
                 let at = Target {
                     bdev,
-                    sector: slot(first).sector.load(Ordering::Relaxed),
+                    sector: slot(first).sector(),
                     op: CloneOp::Write,
                 };
                 // SAFETY: the member is open; `batch_end_io` releases the bio; `vecs` is at most

@@ -42,8 +42,13 @@ pub enum EngineError {
     /// The member list does not match the geometry.
     MemberCount { given: usize, expected: u32 },
     /// The stripe lock table is not a power of two of slots in
-    /// `MIN_LOCK_SLOTS..=MAX_LOCK_SLOTS`, or the log's live table does not match it.
-    LockTable { words: usize, live_words: usize },
+    /// `MIN_LOCK_SLOTS..=MAX_LOCK_SLOTS`, or the log's live table or the flush marks do not
+    /// match it.
+    LockTable {
+        words: usize,
+        live_words: usize,
+        flush_marks: usize,
+    },
 }
 
 /// The memory an engine works in that its platform allocates (the engine allocates nothing,
@@ -56,6 +61,8 @@ pub trait Store: Deref<Target = [MemberState]> {
     /// The log's live slots (`log_write.rs`): one bit per lock slot for each of the two halves
     /// of the ring, half 0's first.
     fn live_words(&self) -> &[AtomicU64];
+    /// Each lock slot's flush mark (`durable.rs`): one word per slot.
+    fn flush_marks(&self) -> &[AtomicU64];
 }
 
 /// The [`Store`] of a platform with vectors of its own (`M` of [`MemberState`]s, `W` of
@@ -65,6 +72,7 @@ pub struct EngineStore<M, W> {
     pub members: M,
     pub locks: W,
     pub live: W,
+    pub flush_marks: W,
 }
 
 impl<M, W: Deref<Target = [AtomicU64]>> EngineStore<M, W> {
@@ -80,6 +88,7 @@ impl<M, W: Deref<Target = [AtomicU64]>> EngineStore<M, W> {
             members,
             locks: words(count)?,
             live: words(2 * count)?,
+            flush_marks: words(64 * count)?,
         })
     }
 }
@@ -99,6 +108,10 @@ impl<M: Deref<Target = [MemberState]>, W: Deref<Target = [AtomicU64]>> Store for
 
     fn live_words(&self) -> &[AtomicU64] {
         &self.live
+    }
+
+    fn flush_marks(&self) -> &[AtomicU64] {
+        &self.flush_marks
     }
 }
 
@@ -195,12 +208,18 @@ impl<M: Store> ArrayEngine<M> {
             });
         }
         let (words, live_words) = (members.lock_words().len(), members.live_words().len());
+        let flush_marks = members.flush_marks().len();
         let slots = words.saturating_mul(64);
         if !slots.is_power_of_two()
             || !(MIN_LOCK_SLOTS as usize..=MAX_LOCK_SLOTS as usize).contains(&slots)
             || live_words != 2 * words
+            || flush_marks != slots
         {
-            return Err(EngineError::LockTable { words, live_words });
+            return Err(EngineError::LockTable {
+                words,
+                live_words,
+                flush_marks,
+            });
         }
         Ok(Self {
             events: AtomicU64::new(superblock.events),

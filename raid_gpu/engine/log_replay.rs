@@ -12,9 +12,10 @@
 //! - RAID 6 with one changed column missing and both parities present: that column's value is
 //!   taken from P (D = P ⊕ pp ⊕ the other changed columns), and Q rewritten to match, so the two
 //!   parities agree again about the columns the write left alone;
-//! - otherwise nothing: a missing changed column only ever held data in flight, and every column
-//!   the write left alone is present, so nothing the write did not touch is computed from the
-//!   torn parity.
+//! - otherwise nothing: a missing changed column was lost after the write (one missing at the
+//!   write is never named changed: its new data is inside pp) and held data in flight, and
+//!   every column the write left alone is present, so nothing the write did not touch is
+//!   computed from the torn parity.
 //!
 //! The platform finds the entries (`LoggedEntry`, payloads checked); the engine rewrites the
 //! parity through the rebuild buffer, synchronously (the array is not live yet).

@@ -26,6 +26,7 @@
 //!   worker sees the count or the write sees the change and tries again).
 
 use super::array::{ArrayEngine, Store};
+use super::durable::FlushTickets;
 use super::geometry::MAX_MEMBERS;
 use super::layout::StripeMap;
 use super::members::MemberSet;
@@ -61,6 +62,9 @@ pub struct LogState {
     wrap_wanted: AtomicBool,
     /// The current half is full on some member: a switch is wanted.
     switch_wanted: AtomicBool,
+    /// Flushes of every member, begun and ended: what data may not be durable yet
+    /// (`durable.rs`).
+    pub(super) flushes: FlushTickets,
     /// Counters for DETAIL: entries, barriers, wraps.
     entries: AtomicU64,
     barriers: AtomicU64,
@@ -79,10 +83,16 @@ impl LogState {
             wrapping: AtomicBool::new(false),
             wrap_wanted: AtomicBool::new(false),
             switch_wanted: AtomicBool::new(false),
+            flushes: FlushTickets::new(),
             entries: AtomicU64::new(0),
             barriers: AtomicU64::new(0),
             wraps: AtomicU64::new(0),
         }
+    }
+
+    /// Flushes of every member begun and ended since the array started.
+    pub fn flush_counts(&self) -> (u64, u64) {
+        self.flushes.counts()
     }
 
     pub fn area(&self) -> Option<LogArea> {

@@ -71,7 +71,12 @@ impl<M: Store> ArrayEngine<M> {
         if targets.is_empty() {
             return;
         }
-        for member in p.flush_members(targets).iter() {
+        let ticket = self.log().flushes.begin();
+        let failed = p.flush_members(targets);
+        if failed.is_empty() {
+            self.log().flushes.end(ticket);
+        }
+        for member in failed.iter() {
             self.try_fail(p, member, MemberEvent::Failed);
         }
     }

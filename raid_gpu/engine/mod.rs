@@ -18,6 +18,7 @@ pub mod array;
 pub mod assembly;
 pub mod bitmap;
 pub mod crc32c;
+pub mod durable;
 pub mod geometry;
 pub mod layout;
 pub mod log_replay;

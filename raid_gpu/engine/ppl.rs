@@ -14,7 +14,9 @@
 //! as md's PPL does for RAID 5. After a crash the parity is made whole again from the log and
 //! the data columns the write changed, as they are now (old, new or torn, it does not matter):
 //! P = pp ⊕ Σ D_changed. A lost column the write left alone is inside pp, so it stays
-//! reconstructable; a lost column it changed only ever held data in flight.
+//! reconstructable; a column it changed that was lost after it was being written. A column
+//! missing when the write is made counts as one it leaves alone, its new data inside pp
+//! (`stripe.rs`, `after_compute`): the replay, which cannot read it, makes the parity hold it.
 //!
 //! A journal (md's raid5-cache) would log the new data too: every partial write twice, and a
 //! device for it. The partial parity is at most one column per parity member, written to a
@@ -542,6 +544,59 @@ pub fn add_to_group(block: &mut [u8; BLOCK_BYTES], header: &[u8; BLOCK_BYTES]) -
     put(block, group::COUNT, (count as u32 + 1).to_le_bytes());
     seal_group(block);
     true
+}
+
+/// Which of a member's waiting entries go out as one write: a *run*, written as a group when it
+/// holds more than one ([`start_group`]). Entries join while each starts where the one before
+/// ends, up to [`MAX_GROUP_ENTRIES`], and never across the middle of the ring: the group
+/// block, which holds every record of the run, lies at the first entry's place, so a run
+/// across the middle would put the record of an entry of the next epoch at the end of the
+/// earlier half, which the epoch after that overwrites while the entry may still be live
+/// (review 3's F1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LogRun {
+    /// The member sector after the run's last entry.
+    end: u64,
+    /// The member sector where the first entry's half of the ring ends.
+    half_end: u64,
+    count: usize,
+}
+
+impl LogRun {
+    /// A run that starts with the entry at member sector `sector` with `payload` sectors of
+    /// partial parity, in the ring of `area`.
+    pub fn start(area: &LogArea, sector: u64, payload: u64) -> Self {
+        let ring = area.ring_sector(0);
+        let half = area.half_sectors().max(1);
+        let halves = sector.saturating_sub(ring) / half + 1;
+        Self {
+            end: sector.saturating_add(LogArea::entry_sectors(payload)),
+            half_end: ring.saturating_add(halves.saturating_mul(half)),
+            count: 1,
+        }
+    }
+
+    /// Adds the entry at `sector` with `payload` sectors to the run if it continues it: starts
+    /// where the run ends, in the same half of the ring, with room left in the group.
+    pub fn join(&mut self, sector: u64, payload: u64) -> bool {
+        let end = sector.saturating_add(LogArea::entry_sectors(payload));
+        if sector != self.end || end > self.half_end || self.count >= MAX_GROUP_ENTRIES {
+            return false;
+        }
+        self.end = end;
+        self.count += 1;
+        true
+    }
+
+    /// Entries in the run.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    /// Never: a run starts with an entry.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
 }
 
 /// Seals a group block: the checksum after its last record.

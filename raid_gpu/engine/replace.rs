@@ -225,8 +225,12 @@ impl<M: Store> ArrayEngine<M> {
                 self.retire_slot(old_slot);
                 self.replace.set_stage(ReplaceStage::Idle);
                 self.write_whole_bitmap(p, MemberSet::EMPTY.with(r.role));
-                // Its log may hold entries of this epoch from an earlier life.
-                self.want_log_wrap(p);
+                // Void the log now, while nothing is in flight (the platform waits for this
+                // with the array frozen): the role's new device holds none of the entries of
+                // this epoch (and maybe some of an earlier life), and a replay that read its
+                // log whole would take their absence for torn writes and drop their barriers,
+                // replaying older partial parity over newer data (review 3's R1).
+                self.void_log(p);
                 // On error the array is broken, which DETAIL shows.
                 let _ = self.write_superblocks(p);
                 p.member_event(r.role, MemberEvent::Replaced);

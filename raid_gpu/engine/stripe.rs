@@ -181,6 +181,14 @@ pub const RETRY_SECTORS: u64 = 8;
 /// members). Refused without consequence (the request then takes a [`SLICE_SECTORS`] one).
 pub const WIDE_SLICE_SECTORS: u64 = 2048;
 
+/// The members a slice cannot read: `all`, of which `missing` are failed or not yet rebuilt
+/// there (the rest read with errors and are rewritten: `bad`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Lost {
+    all: MemberSet,
+    missing: MemberSet,
+}
+
 /// A slice's plan: its end, how it is updated, and the buffer columns it needs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct SlicePlan {
@@ -238,6 +246,9 @@ code_enum! {
         Compute,
         /// Writes of the slice are out.
         Write,
+        /// Every member is being flushed before the slice logs: its partial parity would be
+        /// built on data that may not be durable yet (`durable.rs`).
+        Flush,
         /// The slice's partial parity (or barrier) is being logged (`log_write.rs`).
         Log,
         /// The slice waits for the log to wrap (no ring space).
@@ -298,6 +309,8 @@ pub struct StripeState {
     buffer: AtomicBool,
     /// The slice is counted among the log's writes in flight: its epoch + 1 (0: not).
     log_held: AtomicU64,
+    /// The ticket of the flush of every member it sent (`Step::Flush`).
+    flush_ticket: AtomicU64,
     /// Held partial stripes (`stripe_hold.rs`): this request's token as an adopter (0: none
     /// yet), the adopter's token that writes this one's head (0: none), the end of what it
     /// writes with the followers it took in (0: its own end), when it first held (0: never),
@@ -324,6 +337,7 @@ impl StripeState {
             held: AtomicU32::new(0),
             buffer: AtomicBool::new(false),
             log_held: AtomicU64::new(0),
+            flush_ticket: AtomicU64::new(0),
             token: AtomicU64::new(0),
             adopted_by: AtomicU64::new(0),
             cover_end: AtomicU64::new(0),
@@ -719,6 +733,15 @@ impl<M: Store> ArrayEngine<M> {
                 PassEnd::Failed => self.stripe_end(p, rq, Status::IoError),
                 PassEnd::ToWorker => {}
             },
+            Step::Flush => match self.pass_result(p, rq, state) {
+                PassEnd::Ok => {
+                    let ticket = stripe.flush_ticket.load(Ordering::Relaxed);
+                    self.log.flushes.end(ticket);
+                    self.after_compute(p, rq, &span);
+                }
+                PassEnd::Failed => self.stripe_end(p, rq, Status::IoError),
+                PassEnd::ToWorker => {}
+            },
             Step::Log => match self.pass_result(p, rq, state) {
                 PassEnd::Ok => self.send_writes(p, rq, &span),
                 PassEnd::Failed => self.stripe_end(p, rq, Status::IoError),
@@ -913,6 +936,10 @@ impl<M: Store> ArrayEngine<M> {
         let limit = if retry { RETRY_SECTORS } else { SLICE_SECTORS };
         // RAID 6 writes by read-modify-write only where the platform can update parity.
         let rmw = span.map.parity() == 1 || p.raid6_update();
+        let lost = Lost {
+            all: lost,
+            missing: lost.minus(stripe.bad()),
+        };
         let narrow = self.slice_plan(span, op, lost, a, limit, rmw);
         // As wide as WIDE_SLICE_SECTORS of buffer allow with the columns this plan needs, in
         // whole narrow slices.
@@ -946,9 +973,9 @@ impl<M: Store> ArrayEngine<M> {
         }
         stripe.slice_start.store(a, Ordering::Relaxed);
         stripe.slice_end.store(plan.end, Ordering::Relaxed);
-        stripe.lost.store(lost.bits(), Ordering::Relaxed);
+        stripe.lost.store(lost.all.bits(), Ordering::Relaxed);
         stripe.mode.store(plan.mode.code(), Ordering::Relaxed);
-        self.send_reads(p, rq, span, plan.mode, lost);
+        self.send_reads(p, rq, span, plan.mode, lost.all);
     }
 
     /// The plan for a slice from row `a`, at most `limit` rows long, with the members in
@@ -959,7 +986,7 @@ impl<M: Store> ArrayEngine<M> {
         &self,
         span: &Span,
         op: Op,
-        lost: MemberSet,
+        lost: Lost,
         a: u64,
         limit: u64,
         rmw: bool,
@@ -986,14 +1013,16 @@ impl<M: Store> ArrayEngine<M> {
         };
         let (mode, end) = if op == Op::Read {
             (Mode::Read, until(hi))
-        } else if !lost.is_empty() && logged {
-            let full = span.full_until(a);
+        } else if !lost.all.is_empty() && logged {
+            // Full rows run across stripes only while no data column of theirs is missing: a
+            // missing column's new data is then logged as partial parity (`after_compute`).
+            let full = Self::keeps_data_until(span, a, span.full_until(a), lost.missing);
             if full > a {
                 (Mode::Degraded, until(full))
             } else {
                 (Mode::Degraded, partial_end(span.stripe_at(a)))
             }
-        } else if !lost.is_empty() {
+        } else if !lost.all.is_empty() {
             (Mode::Degraded, until(hi))
         } else {
             let full = span.full_until(a);
@@ -1333,7 +1362,7 @@ impl<M: Store> ArrayEngine<M> {
         // partial write's logged partial parity is built on it, and must not describe data a
         // member's volatile cache can still lose (its parity needs no FUA: this slice's entry
         // covers it until the epoch retires, after a flush of every member).
-        let fua_data = self.has_log() && !self.slice_full(span, a, b, mode);
+        let fua_data = self.data_fua(span, stripe);
         stripe.set_step(Step::Write);
         state.begin_pass(Phase::Stripe);
         let mut sent = Ok(());
@@ -1360,8 +1389,12 @@ impl<M: Store> ArrayEngine<M> {
             for (t, map, ta, tb) in span.stripes_in(a, b) {
                 let (column, range) = match map.role(m) {
                     Role::P | Role::Q => (m, Some((ta, tb))),
-                    // Rebuilt whole (and overlaid with the new data): rewritten whole.
-                    Role::Data(_) if bad.contains(m) => (m, Some((ta, tb))),
+                    // Rebuilt whole (and overlaid with the new data): rewritten whole, as
+                    // durable as any data column of the slice.
+                    Role::Data(_) if bad.contains(m) => {
+                        fua = fua_data;
+                        (m, Some((ta, tb)))
+                    }
                     Role::Data(i) => {
                         fua = fua_data;
                         let column = if mode == Mode::ReadModifyWrite {
@@ -1390,9 +1423,72 @@ impl<M: Store> ArrayEngine<M> {
         }
     }
 
+    /// Whether the current slice writes its data with FUA: a partial slice of an array with a
+    /// log (see `send_writes`).
+    fn data_fua(&self, span: &Span, stripe: &StripeState) -> bool {
+        let (a, b) = stripe.slice();
+        let missing = stripe.lost().minus(stripe.bad());
+        self.has_log() && !Self::slice_full(span, a, b, stripe.mode(), missing)
+    }
+
+    /// An empty flush to every member in use (and a replacement), before the slice logs
+    /// (`Step::Flush`); the slice goes on when they completed.
+    fn flush_members<P: Platform>(&self, p: &P, rq: P::Request) {
+        let state = p.state(rq);
+        let stripe = state.stripe();
+        stripe.set_step(Step::Flush);
+        state.begin_pass(Phase::Stripe);
+        stripe
+            .flush_ticket
+            .store(self.log.flushes.begin(), Ordering::Relaxed);
+        let flush = |member: u32| {
+            let io = MemberIo {
+                info: PieceInfo {
+                    op: Op::Flush,
+                    member,
+                    sectors: 0,
+                },
+                member_sector: 0,
+                source: Source::None,
+                fua: false,
+            };
+            state.add_piece();
+            if p.submit(rq, &io).is_err() {
+                // Never the last reference: the sender holds one.
+                let _ = state.put(Status::IoError);
+            }
+        };
+        for m in (0..self.geometry.members()).filter(|&m| self.writable(m)) {
+            flush(m);
+        }
+        if self.replica_live() {
+            flush(self.replacement_index());
+        }
+        if state.put(Status::Ok).is_some() {
+            // Not inline: see `send_reads`.
+            p.queue_stripe_work(rq);
+        }
+    }
+
     /// The slice `[a, b)` in `mode` writes every data column of its rows.
-    fn slice_full(&self, span: &Span, a: u64, b: u64, mode: Mode) -> bool {
-        mode == Mode::Full || (mode == Mode::Degraded && span.full_until(a) >= b)
+    fn slice_full(span: &Span, a: u64, b: u64, mode: Mode, missing: MemberSet) -> bool {
+        mode == Mode::Full
+            || (mode == Mode::Degraded
+                && Self::keeps_data_until(span, a, span.full_until(a), missing) >= b)
+    }
+
+    /// The end of the rows from `a` (up to `end`) whose stripes have every data column:
+    /// none of their data members is in `missing`.
+    fn keeps_data_until(span: &Span, a: u64, end: u64, missing: MemberSet) -> u64 {
+        let mut row = a;
+        while row < end {
+            let t = span.stripe_at(row);
+            if !missing.minus(span.map_of(t).parity_set()).is_empty() {
+                break;
+            }
+            row = span.stripe_end(t);
+        }
+        row.min(end)
     }
 
     /// The slice's parity is computed: log it if it must (`log_write.rs`), then write.
@@ -1408,9 +1504,19 @@ impl<M: Store> ArrayEngine<M> {
         let slots = span
             .slots
             .stripes(span.stripe_at(a), span.stripe_at(b.saturating_sub(1)));
-        let need = self.log_need(self.slice_full(span, a, b, mode), slots);
+        let missing = stripe.lost().minus(stripe.bad());
+        let need = self.log_need(Self::slice_full(span, a, b, mode, missing), slots);
         if need == LogNeed::None {
             self.send_writes(p, rq, span);
+            return;
+        }
+        if need == LogNeed::Partial
+            && self
+                .log
+                .flushes
+                .unflushed(self.members.flush_marks(), slots)
+        {
+            self.flush_members(p, rq);
             return;
         }
         let t = span.stripe_at(a);
@@ -1418,8 +1524,14 @@ impl<M: Store> ArrayEngine<M> {
         let mut written = [(0u32, 0u32); MAX_MEMBERS as usize];
         if need == LogNeed::Partial {
             // A partial slice stays in its stripe and within MAX_LOGGED_SECTORS (`slice_plan`).
+            // A missing member's column counts as one the write leaves alone: its new data
+            // then stays in the partial parity, and a replay makes the parity hold it, so it
+            // reads back new, never torn (the replay cannot read it).
             for i in 0..map.data() {
                 let m = map.data_member(i);
+                if missing.contains(m) {
+                    continue;
+                }
                 if let (Some((f, e)), Some(w)) =
                     (span.written_in(t, i, a, b), written.get_mut(m as usize))
                 {
@@ -1454,11 +1566,18 @@ impl<M: Store> ArrayEngine<M> {
         let state = p.state(rq);
         let stripe = state.stripe();
         let bad = stripe.bad();
+        let (a, b) = stripe.slice();
+        if self.has_log() && !self.data_fua(span, stripe) {
+            // Its data may sit in volatile caches until the next flush of every member.
+            let slots = span
+                .slots
+                .stripes(span.stripe_at(a), span.stripe_at(b.saturating_sub(1)));
+            self.log.flushes.written(self.members.flush_marks(), slots);
+        }
         if bad.is_empty() {
             self.next_slice(p, rq, span, Status::Ok);
             return;
         }
-        let (a, b) = stripe.slice();
         stripe.set_step(Step::Verify);
         state.begin_pass(Phase::Stripe);
         let mut sent = Ok(());

@@ -6,7 +6,7 @@ use graid_engine::members::MemberSet;
 use graid_engine::ppl::{
     add_to_group, decode_entry, decode_group, decode_head, drop_torn, encode_entry, encode_head,
     gf_mul, gf_pow2, log_area_for, plan_replay, scan_log, sort_entries, start_group, Entry,
-    EntryError, EntryKind, LogArea, LogId, LogReader, LoggedEntry, ParityKind, ReplayPiece,
+    EntryError, EntryKind, LogArea, LogId, LogReader, LogRun, LoggedEntry, ParityKind, ReplayPiece,
     BLOCK_BYTES, DEFAULT_LOG_AREA, MAX_BARRIER_SECTORS, MAX_GROUP_ENTRIES, MAX_LOGGED_SECTORS,
 };
 use graid_engine::stripe::{SLICE_SECTORS, WIDE_SLICE_SECTORS};
@@ -684,4 +684,66 @@ fn a_scan_takes_a_groups_entries_with_their_payloads_back_to_back() {
     let (stats, found) = scan(&mut log_with_a_group(&area, last, &rows, None));
     assert_eq!(found.iter().map(|f| f.0).collect::<Vec<_>>(), [1, 2]);
     assert_eq!(stats.refused, 2);
+}
+
+/// A run of a member's log entries (one write, one group block at its first entry's place)
+/// takes entries that lie back to back, at most a group's worth, and never crosses the middle
+/// of the ring: the later half belongs to the next epoch, and a record of it in the earlier
+/// half would be overwritten by the epoch after while still live (review 3's F1).
+#[test]
+fn a_log_run_stays_in_its_half_of_the_ring() {
+    let area = LogArea::new(DEFAULT_LOG_AREA).expect("the default area");
+    let half = area.half_sectors();
+    let entry = LogArea::entry_sectors(8);
+    // An entry that ends exactly at the middle, then one at the start of the later half.
+    let last = area.ring_sector(half - entry);
+    let mut run = LogRun::start(&area, last - entry, 8);
+    assert!(run.join(last, 8), "adjacent entries in one half form a run");
+    assert!(
+        !run.join(area.ring_sector(half), 8),
+        "a run crossed the middle"
+    );
+    assert_eq!(run.len(), 2);
+    // Not adjacent: a gap, or an entry before the run's end.
+    let mut run = LogRun::start(&area, area.ring_sector(0), 8);
+    assert!(!run.join(area.ring_sector(entry + 8), 8));
+    assert!(!run.join(area.ring_sector(0), 8));
+    // Runs in the later half end at the end of the ring's halves.
+    let mut run = LogRun::start(&area, area.ring_sector(2 * half - 2 * entry), 8);
+    assert!(run.join(area.ring_sector(2 * half - entry), 8));
+    assert!(!run.join(area.ring_sector(2 * half), 8));
+    // At most a group's worth.
+    let mut run = LogRun::start(&area, area.ring_sector(0), 8);
+    let mut at = entry;
+    while run.join(area.ring_sector(at), 8) {
+        at += entry;
+    }
+    assert_eq!(run.len(), MAX_GROUP_ENTRIES.min((half / entry) as usize));
+}
+
+proptest! {
+    /// Whatever the entries' sizes, a run never covers sectors of both halves.
+    #[test]
+    fn no_log_run_crosses_the_middle(sizes in proptest::collection::vec(1u64..=64, 1..200)) {
+        let area = LogArea::new(DEFAULT_LOG_AREA).expect("the default area");
+        let middle = area.ring_sector(area.half_sectors());
+        let mut at = area.ring_sector(0);
+        let mut run: Option<(LogRun, u64)> = None;
+        for payload in sizes {
+            let end = at + LogArea::entry_sectors(payload);
+            if end > area.ring_sector(2 * area.half_sectors()) {
+                break;
+            }
+            let joined = run
+                .as_mut()
+                .and_then(|(r, first)| r.join(at, payload).then_some(*first));
+            match joined {
+                Some(first) => {
+                    prop_assert!(first >= middle || end <= middle, "run from {first} to {end}");
+                }
+                None => run = Some((LogRun::start(&area, at, payload), at)),
+            }
+            at = end;
+        }
+    }
 }

@@ -11,8 +11,8 @@ use graid_engine::platform::{
     RebuildIoError, Requests, Source, Status, StripeBuffers, SubmitError, WorkList, LOG_HEADERS,
 };
 use graid_engine::ppl::{
-    add_to_group, decode_entry, decode_group, start_group, BLOCK_BYTES as PPL_BLOCK_BYTES,
-    BLOCK_SECTORS as PPL_BLOCK_SECTORS, MAX_GROUP_ENTRIES,
+    add_to_group, decode_entry, decode_group, start_group, LogRun, BLOCK_BYTES as PPL_BLOCK_BYTES,
+    BLOCK_SECTORS as PPL_BLOCK_SECTORS,
 };
 use graid_engine::rebuild::REBUILD_COLUMN_SECTORS;
 use graid_engine::request::{Phase, RequestState};
@@ -245,7 +245,7 @@ impl MemDisk {
         }
     }
 
-    /// Swaps what two devices hold (sectors and superblocks): the platform moving a
+    /// Swaps what two devices hold (sectors, superblocks, bitmap and log): the platform moving a
     /// replacement's device into its member's place, as the kernel moves the open device.
     pub fn swap_contents(&self, other: &MemDisk) {
         std::mem::swap(
@@ -255,6 +255,16 @@ impl MemDisk {
         std::mem::swap(
             &mut *self.superblocks.lock().unwrap(),
             &mut *other.superblocks.lock().unwrap(),
+        );
+        // Its bitmap and log areas too: a device brings its own, whatever an earlier life
+        // left there.
+        std::mem::swap(
+            &mut *self.bitmap_blocks.lock().unwrap(),
+            &mut *other.bitmap_blocks.lock().unwrap(),
+        );
+        std::mem::swap(
+            &mut *self.log_blocks.lock().unwrap(),
+            &mut *other.log_blocks.lock().unwrap(),
         );
     }
 
@@ -984,7 +994,8 @@ impl Host {
 
     /// The batch of `member`'s log writes (a stripe task): the waiting entries that lie back
     /// to back in the ring go as one write each run (a group of up to
-    /// [`MAX_GROUP_ENTRIES`]), the others alone; then the next batch, if entries came.
+    /// `MAX_GROUP_ENTRIES`, never across the ring's middle: [`LogRun`]), the others alone;
+    /// then the next batch, if entries came.
     pub fn send_log_batch(&self, member: u32) {
         let batch = self
             .stripe
@@ -994,18 +1005,26 @@ impl Host {
             .get_mut(&member)
             .map(std::mem::take)
             .unwrap_or_default();
+        let area = self.engine.log().area().expect("log writes without a log");
         let mut rest = &batch[..];
-        while !rest.is_empty() {
-            let mut len = 1;
-            while len < rest.len().min(MAX_GROUP_ENTRIES) {
-                let (prev, next) = (&rest[len - 1].1, &rest[len].1);
-                let end = prev.sector + PPL_BLOCK_SECTORS + prev.sectors.div_ceil(8) * 8;
-                if next.sector != end {
-                    break;
-                }
-                len += 1;
-            }
+        while let Some((_, first, _, _)) = rest.first() {
+            // The engine's rule, as the kernel's batcher follows it.
+            let mut run = LogRun::start(&area, first.sector, first.sectors);
+            let len = 1 + rest[1..]
+                .iter()
+                .take_while(|(_, io, _, _)| run.join(io.sector, io.sectors))
+                .count();
             let (run, after) = rest.split_at(len);
+            let half = area.ring_sector(area.half_sectors());
+            let end = run.last().map_or(0, |(_, io, _, _)| {
+                io.sector + PPL_BLOCK_SECTORS + io.sectors.div_ceil(8) * 8
+            });
+            if first.sector < half && end > half {
+                self.violations.report(format!(
+                    "a log run from {} to {end} crosses the ring's middle at {half}",
+                    first.sector
+                ));
+            }
             let status = match run {
                 [(rq, io, _, _)] => self.execute_log(*rq, io),
                 _ => self.execute_group(member, run),

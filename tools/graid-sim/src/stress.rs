@@ -11,7 +11,7 @@ use graid_engine::geometry::{Geometry, Level};
 use graid_engine::members::MemberState;
 use graid_engine::platform::{Op, Status};
 use graid_engine::ppl::DEFAULT_LOG_AREA;
-use graid_engine::replace::ReplaceStage;
+use graid_engine::replace::{ReplaceStage, Replacement};
 use graid_engine::scrub::{ScrubMode, ScrubProgress};
 use graid_engine::superblock::{
     Area, ArrayName, HomeHost, Slot, Superblock, DEFAULT_BITMAP_AREA, MAX_SLOTS, RECOVERY_COMPLETE,
@@ -579,15 +579,7 @@ pub fn finish_replace(host: &Host, seed: u64) -> ReplaceStage {
         );
         thread::sleep(std::time::Duration::from_millis(1));
     };
-    if r.stage == ReplaceStage::Done {
-        let index = engine.replacement_index() as usize;
-        let (member, replacement) = (&host.disks[r.role as usize], &host.disks[index]);
-        member.swap_contents(replacement);
-        let mut old = replacement.sectors.lock().unwrap();
-        for (i, tag) in old.iter_mut().enumerate() {
-            *tag = GARBAGE ^ i as u64;
-        }
-    }
+    move_replacement(host, r);
     engine.request_replace_end(host);
     while engine.replacement().is_some() {
         assert!(
@@ -597,6 +589,21 @@ pub fn finish_replace(host: &Host, seed: u64) -> ReplaceStage {
         thread::sleep(std::time::Duration::from_millis(1));
     }
     r.stage
+}
+
+/// Moves the devices of a replace that ended in `r`'s stage as the platform does before it
+/// posts the end: after a copy the replacement takes the role, and the old device is scribbled
+/// over (it left the array, and nothing may read it).
+pub fn move_replacement(host: &Host, r: Replacement) {
+    if r.stage == ReplaceStage::Done {
+        let index = host.engine.replacement_index() as usize;
+        let (member, replacement) = (&host.disks[r.role as usize], &host.disks[index]);
+        member.swap_contents(replacement);
+        let mut old = replacement.sectors.lock().unwrap();
+        for (i, tag) in old.iter_mut().enumerate() {
+            *tag = GARBAGE ^ i as u64;
+        }
+    }
 }
 
 /// Runs a whole scrub in `mode` on the calling thread (the platform's threads stopped) and

@@ -1004,6 +1004,7 @@ fn an_engine_takes_only_a_lock_table_of_a_power_of_two_of_slots_within_bounds() 
             members,
             locks: words(locks),
             live: words(live),
+            flush_marks: words(64 * locks),
         };
         ArrayEngine::new(superblock(&geometry, level, 16), geometry, store, true)
     };
@@ -1025,7 +1026,8 @@ fn an_engine_takes_only_a_lock_table_of_a_power_of_two_of_slots_within_bounds() 
             engine(locks, live).err(),
             Some(EngineError::LockTable {
                 words: locks,
-                live_words: live
+                live_words: live,
+                flush_marks: 64 * locks,
             }),
             "{locks} lock words, {live} live words"
         );
