@@ -1031,7 +1031,7 @@ impl Array {
         let io = self.io();
         let mode = match action {
             uapi::GRAID_SCRUB_IDLE => {
-                io.engine.stop_scrub();
+                io.engine.idle_scrub();
                 return Ok(());
             }
             uapi::GRAID_SCRUB_CHECK => ScrubMode::Check,

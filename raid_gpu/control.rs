@@ -17,7 +17,8 @@ use crate::engine::superblock::{ArrayName, HomeHost, Superblock, RECOVERY_COMPLE
 use crate::member_devices::Member;
 use crate::member_devices::SpareDevice;
 use crate::kernel_ext::{
-    bdev::BlockDeviceFile, capability::require_sys_admin, misc::MiscOps, random::real_seconds,
+    bdev::BlockDeviceFile, capability::require_sys_admin, misc::MiscOps, module_ref::ModuleRef,
+    random::real_seconds,
 };
 use crate::superblock_io::read_superblock;
 use crate::uapi::{
@@ -72,6 +73,8 @@ struct Entry {
     name: ArrayName,
     uuid: [u8; 16],
     array: Option<Pin<KBox<Array>>>,
+    /// Held while the array runs: `rmmod` refuses meanwhile.
+    pinned: Option<ModuleRef>,
     /// A member operation is using the array (outside the list's lock): it is not stopped
     /// meanwhile, and a second member operation waits its turn (`EBUSY`).
     busy: bool,
@@ -128,6 +131,7 @@ impl Control {
                 name,
                 uuid,
                 array: None,
+                pinned: None,
                 busy: false,
             },
             GFP_KERNEL,
@@ -169,6 +173,7 @@ impl Control {
                 array.announce_if_degraded();
                 if let Some(entry) = arrays.get_mut(pos) {
                     entry.array = Some(array);
+                    entry.pinned = Some(ModuleRef::take());
                 }
                 Ok(index)
             }

@@ -113,7 +113,7 @@ pub(crate) fn bitmap_clean_ms() -> u32 {
     param(&module_parameters::bitmap_clean_ms).max(1)
 }
 
-#[pin_data]
+#[pin_data(PinnedDrop)]
 struct RaidGpuModule {
     /// `/sys/kernel/debug/graid/offload` (`helper_device::write_stats`). First, so it is
     /// removed (and its readers drained) before the devices it reads go.
@@ -166,5 +166,14 @@ impl kernel::InPlaceModule for RaidGpuModule {
                 helper_device::HelperDevice::new(),
             ),
         })
+    }
+}
+
+#[pinned_drop]
+impl PinnedDrop for RaidGpuModule {
+    fn drop(self: Pin<&mut Self>) {
+        // No array runs (each holds a module reference), but the kobjects of their sysfs
+        // directories may be released later still, through code of this module.
+        kernel_ext::sysfs::wait_for_releases();
     }
 }

@@ -14,6 +14,7 @@ pub(crate) mod compat;
 pub(crate) mod cpu;
 pub(crate) mod crc;
 pub(crate) mod misc;
+pub(crate) mod module_ref;
 pub(crate) mod pin;
 pub(crate) mod plug;
 pub(crate) mod raid_math;

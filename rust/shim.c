@@ -89,6 +89,13 @@ static const struct block_device_operations graid_disk_fops = {
 const struct block_device_operations *graid_disk_fops_ptr(void) { return &graid_disk_fops; }
 
 /*
+ * A reference on this module, one per running array (rust/module_ref.rs): while an array runs,
+ * rmmod refuses (in use), as md's personality modules do, rather than take the array down.
+ */
+void graid_module_get(void) { __module_get(THIS_MODULE); }
+void graid_module_put(void) { module_put(THIS_MODULE); }
+
+/*
  * init_hctx of every graid disk: a lock class of our own for the flush queue's lock. A flush we
  * forward completes inside the member's flush completion, which holds the member's flush lock
  * while ours is taken; with one class for both lockdep reports recursive locking (nvme-loop

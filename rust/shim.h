@@ -56,6 +56,8 @@ void graid_kick_earlier(struct workqueue_struct *wq, struct delayed_work *dwork,
 void graid_copy_racy(void *dst, const void *src, size_t len);
 void graid_zero_racy(void *dst, size_t len);
 bool graid_same_racy(const void *a, const void *b, size_t len);
+void graid_module_get(void);
+void graid_module_put(void);
 
 /* Implemented in Rust (rust/blk_mq.rs). */
 int graid_disk_open(struct gendisk *disk, blk_mode_t mode);

@@ -58,6 +58,8 @@ extern "C" {
     pub(crate) fn graid_memalloc_noio_restore(flags: c_uint);
     pub(crate) fn graid_raw_smp_processor_id() -> c_uint;
     pub(crate) fn graid_disk_fops_ptr() -> *const block_device_operations;
+    pub(crate) fn graid_module_get();
+    pub(crate) fn graid_module_put();
     pub(crate) fn graid_blk_mq_init_hctx(hctx: *mut blk_mq_hw_ctx, data: *mut c_void, index: c_uint) -> c_int;
     pub(crate) fn graid_alloc_unbound_workqueue(name: *const c_char) -> *mut workqueue_struct;
     pub(crate) fn graid_blk_plug_invalidate_ts();

@@ -12,6 +12,7 @@
 use core::{
     fmt,
     ptr::{self, NonNull},
+    sync::atomic::{AtomicUsize, Ordering},
 };
 use super::compat::{set_kobj_handlers, KobjStore};
 use kernel::{
@@ -135,6 +136,20 @@ static DIR_KTYPE: KobjType = KobjType({
     ktype
 });
 
+/// Directories whose kobject is not released yet. A release can come well after the `Dir`
+/// went (`CONFIG_DEBUG_KOBJECT_RELEASE` delays it by seconds, and a reader of one of its files
+/// holds it), and it runs [`release_callback`], in this module's text: the module's exit waits
+/// for them ([`wait_for_releases`]).
+static UNRELEASED: AtomicUsize = AtomicUsize::new(0);
+
+/// Waits until every directory's kobject was released. Module exit only (process context).
+pub(crate) fn wait_for_releases() {
+    while UNRELEASED.load(Ordering::Acquire) != 0 {
+        // SAFETY: module exit may sleep.
+        unsafe { bindings::msleep(10) };
+    }
+}
+
 /// Frees a [`DirObject`] after its last reference went.
 ///
 /// # Safety
@@ -143,6 +158,8 @@ static DIR_KTYPE: KobjType = KobjType({
 unsafe extern "C" fn release_callback(kobj: *mut bindings::kobject) {
     // SAFETY: `kobj` is the first field of a `DirObject` that `Dir::new` leaked from a box.
     drop(unsafe { KBox::from_raw(kobj.cast::<DirObject>()) });
+    // Last: the module may go once the count is 0 (nothing of it runs after this but the return).
+    UNRELEASED.fetch_sub(1, Ordering::Release);
 }
 
 /// The file's name and the directory it is in.
@@ -246,6 +263,7 @@ impl Dir {
             GFP_KERNEL,
         )?;
         // The kobject owns the box from here (`release_callback` frees it).
+        UNRELEASED.fetch_add(1, Ordering::Relaxed);
         let kobj = NonNull::from(KBox::leak(object)).cast::<bindings::kobject>();
         // SAFETY: `kobj` is zeroed and not yet initialised; the kobject owns the box, also when
         // adding fails.

@@ -227,6 +227,16 @@ impl<M: Store> ArrayEngine<M> {
         self.in_sync() || start.saturating_add(sectors) <= self.scrub.done.load(Ordering::Acquire)
     }
 
+    /// md's `idle` (`sync_action`, `graidctl check --stop`): stops a check or a repair where
+    /// it is; a resync that runs goes on (md restarts a needed resync at once: an interrupted
+    /// one would leave stripes inconsistent until someone asked for a repair). One held by
+    /// `auto_resync=0` stays held.
+    pub fn idle_scrub(&self) {
+        if self.scrub.mode.load(Ordering::SeqCst) != RESYNC {
+            self.stop_scrub();
+        }
+    }
+
     /// Stops a running scrub where it is (its counts stay; a resync keeps its position).
     pub fn stop_scrub(&self) {
         self.rebuild.rate.stop();

@@ -9,7 +9,9 @@
 #   8 sectors scribbled on the parity, as detail says; `resync`, `frozen` are refused;
 # - a failed member reads faulty and degraded 1; the member added back reads spare with
 #   recovery_start while it is rebuilt, sync_action recover, and in_sync after;
-# - RAID 1's and RAID 0's policies; the directory goes with the array and the module unloads.
+# - RAID 1's and RAID 0's policies; the directory goes with the array and the module unloads;
+# - `echo idle` (and `graidctl check --stop`) on a RAID 1 resyncing after its creation leaves
+#   the resync running: idle stops a check or a repair, never a resync the array needs (md).
 . /graid/lib.sh
 need_members 4
 set -- $members
@@ -163,5 +165,20 @@ err=$( (echo check >"$sys0/sync_action") 2>&1) && fail "a RAID 0 took a check"
 expect_match "not supported" "$err" "check on a RAID 0"
 expect_rc 0 graidctl stop sy1
 expect_rc 0 graidctl stop sy0
+
+echo "--- idle stops a check or a repair, never a resync the array needs (md's semantics)"
+wipe_superblocks $d0 $d1 $d2 $d3
+expect_rc 0 graidctl create sy2 --level 1 $d0 $d1
+sys=/sys/block/$(array_dev "$OUT" | sed 's|/dev/||')/graid
+echo 1000 >"$sys/sync_speed_max"
+until_reads sync_action resync 10
+echo idle >"$sys/sync_action" || fail "sync_action refused idle"
+same sync_action resync
+expect_rc 0 graidctl check --stop sy2
+same sync_action resync
+echo 0 >"$sys/sync_speed_max"
+until_reads sync_action idle 120
+same sync_completed none
+expect_rc 0 graidctl stop sy2
 wipe_superblocks $d0 $d1 $d2 $d3
 kmemleak_check

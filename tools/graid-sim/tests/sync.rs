@@ -154,6 +154,52 @@ fn a_resync_goes_on_from_its_position_and_a_check_waits_for_it() {
     }
 }
 
+/// md's `idle`: it stops a check or a repair where it is, but a resync the array needs goes on
+/// from its position, to the end (review 3's R6: a script that cancels a check with `idle`
+/// must not leave an unclean array unsynchronised).
+#[test]
+fn idle_stops_a_check_but_never_a_needed_resync() {
+    for (level, members, chunk) in [
+        (Level::Raid1, 2, 0),
+        (Level::Raid6(ParityLayout::LeftSymmetric), 4, 8),
+    ] {
+        let mut scenario = Scenario::new(level, members, chunk);
+        scenario.in_sync = false;
+        let (host, _io_rx) = new_host(&scenario, 4);
+        let engine = &host.engine;
+        let half = engine.scrub_progress().total / 2;
+        engine.set_resync_start(half);
+        engine.start_resync(&*host);
+        engine.idle_scrub();
+        assert_eq!(
+            engine.scrub_progress().mode,
+            Some(ScrubMode::Resync),
+            "{level:?}: idle stopped a needed resync"
+        );
+        assert_eq!(
+            engine.resync_offset(),
+            half,
+            "{level:?}: the resync started over"
+        );
+        let start = Instant::now();
+        while !engine.in_sync() {
+            assert!(start.elapsed() < Duration::from_secs(20), "no end");
+            engine.work(&*host);
+        }
+        // In sync: a check runs, and idle stops it where it is.
+        engine
+            .start_scrub(&*host, ScrubMode::Check)
+            .expect("a check");
+        engine.work(&*host);
+        engine.idle_scrub();
+        assert_eq!(
+            engine.scrub_progress().mode,
+            None,
+            "{level:?}: the check went on"
+        );
+    }
+}
+
 /// The regions of the sectors the run wrote (the model's non-zero tags: it knows the initial
 /// zeroes too).
 fn written_regions(report: &graid_sim::stress::Report) -> std::collections::BTreeSet<u64> {

@@ -21,7 +21,8 @@ pub struct ScrubArgs {
     /// Wait until it ends, showing progress, and print the mismatches found.
     #[arg(long, conflicts_with = "stop")]
     wait: bool,
-    /// Stop the check or repair running instead (its counts stay in detail).
+    /// Stop the check or repair running instead (its counts stay in detail); a resync the
+    /// array needs goes on.
     #[arg(long)]
     stop: bool,
     /// check only: start a check on every running array that graid.conf does not leave out

@@ -169,8 +169,13 @@ fn wait_replace(
 ) -> Result<String, CtlError> {
     let mut view = ArrayView::new(&resolve(ctl, sys, array)?, sys);
     let label = view.label();
+    // It ended since the caller looked: say so, as when nothing ran.
     let Some(first) = view.replace.clone() else {
-        return Ok(finished(&view, json_out, String::new()));
+        return Ok(finished(
+            &view,
+            json_out,
+            format!("{label}: no rebuild, check or repair running\n"),
+        ));
     };
     let (role, mut last) = (first.role, first.clone());
     let mut last_tenth = first.percent as u64 / 10;
