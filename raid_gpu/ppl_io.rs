@@ -8,39 +8,66 @@ use crate::kernel_ext::crc::crc32c;
 use crate::engine::members::MemberSet;
 use crate::engine::ppl::{scan_log, LogId, LogReader, LoggedEntry, BLOCK_BYTES, MAX_LOGGED_SECTORS};
 use crate::io::ArrayIo;
-use crate::kernel_ext::bio::{read_page, transfer_virt};
+use crate::kernel_ext::bio::transfer_virt;
 use crate::engine::superblock::UUID_LEN;
 use crate::superblock_io::zeroed_block;
-use kernel::{alloc::KVVec, page::Page, prelude::*};
+use kernel::{alloc::KVVec, prelude::*};
 
-/// Reads the members' logs for `scan_log`: a page at a time, and payloads whole.
+/// Bytes the log is read in at a dirty start: the scan walks each ring block by block, so one
+/// read serves 64 blocks (a 64 MiB ring takes 256 reads per member, not 16 383), and a payload
+/// (at most 128 KiB) mostly lies in the window its header was read in (review 3's R3).
+const WINDOW_BYTES: usize = 256 * 1024;
+
+/// Reads the members' logs for `scan_log` through a window of [`WINDOW_BYTES`].
 struct MemberLogs<'a> {
     io: &'a ArrayIo,
-    page: Page,
-    /// Room for the longest payload (kmalloc: a bio takes it in one piece).
-    payload: KVec<u8>,
+    /// The window (kmalloc: a bio takes it in one piece), and where it was read from: member
+    /// and sector (`None`: nothing read).
+    window: KVec<u8>,
+    at: Option<(u32, u64)>,
+}
+
+impl MemberLogs<'_> {
+    /// `bytes` of member `member` from `sector`, read through the window if they lie in it, or
+    /// in the window read from `sector` now.
+    fn window(&mut self, member: u32, sector: u64, bytes: usize) -> Option<&[u8]> {
+        let inside = |(m, first): (u32, u64)| {
+            let skip = usize::try_from(sector.checked_sub(first)?.checked_mul(512)?).ok()?;
+            (m == member && skip.checked_add(bytes)? <= WINDOW_BYTES).then_some(skip)
+        };
+        if let Some(skip) = self.at.and_then(inside) {
+            return self.window.get(skip..skip.checked_add(bytes)?);
+        }
+        let file = self.io.files.get(member)?;
+        self.at = None;
+        let to = self.window.as_mut_ptr();
+        // SAFETY: at most WINDOW_BYTES of a kmalloc buffer owned here, for a synchronous read;
+        // the member is open.
+        let read = |len| unsafe { transfer_virt(file.bdev(), sector, to, len, false) };
+        if read(WINDOW_BYTES).is_ok() {
+            self.at = Some((member, sector));
+        } else if bytes > WINDOW_BYTES || read(bytes).is_err() {
+            // Near the device's end a window is too long: then only what was asked for.
+            return None;
+        }
+        self.window.get(..bytes)
+    }
 }
 
 impl LogReader for MemberLogs<'_> {
     fn read(&mut self, member: u32, sector: u64, block: &mut [u8; BLOCK_BYTES]) -> bool {
-        let Some(file) = self.io.files.get(member) else {
-            return false;
-        };
-        if read_page(file.bdev(), sector, &self.page).is_err() {
-            return false;
+        match self.window(member, sector, BLOCK_BYTES) {
+            Some(data) => {
+                block.copy_from_slice(data);
+                true
+            }
+            None => false,
         }
-        // SAFETY: `block` has room for BLOCK_BYTES (= PAGE_SIZE) bytes.
-        unsafe { self.page.read_raw(block.as_mut_ptr(), 0, BLOCK_BYTES) }.is_ok()
     }
 
     fn payload_crc(&mut self, member: u32, sector: u64, sectors: u64) -> Option<u32> {
-        let file = self.io.files.get(member)?;
         let bytes = usize::try_from(sectors).ok()?.checked_mul(512)?;
-        let data = self.payload.get_mut(..bytes)?;
-        // SAFETY: `bytes` bytes of a kmalloc buffer owned here, for a synchronous read; the
-        // member is open.
-        unsafe { transfer_virt(file.bdev(), sector, data.as_mut_ptr(), bytes, false) }.ok()?;
-        Some(crc32c(data))
+        self.window(member, sector, bytes).map(crc32c)
     }
 }
 
@@ -60,13 +87,14 @@ impl ArrayIo {
         let in_sync = (0..engine.geometry().members())
             .filter(|&m| engine.members().get(m as usize).is_some_and(|s| s.is_in_sync()))
             .fold(MemberSet::EMPTY, MemberSet::with);
-        let len = MAX_LOGGED_SECTORS as usize * 512;
-        let mut payload = KVec::with_capacity(len, GFP_KERNEL)?;
-        payload.extend_with(len, 0u8, GFP_KERNEL)?;
+        // A payload fits a window.
+        const _: () = assert!(MAX_LOGGED_SECTORS as usize * 512 <= WINDOW_BYTES);
+        let mut window = KVec::with_capacity(WINDOW_BYTES, GFP_KERNEL)?;
+        window.extend_with(WINDOW_BYTES, 0u8, GFP_KERNEL)?;
         let mut reader = MemberLogs {
             io: self,
-            page: Page::alloc_page(GFP_KERNEL)?,
-            payload,
+            window,
+            at: None,
         };
         let mut entries = KVVec::<LoggedEntry>::new();
         let mut full = false;
