@@ -351,20 +351,24 @@ impl<T: LogTarget> LogBatcher<T> {
         let id = target.log_id();
         // SAFETY: as in `send_run`: slots taken off the waiting stack by this sender.
         let slot = |p: *mut LogSlot| unsafe { &*p };
-        // SAFETY: each header is a 4 KiB block of its request's stripe buffer, in flight
-        // with this write only (the first one's is written here, the others' only read).
-        let block = |p: *mut LogSlot| unsafe {
-            &mut *slot(p)
+        let header = |p: *mut LogSlot| {
+            slot(p)
                 .header
                 .load(Ordering::Relaxed)
                 .cast::<[u8; BLOCK_BYTES]>()
         };
-        let group = block(first);
+        // SAFETY: the first entry's header is a 4 KiB block of its request's stripe buffer,
+        // which nothing but this write touches while the request waits for it (parked in
+        // `Step::Log`): it becomes the group block here.
+        let group = unsafe { &mut *header(first) };
         start_group(&id, group);
         let mut s = slot(first).next.load(Ordering::Relaxed);
         for _ in 1..count {
+            // SAFETY: as above, another request's header block, parked the same way; only
+            // read, for its record.
+            let record = unsafe { &*header(s) };
             // `count` is at most MAX_GROUP_ENTRIES: every entry fits.
-            add_to_group(group, block(s));
+            add_to_group(group, record);
             s = slot(s).next.load(Ordering::Relaxed);
         }
     }

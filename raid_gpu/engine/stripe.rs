@@ -307,6 +307,9 @@ pub struct StripeState {
     slot_count: AtomicU32,
     held: AtomicU32,
     buffer: AtomicBool,
+    /// It waited for a buffer (`WorkList::BufferWait`) and has not had one since: if it ends
+    /// so, the turn it was woken for passes on.
+    buffer_waited: AtomicBool,
     /// The slice is counted among the log's writes in flight: its epoch + 1 (0: not).
     log_held: AtomicU64,
     /// The ticket of the flush of every member it sent (`Step::Flush`).
@@ -336,6 +339,7 @@ impl StripeState {
             slot_count: AtomicU32::new(0),
             held: AtomicU32::new(0),
             buffer: AtomicBool::new(false),
+            buffer_waited: AtomicBool::new(false),
             log_held: AtomicU64::new(0),
             flush_ticket: AtomicU64::new(0),
             token: AtomicU64::new(0),
@@ -393,7 +397,9 @@ impl StripeState {
         self.retry_end.store(0, Ordering::Relaxed);
         self.held.store(0, Ordering::Relaxed);
         self.buffer.store(false, Ordering::Relaxed);
+        self.buffer_waited.store(false, Ordering::Relaxed);
         self.log_held.store(0, Ordering::Relaxed);
+        self.flush_ticket.store(0, Ordering::Relaxed);
         self.token.store(0, Ordering::Relaxed);
         self.adopted_by.store(0, Ordering::Relaxed);
         self.cover_end.store(0, Ordering::Relaxed);
@@ -963,6 +969,7 @@ impl<M: Store> ArrayEngine<M> {
                 _ => p.alloc_buffer(rq, narrow.columns, narrow.end - a),
             };
             if !got {
+                stripe.buffer_waited.store(true, Ordering::Relaxed);
                 p.push(WorkList::BufferWait, rq);
                 if self.buffers_freed.load(Ordering::SeqCst) != freed {
                     self.wake_buffer_waiter(p);
@@ -970,6 +977,7 @@ impl<M: Store> ArrayEngine<M> {
                 return;
             }
             stripe.buffer.store(true, Ordering::Relaxed);
+            stripe.buffer_waited.store(false, Ordering::Relaxed);
         }
         stripe.slice_start.store(a, Ordering::Relaxed);
         stripe.slice_end.store(plan.end, Ordering::Relaxed);
@@ -1663,8 +1671,9 @@ impl<M: Store> ArrayEngine<M> {
     /// Ends the request: frees its buffer and lock, wakes the waiters, and completes it.
     pub(super) fn stripe_end<P: Platform>(&self, p: &P, rq: P::Request, status: Status) {
         let state = p.state(rq);
-        if !state.stripe().buffer.load(Ordering::Relaxed) {
-            // It may have been woken to take a buffer it no longer needs: pass the turn on.
+        if state.stripe().buffer_waited.swap(false, Ordering::Relaxed) {
+            // It was woken to take a buffer it no longer needs: pass the turn on (only then:
+            // a wake pass is several shared atomics, review 3's N2).
             self.wake_buffer_waiter(p);
         }
         self.drop_buffer(p, rq);
