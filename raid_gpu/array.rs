@@ -835,6 +835,11 @@ impl Array {
         self.disk.ops()
     }
 
+    /// Runs the array's worker soon (it looks at what changed outside the array).
+    pub(crate) fn kick_worker(&self) {
+        crate::engine::platform::Requests::kick_worker(self.io());
+    }
+
     /// Refuses opens from now on, unless the disk is open (`EBUSY`): the first step of a stop.
     pub(crate) fn begin_stop(&self) -> Result {
         self.disk.begin_close()
@@ -1105,6 +1110,9 @@ impl Array {
         let scrub = engine.scrub_progress();
         if scrub.stalled {
             out.flags |= uapi::GRAID_DETAIL_SCRUB_STALLED;
+        }
+        if engine.healing() {
+            out.flags |= uapi::GRAID_DETAIL_PARITY_HEAL;
         }
         out.member_data_sectors = engine.geometry().member_data_sectors();
         out.rebuilt_sectors = engine.rebuilt_sectors();

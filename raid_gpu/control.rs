@@ -26,6 +26,8 @@ use crate::uapi::{
     GraidVersion,
 };
 use core::mem::size_of;
+use core::ptr;
+use core::sync::atomic::{AtomicPtr, Ordering};
 use kernel::{
     fs::File,
     new_mutex,
@@ -98,16 +100,46 @@ impl Drop for Lent<'_> {
 }
 
 /// The control device: owns every running array.
-#[pin_data]
+#[pin_data(PinnedDrop)]
 pub(crate) struct Control {
     #[pin]
     arrays: Mutex<KVec<Entry>>,
+}
+
+/// The control device, for [`kick_every_array`]; null when there is none.
+static CONTROL: AtomicPtr<Control> = AtomicPtr::new(ptr::null_mut());
+
+/// Kicks the worker of every running array: a parity helper was caught lying, and each heals
+/// what it took from helpers unchecked (`engine/suspect.rs`). Process context, no lock held.
+pub(crate) fn kick_every_array() {
+    let control = CONTROL.load(Ordering::Acquire);
+    if control.is_null() {
+        return;
+    }
+    // SAFETY: set while the control device lives; the only caller, the helper device's
+    // deadline work, is cancelled before the control device goes (the module's field order).
+    let control = unsafe { &*control };
+    let arrays = control.arrays.lock();
+    for array in arrays.iter().filter_map(|e| e.array.as_ref()) {
+        array.kick_worker();
+    }
+}
+
+#[pinned_drop]
+impl PinnedDrop for Control {
+    fn drop(self: Pin<&mut Self>) {
+        CONTROL.store(ptr::null_mut(), Ordering::Release);
+    }
 }
 
 impl Control {
     pub(crate) fn new() -> impl PinInit<Self, Error> {
         try_pin_init!(Self {
             arrays <- new_mutex!(KVec::new()),
+        })
+        .pin_chain(|control| {
+            CONTROL.store(ptr::from_ref(&*control).cast_mut(), Ordering::Release);
+            Ok(())
         })
     }
 

@@ -90,6 +90,30 @@ const EPOLLRDNORM: u32 = 0x40;
 /// initialisation completes, cleared when it is dropped (after every array is gone).
 static DEVICE: AtomicPtr<HelperDevice> = AtomicPtr::new(ptr::null_mut());
 
+/// Helpers caught lying since the module loaded (any attachment, any way): each array heals
+/// the parity helpers computed for it unchecked when this changes (`engine/suspect.rs`).
+static CATCHES: AtomicU64 = AtomicU64::new(0);
+/// The newest attachment caught lying ([`Attachment::id`], 0: none): a result of it, or of an
+/// older one, that ends after the catch is not used but computed again by the kernel.
+static CAUGHT_ATTACHMENT: AtomicU64 = AtomicU64::new(0);
+
+/// See [`CATCHES`].
+pub(crate) fn catches() -> u64 {
+    CATCHES.load(Ordering::SeqCst)
+}
+
+/// Attachment `id` was caught lying: counted (after [`CAUGHT_ATTACHMENT`], so a result that
+/// sees the count unchanged was marked before it), and every array's worker is kicked to heal.
+fn note_caught(id: u64) {
+    CAUGHT_ATTACHMENT.fetch_max(id, Ordering::SeqCst);
+    CATCHES.fetch_add(1, Ordering::SeqCst);
+    if let Some(device) = device() {
+        // From the deadline work, without this caller's locks (it may hold the helper's).
+        device.kick_arrays.store(true, Ordering::SeqCst);
+        device.deadlines.run_after(0);
+    }
+}
+
 /// The helper device, if registered.
 fn device() -> Option<&'static HelperDevice> {
     let device = DEVICE.load(Ordering::Acquire);
@@ -111,6 +135,9 @@ pub(crate) trait JobOwner: Sync {
     fn with_stripe_buffer(&self, rq: RqRef, f: &mut dyn FnMut(&mut StripeBuffer)) -> bool;
     /// The helper's parity of `rq`'s job is in its buffer: the request moves on.
     fn parity_by_helper(&self, rq: RqRef);
+    /// The parity in `rq`'s buffer is the helper's, unchecked: the engine marks its stripes
+    /// (`engine/suspect.rs`) before anything is written.
+    fn parity_unchecked(&self, rq: RqRef);
     /// Computes `job` of `rq` in the kernel and moves the request on.
     fn parity_by_kernel(&self, rq: RqRef, job: &ParityJob);
 }
@@ -303,6 +330,8 @@ struct Shadow {
     job: ParityJob,
     staging: Staging,
     sent_ns: u64,
+    /// The attachment it was sent to ([`Attachment::id`]).
+    attachment: u64,
 }
 
 // SAFETY: an owner's `io` points at an array that outlives its requests (a request with a job
@@ -315,13 +344,21 @@ struct Finished {
     shadow: Shadow,
     /// `None`: the helper's parity is in the buffer; else why the kernel computes it.
     fallback: Option<Fallback>,
+    /// The kernel computed the job too and compared ([`verify_due`]): the parity in the
+    /// buffer is the kernel's.
+    checked: bool,
 }
 
 impl Finished {
     /// Ends the job: its request moves on (with the parity done, or computed now by the
     /// kernel), or its waiter wakes up.
     fn run(self, stats: &Stats) {
-        let Shadow { owner, job, .. } = self.shadow;
+        let Shadow {
+            owner,
+            job,
+            attachment,
+            ..
+        } = self.shadow;
         if let Some(reason) = self.fallback {
             stats.fallback(reason);
         }
@@ -330,7 +367,19 @@ impl Finished {
                 // SAFETY: see `Shadow`.
                 let io = unsafe { &*io };
                 match self.fallback {
-                    None => io.parity_by_helper(rq),
+                    None if self.checked => io.parity_by_helper(rq),
+                    None => {
+                        // Marked before the catches are looked at (both SeqCst): either the
+                        // marks precede a catch, and the heal it starts walks them, or the
+                        // catch is seen here and the kernel computes the job again
+                        // (`engine/suspect.rs`).
+                        io.parity_unchecked(rq);
+                        if CAUGHT_ATTACHMENT.load(Ordering::SeqCst) >= attachment {
+                            io.parity_by_kernel(rq, &job);
+                        } else {
+                            io.parity_by_helper(rq);
+                        }
+                    }
                     Some(_) => io.parity_by_kernel(rq, &job),
                 }
             }
@@ -401,6 +450,7 @@ impl Pool {
             let _ = list.push_within_capacity(Finished {
                 shadow,
                 fallback: Some(why),
+                checked: false,
             });
         }
     }
@@ -549,12 +599,14 @@ impl Attachment {
                     .and_then(Option::take)
                     .ok_or(ProtocolError)?;
                 let mut fallback = Some(Fallback::HelperFailed);
+                let mut checked = false;
                 if cqe.status == JOB_STATUS_OK {
                     let area = Pool::area(job);
                     let (job, staging) = (&shadow.job, &shadow.staging);
                     let mode = verify_mode();
                     let check = mode != 0
                         && verify_due(pool.verified, now, pool.last_verify_ns, mode >= 2);
+                    checked = check;
                     // Checked: the kernel computes the job and compares (its own result stays);
                     // else the helper's result is copied back.
                     let right = if check {
@@ -583,9 +635,15 @@ impl Attachment {
                 }
                 let wrong = fallback == Some(Fallback::Wrong);
                 // The list has room for every slot, and each slot ends once per reap.
-                let _ = list.push_within_capacity(Finished { shadow, fallback });
+                let _ = list.push_within_capacity(Finished {
+                    shadow,
+                    fallback,
+                    checked,
+                });
                 if wrong {
-                    pr_warn!("graid: parity helper returned a wrong result: detached\n");
+                    // Before the list's other jobs run: their results are computed again.
+                    note_caught(self.id);
+                    pr_warn!("graid: parity helper returned a wrong result: detached, the parity it computed unchecked is being repaired\n");
                     return Err(ProtocolError);
                 }
             }
@@ -618,6 +676,7 @@ impl Attachment {
                 Finished {
                     shadow,
                     fallback: Some(Fallback::Detached),
+                    checked: false,
                 }
                 .run(stats);
             }
@@ -658,6 +717,9 @@ pub(crate) struct HelperDevice {
     helper_cost: AtomicU64,
     /// When a job last went the other way than the costs say (`engine::offload::route`).
     last_probe_ns: AtomicU64,
+    /// A helper was caught lying: the deadline work kicks every array's worker
+    /// ([`note_caught`]).
+    kick_arrays: AtomicBool,
 }
 
 impl HelperDevice {
@@ -674,6 +736,7 @@ impl HelperDevice {
             kernel_cost: AtomicU64::new(0),
             helper_cost: AtomicU64::new(0),
             last_probe_ns: AtomicU64::new(0),
+            kick_arrays: AtomicBool::new(false),
         })
         .pin_chain(|device| {
             DEVICE.store(ptr::from_ref(&*device).cast_mut(), Ordering::Release);
@@ -721,6 +784,8 @@ impl HelperDevice {
 
     /// See [`caught_wrong`].
     fn caught_wrong(&self, id: u64) {
+        // Counted even if it is gone: what it computed unchecked before is healed all the same.
+        note_caught(id);
         let helper = self.helper.lock();
         if helper.attached.as_ref().is_some_and(|a| a.id == id) {
             self.stats.fallback(Fallback::Wrong);
@@ -824,6 +889,7 @@ impl HelperDevice {
                 job: *job,
                 staging,
                 sent_ns,
+                attachment: a.id,
             });
         }
         let id = a.id;
@@ -1062,8 +1128,11 @@ impl PinnedDrop for HelperDevice {
 
 impl WorkHandler for HelperDevice {
     /// The deadline check: jobs past theirs are taken back and computed here; too many misses
-    /// in a row detach the helper.
+    /// in a row detach the helper. First, after a catch, every array's worker is kicked.
     fn run(&self) {
+        if self.kick_arrays.swap(false, Ordering::SeqCst) {
+            crate::control::kick_every_array();
+        }
         let mut own = None;
         let (mut helper, mut list) = loop {
             let mut helper = self.helper.lock();

@@ -688,6 +688,18 @@ impl Events for ArrayIo {
         helper_device::caught_wrong(helper);
     }
 
+    fn helper_catches(&self) -> u64 {
+        helper_device::catches()
+    }
+
+    fn heal_started(&self, regions: u64) {
+        pr_warn!(
+            "graid: {}: a parity helper was caught lying: resyncing the {} regions whose parity it may have computed unchecked; no member may be failed until it ends\n",
+            self.engine.superblock().array_name.as_str(),
+            regions
+        );
+    }
+
     fn member_event(&self, member: u32, event: MemberEvent) {
         let name = self.engine.superblock().array_name;
         let name = name.as_str();
@@ -882,6 +894,10 @@ impl helper_device::JobOwner for ArrayIo {
         self.engine.parity_done(self, rq, true);
     }
 
+    fn parity_unchecked(&self, rq: RqRef) {
+        self.engine.parity_unchecked(self, rq);
+    }
+
     fn parity_by_kernel(&self, rq: RqRef, job: &ParityJob) {
         self.compute_in_kernel(rq, job, None);
     }
@@ -1059,6 +1075,12 @@ impl StripeBuffers for ArrayIo {
 
     /// To the helper when the offload takes it (`helper_device.rs`), else here and now.
     fn compute_parity(&self, rq: RqRef, job: &ParityJob) {
+        // Parity that may hold the only copy of some data is the kernel's: a lie there could
+        // not be healed (`engine/suspect.rs`).
+        if self.engine.parity_must_be_checked() {
+            self.compute_in_kernel(rq, job, None);
+            return;
+        }
         if let Err(kernel) = helper_device::offload(self, rq, job) {
             self.compute_in_kernel(rq, job, kernel.measure_bytes);
         }

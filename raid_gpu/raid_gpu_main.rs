@@ -124,11 +124,12 @@ struct RaidGpuModule {
     log_stats: Pin<KBox<kernel::debugfs::File<()>>>,
     /// `/sys/kernel/debug/graid/held_stripes` (`stripe_io::write_hold_stats`).
     hold_stats: Pin<KBox<kernel::debugfs::File<()>>>,
-    #[pin]
-    control: MiscRegistration<control::Control>,
-    /// Where the parity helper attaches (`helper_device.rs`).
+    /// Where the parity helper attaches (`helper_device.rs`). Before the control device, so
+    /// it goes first: its deadline work kicks the arrays' workers through it.
     #[pin]
     helper: MiscRegistration<helper_device::HelperDevice>,
+    #[pin]
+    control: MiscRegistration<control::Control>,
 }
 
 impl kernel::InPlaceModule for RaidGpuModule {
@@ -156,8 +157,6 @@ impl kernel::InPlaceModule for RaidGpuModule {
             buffer_stats: buffer_stats?,
             log_stats: log_stats?,
             hold_stats: hold_stats?,
-            // Root only: the control device creates and destroys arrays.
-            control <- MiscRegistration::register(c"graid-control", 0o600, module, control::Control::new()),
             // Root only, one helper at a time.
             helper <- MiscRegistration::register(
                 c"graid-helper",
@@ -165,6 +164,8 @@ impl kernel::InPlaceModule for RaidGpuModule {
                 module,
                 helper_device::HelperDevice::new(),
             ),
+            // Root only: the control device creates and destroys arrays.
+            control <- MiscRegistration::register(c"graid-control", 0o600, module, control::Control::new()),
         })
     }
 }

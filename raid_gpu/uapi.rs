@@ -267,6 +267,10 @@ pub const GRAID_DETAIL_PPL: u32 = 8;
 /// `scrub_done`: a window there could not be made consistent (a member failed its rewrite, or
 /// some data has no readable copy). A resync stopped so waits to be asked again (REPAIR).
 pub const GRAID_DETAIL_SCRUB_STALLED: u32 = 16;
+/// [`GraidDetail::flags`]: a parity helper was caught lying, and the resync (pending or
+/// running) rewrites the parity of every region whose parity a helper computed unchecked;
+/// until it ends no member may be failed (`EBUSY`) and the array does not start degraded.
+pub const GRAID_DETAIL_PARITY_HEAL: u32 = 32;
 
 /// One member in [`GraidDetail`].
 #[repr(C)]

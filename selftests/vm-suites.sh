@@ -50,6 +50,11 @@ else
 	echo "# lane 2, run beside the VM suite ($(($(date +%s) - start)) s for both):"
 	cat "$log_file"
 fi
+# CI shows only the output's tail: what failed in lane 2 is repeated last, where it is seen.
+if ((other != 0)) && [ -f "$log_file" ]; then
+	echo "# lane 2's failures, repeated from its log above:"
+	grep -E -A 12 'GRAID-STEP-FAIL|\[graid\] error|^not ok|^# FAIL|FAIL:' "$log_file" | head -n 120
+fi
 echo "# the VM suite ($newest): $( ((suite == 0)) && echo passed || echo "FAILED ($suite)");" \
 	"the Debian VM test and the older series' tests: $( ((other == 0)) && echo passed || echo "FAILED ($other)")"
 ((suite == 0 && other == 0))

@@ -287,7 +287,8 @@ impl<M: Store> ArrayEngine<M> {
     }
 
     /// The worker's part: fails every member asked for, unless it holds the last copy of some
-    /// data (then nothing changes: unlike an I/O error, a request does not break the array).
+    /// data, or a heal runs (then nothing changes: unlike an I/O error, a request does not
+    /// break the array).
     pub(super) fn handle_fail_requests<P: Platform>(&self, p: &P) {
         let asked = self.fail_requests.swap(0, Ordering::SeqCst);
         for member in (0..32u32).filter(|m| asked & (1 << m) != 0) {
@@ -302,7 +303,9 @@ impl<M: Store> ArrayEngine<M> {
             if !active {
                 continue;
             }
-            if !self.has_all_data(Some(member)) {
+            // A heal walks parity a lying helper may have computed: until it passed, every
+            // member holds the last right copy of those stripes (`suspect.rs`).
+            if !self.has_all_data(Some(member)) || self.healing() {
                 self.fail_refused.fetch_or(1 << member, Ordering::SeqCst);
                 continue;
             }

@@ -33,6 +33,7 @@ use super::spares::Spares;
 use super::stripe::{BufferWakes, LockTable, MAX_LOCK_SLOTS, MIN_LOCK_SLOTS};
 use super::stripe_hold::Holds;
 use super::superblock::Superblock;
+use super::suspect::SuspectParity;
 use core::ops::Deref;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
@@ -188,6 +189,8 @@ pub struct ArrayEngine<M> {
     pub(super) bitmap_events: AtomicU64,
     /// The partial parity log (`log_write.rs`).
     pub(super) log: LogState,
+    /// Parity a helper computed that nobody checked (`suspect.rs`).
+    pub(super) suspect: SuspectParity,
 }
 
 impl<M: Store> ArrayEngine<M> {
@@ -254,6 +257,7 @@ impl<M: Store> ArrayEngine<M> {
                     .flatten(),
                 0,
             ),
+            suspect: SuspectParity::new(geometry.resync_sectors()),
         })
     }
 

@@ -255,6 +255,13 @@ impl RegionState {
         self.0.fetch_and(!WRITING, Ordering::SeqCst);
     }
 
+    /// A running array's region must be walked by the next resync (a heal,
+    /// `suspect.rs`): its bit stays set until the resync passes it. The worker, which then
+    /// writes the region's block before the superblocks say a resync is pending.
+    pub fn set_needs_sync(&self) {
+        self.0.fetch_or(NEEDS_SYNC, Ordering::SeqCst);
+    }
+
     /// The resync passed the region: its bit may be cleared like any other.
     pub fn synced(&self) {
         self.0.fetch_and(!NEEDS_SYNC, Ordering::SeqCst);

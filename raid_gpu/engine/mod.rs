@@ -40,5 +40,6 @@ pub mod spares;
 pub mod stripe;
 pub mod stripe_hold;
 pub mod superblock;
+pub mod suspect;
 pub mod worker;
 pub mod write_intent;

@@ -365,6 +365,19 @@ pub trait Events {
         let _ = helper;
     }
 
+    /// How many times a parity helper has been caught lying (any array's, any attachment's),
+    /// counted before any of its later results could be used: the worker heals what helpers
+    /// computed unchecked when it changes (`suspect.rs`). Any context.
+    fn helper_catches(&self) -> u64 {
+        0
+    }
+
+    /// A heal started: a resync walks `regions` regions whose parity a helper computed
+    /// unchecked (for the log and monitoring). The worker only.
+    fn heal_started(&self, regions: u64) {
+        let _ = regions;
+    }
+
     /// Nanoseconds on a monotonic clock (any origin): the rebuild's pace.
     fn now_ns(&self) -> u64;
 

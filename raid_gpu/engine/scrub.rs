@@ -193,6 +193,18 @@ impl<M: Store> ArrayEngine<M> {
         Ok(())
     }
 
+    /// The copies are no longer known to agree (a heal, `suspect.rs`): a resync is due from
+    /// the start; one pending or running starts over. The worker, before
+    /// [`Self::start_resync`].
+    pub(super) fn resync_again(&self) {
+        let s = &self.scrub;
+        self.in_sync.store(false, Ordering::SeqCst);
+        s.generation.fetch_add(1, Ordering::SeqCst);
+        s.done.store(0, Ordering::SeqCst);
+        s.mismatches.store(0, Ordering::Relaxed);
+        s.stalled.store(false, Ordering::Relaxed);
+    }
+
     /// Where a resync starts (or goes on), for an array not in sync; before it runs.
     pub fn set_resync_start(&self, sector: u64) {
         self.scrub
@@ -377,16 +389,18 @@ impl<M: Store> ArrayEngine<M> {
     /// The resync reached the end: the array is in sync, and its superblocks say so.
     fn finish_resync<P: Platform>(&self, p: &P) {
         self.stop_scrub();
+        self.heal_done();
         self.in_sync.store(true, Ordering::SeqCst);
         let _ = self.write_superblocks(p);
         p.scrub_ended(ScrubMode::Resync, false);
     }
 
     /// With a write-intent bitmap: no region the window `[a, b)` of the walk touches was
-    /// dirty when the array started, so the resync has nothing to do there.
+    /// dirty when the array started (or marked by a heal), so the resync has nothing to do
+    /// there. Without one, only a heal skips (`suspect.rs`).
     fn resync_skips<P: Platform>(&self, p: &P, a: u64, b: u64) -> bool {
         let Some((regions, states)) = p.bitmap() else {
-            return false;
+            return self.heal_skips(a, b);
         };
         let range = regions.of_walk(a, b);
         states
@@ -397,6 +411,7 @@ impl<M: Store> ArrayEngine<M> {
     /// The resync passed walk sectors `[a, b)`: the bitmap regions wholly below `b` may lose
     /// their bits from now on.
     fn resync_passed<P: Platform>(&self, p: &P, a: u64, b: u64) {
+        self.heal_passed(a, b);
         let Some((regions, states)) = p.bitmap() else {
             return;
         };

@@ -32,6 +32,8 @@ impl<M: Store> ArrayEngine<M> {
         self.release_holds(p, false);
         loop {
             let mut thawed = false;
+            // Before a member may be failed: a heal refuses it.
+            self.heal_step(p);
             self.handle_fail_requests(p);
             // Before the writes waiting for them are sent again.
             self.mark_dirty_for_writes(p);

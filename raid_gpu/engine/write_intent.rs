@@ -201,7 +201,7 @@ impl<M: Store> ArrayEngine<M> {
     }
 
     /// The members in use, which keep the bitmap.
-    fn bitmap_targets(&self) -> MemberSet {
+    pub(super) fn bitmap_targets(&self) -> MemberSet {
         (0u32..)
             .zip(self.members())
             .filter(|(_, m)| m.is_active())

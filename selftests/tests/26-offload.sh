@@ -14,6 +14,10 @@
 #   over its whole pool while answering, and after it closed; one that answers OK with random
 #   parity (a liar: the kernel's check of a new helper's results catches it, "wrong" counted):
 #   all data verifies and check finds 0 mismatches;
+# - a turncoat (right for the checked first jobs, then lying) under writes: once a sampled
+#   check catches it, the regions whose parity came from a helper unchecked are resynced,
+#   a member's fail is refused meanwhile (detail, metrics and the kernel log say so); then a
+#   check finds 0 mismatches and, with a member failed, everything reads back;
 # - a helper that did not take RING_FEATURE_BATCH is sent jobs of one stripe only.
 . /graid/lib.sh
 # Every eligible job to the helper, however slow it is under emulation (the default sends each
@@ -136,6 +140,36 @@ expect_rc 0 graidctl check off5 --wait
 expect_match 'check finished: 0 mismatched sectors' "$OUT" "check after the hostile helpers"
 expect_rc 0 graidctl helper
 echo "$OUT"
+
+echo "--- a turncoat under writes: the parity it got on unchecked is healed before a member may go"
+# Right for its first 16 jobs (the kernel checks each of a new helper's first 16), then lying:
+# after those the kernel checks one result a second, so lies reach the members until a sample
+# catches one. Then every region whose parity a helper computed unchecked is resynced (slowly
+# here, 1 MiB/s), and a member may not be failed until that ends; afterwards one can, and
+# everything reads back right through the parity.
+expect_rc 0 graidctl set-speed off5 --min 1M --max 1M
+wrong=$(fallbacks wrong)
+fio --name=write $(fio_args "$dev" 0 32M write 1m-1m) --do_verify=0 --rate=8m >/tmp/fio.out 2>&1 &
+writer=$!
+expect_rc 0 graid-probe hostile turncoat=16
+echo "$OUT"
+expect_match 'lied about' "$OUT" "the turncoat's report"
+[ "$(fallbacks wrong)" -gt "$wrong" ] || fail "the turncoat was not caught"
+expect_rc 1 graidctl fail off5 $3
+expect_match 'a resync heals the parity a helper caught lying' "$OUT" "a fail during the heal"
+expect_rc 0 graidctl detail off5
+expect_match 'Sync : healing' "$OUT" "detail during the heal"
+graidctl metrics | grep -q '^graid_array_parity_heal{.*} 1$' || fail "metrics do not show the heal"
+dmesg | grep 'caught lying: resyncing the' || fail "the kernel did not say it heals"
+finishes $writer 180 "fio beside the turncoat" || { cat /tmp/fio.out; fail "fio failed beside the turncoat"; }
+expect_rc 0 graidctl set-speed off5 --max 0
+expect_rc 0 graidctl wait off5
+expect_rc 0 graidctl detail off5
+expect_match 'Sync : in sync' "$OUT" "detail after the heal"
+expect_rc 0 graidctl check off5 --wait
+expect_match 'check finished: 0 mismatched sectors' "$OUT" "check after the heal"
+expect_rc 0 graidctl fail off5 $3
+fio_readback "$dev" 0 32M write 1m-1m "degraded read-back after the turncoat's heal"
 expect_rc 0 graidctl stop off5
 cat /tmp/helper.log
 unload_module

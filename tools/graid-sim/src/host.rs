@@ -378,6 +378,8 @@ pub struct Host {
     pub spare_superblocks: Mutex<Vec<(u32, Superblock)>>,
     /// Times the worker asked for a spare to take a failed member's place.
     pub takeovers_wanted: AtomicU32,
+    /// The heals the engine started (`Events::heal_started`): regions each walks.
+    pub heals: Mutex<Vec<u64>>,
     pub violations: Violations,
     pub stripe: StripeHome,
     /// The write-intent bitmap's regions and states, if the array has one.
@@ -452,6 +454,16 @@ pub struct StripeHome {
     /// Jobs the helper did, and wrong results the engine caught (`helper_wrong`).
     pub helper_jobs: AtomicU64,
     pub helper_caught: AtomicU64,
+    /// A parity helper the requests' parity generations go to (as the kernel's
+    /// `Staging::plan` sends them): `Some((right, every))` while attached, right for its first
+    /// `right` jobs, then wrong. The platform checks one job in `every` (the kernel's
+    /// sampling): a wrong one is caught (counted, the helper detached, the platform's own
+    /// parity kept); the others' parity goes to the members as the helper made it, the engine
+    /// told first ([`ArrayEngine::parity_unchecked`]).
+    pub request_helper: Mutex<Option<(u64, u64)>>,
+    pub request_helper_jobs: AtomicU64,
+    /// Liars the request path caught (with `helper_caught`, [`Events::helper_catches`]).
+    pub request_helper_caught: AtomicU64,
 }
 
 /// Deliberate bugs, to show the stress tests catch them.
@@ -1079,6 +1091,38 @@ impl Host {
         self.parity_on(&mut buffer, job)
     }
 
+    /// What the request helper ([`StripeHome::request_helper`]) makes of generation `job` of
+    /// `rq`, whose right parity is in its buffer already. Under the helper's lock, so a
+    /// result either precedes its catch or is not used, as in the kernel.
+    fn request_helper_answer(&self, rq: usize, job: &ParityJob) {
+        let mut helper = self.stripe.request_helper.lock().unwrap();
+        let Some((right, every)) = *helper else {
+            return;
+        };
+        if self.engine.parity_must_be_checked() {
+            return;
+        }
+        let n = self
+            .stripe
+            .request_helper_jobs
+            .fetch_add(1, Ordering::Relaxed);
+        let lies = n >= right;
+        if n % every.max(1) == 0 {
+            if lies {
+                *helper = None;
+                self.stripe
+                    .request_helper_caught
+                    .fetch_add(1, Ordering::SeqCst);
+                self.kick_worker();
+            }
+            return;
+        }
+        self.engine.parity_unchecked(self, rq);
+        if lies {
+            helper_lie(&mut self.slot(rq).buffer.lock().unwrap(), job);
+        }
+    }
+
     /// Computes `job` on `buffer` (a request's stripe buffer, or the rebuild's).
     fn parity_on(&self, buffer: &mut Vec<Vec<u64>>, job: &ParityJob) -> bool {
         if matches!(job.op, ParityOp::Update { .. }) {
@@ -1647,7 +1691,16 @@ impl Events for Host {
     fn helper_wrong(&self, helper: u64) {
         assert_eq!(helper, 1, "a helper the host never had");
         *self.stripe.helper.lock().unwrap() = None;
-        self.stripe.helper_caught.fetch_add(1, Ordering::Relaxed);
+        self.stripe.helper_caught.fetch_add(1, Ordering::SeqCst);
+    }
+
+    fn helper_catches(&self) -> u64 {
+        self.stripe.helper_caught.load(Ordering::SeqCst)
+            + self.stripe.request_helper_caught.load(Ordering::SeqCst)
+    }
+
+    fn heal_started(&self, regions: u64) {
+        self.heals.lock().unwrap().push(regions);
     }
 }
 
@@ -1976,6 +2029,9 @@ impl StripeBuffers for Host {
             self.violations.report(format!(
                 "request {rq}: parity job on missing columns: {job:?}"
             ));
+        }
+        if ok && job.op == ParityOp::Generate {
+            self.request_helper_answer(rq, job);
         }
         let later =
             self.rng.lock().unwrap().random_range(0..100) < self.stripe.async_parity_percent;

@@ -85,6 +85,10 @@ pub struct Scenario {
     /// RAID 5/6: a parity helper takes the rebuild's and the scrub's jobs, right for the first
     /// this many, then wrong (`StripeHome::helper`).
     pub helper_lies_after: Option<u64>,
+    /// RAID 5/6: a parity helper takes the requests' parity generations, `(right, every)`:
+    /// right for its first `right`, then wrong, one in `every` checked
+    /// (`StripeHome::request_helper`).
+    pub request_helper: Option<(u64, u64)>,
     /// Each submitter's requests in flight are one sequential stream: each starts where the
     /// one before ended (held partial stripes take the next in, `stripe_hold.rs`); one write
     /// in eight asks for FUA.
@@ -123,6 +127,7 @@ impl Scenario {
             volatile_cache: false,
             no_raid6_update: false,
             helper_lies_after: None,
+            request_helper: None,
             sequential: false,
         }
     }
@@ -271,6 +276,7 @@ pub fn host_with(
         rebuild_buffer: Mutex::new(Vec::new()),
         spare_superblocks: Mutex::new(Vec::new()),
         takeovers_wanted: AtomicU32::new(0),
+        heals: Mutex::new(Vec::new()),
         events: Mutex::new(Vec::new()),
         violations: Violations::default(),
         stripe: StripeHome {
@@ -279,6 +285,7 @@ pub fn host_with(
             mutation: scenario.mutation,
             no_raid6_update: scenario.no_raid6_update,
             helper: Mutex::new(scenario.helper_lies_after),
+            request_helper: Mutex::new(scenario.request_helper),
             ..StripeHome::default()
         },
         bitmap: scenario.bitmap_region_sectors.map(|size| {

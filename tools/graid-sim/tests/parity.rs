@@ -1033,3 +1033,150 @@ fn an_engine_takes_only_a_lock_table_of_a_power_of_two_of_slots_within_bounds() 
         );
     }
 }
+
+/// Reads the whole array back inline, a run of stripes at a time, and checks every sector the
+/// model knows.
+fn read_back_inline(host: &Host, model: &[Option<u64>], seed: u64) {
+    let g = *host.engine.geometry();
+    let step = u64::from(g.boundary_sectors());
+    let mut start = 0;
+    while start < g.array_sectors() {
+        let sectors = step.min(g.array_sectors() - start);
+        let (status, got) = read(host, start, sectors);
+        assert_eq!(status, Some(Status::Ok), "seed {seed}: read at {start}");
+        for (i, &tag) in got.iter().enumerate() {
+            let sector = start as usize + i;
+            if let Some(want) = model[sector] {
+                assert_eq!(tag, want, "seed {seed}: array sector {sector} reads wrong");
+            }
+        }
+        start += sectors;
+    }
+}
+
+/// Runs the worker inline until the heal (a resync) ends.
+fn heal_inline(host: &Host, seed: u64) {
+    let start = std::time::Instant::now();
+    while !host.engine.in_sync() {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(60),
+            "seed {seed}: the heal never ended"
+        );
+        host.engine.work(host);
+    }
+    assert!(!host.engine.healing(), "seed {seed}");
+}
+
+#[test]
+fn a_lying_helpers_unchecked_parity_is_healed_before_a_member_may_go() {
+    // Issue 45's item 5. The requests' parity goes to a helper that lies from its ninth job
+    // and is never sampled: its parity reaches the members (a check counts the mismatches).
+    // Then it is caught, as a sampled wrong answer would catch it: the worker heals every
+    // region that unchecked parity went to before anything else, the superblocks saying a
+    // resync is pending (no degraded start, a crash resyncs), and an administrator's fail
+    // meanwhile is refused. Once healed a check finds nothing, and with a member failed every
+    // sector reads back as written.
+    use graid_engine::admin::FailError;
+    use graid_engine::superblock::RECOVERY_COMPLETE;
+    for seed in seeds(2) {
+        for (base, layout, bitmap) in [
+            (raid5(4, 16), ParityLayout::LeftSymmetric, None),
+            (raid5(4, 16), ParityLayout::LeftSymmetric, Some(256)),
+            (raid6(6, 16), ParityLayout::LeftSymmetric, None),
+        ] {
+            let scenario = Scenario {
+                request_helper: Some((8, u64::MAX)),
+                bitmap_region_sectors: bitmap,
+                data_sectors: 16384,
+                ..base
+            };
+            let report = run(&scenario, seed);
+            let host = &*report.host;
+            let stripe = &host.stripe;
+            assert!(
+                stripe.request_helper_jobs.load(Ordering::Relaxed) > 8,
+                "seed {seed}: too few generations went to the helper"
+            );
+            let lied = scrub_now(host, ScrubMode::Check, seed).mismatches;
+            assert!(
+                lied > 0,
+                "seed {seed}: the helper's lies are not on the members"
+            );
+            // Caught.
+            *stripe.request_helper.lock().unwrap() = None;
+            stripe.request_helper_caught.fetch_add(1, Ordering::SeqCst);
+            let victim = 1;
+            host.engine.request_fail(host, victim);
+            host.engine.work(host);
+            assert_eq!(
+                host.engine.fail_outcome(victim),
+                Err(FailError::LastCopy),
+                "seed {seed}: a member was failed before the heal"
+            );
+            assert_eq!(host.heals.lock().unwrap().len(), 1, "seed {seed}");
+            let newest = host.disks[0].superblocks.lock().unwrap().last().cloned();
+            assert!(
+                newest.is_some_and(|sb| sb.resync_offset != RECOVERY_COMPLETE),
+                "seed {seed}: the superblocks do not say a resync is pending"
+            );
+            if let Some((regions, states)) = &host.bitmap {
+                // The walked regions' bits are set, so a crash resyncs them again.
+                let set = (0..regions.count())
+                    .filter(|&r| states[r as usize].bit())
+                    .count();
+                assert!(set > 0, "seed {seed}: no bitmap bit set for the heal");
+            }
+            heal_inline(host, seed);
+            assert_eq!(
+                scrub_now(host, ScrubMode::Check, seed).mismatches,
+                0,
+                "seed {seed}"
+            );
+            check_parity(host, layout, seed);
+            fail_member(host, victim, seed);
+            read_back_inline(host, &report.model, seed);
+        }
+    }
+}
+
+#[test]
+fn a_helper_caught_by_a_sample_under_load_leaves_nothing_wrong_behind() {
+    // The same helper sampled as the kernel samples (here one job in eight), lying from its
+    // 30th: caught at the first sample after, while writes go on; what it computed unchecked
+    // before is healed under load, and afterwards a member can go.
+    for seed in seeds(2) {
+        for (base, layout) in [
+            (raid5(4, 16), ParityLayout::LeftSymmetric),
+            (raid6(6, 16), ParityLayout::LeftSymmetric),
+        ] {
+            let scenario = Scenario {
+                request_helper: Some((29, 8)),
+                data_sectors: 16384,
+                ..base
+            };
+            let report = run(&scenario, seed);
+            let host = &*report.host;
+            assert!(report.errors.is_empty(), "seed {seed}: {:?}", report.errors);
+            let stripe = &host.stripe;
+            assert_eq!(
+                stripe.request_helper_caught.load(Ordering::SeqCst),
+                1,
+                "seed {seed}: the liar was not caught ({} jobs)",
+                stripe.request_helper_jobs.load(Ordering::Relaxed)
+            );
+            assert!(
+                !host.heals.lock().unwrap().is_empty(),
+                "seed {seed}: no heal"
+            );
+            heal_inline(host, seed);
+            assert_eq!(
+                scrub_now(host, ScrubMode::Check, seed).mismatches,
+                0,
+                "seed {seed}"
+            );
+            check_parity(host, layout, seed);
+            fail_member(host, 2, seed);
+            read_back_inline(host, &report.model, seed);
+        }
+    }
+}

@@ -131,8 +131,9 @@ fn reason(op: &Op<'_>, errno: i32) -> String {
             Op::Member {
                 action: Action::Fail,
                 ..
-            } => "it holds the last copy of some data: failing it would lose data (nothing \
-                  changed)"
+            } => "it holds the last copy of some data: failing it would lose data, or a \
+                  resync heals the parity a helper caught lying may have computed (graidctl \
+                  wait, then fail it) (nothing changed)"
                 .to_owned(),
             Op::Member {
                 action: Action::Add | Action::ReAdd,
@@ -365,7 +366,8 @@ mod tests {
         assert_eq!(
             msg(fail, libc::EBUSY).0,
             "cannot fail /dev/vdb (254:16) in /dev/graid0 (data): it holds the last copy of \
-             some data: failing it would lose data (nothing changed) (EBUSY)"
+             some data: failing it would lose data, or a resync heals the parity a helper caught \
+             lying may have computed (graidctl wait, then fail it) (nothing changed) (EBUSY)"
         );
         let remove = Op::Member {
             array: "/dev/graid0 (data)",

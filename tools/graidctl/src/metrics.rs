@@ -150,6 +150,14 @@ fn array_metrics(out: &mut Exposition, arrays: &[ArrayView]) {
     per_array(
         out,
         arrays,
+        "graid_array_parity_heal",
+        Kind::Gauge,
+        "1 while a resync rewrites the parity a helper caught lying may have computed.",
+        |a| u64::from(a.parity_heal),
+    );
+    per_array(
+        out,
+        arrays,
         "graid_array_open",
         Kind::Gauge,
         "Openers of the array's block device.",

@@ -171,6 +171,21 @@ fn array_changes(was: &ArrayView, a: &ArrayView, scrubs: bool, out: &mut Vec<Eve
         }
     }
     rebuild_changes(was, a, out);
+    if a.parity_heal && !was.parity_heal {
+        out.push(array_event(
+            a,
+            "parity-heal-started",
+            None,
+            "a helper was caught lying: resyncing the parity it may have computed unchecked".into(),
+        ));
+    } else if was.parity_heal && !a.parity_heal {
+        out.push(array_event(
+            a,
+            "parity-healed",
+            None,
+            "the parity a lying helper may have computed was rewritten".into(),
+        ));
+    }
     if scrubs {
         scrub_changes(was, a, out);
     }
@@ -730,6 +745,7 @@ fn is_trouble(name: &str) -> bool {
             | "spares-missing"
             | "helper-lying"
             | "helper-degraded"
+            | "parity-heal-started"
     ) || name.ends_with("-stopped")
 }
 
@@ -997,6 +1013,19 @@ mod tests {
         let e = events_(Some(&look(&[checking], None)), &look(&[clean], None));
         assert_eq!(names(&e), ["check-finished", "mismatches-found"]);
         assert_eq!(e[0].message, "mismatches=24 read-errors=0");
+    }
+
+    #[test]
+    fn a_heal_after_a_lying_helper_is_reported_as_it_starts_and_ends() {
+        let quiet = raid5();
+        let mut healing = raid5();
+        healing.flags |=
+            graid_abi::GRAID_DETAIL_PARITY_HEAL | graid_abi::GRAID_DETAIL_RESYNC_PENDING;
+        let e = events_(Some(&look(&[quiet], None)), &look(&[healing], None));
+        assert_eq!(names(&e), ["parity-heal-started"]);
+        assert_eq!(priority(&e[0].name), libc::LOG_WARNING);
+        let e = events_(Some(&look(&[healing], None)), &look(&[quiet], None));
+        assert_eq!(names(&e), ["parity-healed"]);
     }
 
     #[test]

@@ -9,11 +9,12 @@ use crate::size::{format_sectors, SECTOR_BYTES};
 use crate::uuid;
 use graid_abi::{
     GraidDetail, GraidMemberDetail, GRAID_ARRAY_BROKEN, GRAID_ARRAY_DEGRADED, GRAID_ARRAY_FAILED,
-    GRAID_ARRAY_OPTIMAL, GRAID_DETAIL_DIRTY, GRAID_DETAIL_PPL, GRAID_DETAIL_REBUILD_STALLED,
-    GRAID_DETAIL_RESYNC_PENDING, GRAID_DETAIL_SCRUB_STALLED, GRAID_MAX_SPARES, GRAID_MEMBER_ACTIVE,
-    GRAID_MEMBER_FAULTY, GRAID_MEMBER_MISSING, GRAID_MEMBER_REBUILDING, GRAID_REPLACE_ABANDONED,
-    GRAID_REPLACE_COPYING, GRAID_REPLACE_FAILED, GRAID_REPLACE_SWAPPING, GRAID_ROLE_NONE,
-    GRAID_SCRUB_CHECK, GRAID_SCRUB_REPAIR, GRAID_SCRUB_RESYNC,
+    GRAID_ARRAY_OPTIMAL, GRAID_DETAIL_DIRTY, GRAID_DETAIL_PARITY_HEAL, GRAID_DETAIL_PPL,
+    GRAID_DETAIL_REBUILD_STALLED, GRAID_DETAIL_RESYNC_PENDING, GRAID_DETAIL_SCRUB_STALLED,
+    GRAID_MAX_SPARES, GRAID_MEMBER_ACTIVE, GRAID_MEMBER_FAULTY, GRAID_MEMBER_MISSING,
+    GRAID_MEMBER_REBUILDING, GRAID_REPLACE_ABANDONED, GRAID_REPLACE_COPYING, GRAID_REPLACE_FAILED,
+    GRAID_REPLACE_SWAPPING, GRAID_ROLE_NONE, GRAID_SCRUB_CHECK, GRAID_SCRUB_REPAIR,
+    GRAID_SCRUB_RESYNC,
 };
 use serde::Serialize;
 
@@ -116,6 +117,9 @@ pub struct ArrayView {
     /// The copies are not known to be in sync: a resync runs (or waits), and reads of what it
     /// has not reached use one copy.
     pub resync_pending: bool,
+    /// A parity helper was caught lying: the resync rewrites the parity of every region a
+    /// helper computed unchecked, and no member may be failed until it ends.
+    pub parity_heal: bool,
     /// The array is marked dirty: its superblocks say "not clean" while writes may be in
     /// flight (md's "active"); marked clean after a quiet period.
     pub dirty: bool,
@@ -391,6 +395,7 @@ impl ArrayView {
             size_bytes: d.size_sectors.saturating_mul(SECTOR_BYTES),
             state: array_state_name(d.state),
             resync_pending: d.flags & GRAID_DETAIL_RESYNC_PENDING != 0,
+            parity_heal: d.flags & GRAID_DETAIL_PARITY_HEAL != 0,
             dirty: d.flags & GRAID_DETAIL_DIRTY != 0,
             events: d.events,
             open_count: d.open_count,
@@ -511,7 +516,10 @@ impl ArrayView {
 
     /// Whether the copies are known to match, for people.
     pub fn sync_text(&self) -> &'static str {
-        if self.resync_pending {
+        if self.parity_heal {
+            "healing: a resync rewrites the parity a helper caught lying may have computed \
+             (no member may be failed until it ends)"
+        } else if self.resync_pending {
             "resync pending (reads use one copy until it passes)"
         } else {
             "in sync"

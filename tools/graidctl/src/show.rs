@@ -306,6 +306,23 @@ ROLE  DEVICE        STATE    READS  WRITES     READ  WRITTEN  ERRORS  CORRECTED
     }
 
     #[test]
+    fn detail_says_a_heal_runs_after_a_lying_helper() {
+        let (ctl, sys) = setup();
+        ctl.arrays.borrow_mut()[0].flags |=
+            graid_abi::GRAID_DETAIL_PARITY_HEAL | graid_abi::GRAID_DETAIL_RESYNC_PENDING;
+        let text = detail(&ctl, &sys, &parse("/dev/graid0").unwrap(), false).unwrap();
+        assert!(
+            text.contains("Sync : healing: a resync rewrites the parity a helper caught lying"),
+            "{text}"
+        );
+        let v: serde_json::Value = serde_json::from_str(
+            &detail(&ctl, &sys, &parse("/dev/graid0").unwrap(), true).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(v["parity_heal"], true);
+    }
+
+    #[test]
     fn detail_says_where_a_scrub_stopped_and_what_it_could_not_read() {
         let (ctl, sys) = setup();
         {
@@ -421,6 +438,7 @@ ROLE  DEVICE        STATE    READS  WRITES     READ  WRITTEN  ERRORS  CORRECTED
                 "mismatch_sectors",
                 "name",
                 "open_count",
+                "parity_heal",
                 "ppl",
                 "rebuild",
                 "rebuild_skipped_sectors",
