@@ -194,15 +194,20 @@ impl<M: Store> ArrayEngine<M> {
     }
 
     /// The copies are no longer known to agree (a heal, `suspect.rs`): a resync is due from
-    /// the start; one pending or running starts over. The worker, before
-    /// [`Self::start_resync`].
+    /// the start; one pending or running starts over. The mismatches counted so far stay (a
+    /// `repair --wait` that waited into the heal reports both). The worker, before
+    /// [`Self::start_resync`], with no check or repair running.
     pub(super) fn resync_again(&self) {
         let s = &self.scrub;
         self.in_sync.store(false, Ordering::SeqCst);
         s.generation.fetch_add(1, Ordering::SeqCst);
         s.done.store(0, Ordering::SeqCst);
-        s.mismatches.store(0, Ordering::Relaxed);
         s.stalled.store(false, Ordering::Relaxed);
+    }
+
+    /// A check or a repair runs (an administrator's: it ends before a heal begins).
+    pub(super) fn checking(&self) -> bool {
+        matches!(self.scrub.mode.load(Ordering::SeqCst), CHECK | REPAIR)
     }
 
     /// Where a resync starts (or goes on), for an array not in sync; before it runs.

@@ -109,6 +109,9 @@ pub struct SuspectParity {
     /// The running resync is a heal only (the array was in sync when it started): without a
     /// bitmap it walks only the healing regions.
     heal_only: AtomicBool,
+    /// The resync that walks the healing regions has begun (from the start, after the last
+    /// catch that added some).
+    begun: AtomicBool,
 }
 
 impl SuspectParity {
@@ -125,6 +128,7 @@ impl SuspectParity {
             healing: RegionBits::default(),
             seen_catches: AtomicU64::new(0),
             heal_only: AtomicBool::new(false),
+            begun: AtomicBool::new(false),
         }
     }
 
@@ -166,20 +170,28 @@ impl<M: Store> ArrayEngine<M> {
         self.suspect.healing.count() > 0
     }
 
-    /// The worker: if a helper was caught lying since the last look and this array took
-    /// unchecked parity, starts the heal (see the module's documentation).
+    /// The worker: if a helper was caught lying since the last look, this array's marks are
+    /// to be healed (a member may not be failed from now on), and the heal begins unless a
+    /// check or repair runs: that ends first, its counts intact (see the module's
+    /// documentation). A catch during a heal starts it over with the new marks.
     pub(super) fn heal_step<P: Platform>(&self, p: &P) {
         let s = &self.suspect;
         let catches = p.helper_catches();
-        if s.seen_catches.swap(catches, Ordering::SeqCst) == catches {
-            return;
+        if s.seen_catches.swap(catches, Ordering::SeqCst) != catches
+            && s.healing.take_from(&s.marked)
+        {
+            s.begun.store(false, Ordering::SeqCst);
         }
-        if !s.healing.take_from(&s.marked) || !self.redundant() {
+        if s.begun.load(Ordering::SeqCst) || !self.healing() || self.checking() {
             return;
         }
         let Some(regions) = &s.regions else {
             return;
         };
+        if !self.redundant() {
+            return;
+        }
+        s.begun.store(true, Ordering::SeqCst);
         // With a bitmap, its bits say on disk which regions the resync must walk, before the
         // superblocks say one is pending: a crash meanwhile walks them again.
         if let Some((bits, states)) = p.bitmap() {
@@ -198,8 +210,9 @@ impl<M: Store> ArrayEngine<M> {
             }
             self.write_whole_bitmap(p, self.bitmap_targets());
         }
-        // A resync that was pending already walks everything again from the start.
-        s.heal_only.store(self.in_sync(), Ordering::SeqCst);
+        // A resync that was pending (not a heal's) walks everything again from the start.
+        let heal_only = self.in_sync() || s.heal_only.load(Ordering::SeqCst);
+        s.heal_only.store(heal_only, Ordering::SeqCst);
         self.resync_again();
         let _ = self.write_superblocks(p);
         p.heal_started(s.healing.count());
@@ -233,5 +246,6 @@ impl<M: Store> ArrayEngine<M> {
     pub(super) fn heal_done(&self) {
         self.suspect.healing.clear_all();
         self.suspect.heal_only.store(false, Ordering::SeqCst);
+        self.suspect.begun.store(false, Ordering::SeqCst);
     }
 }

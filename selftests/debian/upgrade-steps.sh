@@ -243,10 +243,10 @@ case $step in
 	for m in srv-r5.mount srv-r1.mount; do
 		[ "$(systemctl show -P ActiveState $m)" != active ] || fail "$m is active"
 	done
-	state="multi-user, $(systemctl --failed --no-legend | wc -l) failed units"
+	system="multi-user, $(systemctl --failed --no-legend | wc -l) failed units"
 	[ -z "$(dpkg --audit)" ] || fail "dpkg --audit: $(dpkg --audit)"
 	apt-get check >/dev/null 2>&1 || fail "apt-get check: $(apt-get check 2>&1)"
-	say "system $state, dpkg and apt healthy, no array"
+	say "system $system, dpkg and apt healthy, no array"
 	$lib/package-check.sh purge || fail "the purge"
 	sed 's/^/purge: /' /tmp/purge.out
 	sed -i '/graid/d; /\/srv\/r/d' /etc/fstab

@@ -86,6 +86,8 @@ cat /tmp/turncoat.out
 [ "$(fallbacks wrong)" -gt "$wrong" ] || fail "the turncoat's lies were not counted"
 fio_readback "$dev" 0 32M write 1m-1m "data the turncoat's rebuild lost"
 fio_readback "$dev" 32M 16M randwrite 4k-256k "degraded writes the turncoat's rebuild lost"
+# Its catch starts a heal of what helpers computed unchecked before (a resync): a check waits.
+expect_rc 0 graidctl wait r6
 expect_rc 0 graidctl check r6 --wait
 expect_match 'check finished: 0 mismatched sectors' "$OUT" "check after the turncoat's rebuild"
 # The repair of a scribbled P with a turncoat: it writes the kernel's parity, never a lie.
@@ -99,6 +101,7 @@ expect_match 'repair finished: 8 mismatched sectors' "$OUT" "repair with the tur
 finishes $turncoat 60 "the turncoat" || { cat /tmp/turncoat.out; fail "the turncoat was not detached"; }
 cat /tmp/turncoat.out
 [ "$(fallbacks wrong)" -gt "$wrong" ] || fail "the turncoat's lies were not counted"
+expect_rc 0 graidctl wait r6
 expect_rc 0 graidctl check r6 --wait
 expect_match 'check finished: 0 mismatched sectors' "$OUT" "check after the repair with the turncoat"
 start_helper

@@ -1180,3 +1180,51 @@ fn a_helper_caught_by_a_sample_under_load_leaves_nothing_wrong_behind() {
         }
     }
 }
+
+#[test]
+fn a_repair_running_at_a_catch_ends_first_and_the_heal_follows() {
+    // An administrator's repair runs when a helper is caught: it ends with its own count (the
+    // scribbled parity it rewrote), a fail is refused meanwhile, and the heal runs after it.
+    use graid_engine::admin::FailError;
+    let seed = 7;
+    let scenario = Scenario {
+        request_helper: Some((8, u64::MAX)),
+        data_sectors: 16384,
+        ..raid5(4, 16)
+    };
+    let report = run(&scenario, seed);
+    let host = &*report.host;
+    let engine = &host.engine;
+    let stripe = &host.stripe;
+    engine.start_scrub(host, ScrubMode::Repair).unwrap();
+    engine.work(host);
+    *stripe.request_helper.lock().unwrap() = None;
+    stripe.request_helper_caught.fetch_add(1, Ordering::SeqCst);
+    engine.request_fail(host, 2);
+    engine.work(host);
+    assert_eq!(engine.fail_outcome(2), Err(FailError::LastCopy));
+    assert!(engine.healing());
+    while engine.scrub_progress().mode == Some(ScrubMode::Repair) {
+        assert!(
+            host.heals.lock().unwrap().is_empty(),
+            "the heal began during the repair"
+        );
+        engine.work(host);
+    }
+    assert!(
+        engine.scrub_progress().mismatches > 0,
+        "the repair found the lies"
+    );
+    // The repair's end kicks the worker again.
+    engine.work(host);
+    assert_eq!(
+        host.heals.lock().unwrap().len(),
+        1,
+        "no heal after the repair"
+    );
+    heal_inline(host, seed);
+    assert_eq!(scrub_now(host, ScrubMode::Check, seed).mismatches, 0);
+    check_parity(host, ParityLayout::LeftSymmetric, seed);
+    fail_member(host, 2, seed);
+    read_back_inline(host, &report.model, seed);
+}
