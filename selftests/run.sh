@@ -94,12 +94,20 @@ boot() {
 	echo "${PIPESTATUS[0]}" >"$outs/$j.rc"
 }
 
+# A guest is killed as hung after twice its share's expected time and ten minutes (at least
+# vm.sh's 30 minutes; VM_TIMEOUT sets it): a busy host slows every test, and a hung test meets
+# its own limit first (VM_TEST_TIMEOUT, run-tests.sh).
+vm_limit() {
+	local s=$(($1 * 2 + 600))
+	echo "${VM_TIMEOUT:-$((s > 1800 ? s : 1800))}"
+}
+
 pids=()
 for ((j = 0; j < jobs; j++)); do
 	list=()
 	for t in "${tests[@]}"; do [ "${share[$t]}" = "$j" ] && list+=("$t"); done
 	echo "# VM $j: ${#list[@]} tests, about ${load[j]} s"
-	boot "$j" -- "${list[@]}" &
+	boot "$j" --timeout "$(vm_limit "${load[j]}")" -- "${list[@]}" &
 	pids+=($!)
 	echo "${#list[@]}" >"$outs/$j.n"
 done
