@@ -91,6 +91,11 @@ in_chroot() {
 		fi
 		mount -t proc proc "$root/proc"
 		mount --rbind /dev "$root/dev"
+		# The archive is on the network: apt tries a failed download again (a mirror in the
+		# middle of its sync, a dropped connection) rather than failing the build or the test.
+		if [ -d "$root/etc/apt/apt.conf.d" ]; then
+			echo "Acquire::Retries \"5\";" >"$root/etc/apt/apt.conf.d/80graid-retries"
+		fi
 		for bind in "$@"; do
 			IFS=: read -r host guest mode <<<"$bind"
 			mkdir -p "$root$guest"
