@@ -11,7 +11,7 @@ use crate::engine::bitmap::{RegionState, Regions, BLOCK_BYTES};
 use crate::engine::array::{ArrayEngine, EngineStore};
 use crate::engine::geometry::Geometry;
 use crate::engine::members::{MemberSet, MemberState};
-use crate::engine::parity::{Columns, ParityJob};
+use crate::engine::parity::{Columns, ParityJob, ParityOp};
 use crate::engine::platform::{
     Computed, Events, LogIo, MemberEvent, MemberIo, Metadata, Op, PieceInfo, RebuildBuffer, RebuildIo,
     RebuildIoError, Requests, Source, Status, StripeBuffers, SubmitError, WorkList, LOG_HEADERS,
@@ -1076,8 +1076,8 @@ impl StripeBuffers for ArrayIo {
     /// To the helper when the offload takes it (`helper_device.rs`), else here and now.
     fn compute_parity(&self, rq: RqRef, job: &ParityJob) {
         // Parity that may hold the only copy of some data is the kernel's: a lie there could
-        // not be healed (`engine/suspect.rs`).
-        if self.engine.parity_must_be_checked() {
+        // not be healed (`engine/suspect.rs`). Only generations may go to the helper at all.
+        if job.op == ParityOp::Generate && self.engine.parity_must_be_checked() {
             self.compute_in_kernel(rq, job, None);
             return;
         }

@@ -161,7 +161,7 @@ impl<M: Store> ArrayEngine<M> {
     /// or out of sync, so parity may hold the only copy of some data, which no heal could
     /// recompute if the helper lied.
     pub fn parity_must_be_checked(&self) -> bool {
-        self.state() != super::array::ArrayState::Optimal
+        self.members().iter().any(|m| !m.is_in_sync())
     }
 
     /// A heal runs or waits to: the administrator may not take a member out (every member

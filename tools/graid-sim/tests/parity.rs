@@ -1228,3 +1228,35 @@ fn a_repair_running_at_a_catch_ends_first_and_the_heal_follows() {
     fail_member(host, 2, seed);
     read_back_inline(host, &report.model, seed);
 }
+
+#[test]
+fn parity_that_holds_the_only_copy_of_some_data_never_comes_from_a_helper() {
+    // A member is gone: a full write's parity is the only copy of that member's chunks, so a
+    // helper (here one that lies about everything, never sampled) must not compute it.
+    for scenario in [raid5(4, 16), raid6(6, 16)] {
+        let seed = 11;
+        let report = run(&scenario, seed);
+        let host = &*report.host;
+        fail_member(host, 1, seed);
+        *host.stripe.request_helper.lock().unwrap() = Some((0, u64::MAX));
+        // Past its first job, which is checked.
+        host.stripe.request_helper_jobs.store(1, Ordering::Relaxed);
+        let g = *host.engine.geometry();
+        let sectors = u64::from(g.boundary_sectors()).min(g.array_sectors());
+        let data: Vec<u64> = (0..sectors)
+            .map(|s| 0x7e1_0000_0000 | (s << 4) | 5)
+            .collect();
+        assert_eq!(
+            submit_inline_data(host, Op::Write, 0, data.clone()),
+            Some(Status::Ok)
+        );
+        let (status, got) = read(host, 0, sectors);
+        assert_eq!(status, Some(Status::Ok));
+        assert!(
+            got == data,
+            "{:?}: a degraded write's data reads back wrong",
+            g.level()
+        );
+        assert_eq!(host.stripe.request_helper_jobs.load(Ordering::Relaxed), 1);
+    }
+}
