@@ -147,9 +147,10 @@ echo "--- a turncoat under writes: the parity it got on unchecked is healed befo
 # Right for its first 16 jobs (the kernel checks each of a new helper's first 16), then lying:
 # after those the kernel checks one result a second, so lies reach the members until a sample
 # catches one. Then every region whose parity a helper computed unchecked is resynced (slowly
-# here, 1 MiB/s), and a member may not be failed until that ends; afterwards one can, and
-# everything reads back right through the parity.
-expect_rc 0 graidctl set-speed off5 --min 1M --max 1M
+# here, 64 KiB/s: the fail below must come before it passed them), and a member may not be
+# failed until that ends; afterwards one can, and everything reads back right through the
+# parity.
+expect_rc 0 graidctl set-speed off5 --min 64K --max 64K
 wrong=$(fallbacks wrong)
 fio --name=write $(fio_args "$dev" 0 32M write 1m-1m) --do_verify=0 --rate=8m >/tmp/fio.out 2>&1 &
 writer=$!
