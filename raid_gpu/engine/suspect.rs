@@ -131,16 +131,6 @@ impl SuspectParity {
             begun: AtomicBool::new(false),
         }
     }
-
-    /// Regions marked and not healed yet (DETAIL).
-    pub fn marked_regions(&self) -> u64 {
-        self.marked.count()
-    }
-
-    /// Regions the running heal has yet to walk (DETAIL); 0 when none runs.
-    pub fn healing_regions(&self) -> u64 {
-        self.healing.count()
-    }
 }
 
 impl<M: Store> ArrayEngine<M> {

@@ -707,14 +707,11 @@ fn wait_end(host: &Host, rq: usize, seed: u64) -> Status {
 }
 
 /// Reads the whole array back through the engine, one run of stripes per request, and checks
-/// every sector the model knows (the reads of a degraded array rebuild from parity).
+/// every sector the model knows (the reads of a degraded array rebuild from parity). The
+/// platform's threads run.
 pub fn read_back(host: &Host, model: &[Option<u64>], seed: u64) {
-    let geometry = *host.engine.geometry();
-    let step = u64::from(geometry.boundary_sectors());
     let slot = host.slot(0);
-    let mut start = 0;
-    while start < geometry.array_sectors() {
-        let sectors = step.min(geometry.array_sectors() - start);
+    check_read_back(host, model, seed, |start, sectors| {
         *slot.spec.lock().unwrap() = Spec {
             op: Some(Op::Read),
             start,
@@ -726,9 +723,34 @@ pub fn read_back(host: &Host, model: &[Option<u64>], seed: u64) {
         *slot.outcome.lock().unwrap() = None;
         slot.ends.store(0, Ordering::Release);
         submit(host, 0);
-        let status = wait_end(host, 0, seed);
+        wait_end(host, 0, seed)
+    });
+}
+
+/// [`read_back`] after a run, its platform's threads stopped: each read completes inline.
+pub fn read_back_inline(host: &Host, model: &[Option<u64>], seed: u64) {
+    check_read_back(host, model, seed, |start, sectors| {
+        let status = submit_inline_data(host, Op::Read, start, vec![u64::MAX; sectors as usize]);
+        status.unwrap_or_else(|| panic!("seed {seed}: the read at {start} never ended"))
+    });
+}
+
+/// The walk of [`read_back`]: `read(start, sectors)` reads a run of stripes into slot 0's data
+/// and says how it ended.
+fn check_read_back(
+    host: &Host,
+    model: &[Option<u64>],
+    seed: u64,
+    mut read: impl FnMut(u64, u64) -> Status,
+) {
+    let geometry = *host.engine.geometry();
+    let step = u64::from(geometry.boundary_sectors());
+    let mut start = 0;
+    while start < geometry.array_sectors() {
+        let sectors = step.min(geometry.array_sectors() - start);
+        let status = read(start, sectors);
         if status == Status::Ok {
-            let data = slot.data.lock().unwrap();
+            let data = host.slot(0).data.lock().unwrap();
             for (i, &got) in data.iter().enumerate() {
                 let sector = start + i as u64;
                 if let Some(want) = model[sector as usize] {

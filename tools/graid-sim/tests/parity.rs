@@ -10,8 +10,8 @@ use graid_engine::scrub::ScrubMode;
 use graid_parity::gf;
 use graid_sim::host::{mul64, Faults, Host, Mutation, DATA_OFFSET};
 use graid_sim::stress::{
-    fail_member, new_host, run, run_overlapping, scrub_now, seeds, submit_inline_data, Report,
-    Scenario, NEW_DEVICE_UUID,
+    fail_member, new_host, read_back_inline, run, run_overlapping, scrub_now, seeds,
+    submit_inline_data, Report, Scenario, NEW_DEVICE_UUID,
 };
 use std::sync::atomic::Ordering;
 
@@ -1031,26 +1031,6 @@ fn an_engine_takes_only_a_lock_table_of_a_power_of_two_of_slots_within_bounds() 
             }),
             "{locks} lock words, {live} live words"
         );
-    }
-}
-
-/// Reads the whole array back inline, a run of stripes at a time, and checks every sector the
-/// model knows.
-fn read_back_inline(host: &Host, model: &[Option<u64>], seed: u64) {
-    let g = *host.engine.geometry();
-    let step = u64::from(g.boundary_sectors());
-    let mut start = 0;
-    while start < g.array_sectors() {
-        let sectors = step.min(g.array_sectors() - start);
-        let (status, got) = read(host, start, sectors);
-        assert_eq!(status, Some(Status::Ok), "seed {seed}: read at {start}");
-        for (i, &tag) in got.iter().enumerate() {
-            let sector = start as usize + i;
-            if let Some(want) = model[sector] {
-                assert_eq!(tag, want, "seed {seed}: array sector {sector} reads wrong");
-            }
-        }
-        start += sectors;
     }
 }
 
