@@ -25,6 +25,7 @@ use super::parity::{ParityJob, ParityOp};
 use super::platform::{Computed, MemberEvent, Op, Platform, RebuildIo, MAX_REBUILD_BATCH};
 use super::rate::RateMeter;
 use super::request::{Phase, RequestState};
+use super::stripe::Step;
 use super::superblock::RECOVERY_COMPLETE;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
@@ -126,6 +127,10 @@ pub struct RebuildState {
     max_kibs: AtomicU32,
     /// The members' completed I/O count at the last step: other I/O since shows as a change.
     foreground: AtomicU64,
+    /// Windows given up because the writes there did not drain in time, and those of them
+    /// where one of those writes was waiting for log space.
+    window_retries: AtomicU64,
+    window_log_retries: AtomicU64,
     /// The speed of the rebuild or scrub running.
     pub(super) rate: RateMeter,
 }
@@ -144,6 +149,8 @@ impl RebuildState {
             min_kibs: AtomicU32::new(DEFAULT_MIN_KIBS),
             max_kibs: AtomicU32::new(DEFAULT_MAX_KIBS),
             foreground: AtomicU64::new(0),
+            window_retries: AtomicU64::new(0),
+            window_log_retries: AtomicU64::new(0),
             rate: RateMeter::new(),
         }
     }
@@ -251,6 +258,18 @@ impl<M: Store> ArrayEngine<M> {
     /// Member sectors rebuilt since the array started.
     pub fn rebuilt_sectors(&self) -> u64 {
         self.rebuild.copied.load(Ordering::Relaxed)
+    }
+
+    /// Rebuild, replace and scrub windows given up (and tried again) because the writes there
+    /// did not drain in time.
+    pub fn window_retries(&self) -> u64 {
+        self.rebuild.window_retries.load(Ordering::Relaxed)
+    }
+
+    /// Of [`Self::window_retries`], those where a write waiting for log space was among the
+    /// writes that did not drain.
+    pub fn window_log_retries(&self) -> u64 {
+        self.rebuild.window_log_retries.load(Ordering::Relaxed)
     }
 
     /// Member sectors re-added members did not need rebuilt (the bitmap showed no write
@@ -386,11 +405,20 @@ impl<M: Store> ArrayEngine<M> {
         while p.any_request(overlaps) {
             if pauses == DRAIN_PAUSES {
                 self.rebuild.open();
+                self.rebuild.window_retries.fetch_add(1, Ordering::Relaxed);
+                if p.any_request(|r| overlaps(r) && r.stripe().step() == Step::LogWait) {
+                    self.rebuild
+                        .window_log_retries
+                        .fetch_add(1, Ordering::Relaxed);
+                }
                 p.kick_worker();
                 return None;
             }
-            // A held write waits for the worker otherwise.
+            // A held write waits for the worker otherwise, and so does a write waiting for log
+            // space (it takes part in the drain: once it has its entry it writes the window's
+            // stripes): the log's epochs move on here too.
             self.release_holds(p, true);
+            self.log_step(p);
             p.pause();
             pauses += 1;
         }
