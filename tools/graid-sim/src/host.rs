@@ -380,6 +380,9 @@ pub struct Host {
     pub takeovers_wanted: AtomicU32,
     /// The heals the engine started (`Events::heal_started`): regions each walks.
     pub heals: Mutex<Vec<u64>>,
+    /// The power goes this many writes after a heal started, its resync pending on the
+    /// members (`u64::MAX`: never).
+    pub cut_after_heal_starts: AtomicU64,
     pub violations: Violations,
     pub stripe: StripeHome,
     /// The write-intent bitmap's regions and states, if the array has one.
@@ -1701,6 +1704,11 @@ impl Events for Host {
 
     fn heal_started(&self, regions: u64) {
         self.heals.lock().unwrap().push(regions);
+        let after = self.cut_after_heal_starts.load(Ordering::SeqCst);
+        if after != u64::MAX {
+            let at = self.writes.load(Ordering::SeqCst).saturating_add(after);
+            self.cut_after.store(at, Ordering::SeqCst);
+        }
     }
 }
 

@@ -277,6 +277,7 @@ pub fn host_with(
         spare_superblocks: Mutex::new(Vec::new()),
         takeovers_wanted: AtomicU32::new(0),
         heals: Mutex::new(Vec::new()),
+        cut_after_heal_starts: AtomicU64::new(u64::MAX),
         events: Mutex::new(Vec::new()),
         violations: Violations::default(),
         stripe: StripeHome {

@@ -8,6 +8,7 @@ use graid_engine::geometry::{Level, ParityLayout};
 use graid_engine::platform::{MemberEvent, Op, Status};
 use graid_engine::scrub::ScrubMode;
 use graid_parity::gf;
+use graid_sim::crash::flush;
 use graid_sim::host::{mul64, Faults, Host, Mutation, DATA_OFFSET};
 use graid_sim::stress::{
     fail_member, new_host, read_back_inline, run, run_overlapping, scrub_now, seeds,
@@ -1117,6 +1118,132 @@ fn a_lying_helpers_unchecked_parity_is_healed_before_a_member_may_go() {
             read_back_inline(host, &report.model, seed);
         }
     }
+}
+
+/// Flushes the members and lets the worker mark the array clean, as an idle array is: only
+/// the heal then says on disk that the parity is not to be trusted.
+fn flush_and_mark_clean(host: &Host, seed: u64) {
+    flush(host, seed);
+    host.engine.set_safe_mode_delay(1);
+    for _ in 0..100 {
+        if !host.engine.is_dirty() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        host.engine.work(host);
+    }
+    panic!("seed {seed}: not marked clean");
+}
+
+/// Heal writes (member writes of its resync) a full heal of `scenario`'s lies takes.
+fn heal_writes(scenario: &Scenario, seed: u64) -> u64 {
+    let report = run(scenario, seed);
+    let host = &*report.host;
+    flush_and_mark_clean(host, seed);
+    let before = host.writes.load(Ordering::SeqCst);
+    *host.stripe.request_helper.lock().unwrap() = None;
+    host.stripe
+        .request_helper_caught
+        .fetch_add(1, Ordering::SeqCst);
+    // The worker's next pass sees the catch.
+    host.engine.work(host);
+    heal_inline(host, seed);
+    host.writes.load(Ordering::SeqCst) - before
+}
+
+#[test]
+fn a_power_cut_during_a_heal_leaves_it_pending_and_the_next_start_finishes_it() {
+    // The lying helper's parity is on the members, durable, and the array marked clean when it
+    // is caught (only the heal says the parity is not to be trusted); the power goes
+    // at a random member or metadata write of the heal, each member losing what its volatile
+    // cache held. The next start finds the heal's resync pending (the superblocks, and with a
+    // bitmap its bits) and walks every region the heal had not made durable: then a check
+    // finds nothing and with a member failed every sector reads back as written.
+    use graid_sim::crash::reassemble;
+    use rand::{rngs::StdRng, RngExt, SeedableRng};
+    let (mut cases, mut cut_mid_heal) = (0, 0);
+    for seed in seeds(2) {
+        for (base, layout, bitmap) in [
+            (raid5(4, 16), ParityLayout::LeftSymmetric, None),
+            (raid5(4, 16), ParityLayout::LeftSymmetric, Some(256)),
+            (raid6(6, 16), ParityLayout::LeftSymmetric, None),
+        ] {
+            let scenario = Scenario {
+                request_helper: Some((8, u64::MAX)),
+                bitmap_region_sectors: bitmap,
+                data_sectors: 16384,
+                volatile_cache: true,
+                ..base
+            };
+            let full = heal_writes(&scenario, seed);
+            let report = run(&scenario, seed);
+            let host = &*report.host;
+            assert!(report.errors.is_empty(), "seed {seed}: {:?}", report.errors);
+            assert!(
+                scrub_now(host, ScrubMode::Check, seed).mismatches > 0,
+                "seed {seed}: the helper's lies are not on the members"
+            );
+            flush_and_mark_clean(host, seed);
+            let mut rng = StdRng::seed_from_u64(seed ^ 0x4ea1);
+            // Before the heal's pending mark is on the members the catch is only in memory: a
+            // crash then forgets it (as it forgets where unchecked parity went), and the array
+            // starts clean. From the mark on, the heal is durable.
+            host.cut_after_heal_starts
+                .store(rng.random_range(0..(full * 3 / 4).max(1)), Ordering::SeqCst);
+            if rng.random_bool(0.3) {
+                let metadata = host.metadata_writes.load(Ordering::SeqCst);
+                host.cut_in_metadata
+                    .store(metadata + rng.random_range(1..6), Ordering::SeqCst);
+            }
+            *host.stripe.request_helper.lock().unwrap() = None;
+            host.stripe
+                .request_helper_caught
+                .fetch_add(1, Ordering::SeqCst);
+            let start = std::time::Instant::now();
+            // The worker's next pass sees the catch.
+            host.engine.work(host);
+            while !host.power_cut() && !host.engine.in_sync() {
+                assert!(
+                    start.elapsed() < std::time::Duration::from_secs(60),
+                    "seed {seed}: the heal never ended"
+                );
+                host.engine.work(host);
+            }
+            // Each run's threads lie a little differently: a heal may end before its cut.
+            let cut = host.power_cut();
+            cases += 1;
+            cut_mid_heal += u32::from(cut);
+            let images = host
+                .disks
+                .iter()
+                .map(|d| d.image_after_cut(&mut rng))
+                .collect();
+            let restarted = Scenario {
+                request_helper: None,
+                ..scenario.clone()
+            };
+            let started = reassemble(&restarted, seed, images, false)
+                .unwrap_or_else(|e| panic!("seed {seed}: the array does not start: {e:?}"));
+            let host = &*started.host;
+            assert!(
+                !cut || !host.engine.in_sync(),
+                "seed {seed}: the start finds no resync pending"
+            );
+            heal_inline(host, seed);
+            assert_eq!(
+                scrub_now(host, ScrubMode::Check, seed).mismatches,
+                0,
+                "seed {seed}: lies left after the start's resync"
+            );
+            check_parity(host, layout, seed);
+            fail_member(host, 1, seed);
+            read_back_inline(host, &report.model, seed);
+        }
+    }
+    assert!(
+        cut_mid_heal * 2 >= cases,
+        "only {cut_mid_heal} of {cases} power cuts came during the heal"
+    );
 }
 
 #[test]
