@@ -1366,21 +1366,20 @@ impl<M: Store> ArrayEngine<M> {
         let mode = stripe.mode();
         let bad = stripe.bad();
         let n = span.members();
-        // A partial slice's new data is durable when its writes complete (FUA): a later
-        // partial write's logged partial parity is built on it, and must not describe data a
-        // member's volatile cache can still lose (its parity needs no FUA: this slice's entry
-        // covers it until the epoch retires, after a flush of every member).
-        let fua_data = self.data_fua(span, stripe);
+        // No write here is FUA (md's PPL neither): a logged slice's entry covers its stripes
+        // until the epoch retires, after a flush of every member, and a later partial write
+        // that builds its partial parity on this data while a volatile cache may still lose
+        // it flushes first (`after_write` marks the stripes, `durable.rs`).
         stripe.set_step(Step::Write);
         state.begin_pass(Phase::Stripe);
         let mut sent = Ok(());
-        let mut send = |m: u32, (c, f, e): (u32, u64, u64), fua: bool| {
+        let mut send = |m: u32, (c, f, e): (u32, u64, u64)| {
             let op = Op::Write;
-            sent = sent.and_then(|()| self.send_column(p, rq, span, op, m, c, (f, e), fua));
+            sent = sent.and_then(|()| self.send_column(p, rq, span, op, m, c, (f, e), false));
             // A replacement of the member gets the same (`replace.rs`).
             if let Some(replica) = self.replica_of(m) {
-                sent =
-                    sent.and_then(|()| self.send_column(p, rq, span, op, replica, c, (f, e), fua));
+                sent = sent
+                    .and_then(|()| self.send_column(p, rq, span, op, replica, c, (f, e), false));
             }
         };
         for m in 0..n {
@@ -1392,19 +1391,12 @@ impl<M: Store> ArrayEngine<M> {
                 continue;
             }
             let mut io = Coalesce::default();
-            // A member holds the same role in every stripe of a partial slice (it has one).
-            let mut fua = false;
             for (t, map, ta, tb) in span.stripes_in(a, b) {
                 let (column, range) = match map.role(m) {
                     Role::P | Role::Q => (m, Some((ta, tb))),
-                    // Rebuilt whole (and overlaid with the new data): rewritten whole, as
-                    // durable as any data column of the slice.
-                    Role::Data(_) if bad.contains(m) => {
-                        fua = fua_data;
-                        (m, Some((ta, tb)))
-                    }
+                    // Rebuilt whole (and overlaid with the new data): rewritten whole.
+                    Role::Data(_) if bad.contains(m) => (m, Some((ta, tb))),
                     Role::Data(i) => {
-                        fua = fua_data;
                         let column = if mode == Mode::ReadModifyWrite {
                             n + m
                         } else {
@@ -1415,12 +1407,12 @@ impl<M: Store> ArrayEngine<M> {
                 };
                 if let Some((from, to)) = range {
                     if let Some(range) = io.add(column, from, to) {
-                        send(m, range, fua);
+                        send(m, range);
                     }
                 }
             }
             if let Some(range) = io.pending {
-                send(m, range, fua);
+                send(m, range);
             }
         }
         let _ = sent;
@@ -1429,14 +1421,6 @@ impl<M: Store> ArrayEngine<M> {
             // one level deeper into this stack (see `send_reads`).
             p.queue_stripe_work(rq);
         }
-    }
-
-    /// Whether the current slice writes its data with FUA: a partial slice of an array with a
-    /// log (see `send_writes`).
-    fn data_fua(&self, span: &Span, stripe: &StripeState) -> bool {
-        let (a, b) = stripe.slice();
-        let missing = stripe.lost().minus(stripe.bad());
-        self.has_log() && !Self::slice_full(span, a, b, stripe.mode(), missing)
     }
 
     /// An empty flush to every member in use (and a replacement), before the slice logs
@@ -1575,7 +1559,7 @@ impl<M: Store> ArrayEngine<M> {
         let stripe = state.stripe();
         let bad = stripe.bad();
         let (a, b) = stripe.slice();
-        if self.has_log() && !self.data_fua(span, stripe) {
+        if self.has_log() {
             // Its data may sit in volatile caches until the next flush of every member.
             let slots = span
                 .slots
