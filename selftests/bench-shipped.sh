@@ -40,29 +40,11 @@ drives="$1 $2 $3 $4 $5 $6"
 for d in $drives; do
 	dd if=/dev/zero of=$d bs=1M oflag=direct 2>/dev/null
 done
-# Every shape's members are dm devices over the drives, so each pays the same dm-linear hop:
-# v0..v5 the drives as they are, and for 'large' the same with a zero target after them up to
-# 64 GiB (dm_members SIZE: the members' tables reloaded; SIZE 0 is the drive's own).
-dm_members() {
-	local i=0 d s t
-	for d in $drives; do
-		s=$(cat /sys/class/block/${d#/dev/}/size)
-		t="0 $s linear $d 0"
-		[ $1 -gt $s ] && t="$t
-$s $(($1 - s)) zero"
-		if [ -b /dev/mapper/v$i ]; then
-			echo "$t" | dmsetup --noudevsync load v$i && dmsetup --noudevsync resume v$i ||
-				fail "dmsetup reload v$i"
-		else
-			echo "$t" | dmsetup --noudevsync create v$i || fail "dmsetup create v$i"
-		fi
-		i=$((i + 1))
-	done
-	dmsetup mknodes
-}
+# Every shape's members are dm devices over the drives (the same dm-linear hop for all), for
+# 'large' with a zero target after each drive up to 64 GiB.
 large_sectors=$((64 * 1024 * 2048))
-members="/dev/mapper/v0 /dev/mapper/v1 /dev/mapper/v2 /dev/mapper/v3 /dev/mapper/v4 /dev/mapper/v5"
-dm_members 0
+bench_dm_members 0 $drives
+members=$bench_members
 echo "members: $members over $drives (${GRAID_DISK_SIZE_MB} MiB each; 'large' sees them as 64 GiB members), chunks $chunks, levels $levels, ${runtime} s + ${ramp} s ramp per run over the first $region, $rounds rounds"
 
 # cpu_ticks: the guest's busy CPU time so far, in clock ticks (all CPUs, idle and iowait left out).
@@ -101,7 +83,7 @@ up() {
 		dev=$(array_dev "$(cat /tmp/create.out)")
 		;;
 	small | large)
-		[ $1 = large ] && dm_members $large_sectors
+		[ $1 = large ] && bench_dm_members $large_sectors $drives
 		graidctl create bs --level $2 --chunk $3 --assume-clean $members >/tmp/create.out 2>&1 ||
 			{ cat /tmp/create.out; fail "graidctl create failed"; }
 		dev=$(array_dev "$(cat /tmp/create.out)")
@@ -115,7 +97,7 @@ down() {
 		md_bench_stop $members
 	else
 		graidctl stop bs >/dev/null || fail "graidctl stop failed"
-		[ $1 = large ] && dm_members 0
+		[ $1 = large ] && bench_dm_members 0 $drives
 	fi
 	wipe_superblocks $members
 }

@@ -134,14 +134,41 @@ dm_node() {
 	done
 }
 
+# bench_dm_members SIZE DRIVE...: dm devices v0, v1, ... over the drives, so every shape a
+# bench compares pays the same dm-linear hop; with SIZE (sectors) above a drive's own, a zero
+# target after it up to SIZE (a large member whose data lies on the drive), with 0 the drive as
+# it is. Created the first time, reloaded after; their paths in $bench_members.
+bench_dm_members() {
+	local size=$1 i=0 d s t
+	shift
+	bench_members=""
+	for d in "$@"; do
+		s=$(cat /sys/class/block/${d#/dev/}/size)
+		t="0 $s linear $d 0"
+		[ $size -gt $s ] && t="$t
+$s $((size - s)) zero"
+		if [ -b /dev/mapper/v$i ]; then
+			echo "$t" | dmsetup --noudevsync load v$i && dmsetup --noudevsync resume v$i ||
+				fail "dmsetup reload v$i"
+		else
+			echo "$t" | dmsetup --noudevsync create v$i || fail "dmsetup create v$i"
+		fi
+		bench_members="$bench_members${bench_members:+ }/dev/mapper/v$i"
+		i=$((i + 1))
+	done
+	dmsetup mknodes
+}
+
 # md_bench_create LEVEL CHUNK MEMBER...: /dev/md0 as the benches compare graid with: md's
 # defaults (metadata 1.2, left-symmetric, no bitmap, --assume-clean) and bench.sh's raid456
-# tuning (a group thread per CPU, a 4096-entry stripe cache).
+# tuning (a group thread per CPU, a 4096-entry stripe cache). MD_BENCH_BITMAP (default none)
+# and MD_BENCH_POLICY (a --consistency-policy) change the first two.
 md_bench_create() {
 	local level=$1 chunk=$2
 	shift 2
 	mdadm --create /dev/md0 --run --level=$level --chunk=$chunk --layout=left-symmetric \
-		--bitmap=none --raid-devices=$# --metadata=1.2 --assume-clean "$@" \
+		--bitmap=${MD_BENCH_BITMAP:-none} ${MD_BENCH_POLICY:+--consistency-policy=$MD_BENCH_POLICY} \
+		--raid-devices=$# --metadata=1.2 --assume-clean "$@" \
 		>/tmp/create.out 2>&1 || { cat /tmp/create.out; fail "mdadm --create failed"; }
 	echo $(nproc) >/sys/block/md0/md/group_thread_cnt || fail "group_thread_cnt"
 	echo 4096 >/sys/block/md0/md/stripe_cache_size || fail "stripe_cache_size"

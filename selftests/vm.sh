@@ -57,7 +57,8 @@ fi
 
 kdir=$("$GRAID_ROOT/build/kdir.sh")
 kver=$(cat "$kdir/include/config/kernel.release")
-ko=$GRAID_ROOT/out/module/$(basename "$kdir")/raid_gpu.ko
+# VM_MODULE: another build of the module (an A/B bench of two commits on one kernel).
+ko=${VM_MODULE:-$GRAID_ROOT/out/module/$(basename "$kdir")/raid_gpu.ko}
 bin=$GRAID_ROOT/tools/target/release
 [ -f "$ko" ] || die "$ko is missing: run 'make module' first (with the same KERNEL_SERIES, KERNEL_VARIANT or KDIR)"
 [ -x "$bin/graidctl" ] || die "$bin/graidctl is missing: run 'make tools' first"
@@ -103,7 +104,7 @@ ln -s ../bin/graidctl "$root/usr/sbin/graidctl"
 cp -a "$kdir/modinst/lib/modules/$kver" "$root/lib/modules/"
 rm -f "$root/lib/modules/$kver"/{build,source}
 mkdir -p "$root/lib/modules/$kver/extra"
-cp "$ko" "$root/lib/modules/$kver/extra/"
+cp "$ko" "$root/lib/modules/$kver/extra/raid_gpu.ko"
 depmod -b "$root" "$kver"
 
 # The payload.
