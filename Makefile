@@ -4,7 +4,7 @@
 # Rust-enabled kernel build tree: make module KDIR=/path/to/linux-build
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
-.PHONY: help deps kernel kernels module modules distro-module deb deb-test debian-vm-test distro-test rust-analyzer tools cargo-prebuild host-test lint emulated-test vm-test crash-test soak test vm-run vm-shell bench-offload bench-bitmap bench-ppl bench-shipped bench-ordering bench-nvmeof profile-writes \
+.PHONY: help deps kernel kernels module modules distro-module deb deb-test debian-vm-test distro-test rust-analyzer tools cargo-prebuild host-test lint emulated-test vm-test crash-test soak test vm-run vm-shell bench-offload bench-bitmap bench-ppl bench-shipped bench-ordering bench-dirty-start bench-nvmeof profile-writes \
 	demo bench bench-ring ptx clean
 
 CARGO ?= cargo
@@ -67,6 +67,7 @@ help:
 	@echo "  bench-nvmeof   an array through NVMe/TCP and RDMA against the same array locally"
 	@echo "  bench-shipped  RAID 5/6 writes as shipped (bitmap and log on), graid vs md, in the VM"
 	@echo "  bench-ordering forced writes (FUA, flushes) per 4 KiB write, graid vs md's PPL (counted)"
+	@echo "  bench-dirty-start  an array's start after a crash, log read and replayed, 64 GiB members"
 	@echo "  profile-writes perf profiles of 4k random writes, md and graid, in the VM"
 	@echo "  ptx            recompile the CUDA kernels' committed PTX (NVRTC from PyPI; lint checks it)"
 	@echo "  bench-ring     the parity ring's own cost, natively on the host: graid-helper's loopback"
@@ -237,6 +238,14 @@ bench-ordering: module tools
 	VM_KERNEL_ARGS=$(BENCH_KERNEL_ARGS) GRAID_VM_WORK=$(CURDIR)/out/vm-bench-ordering selftests/vm.sh --disks 6 --disk-size 512 \
 		--timeout 3600 selftests/bench-ordering.sh | tee out/bench-ordering.txt; rc=$$?; \
 		rm -f out/vm-bench-ordering/nvme*.img; exit $$rc
+
+# How long an array takes to start after a crash (its log read and replayed), RAID 5 on members
+# seen as 64 GiB (selftests/bench-dirty-start.sh), a few minutes under TCG.
+bench-dirty-start: module tools
+	set -o pipefail; mkdir -p out; \
+	VM_KERNEL_ARGS=$(BENCH_KERNEL_ARGS) GRAID_VM_WORK=$(CURDIR)/out/vm-bench-dirty-start selftests/vm.sh --disks 6 --disk-size 512 \
+		--timeout 3600 selftests/bench-dirty-start.sh | tee out/bench-dirty-start.txt; rc=$$?; \
+		rm -f out/vm-bench-dirty-start/nvme*.img; exit $$rc
 
 # Where the CPU goes on writes (PROFILE_LOAD: rand4k or seq1m), md and graid (bare, as shipped)
 # under perf in one VM run (selftests/profile-writes.sh; needs the host's perf, Debian's

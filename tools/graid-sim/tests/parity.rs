@@ -1048,6 +1048,26 @@ fn heal_inline(host: &Host, seed: u64) {
     assert!(!host.engine.healing(), "seed {seed}");
 }
 
+/// The heal runs to its end; then a check finds nothing, the parity is md's, and with `victim`
+/// failed every sector reads back as the model says.
+fn heal_then_fail(
+    host: &Host,
+    layout: ParityLayout,
+    model: &[Option<u64>],
+    victim: u32,
+    seed: u64,
+) {
+    heal_inline(host, seed);
+    assert_eq!(
+        scrub_now(host, ScrubMode::Check, seed).mismatches,
+        0,
+        "seed {seed}: wrong parity left after the heal"
+    );
+    check_parity(host, layout, seed);
+    fail_member(host, victim, seed);
+    read_back_inline(host, model, seed);
+}
+
 #[test]
 fn a_lying_helpers_unchecked_parity_is_healed_before_a_member_may_go() {
     // Issue 45's item 5. The requests' parity goes to a helper that lies from its ninth job
@@ -1107,15 +1127,7 @@ fn a_lying_helpers_unchecked_parity_is_healed_before_a_member_may_go() {
                     .count();
                 assert!(set > 0, "seed {seed}: no bitmap bit set for the heal");
             }
-            heal_inline(host, seed);
-            assert_eq!(
-                scrub_now(host, ScrubMode::Check, seed).mismatches,
-                0,
-                "seed {seed}"
-            );
-            check_parity(host, layout, seed);
-            fail_member(host, victim, seed);
-            read_back_inline(host, &report.model, seed);
+            heal_then_fail(host, layout, &report.model, victim, seed);
         }
     }
 }
@@ -1229,15 +1241,7 @@ fn a_power_cut_during_a_heal_leaves_it_pending_and_the_next_start_finishes_it() 
                 !cut || !host.engine.in_sync(),
                 "seed {seed}: the start finds no resync pending"
             );
-            heal_inline(host, seed);
-            assert_eq!(
-                scrub_now(host, ScrubMode::Check, seed).mismatches,
-                0,
-                "seed {seed}: lies left after the start's resync"
-            );
-            check_parity(host, layout, seed);
-            fail_member(host, 1, seed);
-            read_back_inline(host, &report.model, seed);
+            heal_then_fail(host, layout, &report.model, 1, seed);
         }
     }
     assert!(
@@ -1275,15 +1279,7 @@ fn a_helper_caught_by_a_sample_under_load_leaves_nothing_wrong_behind() {
                 !host.heals.lock().unwrap().is_empty(),
                 "seed {seed}: no heal"
             );
-            heal_inline(host, seed);
-            assert_eq!(
-                scrub_now(host, ScrubMode::Check, seed).mismatches,
-                0,
-                "seed {seed}"
-            );
-            check_parity(host, layout, seed);
-            fail_member(host, 2, seed);
-            read_back_inline(host, &report.model, seed);
+            heal_then_fail(host, layout, &report.model, 2, seed);
         }
     }
 }
@@ -1329,11 +1325,7 @@ fn a_repair_running_at_a_catch_ends_first_and_the_heal_follows() {
         1,
         "no heal after the repair"
     );
-    heal_inline(host, seed);
-    assert_eq!(scrub_now(host, ScrubMode::Check, seed).mismatches, 0);
-    check_parity(host, ParityLayout::LeftSymmetric, seed);
-    fail_member(host, 2, seed);
-    read_back_inline(host, &report.model, seed);
+    heal_then_fail(host, ParityLayout::LeftSymmetric, &report.model, 2, seed);
 }
 
 #[test]
