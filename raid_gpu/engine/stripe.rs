@@ -1366,7 +1366,8 @@ impl<M: Store> ArrayEngine<M> {
         let mode = stripe.mode();
         let bad = stripe.bad();
         let n = span.members();
-        // No write here is FUA (md's PPL neither): a logged slice's entry covers its stripes
+        // No write here asks for FUA of its own (md's PPL neither; a FUA request's writes get it
+        // from the platform, `Platform::fua`): a logged slice's entry covers its stripes
         // until the epoch retires, after a flush of every member, and a later partial write
         // that builds its partial parity on this data while a volatile cache may still lose
         // it flushes first (`after_write` marks the stripes, `durable.rs`).
