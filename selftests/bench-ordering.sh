@@ -43,6 +43,9 @@ for d in $drives; do
 	echo "$d: fua $(cat /sys/class/block/${d#/dev/}/queue/fua)," \
 		"write cache $(cat /sys/class/block/${d#/dev/}/queue/write_cache)"
 done
+# The drives' device numbers as the trace prints them (" 259,0 259,1 ... ").
+drive_numbers=" "
+for d in $drives; do drive_numbers="$drive_numbers$(tr : , </sys/class/block/${d#/dev/}/dev) "; done
 large_sectors=$((64 * 1024 * 2048))
 bench_dm_members 0 $drives
 members=$bench_members
@@ -66,11 +69,11 @@ count() {
 	echo 0 >$t/tracing_on
 	echo 0 >$t/events/block/block_rq_complete/enable
 	grep -q '^overrun: [1-9]' $t/per_cpu/cpu*/stats && fail "the trace buffer overran"
-	# The drives (major 259, blkext) only. RWBS: F first for a preflush, then the operation
-	# (R, W, D, F for a flush, N none), then F for FUA.
-	awk -v n="$1 $2" '{
+	# The drives only (not graid's own disk, a request-based device as well). RWBS: F first for
+	# a preflush, then the operation (R, W, D, F for a flush, N none), then F for FUA.
+	awk -v n="$1 $2" -v drives="$drive_numbers" '{
 		for (i = 1; i < NF; i++) if ($i == "block_rq_complete:") break
-		if (i >= NF || $(i + 1) !~ /^259,/) next
+		if (i >= NF || index(drives, " " $(i + 1) " ") == 0) next
 		rwbs = $(i + 2)
 		if (rwbs ~ /W/) { w++; if (rwbs ~ /WF/) fua++; if (rwbs ~ /^FW/) flush++ }
 		else if (rwbs ~ /R/) r++
