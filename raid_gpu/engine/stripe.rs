@@ -1114,7 +1114,7 @@ impl<M: Store> ArrayEngine<M> {
         let mut ios = 0u32;
         let mut send = |m: u32, (c, f, e): (u32, u64, u64)| {
             ios += 1;
-            sent = sent.and_then(|()| self.send_column(p, rq, span, Op::Read, m, c, (f, e), false));
+            sent = sent.and_then(|()| self.send_column(p, rq, span, Op::Read, m, c, (f, e)));
         };
         for m in 0..span.members() {
             if lost.contains(m) {
@@ -1166,7 +1166,8 @@ impl<M: Store> ArrayEngine<M> {
     }
 
     /// Sends one member I/O between buffer column `column` and rows `[from, to)` of member
-    /// `member` (the column's offset 0 is the slice's first row).
+    /// `member` (the column's offset 0 is the slice's first row). Never FUA of its own: a FUA
+    /// request's writes get it from the platform (`Platform::fua`).
     #[allow(clippy::too_many_arguments)]
     fn send_column<P: Platform>(
         &self,
@@ -1177,7 +1178,6 @@ impl<M: Store> ArrayEngine<M> {
         member: u32,
         column: u32,
         (from, to): (u64, u64),
-        fua: bool,
     ) -> Result<(), Status> {
         let state = p.state(rq);
         let (a, _) = state.stripe().slice();
@@ -1192,7 +1192,7 @@ impl<M: Store> ArrayEngine<M> {
                 column,
                 offset: from.saturating_sub(a),
             },
-            fua,
+            fua: false,
         };
         state.add_piece();
         if p.submit(rq, &io).is_err() {
@@ -1376,11 +1376,10 @@ impl<M: Store> ArrayEngine<M> {
         let mut sent = Ok(());
         let mut send = |m: u32, (c, f, e): (u32, u64, u64)| {
             let op = Op::Write;
-            sent = sent.and_then(|()| self.send_column(p, rq, span, op, m, c, (f, e), false));
+            sent = sent.and_then(|()| self.send_column(p, rq, span, op, m, c, (f, e)));
             // A replacement of the member gets the same (`replace.rs`).
             if let Some(replica) = self.replica_of(m) {
-                sent = sent
-                    .and_then(|()| self.send_column(p, rq, span, op, replica, c, (f, e), false));
+                sent = sent.and_then(|()| self.send_column(p, rq, span, op, replica, c, (f, e)));
             }
         };
         for m in 0..n {
@@ -1575,7 +1574,7 @@ impl<M: Store> ArrayEngine<M> {
         state.begin_pass(Phase::Stripe);
         let mut sent = Ok(());
         for m in bad.iter().filter(|&m| self.usable(m, MemberSet::EMPTY)) {
-            sent = sent.and_then(|()| self.send_column(p, rq, span, Op::Read, m, m, (a, b), false));
+            sent = sent.and_then(|()| self.send_column(p, rq, span, Op::Read, m, m, (a, b)));
         }
         let _ = sent;
         if state.put(Status::Ok).is_some() {

@@ -1068,6 +1068,25 @@ fn heal_then_fail(
     read_back_inline(host, model, seed);
 }
 
+/// The arrays a helper that lies from its ninth request generation on and is never sampled
+/// writes to: RAID 5 with and without a bitmap, RAID 6.
+fn never_sampled_liars() -> [(Scenario, ParityLayout); 3] {
+    [
+        (raid5(4, 16), None),
+        (raid5(4, 16), Some(256)),
+        (raid6(6, 16), None),
+    ]
+    .map(|(base, bitmap)| {
+        let scenario = Scenario {
+            request_helper: Some((8, u64::MAX)),
+            bitmap_region_sectors: bitmap,
+            data_sectors: 16384,
+            ..base
+        };
+        (scenario, ParityLayout::LeftSymmetric)
+    })
+}
+
 #[test]
 fn a_lying_helpers_unchecked_parity_is_healed_before_a_member_may_go() {
     // Issue 45's item 5. The requests' parity goes to a helper that lies from its ninth job
@@ -1080,17 +1099,7 @@ fn a_lying_helpers_unchecked_parity_is_healed_before_a_member_may_go() {
     use graid_engine::admin::FailError;
     use graid_engine::superblock::RECOVERY_COMPLETE;
     for seed in seeds(2) {
-        for (base, layout, bitmap) in [
-            (raid5(4, 16), ParityLayout::LeftSymmetric, None),
-            (raid5(4, 16), ParityLayout::LeftSymmetric, Some(256)),
-            (raid6(6, 16), ParityLayout::LeftSymmetric, None),
-        ] {
-            let scenario = Scenario {
-                request_helper: Some((8, u64::MAX)),
-                bitmap_region_sectors: bitmap,
-                data_sectors: 16384,
-                ..base
-            };
+        for (scenario, layout) in never_sampled_liars() {
             let report = run(&scenario, seed);
             let host = &*report.host;
             let stripe = &host.stripe;
@@ -1175,17 +1184,10 @@ fn a_power_cut_during_a_heal_leaves_it_pending_and_the_next_start_finishes_it() 
     use rand::{rngs::StdRng, RngExt, SeedableRng};
     let (mut cases, mut cut_mid_heal) = (0, 0);
     for seed in seeds(2) {
-        for (base, layout, bitmap) in [
-            (raid5(4, 16), ParityLayout::LeftSymmetric, None),
-            (raid5(4, 16), ParityLayout::LeftSymmetric, Some(256)),
-            (raid6(6, 16), ParityLayout::LeftSymmetric, None),
-        ] {
+        for (scenario, layout) in never_sampled_liars() {
             let scenario = Scenario {
-                request_helper: Some((8, u64::MAX)),
-                bitmap_region_sectors: bitmap,
-                data_sectors: 16384,
                 volatile_cache: true,
-                ..base
+                ..scenario
             };
             let full = heal_writes(&scenario, seed);
             let report = run(&scenario, seed);
