@@ -338,6 +338,14 @@ macro_rules! engine_conformance_tests {
         use proptest::prelude::*;
         use $crate::conformance;
 
+        /// The tests share one engine and run in parallel; the shared-pool check counts the
+        /// engine's jobs, so it runs alone (write) while the others share it (read).
+        static ENGINE_USE: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+        fn sharing_the_engine() -> std::sync::RwLockReadGuard<'static, ()> {
+            ENGINE_USE.read().unwrap_or_else(|poisoned| poisoned.into_inner())
+        }
+
         proptest! {
             #![proptest_config(ProptestConfig::with_cases(24))]
 
@@ -349,6 +357,7 @@ macro_rules! engine_conformance_tests {
                 seed in any::<u64>(),
             ) {
                 let Some(engine) = $engine else { return Ok(()) };
+                let _shared = sharing_the_engine();
                 let checked = conformance::check_generation(engine, data, raid6, len_units * 512, seed);
                 prop_assert!(checked.is_ok(), "{:?}", checked);
             }
@@ -366,6 +375,7 @@ macro_rules! engine_conformance_tests {
                 picks in any::<(usize, usize, bool)>(),
             ) {
                 let Some(engine) = $engine else { return Ok(()) };
+                let _shared = sharing_the_engine();
                 let width = data + if raid6 { 2 } else { 1 };
                 let (a, b, two) = picks;
                 let mut lost = vec![a % width];
@@ -381,6 +391,7 @@ macro_rules! engine_conformance_tests {
         #[test]
         fn a_batch_of_many_stripes_and_shapes_in_one_call() {
             if let Some(engine) = $engine {
+                let _shared = sharing_the_engine();
                 conformance::check_batch_of_shapes(engine);
             }
         }
@@ -388,6 +399,7 @@ macro_rules! engine_conformance_tests {
         #[test]
         fn md_golden_vector_for_q() {
             if let Some(engine) = $engine {
+                let _shared = sharing_the_engine();
                 conformance::check_md_golden_q(engine);
             }
         }
@@ -404,6 +416,7 @@ macro_rules! engine_conformance_tests {
                 picks in prop::collection::btree_set(0usize..30, 1..=30),
             ) {
                 let Some(engine) = $engine else { return Ok(()) };
+                let _shared = sharing_the_engine();
                 let changed: Vec<usize> = picks.into_iter().filter(|&i| i < data).collect();
                 prop_assume!(!changed.is_empty());
                 let checked = conformance::check_update(engine, data, raid6, len_units * 512, seed, &changed);
@@ -414,6 +427,7 @@ macro_rules! engine_conformance_tests {
         #[test]
         fn every_lost_pair_of_a_raid6_stripe_and_every_lost_column_of_a_raid5_one() {
             if let Some(engine) = $engine {
+                let _shared = sharing_the_engine();
                 conformance::check_every_lost_set(engine);
             }
         }
@@ -421,6 +435,7 @@ macro_rules! engine_conformance_tests {
         #[test]
         fn jobs_in_shared_memory_are_taken_from_it() {
             if let Some(engine) = $engine {
+                let _alone = ENGINE_USE.write().unwrap_or_else(|poisoned| poisoned.into_inner());
                 let counts = $counts;
                 conformance::check_shared_pool(engine, &|| counts(engine), $required);
             }
