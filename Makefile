@@ -224,10 +224,17 @@ BENCH_LEVELS ?= 0 1 10 5 6
 BENCH_ONLY ?= .
 # Parity writes as shipped (bitmap and log on), graid against md, RAID 5/6 on six drives at
 # 512 KiB and 64 KiB chunks (selftests/bench-shipped.sh), about 25 minutes under TCG.
+# BENCH_MEMBERS=nullblk runs it on memory-backed null_blk disks (out/bench-shipped-nullblk.txt).
+SHIPPED_CHUNKS ?= 512K 64K
+SHIPPED_LEVELS ?= 5 6
+SHIPPED_SUFFIX := $(if $(filter nullblk,$(BENCH_MEMBERS)),-nullblk)
+# null_blk's memory holds what the arrays wrote (about 1.3 GiB at most).
+SHIPPED_MEM := $(if $(filter nullblk,$(BENCH_MEMBERS)),4608,3072)
 bench-shipped: module tools
 	set -o pipefail; mkdir -p out; \
-	VM_KERNEL_ARGS=$(BENCH_KERNEL_ARGS) GRAID_VM_WORK=$(CURDIR)/out/vm-bench-shipped selftests/vm.sh --disks 6 --disk-size 512 --mem 3072 \
-		--timeout 3600 selftests/bench-shipped.sh $(BENCH_RUNTIME) $(BENCH_ROUNDS) | tee out/bench-shipped.txt; rc=$$?; \
+	VM_KERNEL_ARGS=$(BENCH_KERNEL_ARGS) GRAID_VM_WORK=$(CURDIR)/out/vm-bench-shipped selftests/vm.sh --disks 6 --disk-size 512 --mem $(SHIPPED_MEM) \
+		--timeout 3600 selftests/bench-shipped.sh $(BENCH_RUNTIME) $(BENCH_ROUNDS) "$(SHIPPED_CHUNKS)" "$(SHIPPED_LEVELS)" \
+		$(BENCH_MEMBERS) | tee out/bench-shipped$(SHIPPED_SUFFIX).txt; rc=$$?; \
 		rm -f out/vm-bench-shipped/nvme*.img; exit $$rc
 
 # Forced writes (FUA writes and flushes) and member I/Os per 4 KiB array write, graid as
@@ -249,7 +256,7 @@ bench-dirty-start: module tools
 
 # Where the CPU goes on writes (PROFILE_LOAD: rand4k or seq1m), md and graid (bare, as shipped)
 # under perf in one VM run (selftests/profile-writes.sh; needs the host's perf, Debian's
-# linux-perf), about 3 minutes.
+# linux-perf), about 3 minutes. BENCH_MEMBERS=nullblk profiles on null_blk disks.
 PROFILE_LEVEL ?= 5
 PROFILE_CHUNK ?= 64K
 PROFILE_LOAD ?= rand4k
@@ -258,7 +265,7 @@ profile-writes: module tools
 	set -o pipefail; mkdir -p out; \
 	VM_EXTRA_BINARIES=/usr/bin/perf VM_KERNEL_ARGS=$(BENCH_KERNEL_ARGS) GRAID_VM_WORK=$(CURDIR)/out/vm-profile \
 		selftests/vm.sh --disks 6 --disk-size 512 --mem 3072 selftests/profile-writes.sh \
-		$(PROFILE_LEVEL) $(PROFILE_CHUNK) $(PROFILE_LOAD) | tee out/profile-writes.txt; rc=$$?; \
+		$(PROFILE_LEVEL) $(PROFILE_CHUNK) $(PROFILE_LOAD) 8 $(BENCH_MEMBERS) | tee out/profile-writes.txt; rc=$$?; \
 		rm -f out/vm-profile/nvme*.img; exit $$rc
 
 bench: module tools

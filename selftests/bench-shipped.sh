@@ -1,10 +1,12 @@
 # Parity writes as shipped, graid against md, in one VM run (`make bench-shipped`; not a test):
 #
 #   selftests/vm.sh --disks 6 --disk-size 512 --mem 3072 selftests/bench-shipped.sh \
-#       [RUNTIME_S [ROUNDS [CHUNKS [LEVELS]]]]
+#       [RUNTIME_S [ROUNDS [CHUNKS [LEVELS [MEMBERS]]]]]
 #
-# RAID 5 and RAID 6 (LEVELS, default "5 6"; left-symmetric) on six emulated NVMe drives, at each
-# chunk size of CHUNKS (default "512K 64K"), created four ways:
+# RAID 5 and RAID 6 (LEVELS, default "5 6"; left-symmetric) on six drives, at each chunk size of
+# CHUNKS (default "512K 64K"). MEMBERS: nvme (default: the VM's six emulated NVMe drives) or
+# nullblk (six memory-backed null_blk disks of 512 MiB: no device emulated, so the drivers' own
+# CPU cost per write shows). Each array is created four ways:
 #
 # - md0: md with its defaults at this size (no bitmap, no PPL) and bench.sh's raid456 tuning;
 # - bare: graid without bitmap and log (--bitmap none --consistency-policy resync);
@@ -26,6 +28,7 @@ runtime=${1:-8}
 rounds=${2:-2}
 chunks=${3:-512K 64K}
 levels=${4:-5 6}
+member_kind=${5:-nvme}
 ramp=1
 region=1G
 results=/tmp/bench-shipped.results
@@ -34,18 +37,30 @@ export DM_DISABLE_UDEV=1
 
 modprobe -a raid456 dm-mod || fail "cannot load md raid456 or dm"
 load_module
-set -- $(graid_nvme_disks)
-[ $# -ge 6 ] || fail "needs 6 NVMe drives"
+case $member_kind in
+nvme)
+	set -- $(graid_nvme_disks)
+	[ $# -ge 6 ] || fail "needs 6 NVMe drives"
+	size_mb=$GRAID_DISK_SIZE_MB
+	for d in "$@"; do
+		dd if=/dev/zero of=$d bs=1M oflag=direct 2>/dev/null
+	done
+	;;
+nullblk)
+	# Memory-backed: they read zeroes until written, and zeroing them would only fill memory.
+	size_mb=512
+	nullblk_devices 6 $size_mb
+	set -- $nullblk_devices
+	;;
+*) fail "MEMBERS is nvme or nullblk, not '$member_kind'" ;;
+esac
 drives="$1 $2 $3 $4 $5 $6"
-for d in $drives; do
-	dd if=/dev/zero of=$d bs=1M oflag=direct 2>/dev/null
-done
 # Every shape's members are dm devices over the drives (the same dm-linear hop for all), for
 # 'large' with a zero target after each drive up to 64 GiB.
 large_sectors=$((64 * 1024 * 2048))
 bench_dm_members 0 $drives
 members=$bench_members
-echo "members: $members over $drives (${GRAID_DISK_SIZE_MB} MiB each; 'large' sees them as 64 GiB members), chunks $chunks, levels $levels, ${runtime} s + ${ramp} s ramp per run over the first $region, $rounds rounds"
+echo "members: $members over $member_kind $drives (${size_mb} MiB each; 'large' sees them as 64 GiB members), chunks $chunks, levels $levels, ${runtime} s + ${ramp} s ramp per run over the first $region, $rounds rounds"
 
 # cpu_ticks: the guest's busy CPU time so far, in clock ticks (all CPUs, idle and iowait left out).
 cpu_ticks() { awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8 }' /proc/stat; }

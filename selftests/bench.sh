@@ -66,27 +66,9 @@ nvme)
 	size_mb=$GRAID_DISK_SIZE_MB
 	;;
 nullblk)
-	modprobe null_blk nr_devices=0 || fail "cannot load null_blk"
-	mount -t configfs none /sys/kernel/config 2>/dev/null
 	size_mb=256
-	set --
-	for i in 0 1 2 3 4 5; do
-		# configfs null_blk disks take their directory's name.
-		d=/sys/kernel/config/nullb/nullb$i
-		mkdir $d || fail "cannot make null_blk device $i"
-		echo $size_mb >$d/size
-		echo 1 >$d/memory_backed
-		echo 2 >$d/queue_mode
-		nproc >$d/submit_queues
-		echo 1 >$d/power || fail "cannot power null_blk device $i"
-		set -- "$@" /dev/nullb$i
-	done
-	udevadm settle 2>/dev/null
-	for b in "$@"; do
-		n=0
-		while ! [ -b $b ] && [ $n -lt 50 ]; do usleep 100000; n=$((n + 1)); done
-		[ -b $b ] || fail "no $b"
-	done
+	nullblk_devices 6 $size_mb
+	set -- $nullblk_devices
 	;;
 *) fail "MEMBERS is nvme or nullblk, not '$member_kind'" ;;
 esac

@@ -134,6 +134,33 @@ dm_node() {
 	done
 }
 
+# nullblk_devices COUNT SIZE_MB: COUNT memory-backed null_blk disks (configfs, blk-mq, a submit
+# queue per CPU) of SIZE_MB each, for benches where the drivers' own CPU cost should show (no
+# device emulated); their paths in $nullblk_devices.
+nullblk_devices() {
+	local count=$1 size_mb=$2 i d b n
+	modprobe null_blk nr_devices=0 || fail "cannot load null_blk"
+	mount -t configfs none /sys/kernel/config 2>/dev/null
+	nullblk_devices=""
+	for i in $(seq 0 $((count - 1))); do
+		# configfs null_blk disks take their directory's name.
+		d=/sys/kernel/config/nullb/nullb$i
+		mkdir $d || fail "cannot make null_blk device $i"
+		echo $size_mb >$d/size
+		echo 1 >$d/memory_backed
+		echo 2 >$d/queue_mode
+		nproc >$d/submit_queues
+		echo 1 >$d/power || fail "cannot power null_blk device $i"
+		nullblk_devices="$nullblk_devices${nullblk_devices:+ }/dev/nullb$i"
+	done
+	udevadm settle 2>/dev/null
+	for b in $nullblk_devices; do
+		n=0
+		while ! [ -b $b ] && [ $n -lt 50 ]; do usleep 100000; n=$((n + 1)); done
+		[ -b $b ] || fail "no $b"
+	done
+}
+
 # bench_dm_members SIZE DRIVE...: dm devices v0, v1, ... over the drives, so every shape a
 # bench compares pays the same dm-linear hop; with SIZE (sectors) above a drive's own, a zero
 # target after it up to SIZE (a large member whose data lies on the drive), with 0 the drive as

@@ -2,9 +2,10 @@
 #
 #   VM_EXTRA_BINARIES=/usr/bin/perf VM_KERNEL_ARGS=kmemleak=off \
 #       selftests/vm.sh --disks 6 --disk-size 512 --mem 3072 selftests/profile-writes.sh \
-#       [LEVEL [CHUNK [LOAD [RUNTIME_S]]]]
+#       [LEVEL [CHUNK [LOAD [RUNTIME_S [MEMBERS]]]]]
 #
-# A RAID LEVEL (default 5) of six emulated NVMe drives at CHUNK (default 64K), made three ways
+# A RAID LEVEL (default 5) of six drives (MEMBERS: nvme, the VM's emulated NVMe drives, the
+# default; or nullblk, memory-backed null_blk disks of 512 MiB) at CHUNK (default 64K), made three ways
 # in turn: md0 (md, no bitmap, bench.sh's raid456 tuning), bare (graid without bitmap and log)
 # and shipped (graid with its defaults). fio runs LOAD (rand4k, the default: 4k random writes,
 # 4 jobs at iodepth 32; seq1m: 1M sequential writes at iodepth 8) for RUNTIME_S seconds
@@ -17,6 +18,7 @@ level=${1:-5}
 chunk=${2:-64K}
 load=${3:-rand4k}
 runtime=${4:-8}
+member_kind=${5:-nvme}
 case $load in
 rand4k) fio_load="--rw=randwrite --bs=4k --iodepth=32 --numjobs=4" ;;
 seq1m) fio_load="--rw=write --bs=1M --iodepth=8 --numjobs=1" ;;
@@ -25,8 +27,17 @@ esac
 command -v perf >/dev/null || fail "no perf in the guest: VM_EXTRA_BINARIES=/usr/bin/perf (Debian's linux-perf)"
 modprobe raid456 || fail "cannot load md raid456"
 load_module
-set -- $(graid_nvme_disks)
-[ $# -ge 6 ] || fail "needs 6 NVMe drives"
+case $member_kind in
+nvme)
+	set -- $(graid_nvme_disks)
+	[ $# -ge 6 ] || fail "needs 6 NVMe drives"
+	;;
+nullblk)
+	nullblk_devices 6 512
+	set -- $nullblk_devices
+	;;
+*) fail "MEMBERS is nvme or nullblk, not '$member_kind'" ;;
+esac
 members="$1 $2 $3 $4 $5 $6"
 echo 0 >/proc/sys/kernel/kptr_restrict
 echo -1 >/proc/sys/kernel/perf_event_paranoid
