@@ -831,7 +831,7 @@ impl Array {
         }
     }
 
-    fn io(&self) -> &ArrayIo {
+    pub(crate) fn io(&self) -> &ArrayIo {
         self.disk.ops()
     }
 

@@ -125,6 +125,22 @@ pub(crate) fn kick_every_array() {
     }
 }
 
+/// Calls `f` with the I/O state of every running array, under the list's lock (debugfs
+/// readers: process context, nothing else locked).
+pub(crate) fn for_each_running_array(mut f: impl FnMut(&crate::io::ArrayIo)) {
+    let control = CONTROL.load(Ordering::Acquire);
+    if control.is_null() {
+        return;
+    }
+    // SAFETY: set while the control device lives; the debugfs files that call this are
+    // removed before the control device goes (the module's field order).
+    let control = unsafe { &*control };
+    let arrays = control.arrays.lock();
+    for array in arrays.iter().filter_map(|e| e.array.as_ref()) {
+        f(array.io());
+    }
+}
+
 #[pinned_drop]
 impl PinnedDrop for Control {
     fn drop(self: Pin<&mut Self>) {

@@ -35,7 +35,7 @@ use crate::member_devices::{Member, MemberDevices, SpareDevice};
 use crate::helper_device;
 use crate::rq_stack::{Link, RqStack};
 pub(crate) use crate::rq_stack::RqRef;
-use crate::stripe_io::{self, BufferStats, Reserve, StripeBuffer};
+use crate::stripe_io::{self, BufferStats, CarriedWrites, Reserve, StripeBuffer};
 use crate::superblock_io::SuperblockWriter;
 use core::ptr;
 use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
@@ -133,12 +133,15 @@ pub(crate) struct ArrayIo {
     log_wait: WaitList,
     /// The log writes, batched per member. After the stripe queue, which runs its sender.
     #[pin]
-    log_batch: LogBatcher<ArrayIo>,
+    pub(crate) log_batch: LogBatcher<ArrayIo>,
     /// Stripe buffers kept for the next slices (`buffer_cache.rs`).
     #[pin]
     buffers: BufferCache,
     /// The buffer kept for when memory is short.
     reserve: Reserve,
+    /// Where stripe buffers came from, and writes carried by another's (debugfs).
+    pub(crate) buffer_stats: BufferStats,
+    pub(crate) carried: CarriedWrites,
     /// The buffer the worker's rebuild goes through (`None` for RAID 0).
     #[pin]
     rebuild_buffer: Mutex<Option<KBox<StripeBuffer>>>,
@@ -197,6 +200,8 @@ impl ArrayIo {
             } else {
                 Reserve::none()
             },
+            buffer_stats: stripe_io::buffer_stats(),
+            carried: stripe_io::carried_writes(),
             rebuild_buffer <- new_mutex!(rebuild_buffer(&geometry)?),
             epoch: Instant::now(),
             bitmap,
@@ -445,7 +450,7 @@ impl Requests for ArrayIo {
     }
 
     fn carried(&self, _follower: RqRef, _adopter: RqRef) {
-        crate::stripe_io::CARRIED_WRITES.fetch_add(1, Ordering::Relaxed);
+        self.carried.add(0, 1);
     }
 
     fn fua(&self, rq: RqRef) -> bool {
@@ -632,13 +637,15 @@ impl Metadata for ArrayIo {
         &self,
         targets: MemberSet,
         block: u64,
+        preflush: bool,
         fill: &dyn Fn(&mut [u8; BLOCK_BYTES]),
     ) -> MemberSet {
         let Some(bitmap) = &self.bitmap else {
             return targets;
         };
         let sector = bitmap.block_sector(block);
-        self.superblocks.write_block(&self.files, targets, sector, fill)
+        self.superblocks
+            .write_block(&self.files, targets, sector, preflush, fill)
     }
 
     fn write_log_head(
@@ -647,7 +654,8 @@ impl Metadata for ArrayIo {
         sector: u64,
         fill: &dyn Fn(&mut [u8; PPL_BLOCK_BYTES]),
     ) -> MemberSet {
-        self.superblocks.write_block(&self.files, targets, sector, fill)
+        self.superblocks
+            .write_block(&self.files, targets, sector, false, fill)
     }
 
     fn write_spare_superblock(&self, slot: u32, sb: &Superblock) -> bool {
@@ -915,7 +923,7 @@ impl StripeBuffers for ArrayIo {
         let Some(bytes) = sectors.checked_mul(512).and_then(|b| usize::try_from(b).ok()) else {
             return false;
         };
-        let stats = &stripe_io::BUFFER_STATS;
+        let stats = &self.buffer_stats;
         let log = self.engine.has_log();
         // Only memory at hand, no reclaim: the step runs NOIO (`stripe_work_fn`, the worker),
         // where reclaim can neither write back nor compact, and an order-3 column would retry
@@ -929,11 +937,11 @@ impl StripeBuffers for ArrayIo {
         if !short {
             // A kept buffer first, then a fresh one.
             if let Some(buffer) = self.buffers.take(columns, bytes, log, gfp) {
-                BufferStats::count(&stats.cached);
+                stats.add(stripe_io::BUFFER_CACHED, 1);
                 return self.hold_buffer(rq, buffer);
             }
             if let Ok(buffer) = StripeBuffer::new(columns, bytes, log, gfp) {
-                BufferStats::count(if wide { &stats.wide } else { &stats.fresh });
+                stats.add(if wide { stripe_io::BUFFER_WIDE } else { stripe_io::BUFFER_FRESH }, 1);
                 return self.hold_buffer(rq, buffer);
             }
         }
@@ -951,11 +959,11 @@ impl StripeBuffers for ArrayIo {
         });
         match reserve {
             Some(buffer) => {
-                BufferStats::count(&stats.reserve);
+                stats.add(stripe_io::BUFFER_RESERVE, 1);
                 self.hold_buffer(rq, buffer)
             }
             None => {
-                BufferStats::count(&stats.waits);
+                stats.add(stripe_io::BUFFER_WAITS, 1);
                 false
             }
         }

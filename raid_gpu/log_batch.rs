@@ -22,6 +22,7 @@ use crate::engine::ppl::{
 };
 use crate::kernel_ext::bio::{self, CloneOp, CloneSet, Target};
 use crate::kernel_ext::work::RequestWork;
+use crate::write_stats::{self, Counters};
 use core::ptr;
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use kernel::{bindings, prelude::*, sync::LockClassKey};
@@ -115,27 +116,18 @@ pub(crate) struct BatchCtx<T> {
 // bio carries (and so their array) are alive.
 unsafe impl<T> Send for BatchCtx<T> {}
 
-/// Counters of every array's log writes since the module loaded
-/// (`/sys/kernel/debug/graid/log_writes`): entries, the writes that carried them, and those
-/// of them that carried a group.
-pub(crate) struct LogWriteStats {
-    entries: AtomicU64,
-    writes: AtomicU64,
-    groups: AtomicU64,
-}
+/// An array's log writes (`/sys/kernel/debug/graid/log_writes`): entries, the writes that
+/// carried them, and those of them that carried a group.
+pub(crate) type LogWriteStats = Counters<3>;
+const LOG_ENTRIES: usize = 0;
+const LOG_WRITES: usize = 1;
+const LOG_GROUPS: usize = 2;
+static LOG_WRITES_GONE: [AtomicU64; 3] = write_stats::gone();
 
-pub(crate) static LOG_WRITE_STATS: LogWriteStats = LogWriteStats {
-    entries: AtomicU64::new(0),
-    writes: AtomicU64::new(0),
-    groups: AtomicU64::new(0),
-};
-
-/// Writes [`LOG_WRITE_STATS`] for debugfs.
+/// Writes every array's log write counters for debugfs.
 pub(crate) fn write_log_stats(_: &(), f: &mut kernel::fmt::Formatter<'_>) -> kernel::fmt::Result {
-    let s = &LOG_WRITE_STATS;
-    writeln!(f, "entries: {}", s.entries.load(Ordering::Relaxed))?;
-    writeln!(f, "writes: {}", s.writes.load(Ordering::Relaxed))?;
-    writeln!(f, "groups: {}", s.groups.load(Ordering::Relaxed))
+    let names = ["entries", "writes", "groups"];
+    write_stats::write_totals(f, names, &LOG_WRITES_GONE, |io| &io.log_batch.stats)
 }
 
 /// An array's log writes, batched per member.
@@ -149,6 +141,8 @@ pub(crate) struct LogBatcher<T: LogTarget> {
     bios: Option<Pin<KBox<CloneSet<BatchCtx<T>>>>>,
     /// Zeros, to fill an entry's last block when its payload ends inside it.
     zeros: KVec<u8>,
+    /// What this array's log writes carried (debugfs).
+    pub(crate) stats: LogWriteStats,
 }
 
 impl<T: LogTarget> LogBatcher<T> {
@@ -171,6 +165,7 @@ impl<T: LogTarget> LogBatcher<T> {
             sender <- RequestWork::new_in_place(send, c"graid_log", key),
             bios: bios?,
             zeros: zeros?,
+            stats: Counters::new(&LOG_WRITES_GONE),
         })
     }
 
@@ -304,7 +299,7 @@ impl<T: LogTarget> LogBatcher<T> {
         };
         if count > 1 {
             Self::group(target, first, count);
-            LOG_WRITE_STATS.groups.fetch_add(1, Ordering::Relaxed);
+            self.stats.add(LOG_GROUPS, 1);
         }
         let mut s = first;
         for i in 0..count {
@@ -329,10 +324,8 @@ impl<T: LogTarget> LogBatcher<T> {
             }
             s = entry.next.load(Ordering::Relaxed);
         }
-        LOG_WRITE_STATS
-            .entries
-            .fetch_add(u64::from(count), Ordering::Relaxed);
-        LOG_WRITE_STATS.writes.fetch_add(1, Ordering::Relaxed);
+        self.stats.add(LOG_ENTRIES, u64::from(count));
+        self.stats.add(LOG_WRITES, 1);
         self.members
             .get(index as usize)
             .map(|m| m.bios.fetch_add(1, Ordering::SeqCst));

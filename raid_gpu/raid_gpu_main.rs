@@ -24,6 +24,7 @@ mod stripe_io;
 mod superblock_io;
 mod sysfs;
 mod uevent;
+mod write_stats;
 
 // Pure RAID logic shared with the host tools (tools/graid-engine), where it is tested.
 #[allow(dead_code, unreachable_pub)]

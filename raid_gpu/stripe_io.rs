@@ -14,8 +14,9 @@ use crate::engine::parity::{Columns, ParityJob, ParityOp};
 use crate::engine::platform::LOG_HEADERS;
 use crate::engine::ppl::BLOCK_BYTES as PPL_BLOCK_BYTES;
 use crate::kernel_ext::raid_math::{self, Vectors, MAX_VECTORS};
+use crate::write_stats::{self, Counters};
 use core::ptr;
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::AtomicU64;
 use kernel::alloc::{flags, Flags};
 use kernel::page::PAGE_SIZE;
 use kernel::prelude::*;
@@ -474,54 +475,41 @@ fn recover(
     }
 }
 
-/// Where the stripe buffers of every array came from since the module loaded
-/// (`/sys/kernel/debug/graid/stripe_buffers`): buffers taken back from an array's cache, wide
-/// and narrow fresh allocations, the reserve,
-/// and requests that waited for a buffer to be freed. Counted, not used for decisions.
-pub(crate) struct BufferStats {
-    pub(crate) cached: AtomicU64,
-    pub(crate) wide: AtomicU64,
-    pub(crate) fresh: AtomicU64,
-    pub(crate) reserve: AtomicU64,
-    pub(crate) waits: AtomicU64,
+/// Where an array's stripe buffers came from (`/sys/kernel/debug/graid/stripe_buffers`):
+/// taken back from the array's cache, wide and narrow fresh allocations, the reserve, and
+/// requests that waited for a buffer to be freed.
+pub(crate) type BufferStats = Counters<5>;
+pub(crate) const BUFFER_CACHED: usize = 0;
+pub(crate) const BUFFER_WIDE: usize = 1;
+pub(crate) const BUFFER_FRESH: usize = 2;
+pub(crate) const BUFFER_RESERVE: usize = 3;
+pub(crate) const BUFFER_WAITS: usize = 4;
+static BUFFERS_GONE: [AtomicU64; 5] = write_stats::gone();
+
+/// A new array's buffer counters.
+pub(crate) const fn buffer_stats() -> BufferStats {
+    Counters::new(&BUFFERS_GONE)
 }
 
-pub(crate) static BUFFER_STATS: BufferStats = BufferStats {
-    cached: AtomicU64::new(0),
-    wide: AtomicU64::new(0),
-    fresh: AtomicU64::new(0),
-    reserve: AtomicU64::new(0),
-    waits: AtomicU64::new(0),
-};
+/// Writes taken in by another's stripe write (`/sys/kernel/debug/graid/held_stripes`;
+/// `engine/stripe_hold.rs`).
+pub(crate) type CarriedWrites = Counters<1>;
+static CARRIED_GONE: [AtomicU64; 1] = write_stats::gone();
 
-impl BufferStats {
-    pub(crate) fn count(counter: &AtomicU64) {
-        counter.fetch_add(1, Ordering::Relaxed);
-    }
+/// A new array's count of carried writes.
+pub(crate) const fn carried_writes() -> CarriedWrites {
+    Counters::new(&CARRIED_GONE)
 }
 
-/// Writes taken in by another's stripe write since the module loaded
-/// (`/sys/kernel/debug/graid/held_stripes`; `engine/stripe_hold.rs`).
-pub(crate) static CARRIED_WRITES: AtomicU64 = AtomicU64::new(0);
-
-/// Writes [`CARRIED_WRITES`] for debugfs.
+/// Writes every array's carried writes for debugfs.
 pub(crate) fn write_hold_stats(_: &(), f: &mut kernel::fmt::Formatter<'_>) -> kernel::fmt::Result {
-    writeln!(f, "carried: {}", CARRIED_WRITES.load(Ordering::Relaxed))
+    write_stats::write_totals(f, ["carried"], &CARRIED_GONE, |io| &io.carried)
 }
 
-/// Writes [`BUFFER_STATS`] for debugfs.
+/// Writes every array's buffer counters for debugfs.
 pub(crate) fn write_buffer_stats(_: &(), f: &mut kernel::fmt::Formatter<'_>) -> kernel::fmt::Result {
-    let s = &BUFFER_STATS;
-    for (name, counter) in [
-        ("cached", &s.cached),
-        ("wide", &s.wide),
-        ("fresh", &s.fresh),
-        ("reserve", &s.reserve),
-        ("waits", &s.waits),
-    ] {
-        writeln!(f, "{name}: {}", counter.load(Ordering::Relaxed))?;
-    }
-    Ok(())
+    let names = ["cached", "wide", "fresh", "reserve", "waits"];
+    write_stats::write_totals(f, names, &BUFFERS_GONE, |io| &io.buffer_stats)
 }
 
 /// The array's reserve buffer: one buffer of every column at the longest slice, so a request

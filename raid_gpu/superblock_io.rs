@@ -65,7 +65,7 @@ impl SuperblockWriter {
                 page,
             })
         });
-        let failed_io = MemberSet::from_bits(write_pages_durably(writes));
+        let failed_io = MemberSet::from_bits(write_pages_durably(writes, true));
         // A target with no file or page was not written either.
         let missing = targets
             .iter()
@@ -75,13 +75,15 @@ impl SuperblockWriter {
     }
 
     /// Writes the same block, filled by `fill`, at member sector `sector` of each member in
-    /// `targets` at once (`PREFLUSH | FUA`) and waits: a write-intent bitmap block. Returns
-    /// the members whose write failed. The same single writer as [`Self::write`].
+    /// `targets` at once (`FUA`, with `preflush` also `PREFLUSH`) and waits: a write-intent
+    /// bitmap block or a log head. Returns the members whose write failed. The same single
+    /// writer as [`Self::write`].
     pub(crate) fn write_block(
         &self,
         files: &MemberDevices,
         targets: MemberSet,
         sector: u64,
+        preflush: bool,
         fill: &dyn Fn(&mut [u8; BLOCK_BYTES]),
     ) -> MemberSet {
         let mut buffer = self.buffer.lock();
@@ -105,7 +107,7 @@ impl SuperblockWriter {
                 page: self.pages.get(member as usize)?,
             })
         });
-        failed.union(MemberSet::from_bits(write_pages_durably(writes)))
+        failed.union(MemberSet::from_bits(write_pages_durably(writes, preflush)))
     }
 
     /// Writes `sb` to the device `bdev` (a spare's: not a member) durably and waits; false on
@@ -122,7 +124,7 @@ impl SuperblockWriter {
             sector: SUPERBLOCK_SECTOR,
             page,
         };
-        write_pages_durably(core::iter::once(write)) == 0
+        write_pages_durably(core::iter::once(write), true) == 0
     }
 }
 

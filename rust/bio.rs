@@ -97,20 +97,25 @@ pub(crate) fn flush_devices(devices: impl IntoIterator<Item = (u32, *mut binding
 /// column per member and two more.
 const MAX_BATCH: usize = crate::engine::platform::MAX_REBUILD_BATCH;
 
-/// Writes every page at once, each `PREFLUSH | FUA` (what its device completed before is
-/// durable, and so is the page), and waits for all. Returns the indices (as bits) whose write
-/// failed or was not sent. Process context.
-pub(crate) fn write_pages_durably<'a>(writes: impl IntoIterator<Item = PageWrite<'a>>) -> u32 {
+/// Writes every page at once, each `FUA` and with `preflush` also `PREFLUSH` (what its device
+/// completed before is durable too), and waits for all. Returns the indices (as bits) whose
+/// write failed or was not sent. Process context.
+pub(crate) fn write_pages_durably<'a>(
+    writes: impl IntoIterator<Item = PageWrite<'a>>,
+    preflush: bool,
+) -> u32 {
+    // SAFETY: constants.
+    let opf = unsafe {
+        let durable = shim::graid_req_op_superblock_write();
+        if preflush {
+            durable
+        } else {
+            durable & !shim::graid_req_preflush()
+        }
+    };
     let failed = submit_batch(writes.into_iter().map(|w| (w.index, w)), |write| {
-        // SAFETY: constants; `write.bdev` is an open block device (caller's contract).
-        let bio = unsafe {
-            shim::graid_bio_alloc(
-                write.bdev,
-                1,
-                shim::graid_req_op_superblock_write(),
-                shim::graid_gfp_noio(),
-            )
-        };
+        // SAFETY: `write.bdev` is an open block device (caller's contract).
+        let bio = unsafe { shim::graid_bio_alloc(write.bdev, 1, opf, shim::graid_gfp_noio()) };
         if bio.is_null() {
             return None;
         }

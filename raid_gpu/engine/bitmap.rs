@@ -18,7 +18,8 @@
 //!
 //! - A write adds itself to the count first. If the bit was on disk, it goes.
 //! - Otherwise it waits for the worker. The worker writes the blocks of every region that waits
-//!   in one batch (`PREFLUSH | FUA`), then marks them on disk, then sends the waiting writes.
+//!   in one batch (`FUA`: setting bits claims nothing about earlier writes), then marks them on
+//!   disk, then sends the waiting writes.
 //! - A region's bit is cleared lazily, by the worker, and only with no write in flight there:
 //!   a first look marks it idle, a later one clears it with one compare-and-swap from "on disk,
 //!   idle, no writes" to 0 (a write ending in between takes the idle mark away). A write that

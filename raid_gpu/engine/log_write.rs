@@ -14,8 +14,8 @@
 //!   add. When a half is full the worker *switches* to epoch `e + 1` and the other half, at
 //!   once if epoch `e − 1` is retired already. It retires an epoch in the background as soon
 //!   as a newer one took over and the older one's logged writes are done: it rewrites every
-//!   member's head with the oldest epoch still live (`PREFLUSH | FUA`: every completed write is
-//!   durable first), which voids the older half's entries. So writes wait only if a half fills
+//!   member's head with the oldest epoch still live (`FUA`, after an empty flush of every
+//!   member: every completed write is durable first), which voids the older half's entries. So writes wait only if a half fills
 //!   before the other is retired.
 //! - The whole log is voided (the heads skip past every epoch written) when the array is marked
 //!   clean (nothing to replay then), at the start, and when a device joins (its ring may hold

@@ -305,22 +305,25 @@ pub trait Metadata {
     }
 
     /// Writes bitmap block `block`, filled by `fill`, to each member in `targets` at once and
-    /// waits; returns the members whose write failed. Durable on return (`FUA`). The
-    /// superblock writer's caller only (the worker).
+    /// waits; returns the members whose write failed. Durable on return (`FUA`); with
+    /// `preflush`, so is every write the member completed before (`PREFLUSH`: a block that
+    /// clears bits). The superblock writer's caller only (the worker).
     fn write_bitmap_block(
         &self,
         targets: MemberSet,
         block: u64,
+        preflush: bool,
         fill: &dyn Fn(&mut [u8; BLOCK_BYTES]),
     ) -> MemberSet {
-        let _ = (block, fill);
+        let _ = (block, preflush, fill);
         targets
     }
 
     /// Writes a partial parity log head, filled by `fill`, at member sector `sector` of each
     /// member in `targets` at once and waits; returns the members whose write failed. Durable
-    /// on return, and so is every write completed before (`PREFLUSH | FUA`). The worker, or
-    /// the array's start with no I/O running.
+    /// on return (`FUA`), and nothing more: the engine flushed every member first, which the
+    /// head's own `PREFLUSH` would only repeat. The worker, or the array's start with no I/O
+    /// running.
     fn write_log_head(
         &self,
         targets: MemberSet,

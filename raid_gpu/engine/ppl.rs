@@ -30,7 +30,8 @@
 //! entry is a 4 KiB header block and its payload (the partial parity of its rows, rounded up
 //! to 4 KiB). Entries of one *epoch* are appended; when a member's ring is full the log *wraps*:
 //! once no logged write is in flight, every member's head is rewritten with the next epoch
-//! (`PREFLUSH | FUA`: every write before it is durable), which voids every older entry at once.
+//! (`FUA`, after an empty flush of every member: every write before it is durable), which
+//! voids every older entry at once.
 //! A replay takes only entries of the epoch its members' heads hold.
 //!
 //! Entries that lie back to back in a ring and go to the member in one write share a header

@@ -113,7 +113,9 @@ impl<M: Store> ArrayEngine<M> {
             if !claimed {
                 continue;
             }
-            let written = self.write_block(p, &regions, states, block, self.bitmap_targets());
+            // Bits only set: the block must land before their writes, nothing before it.
+            let written =
+                self.write_block(p, &regions, states, block, self.bitmap_targets(), false);
             for s in part {
                 if written {
                     s.block_written();
@@ -175,7 +177,7 @@ impl<M: Store> ArrayEngine<M> {
             // (graid-sim's power cuts between two members' block writes show it).
             let cleared = part.iter().fold(false, |any, s| s.try_clear() | any);
             if cleared {
-                self.write_block(p, &regions, states, block, self.bitmap_targets());
+                self.write_block(p, &regions, states, block, self.bitmap_targets(), true);
             }
         }
         // An idle array with every bit clear sleeps: the next bit set runs the worker.
@@ -196,7 +198,7 @@ impl<M: Store> ArrayEngine<M> {
             return;
         }
         for block in 0..regions.blocks() {
-            self.write_block(p, &regions, states, block, targets);
+            self.write_block(p, &regions, states, block, targets, true);
         }
     }
 
@@ -257,9 +259,10 @@ impl<M: Store> ArrayEngine<M> {
             .is_some_and(|part| part.iter().all(|s| !s.bit()))
     }
 
-    /// Writes bitmap block `block` as the region states say now to the members in `targets`;
-    /// members whose write fails are failed (as for a superblock). True if some member took
-    /// it.
+    /// Writes bitmap block `block` as the region states say now to the members in `targets`
+    /// (`preflush`: what each completed before is made durable first, as a block that clears
+    /// bits needs); members whose write fails are failed (as for a superblock). True if some
+    /// member took it.
     fn write_block<P: Platform>(
         &self,
         p: &P,
@@ -267,12 +270,13 @@ impl<M: Store> ArrayEngine<M> {
         states: &[RegionState],
         block: u64,
         targets: MemberSet,
+        preflush: bool,
     ) -> bool {
         if targets.is_empty() {
             return false;
         }
         let count = regions.count();
-        let failed = p.write_bitmap_block(targets, block, &|out| {
+        let failed = p.write_bitmap_block(targets, block, preflush, &|out| {
             encode_block(
                 block,
                 count,

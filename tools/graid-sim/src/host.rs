@@ -505,7 +505,14 @@ impl Host {
     /// A metadata write (superblock, bitmap block, log head) to each of `targets`: `store`
     /// keeps it on a member that takes it (before a power cut); returns the members whose
     /// write failed (dead, or failing superblock writes).
-    fn write_metadata(&self, targets: MemberSet, store: impl Fn(u32, &MemDisk)) -> MemberSet {
+    /// A metadata block written to every member of `targets`, `FUA` (stored as it lands) and
+    /// with `preflush` after a flush of that member's cache.
+    fn write_metadata(
+        &self,
+        targets: MemberSet,
+        preflush: bool,
+        store: impl Fn(u32, &MemDisk),
+    ) -> MemberSet {
         let mut failed = MemberSet::EMPTY;
         let cut_here = self.metadata_writes.fetch_add(1, Ordering::SeqCst)
             == self.cut_in_metadata.load(Ordering::SeqCst);
@@ -515,7 +522,9 @@ impl Host {
                 failed = failed.with(member);
             } else if self.lands() {
                 // PREFLUSH: what the member completed before is durable, then the block (FUA).
-                disk.flush_cache();
+                if preflush {
+                    disk.flush_cache();
+                }
                 store(member, disk);
                 if cut_here {
                     // The power goes once the first member took it.
@@ -1607,12 +1616,13 @@ impl Metadata for Host {
         &self,
         targets: MemberSet,
         block: u64,
+        preflush: bool,
         fill: &dyn Fn(&mut [u8; BLOCK_BYTES]),
     ) -> MemberSet {
         let mut data = Box::new([0u8; BLOCK_BYTES]);
         fill(&mut data);
         self.bitmap_writes.fetch_add(1, Ordering::Relaxed);
-        self.write_metadata(targets, |_, disk| {
+        self.write_metadata(targets, preflush, |_, disk| {
             disk.bitmap_blocks
                 .lock()
                 .unwrap()
@@ -1641,7 +1651,7 @@ impl Metadata for Host {
     }
 
     fn write_superblocks(&self, targets: MemberSet, copy: impl Fn(u32) -> Superblock) -> MemberSet {
-        self.write_metadata(targets, |member, disk| {
+        self.write_metadata(targets, true, |member, disk| {
             disk.superblocks.lock().unwrap().push(copy(member))
         })
     }
@@ -1659,7 +1669,8 @@ impl Metadata for Host {
     ) -> MemberSet {
         let mut data = Box::new([0u8; PPL_BLOCK_BYTES]);
         fill(&mut data);
-        self.write_metadata(targets, |_, disk| {
+        // FUA only: the engine flushed every member just before (`write_heads`).
+        self.write_metadata(targets, false, |_, disk| {
             disk.log_blocks.lock().unwrap().insert(sector, data.clone());
         })
     }
