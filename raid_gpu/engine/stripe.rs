@@ -312,8 +312,12 @@ pub struct StripeState {
     buffer_waited: AtomicBool,
     /// The slice is counted among the log's writes in flight: its epoch + 1 (0: not).
     log_held: AtomicU64,
-    /// The ticket of the flush of every member it sent (`Step::Flush`).
+    /// The ticket of the flush it sent (`Step::Flush`), and the members flushed.
     flush_ticket: AtomicU64,
+    flushing: AtomicU32,
+    flushing_all: AtomicBool,
+    /// The members the current slice sent writes to (`durable.rs` marks them).
+    wrote: AtomicU32,
     /// Held partial stripes (`stripe_hold.rs`): this request's token as an adopter (0: none
     /// yet), the adopter's token that writes this one's head (0: none), the end of what it
     /// writes with the followers it took in (0: its own end), when it first held (0: never),
@@ -342,6 +346,9 @@ impl StripeState {
             buffer_waited: AtomicBool::new(false),
             log_held: AtomicU64::new(0),
             flush_ticket: AtomicU64::new(0),
+            flushing: AtomicU32::new(0),
+            flushing_all: AtomicBool::new(false),
+            wrote: AtomicU32::new(0),
             token: AtomicU64::new(0),
             adopted_by: AtomicU64::new(0),
             cover_end: AtomicU64::new(0),
@@ -400,6 +407,9 @@ impl StripeState {
         self.buffer_waited.store(false, Ordering::Relaxed);
         self.log_held.store(0, Ordering::Relaxed);
         self.flush_ticket.store(0, Ordering::Relaxed);
+        self.flushing.store(0, Ordering::Relaxed);
+        self.flushing_all.store(false, Ordering::Relaxed);
+        self.wrote.store(0, Ordering::Relaxed);
         self.token.store(0, Ordering::Relaxed);
         self.adopted_by.store(0, Ordering::Relaxed);
         self.cover_end.store(0, Ordering::Relaxed);
@@ -741,8 +751,7 @@ impl<M: Store> ArrayEngine<M> {
             },
             Step::Flush => match self.pass_result(p, rq, state) {
                 PassEnd::Ok => {
-                    let ticket = stripe.flush_ticket.load(Ordering::Relaxed);
-                    self.log.flushes.end(ticket);
+                    self.flush_done(&span, stripe);
                     self.after_compute(p, rq, &span);
                 }
                 PassEnd::Failed => self.stripe_end(p, rq, Status::IoError),
@@ -1374,8 +1383,11 @@ impl<M: Store> ArrayEngine<M> {
         stripe.set_step(Step::Write);
         state.begin_pass(Phase::Stripe);
         let mut sent = Ok(());
+        let mut wrote = MemberSet::EMPTY;
         let mut send = |m: u32, (c, f, e): (u32, u64, u64)| {
             let op = Op::Write;
+            // A replica's writes count as its member's: a flush of the member flushes it too.
+            wrote = wrote.with(m);
             sent = sent.and_then(|()| self.send_column(p, rq, span, op, m, c, (f, e)));
             // A replacement of the member gets the same (`replace.rs`).
             if let Some(replica) = self.replica_of(m) {
@@ -1416,6 +1428,7 @@ impl<M: Store> ArrayEngine<M> {
             }
         }
         let _ = sent;
+        stripe.wrote.store(wrote.bits(), Ordering::Relaxed);
         if state.put(Status::Ok).is_some() {
             // Every write completed already: the next slice starts in a fresh work item, not
             // one level deeper into this stack (see `send_reads`).
@@ -1423,13 +1436,22 @@ impl<M: Store> ArrayEngine<M> {
         }
     }
 
-    /// An empty flush to every member in use (and a replacement), before the slice logs
-    /// (`Step::Flush`); the slice goes on when they completed.
-    fn flush_members<P: Platform>(&self, p: &P, rq: P::Request) {
+    /// An empty flush to each member of `members` in use (and a replacement, which the
+    /// marks count as its member), before the slice logs (`Step::Flush`); the slice goes on
+    /// when they completed.
+    fn flush_members<P: Platform>(&self, p: &P, rq: P::Request, members: MemberSet) {
         let state = p.state(rq);
         let stripe = state.stripe();
         stripe.set_step(Step::Flush);
         state.begin_pass(Phase::Stripe);
+        let targets = (0..self.geometry.members())
+            .filter(|&m| members.contains(m) && self.writable(m))
+            .fold(MemberSet::EMPTY, MemberSet::with);
+        stripe.flushing.store(targets.bits(), Ordering::Relaxed);
+        let every = (0..self.geometry.members())
+            .filter(|&m| self.writable(m))
+            .all(|m| targets.contains(m));
+        stripe.flushing_all.store(every, Ordering::Relaxed);
         stripe
             .flush_ticket
             .store(self.log.flushes.begin(), Ordering::Relaxed);
@@ -1450,7 +1472,7 @@ impl<M: Store> ArrayEngine<M> {
                 let _ = state.put(Status::IoError);
             }
         };
-        for m in (0..self.geometry.members()).filter(|&m| self.writable(m)) {
+        for m in targets.iter() {
             flush(m);
         }
         if self.replica_live() {
@@ -1460,6 +1482,28 @@ impl<M: Store> ArrayEngine<M> {
             // Not inline: see `send_reads`.
             p.queue_stripe_work(rq);
         }
+    }
+
+    /// The slice's flush (`flush_members`) completed on every member it went to: the marks
+    /// of its stripes forget those members' earlier writes, and a flush that went to every
+    /// member in use when it was sent counts as one of every member.
+    fn flush_done(&self, span: &Span, stripe: &StripeState) {
+        let ticket = stripe.flush_ticket.load(Ordering::Relaxed);
+        let flushed = MemberSet::from_bits(stripe.flushing.load(Ordering::Relaxed));
+        let (a, b) = stripe.slice();
+        let slots = Self::slice_slots(span, a, b);
+        self.log
+            .flushes
+            .flushed(self.members.flush_marks(), slots, ticket, flushed);
+        if stripe.flushing_all.load(Ordering::Relaxed) {
+            self.log.flushes.end(ticket);
+        }
+    }
+
+    /// The lock slots of the stripes of slice `[a, b)`.
+    fn slice_slots(span: &Span, a: u64, b: u64) -> Slots {
+        span.slots
+            .stripes(span.stripe_at(a), span.stripe_at(b.saturating_sub(1)))
     }
 
     /// The slice `[a, b)` in `mode` writes every data column of its rows.
@@ -1493,23 +1537,22 @@ impl<M: Store> ArrayEngine<M> {
             self.send_writes(p, rq, span);
             return;
         }
-        let slots = span
-            .slots
-            .stripes(span.stripe_at(a), span.stripe_at(b.saturating_sub(1)));
+        let slots = Self::slice_slots(span, a, b);
         let missing = stripe.lost().minus(stripe.bad());
         let need = self.log_need(Self::slice_full(span, a, b, mode, missing), slots);
         if need == LogNeed::None {
             self.send_writes(p, rq, span);
             return;
         }
-        if need == LogNeed::Partial
-            && self
+        if need == LogNeed::Partial {
+            let unflushed = self
                 .log
                 .flushes
-                .unflushed(self.members.flush_marks(), slots)
-        {
-            self.flush_members(p, rq);
-            return;
+                .unflushed(self.members.flush_marks(), slots);
+            if !unflushed.is_empty() {
+                self.flush_members(p, rq, unflushed);
+                return;
+            }
         }
         let t = span.stripe_at(a);
         let map = span.map_of(t);
@@ -1560,11 +1603,12 @@ impl<M: Store> ArrayEngine<M> {
         let bad = stripe.bad();
         let (a, b) = stripe.slice();
         if self.has_log() {
-            // Its data may sit in volatile caches until the next flush of every member.
-            let slots = span
-                .slots
-                .stripes(span.stripe_at(a), span.stripe_at(b.saturating_sub(1)));
-            self.log.flushes.written(self.members.flush_marks(), slots);
+            // Its data may sit in volatile caches until the next flush of those members.
+            let wrote = MemberSet::from_bits(stripe.wrote.load(Ordering::Relaxed));
+            let slots = Self::slice_slots(span, a, b);
+            self.log
+                .flushes
+                .written(self.members.flush_marks(), slots, wrote);
         }
         if bad.is_empty() {
             self.next_slice(p, rq, span, Status::Ok);
