@@ -11,15 +11,16 @@
 //! flushes the disks an io_unit wrote before it sends the next io_unit; graid pays only where
 //! a write builds on unflushed data).
 //!
-//! Every flush takes a ticket as it begins (of every member, or of some), and the newest ticket
-//! whose flush ended on every member is kept. When a data write completes, its stripes' lock
+//! Every flush takes a ticket as it begins (of every member, or of some), and each member keeps
+//! the newest ticket whose flush of it ended. When a data write completes, its stripes' lock
 //! slots record the tickets begun so far, plus one, and the members it wrote: a flush with at
-//! least that ticket began after the write completed, so once one of every member ended, or
-//! one of those members, the data is durable. A partial write over marked slots flushes only
-//! the members they name (md's PPL flushes the disks an io_unit wrote, not all): for a RAID 5
-//! read-modify-write that is the data member and P written before, two flushes, not one per
-//! member. Slots are shared by many stripes (a hash), which costs at most a flush more, never
-//! one less.
+//! least that ticket began after the write completed, so once one of a member ended, what the
+//! write put there is durable. A partial write over marked slots flushes only the members
+//! they name that no such flush covered (md's PPL flushes the disks an io_unit wrote, not
+//! all): for a RAID 5 read-modify-write after another, the data member and P written before,
+//! two flushes, not one per member; and each flush counts for every slot, whoever sent it.
+//! Slots are shared by many stripes (a hash), which costs at most a flush more, never one
+//! less.
 //!
 //! A slot is one word: the ticket's low 32 bits and the members' bits. Tickets compare as
 //! serial numbers (RFC 1982): right while within 2^31 of each other, and the log retires an
@@ -27,17 +28,26 @@
 //! taking ring space, so the tickets in use stay far closer than that. A mark older than that
 //! would read as newer, which costs a flush, never one too few.
 
+use super::geometry::MAX_MEMBERS;
 use super::members::MemberSet;
 use super::stripe::Slots;
 use core::sync::atomic::{AtomicU64, Ordering};
 
-/// The flushes of the members: begun and ended.
-#[derive(Debug, Default)]
+/// The flushes of the members: begun, and ended per member.
+#[derive(Debug)]
 pub struct FlushTickets {
     /// Tickets given out: the last flush begun.
     begun: AtomicU64,
-    /// The newest ticket whose flush ended on every member.
-    ended: AtomicU64,
+    /// Per member: the newest ticket whose flush of it ended.
+    ended: [AtomicU64; MAX_MEMBERS as usize],
+    /// The newest ticket whose flush ended on every member in use (for the tests).
+    ended_all: AtomicU64,
+}
+
+impl Default for FlushTickets {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 /// A slot's word: `ticket`'s low 32 bits above the members' bits.
@@ -58,7 +68,8 @@ impl FlushTickets {
     pub const fn new() -> Self {
         Self {
             begun: AtomicU64::new(0),
-            ended: AtomicU64::new(0),
+            ended: [const { AtomicU64::new(0) }; MAX_MEMBERS as usize],
+            ended_all: AtomicU64::new(0),
         }
     }
 
@@ -70,28 +81,47 @@ impl FlushTickets {
         self.begun.fetch_add(1, Ordering::SeqCst).wrapping_add(1)
     }
 
-    /// The flush of `ticket` ended on every member.
-    pub fn end(&self, ticket: u64) {
-        self.ended.fetch_max(ticket, Ordering::SeqCst);
+    /// The flush of `ticket` ended on `members` (`every`: those are every member in use).
+    pub fn end(&self, ticket: u64, members: MemberSet, every: bool) {
+        for m in members.iter() {
+            if let Some(ended) = self.ended.get(m as usize) {
+                ended.fetch_max(ticket, Ordering::SeqCst);
+            }
+        }
+        if every {
+            self.ended_all.fetch_max(ticket, Ordering::SeqCst);
+        }
+    }
+
+    /// Of `members` marked with ticket `t`, those no flush covered since.
+    fn not_covered(&self, t: u32, members: MemberSet) -> MemberSet {
+        members
+            .iter()
+            .filter(|&m| {
+                self.ended
+                    .get(m as usize)
+                    .is_none_or(|ended| after(t, ended.load(Ordering::SeqCst)))
+            })
+            .fold(MemberSet::EMPTY, MemberSet::with)
     }
 
     /// Data writes to the stripes of `slots` completed on `wrote` (each slot's mark in
     /// `marks`, one word per lock slot).
     pub(super) fn written(&self, marks: &[AtomicU64], slots: Slots, wrote: MemberSet) {
         let mark = self.begun.load(Ordering::SeqCst).wrapping_add(1);
-        let ended = self.ended.load(Ordering::SeqCst);
         for i in 0..slots.count() {
             let Some(word) = marks.get(slots.nth(i) as usize) else {
                 continue;
             };
             let _ = word.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |w| {
                 let (t, members) = unpack(w);
-                // Members of a mark a flush of every member covered since are durable.
-                Some(if !members.is_empty() && after(t, ended) {
-                    let newest = if after(t, mark) { u64::from(t) } else { mark };
-                    pack(newest, members.union(wrote))
-                } else {
+                // Members whose writes a flush covered since are durable: dropped.
+                let left = self.not_covered(t, members);
+                Some(if left.is_empty() {
                     pack(mark, wrote)
+                } else {
+                    let newest = if after(t, mark) { u64::from(t) } else { mark };
+                    pack(newest, left.union(wrote))
                 })
             });
         }
@@ -99,41 +129,19 @@ impl FlushTickets {
 
     /// The members that may still lose a data write to the stripes of `slots` (empty: none).
     pub(super) fn unflushed(&self, marks: &[AtomicU64], slots: Slots) -> MemberSet {
-        let ended = self.ended.load(Ordering::SeqCst);
         (0..slots.count())
             .filter_map(|i| marks.get(slots.nth(i) as usize))
             .map(|word| unpack(word.load(Ordering::SeqCst)))
-            .filter(|&(t, _)| after(t, ended))
-            .fold(MemberSet::EMPTY, |set, (_, members)| set.union(members))
+            .fold(MemberSet::EMPTY, |set, (t, members)| {
+                set.union(self.not_covered(t, members))
+            })
     }
 
-    /// The flush of `ticket` ended on `members`: the marks of `slots` forget those members'
-    /// writes that completed before it began (a write completed after took a newer mark,
-    /// and its slot keeps every member).
-    pub(super) fn flushed(
-        &self,
-        marks: &[AtomicU64],
-        slots: Slots,
-        ticket: u64,
-        members: MemberSet,
-    ) {
-        for i in 0..slots.count() {
-            let Some(word) = marks.get(slots.nth(i) as usize) else {
-                continue;
-            };
-            let _ = word.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |w| {
-                let (t, left) = unpack(w);
-                (!after(t, ticket) && !left.is_empty())
-                    .then(|| pack(u64::from(t), left.minus(members)))
-            });
-        }
-    }
-
-    /// Flushes begun and ended (for the tests and DETAIL).
+    /// Flushes begun, and the newest that ended on every member (for the tests and DETAIL).
     pub fn counts(&self) -> (u64, u64) {
         (
             self.begun.load(Ordering::Relaxed),
-            self.ended.load(Ordering::Relaxed),
+            self.ended_all.load(Ordering::Relaxed),
         )
     }
 }
@@ -147,35 +155,39 @@ mod tests {
     }
 
     #[test]
-    fn a_partial_flush_forgets_only_what_it_covered() {
+    fn a_flush_of_some_members_covers_only_them_and_only_earlier_writes() {
         let flushes = FlushTickets::new();
         let marks: [AtomicU64; 8] = core::array::from_fn(|_| AtomicU64::new(0));
         let slot = Slots::of(3, 1, 8);
+        let other = Slots::of(5, 1, 8);
         assert!(flushes.unflushed(&marks, slot).is_empty());
         // A read-modify-write wrote data member 1 and P on member 5.
         flushes.written(&marks, slot, set(&[1, 5]));
         assert_eq!(flushes.unflushed(&marks, slot), set(&[1, 5]));
-        // A write to another stripe of the slot completes on member 2 before the flush.
-        flushes.written(&marks, slot, set(&[2]));
+        // Another slot's write on member 2, before a flush of 1, 2 and 5.
+        flushes.written(&marks, other, set(&[2]));
         let ticket = flushes.begin();
-        // ... and one on member 1 after it began: not covered.
-        let flushed = set(&[1, 2, 5]);
-        flushes.flushed(&marks, slot, ticket, flushed);
-        assert_eq!(flushes.unflushed(&marks, slot), MemberSet::EMPTY);
+        flushes.end(ticket, set(&[1, 2, 5]), false);
+        assert!(flushes.unflushed(&marks, slot).is_empty());
+        assert!(flushes.unflushed(&marks, other).is_empty());
+        // A write on 3, then a flush begins, then a write on 4: the flush of 3 and 4 covers
+        // only the first.
         flushes.written(&marks, slot, set(&[3]));
         let ticket = flushes.begin();
         flushes.written(&marks, slot, set(&[4]));
-        flushes.flushed(&marks, slot, ticket, set(&[3]));
-        // The write on 4 completed after the flush began: the slot keeps everything.
+        flushes.end(ticket, set(&[3, 4]), false);
         assert_eq!(flushes.unflushed(&marks, slot), set(&[3, 4]));
-        // A flush of only some members never clears the others.
+        // A flush of member 3 alone never covers 4.
         let ticket = flushes.begin();
-        flushes.flushed(&marks, slot, ticket, set(&[3]));
+        flushes.end(ticket, set(&[3]), false);
         assert_eq!(flushes.unflushed(&marks, slot), set(&[4]));
-        // A flush of every member ends every mark before it.
+        // A flush of every member covers every mark before it, in every slot.
+        flushes.written(&marks, other, set(&[6]));
         let ticket = flushes.begin();
-        flushes.end(ticket);
+        flushes.end(ticket, MemberSet::first(8), true);
         assert!(flushes.unflushed(&marks, slot).is_empty());
+        assert!(flushes.unflushed(&marks, other).is_empty());
+        assert_eq!(flushes.counts(), (ticket, ticket));
         // Marks after it start a new set.
         flushes.written(&marks, slot, set(&[0]));
         assert_eq!(flushes.unflushed(&marks, slot), set(&[0]));

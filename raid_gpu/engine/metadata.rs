@@ -73,9 +73,9 @@ impl<M: Store> ArrayEngine<M> {
         }
         let ticket = self.log().flushes.begin();
         let failed = p.flush_members(targets);
-        if failed.is_empty() {
-            self.log().flushes.end(ticket);
-        }
+        self.log()
+            .flushes
+            .end(ticket, targets.minus(failed), failed.is_empty());
         for member in failed.iter() {
             self.try_fail(p, member, MemberEvent::Failed);
         }

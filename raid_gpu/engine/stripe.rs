@@ -751,7 +751,7 @@ impl<M: Store> ArrayEngine<M> {
             },
             Step::Flush => match self.pass_result(p, rq, state) {
                 PassEnd::Ok => {
-                    self.flush_done(&span, stripe);
+                    self.flush_done(stripe);
                     self.after_compute(p, rq, &span);
                 }
                 PassEnd::Failed => self.stripe_end(p, rq, Status::IoError),
@@ -1436,21 +1436,18 @@ impl<M: Store> ArrayEngine<M> {
         }
     }
 
-    /// An empty flush to each member of `members` in use (and a replacement, which the
-    /// marks count as its member), before the slice logs (`Step::Flush`); the slice goes on
+    /// An empty flush to each member of `members` (in use: the caller's; and a replacement,
+    /// which the marks count as its member), before the slice logs (`Step::Flush`); the slice goes on
     /// when they completed.
     fn flush_members<P: Platform>(&self, p: &P, rq: P::Request, members: MemberSet) {
         let state = p.state(rq);
         let stripe = state.stripe();
         stripe.set_step(Step::Flush);
         state.begin_pass(Phase::Stripe);
-        let targets = (0..self.geometry.members())
-            .filter(|&m| members.contains(m) && self.writable(m))
-            .fold(MemberSet::EMPTY, MemberSet::with);
-        stripe.flushing.store(targets.bits(), Ordering::Relaxed);
+        stripe.flushing.store(members.bits(), Ordering::Relaxed);
         let every = (0..self.geometry.members())
             .filter(|&m| self.writable(m))
-            .all(|m| targets.contains(m));
+            .all(|m| members.contains(m));
         stripe.flushing_all.store(every, Ordering::Relaxed);
         stripe
             .flush_ticket
@@ -1472,7 +1469,7 @@ impl<M: Store> ArrayEngine<M> {
                 let _ = state.put(Status::IoError);
             }
         };
-        for m in targets.iter() {
+        for m in members.iter() {
             flush(m);
         }
         if self.replica_live() {
@@ -1484,20 +1481,13 @@ impl<M: Store> ArrayEngine<M> {
         }
     }
 
-    /// The slice's flush (`flush_members`) completed on every member it went to: the marks
-    /// of its stripes forget those members' earlier writes, and a flush that went to every
-    /// member in use when it was sent counts as one of every member.
-    fn flush_done(&self, span: &Span, stripe: &StripeState) {
+    /// The slice's flush (`flush_members`) completed on every member it went to: what those
+    /// members completed before it began is durable, for every slot.
+    fn flush_done(&self, stripe: &StripeState) {
         let ticket = stripe.flush_ticket.load(Ordering::Relaxed);
         let flushed = MemberSet::from_bits(stripe.flushing.load(Ordering::Relaxed));
-        let (a, b) = stripe.slice();
-        let slots = Self::slice_slots(span, a, b);
-        self.log
-            .flushes
-            .flushed(self.members.flush_marks(), slots, ticket, flushed);
-        if stripe.flushing_all.load(Ordering::Relaxed) {
-            self.log.flushes.end(ticket);
-        }
+        let every = stripe.flushing_all.load(Ordering::Relaxed);
+        self.log.flushes.end(ticket, flushed, every);
     }
 
     /// The lock slots of the stripes of slice `[a, b)`.
@@ -1545,10 +1535,14 @@ impl<M: Store> ArrayEngine<M> {
             return;
         }
         if need == LogNeed::Partial {
+            // A member out of use holds nothing a replay reads.
             let unflushed = self
                 .log
                 .flushes
                 .unflushed(self.members.flush_marks(), slots);
+            let unflushed = (0..self.geometry.members())
+                .filter(|&m| unflushed.contains(m) && self.writable(m))
+                .fold(MemberSet::EMPTY, MemberSet::with);
             if !unflushed.is_empty() {
                 self.flush_members(p, rq, unflushed);
                 return;
