@@ -835,11 +835,6 @@ impl Array {
         self.disk.ops()
     }
 
-    /// Runs the array's worker soon (it looks at what changed outside the array).
-    pub(crate) fn kick_worker(&self) {
-        crate::engine::platform::Requests::kick_worker(self.io());
-    }
-
     /// Refuses opens from now on, unless the disk is open (`EBUSY`): the first step of a stop.
     pub(crate) fn begin_stop(&self) -> Result {
         self.disk.begin_close()

@@ -112,28 +112,19 @@ static CONTROL: AtomicPtr<Control> = AtomicPtr::new(ptr::null_mut());
 /// Kicks the worker of every running array: a parity helper was caught lying, and each heals
 /// what it took from helpers unchecked (`engine/suspect.rs`). Process context, no lock held.
 pub(crate) fn kick_every_array() {
-    let control = CONTROL.load(Ordering::Acquire);
-    if control.is_null() {
-        return;
-    }
-    // SAFETY: set while the control device lives; the only caller, the helper device's
-    // deadline work, is cancelled before the control device goes (the module's field order).
-    let control = unsafe { &*control };
-    let arrays = control.arrays.lock();
-    for array in arrays.iter().filter_map(|e| e.array.as_ref()) {
-        array.kick_worker();
-    }
+    for_each_running_array(crate::engine::platform::Requests::kick_worker);
 }
 
-/// Calls `f` with the I/O state of every running array, under the list's lock (debugfs
-/// readers: process context, nothing else locked).
+/// Calls `f` with the I/O state of every running array, under the list's lock. Process
+/// context, nothing else locked: the helper device's deadline work and the debugfs readers.
 pub(crate) fn for_each_running_array(mut f: impl FnMut(&crate::io::ArrayIo)) {
     let control = CONTROL.load(Ordering::Acquire);
     if control.is_null() {
         return;
     }
-    // SAFETY: set while the control device lives; the debugfs files that call this are
-    // removed before the control device goes (the module's field order).
+    // SAFETY: set while the control device lives; its callers, the helper device's deadline
+    // work and the debugfs files, are cancelled and removed before the control device goes
+    // (the module's field order).
     let control = unsafe { &*control };
     let arrays = control.arrays.lock();
     for array in arrays.iter().filter_map(|e| e.array.as_ref()) {

@@ -51,6 +51,25 @@ fn restart(
     (started.host, started.replayed)
 }
 
+/// A RAID 5 of `members` with the log, members with volatile caches, that stays dirty (no
+/// clean mark, which would flush every member and void the log, for a minute).
+fn dirty_logged_raid5(
+    members: u32,
+    seed: u64,
+) -> (
+    Scenario,
+    Arc<Host>,
+    std::sync::mpsc::Receiver<graid_sim::host::QueuedIo>,
+) {
+    let mut scenario = Scenario::new(RAID5, members, 16);
+    scenario.data_sectors = 1024;
+    scenario.ppl = true;
+    scenario.volatile_cache = true;
+    let (host, io) = new_host(&scenario, seed);
+    host.engine.set_safe_mode_delay(60_000);
+    (scenario, host, io)
+}
+
 /// Reads `len` sectors at `start` through the engine.
 fn read(host: &Host, start: u64, len: u64, seed: u64) -> Vec<u64> {
     let status = submit_inline_data(host, Op::Read, start, vec![0; len as usize]);
@@ -377,14 +396,9 @@ fn a_flush_of_some_members_is_not_taken_for_one_of_every_member() {
     let mut wrong_seeds = Vec::new();
     let mut covered = 0;
     for seed in seeds(24) {
-        let mut scenario = Scenario::new(RAID5, 6, 16);
-        scenario.data_sectors = 1024;
-        scenario.ppl = true;
-        scenario.volatile_cache = true;
-        let (host, _io) = new_host(&scenario, seed);
-        let engine = &host.engine;
         // Dirty throughout: a clean mark would flush every member.
-        engine.set_safe_mode_delay(60_000);
+        let (scenario, host, _io) = dirty_logged_raid5(6, seed);
+        let engine = &host.engine;
         let geometry = engine.geometry();
         let stripe = geometry.stripe_data_sectors();
         let chunk = stripe / u64::from(geometry.data_members());
@@ -456,14 +470,9 @@ fn a_replace_leaves_no_entry_that_its_new_device_lacks() {
     use graid_engine::replace::ReplaceStage;
     use graid_sim::stress::{add_spare, move_replacement};
     for seed in seeds(4) {
-        let mut scenario = Scenario::new(RAID5, 4, 16);
-        scenario.data_sectors = 1024;
-        scenario.ppl = true;
-        scenario.volatile_cache = true;
-        let (host, _io) = new_host(&scenario, seed);
-        let engine = &host.engine;
         // The array stays dirty through the replace (marked clean, it would void the log).
-        engine.set_safe_mode_delay(60_000);
+        let (scenario, host, _io) = dirty_logged_raid5(4, seed);
+        let engine = &host.engine;
         let stripe = engine.geometry().stripe_data_sectors();
         let region = 4 * stripe;
         let old: Vec<u64> = (0..region).map(|s| seed << 32 | 0x1_0000 | s).collect();
