@@ -83,6 +83,14 @@ impl FlushTickets {
 
     /// The flush of `ticket` ended on `members` (`every`: those are every member in use).
     pub fn end(&self, ticket: u64, members: MemberSet, every: bool) {
+        // A flush of every member in use stands for the members out of use too: what they
+        // hold is rebuilt before anything builds on it, and their marks then stay within
+        // 2^31 tickets of their own (see the module comment) however long they were gone.
+        let members = if every {
+            MemberSet::first(MAX_MEMBERS)
+        } else {
+            members
+        };
         for m in members.iter() {
             if let Some(ended) = self.ended.get(m as usize) {
                 ended.fetch_max(ticket, Ordering::SeqCst);
