@@ -727,6 +727,13 @@ impl<M: Store> ArrayEngine<M> {
             .is_some_and(MemberState::is_active)
     }
 
+    /// The members writes go to ([`Self::writable`]).
+    pub(super) fn writable_members(&self) -> MemberSet {
+        (0..self.geometry.members())
+            .filter(|&m| self.writable(m))
+            .fold(MemberSet::EMPTY, MemberSet::with)
+    }
+
     /// The same data as `piece` on a copy whose member is usable.
     pub(super) fn healthy_copy(&self, piece: Piece, avoid: MemberSet) -> Option<Piece> {
         (0..self.geometry.copies())

@@ -34,7 +34,7 @@ use super::stripe::Slots;
 use core::sync::atomic::{AtomicU64, Ordering};
 
 /// The flushes of the members: begun, and ended per member.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct FlushTickets {
     /// Tickets given out: the last flush begun.
     begun: AtomicU64,
@@ -42,12 +42,6 @@ pub struct FlushTickets {
     ended: [AtomicU64; MAX_MEMBERS as usize],
     /// The newest ticket whose flush ended on every member in use (for the tests).
     ended_all: AtomicU64,
-}
-
-impl Default for FlushTickets {
-    fn default() -> Self {
-        Self::new()
-    }
 }
 
 /// A slot's word: `ticket`'s low 32 bits above the members' bits.

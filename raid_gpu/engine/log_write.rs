@@ -474,9 +474,7 @@ impl<M: Store> ArrayEngine<M> {
         // member at once: one head landing before another member's flush would void entries
         // that member's lost writes still need.
         self.flush_all(p);
-        let targets = (0..self.geometry.members())
-            .filter(|&m| self.writable(m))
-            .fold(MemberSet::EMPTY, MemberSet::with);
+        let targets = self.writable_members();
         let failed = p.write_log_head(targets, area.offset, &|block: &mut [u8; BLOCK_BYTES]| {
             encode_head(&uuid, live_from, block)
         });

@@ -62,9 +62,7 @@ impl<M: Store> ArrayEngine<M> {
     /// another's volatile cache loses writes it relies on (md flushes every member before it
     /// reuses log space). A member whose flush fails is failed, as for a write error.
     pub(super) fn flush_all<P: Platform>(&self, p: &P) {
-        let mut targets = (0..self.geometry.members())
-            .filter(|&m| self.writable(m))
-            .fold(MemberSet::EMPTY, MemberSet::with);
+        let mut targets = self.writable_members();
         if self.replica_live() {
             targets = targets.with(self.replacement_index());
         }

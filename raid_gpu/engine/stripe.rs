@@ -1445,9 +1445,7 @@ impl<M: Store> ArrayEngine<M> {
         stripe.set_step(Step::Flush);
         state.begin_pass(Phase::Stripe);
         stripe.flushing.store(members.bits(), Ordering::Relaxed);
-        let every = (0..self.geometry.members())
-            .filter(|&m| self.writable(m))
-            .all(|m| members.contains(m));
+        let every = self.writable_members().minus(members).is_empty();
         stripe.flushing_all.store(every, Ordering::Relaxed);
         stripe
             .flush_ticket
@@ -1540,9 +1538,7 @@ impl<M: Store> ArrayEngine<M> {
                 .log
                 .flushes
                 .unflushed(self.members.flush_marks(), slots);
-            let unflushed = (0..self.geometry.members())
-                .filter(|&m| unflushed.contains(m) && self.writable(m))
-                .fold(MemberSet::EMPTY, MemberSet::with);
+            let unflushed = unflushed.intersect(self.writable_members());
             if !unflushed.is_empty() {
                 self.flush_members(p, rq, unflushed);
                 return;
