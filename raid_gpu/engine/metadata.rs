@@ -94,10 +94,16 @@ impl<M: Store> ArrayEngine<M> {
         p: &P,
         clean: bool,
     ) -> Result<(), MetadataError> {
+        let settled = self.settled();
+        let mut flush = self.update_needs_flush(clean);
         loop {
             // What the update says (clean, a position, a failure) holds for every write
             // completed before it.
-            self.flush_all(p);
+            if flush {
+                self.flush_all(p);
+            }
+            // A pass after a member's write failed says that it failed.
+            flush = true;
             let mut failing = MemberSet::EMPTY;
             let mut targets = MemberSet::EMPTY;
             let mut sb = self.superblock;
@@ -127,6 +133,7 @@ impl<M: Store> ArrayEngine<M> {
                 }
             }
             if targets.is_empty() {
+                self.update_written(false);
                 self.mark_broken(p, 0);
                 return Err(MetadataError);
             }
@@ -160,6 +167,7 @@ impl<M: Store> ArrayEngine<M> {
                     self.fail_replacement(p);
                 }
             }
+            self.update_written(settled && failed.is_empty());
             if targets.minus(failed).is_empty() {
                 self.mark_broken(p, targets.iter().next().unwrap_or(0));
                 return Err(MetadataError);

@@ -5,7 +5,9 @@
 //!
 //! - The first write after the array was clean waits in the worker's list while the worker
 //!   writes every superblock "not clean" (`PREFLUSH | FUA`); then it goes, and so do all
-//!   writes after it. The write path reads one flag: no counter shared between CPUs.
+//!   writes after it. The write path reads one flag: no counter shared between CPUs. No
+//!   flush round goes before that mark where nothing a superblock holds moved since the last
+//!   update ([`ArrayEngine::update_needs_flush`]).
 //! - The worker notices quiet on a timer, from the members' per-CPU write counts: once they
 //!   have not moved for a whole quiet period ([`SafeMode::delay_ms`], md's
 //!   `safe_mode_delay`) and no write is in flight, it writes the superblocks "clean" again.
@@ -14,7 +16,7 @@
 //!   the flag down and waits for the worker to mark the array dirty again.
 //! - RAID 0 has nothing to resync: it is never marked dirty.
 
-use super::array::{ArrayEngine, Store};
+use super::array::{ArrayEngine, ArrayState, Store};
 use super::platform::{Op, Platform};
 use super::request::{Phase, RequestState};
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -34,6 +36,11 @@ pub struct SafeMode {
     moved_at_ns: AtomicU64,
     /// Times the array was marked dirty.
     marks: AtomicU64,
+    /// The last superblock update was written while the array was settled
+    /// ([`ArrayEngine::settled`]), as it still is if nothing it claims has moved since.
+    settled_written: AtomicBool,
+    /// Superblock updates sent without a flush round before them (dirty marks, mostly).
+    updates_unflushed: AtomicU64,
 }
 
 impl SafeMode {
@@ -44,6 +51,8 @@ impl SafeMode {
             seen_writes: AtomicU64::new(0),
             moved_at_ns: AtomicU64::new(0),
             marks: AtomicU64::new(0),
+            settled_written: AtomicBool::new(false),
+            updates_unflushed: AtomicU64::new(0),
         }
     }
 
@@ -93,6 +102,46 @@ impl<M: Store> ArrayEngine<M> {
 
     pub fn safe_mode_delay(&self) -> u32 {
         self.safe_mode.delay_ms.load(Ordering::Relaxed)
+    }
+
+    /// Superblock updates (dirty marks, mostly) that needed no flush round before them ([`Self::update_needs_flush`]).
+    pub fn superblock_updates_unflushed(&self) -> u64 {
+        self.safe_mode.updates_unflushed.load(Ordering::Relaxed)
+    }
+
+    /// Every member in sync, no resync, rebuild, replace or unrecorded failure: every position
+    /// a superblock holds is at its end, and every member's slot says active.
+    pub(super) fn settled(&self) -> bool {
+        self.state() == ArrayState::Optimal
+            && self.in_sync()
+            && self.failing.load(Ordering::SeqCst) == 0
+            && self.replacement().is_none()
+    }
+
+    /// Whether a superblock update must first flush every member (`flush_all`): it declares
+    /// the writes before it durable when it says clean, or holds a position or a member's
+    /// state that moved since the last update. A dirty mark of an array settled then and now
+    /// claims nothing about earlier writes (nothing moved, and the update before it flushed),
+    /// so its own `PREFLUSH | FUA` is all it needs, as md's `md_write_start` writes one
+    /// superblock and nothing else.
+    pub(super) fn update_needs_flush(&self, clean: bool) -> bool {
+        let needed =
+            clean || !self.safe_mode.settled_written.load(Ordering::SeqCst) || !self.settled();
+        if !needed {
+            self.safe_mode
+                .updates_unflushed
+                .fetch_add(1, Ordering::Relaxed);
+        }
+        needed
+    }
+
+    /// A superblock update was written (`settled`: the array was settled before it began, and
+    /// `Ok`), or failed.
+    pub(super) fn update_written(&self, settled: bool) {
+        let settled = settled && self.settled();
+        self.safe_mode
+            .settled_written
+            .store(settled, Ordering::SeqCst);
     }
 
     /// The members' writes so far (and their errors: a write that failed moved too).

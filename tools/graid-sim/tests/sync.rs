@@ -1,5 +1,6 @@
 //! Dirty/clean tracking and the resync, in the engine's host home: an idle array is marked
-//! clean and its next write waits until it is dirty again; a resync under load leaves every
+//! clean and its next write waits until it is dirty again (a flush round first only where
+//! something the superblock holds moved); a resync under load leaves every
 //! copy and every parity matching; a resync goes on from the position a superblock gave it.
 
 use graid_engine::geometry::{Level, ParityLayout};
@@ -19,6 +20,11 @@ fn newest(host: &Host) -> (bool, u64, u64) {
     (sb.clean, sb.resync_offset, sb.events)
 }
 
+/// Flush rounds begun so far (of every member or of some).
+fn flush_rounds(host: &Host) -> u64 {
+    host.engine.log().flush_counts().0
+}
+
 #[test]
 fn an_idle_array_is_marked_clean_and_its_next_write_marks_it_dirty_first() {
     for (level, members, chunk) in [
@@ -35,6 +41,7 @@ fn an_idle_array_is_marked_clean_and_its_next_write_marks_it_dirty_first() {
         assert!(host.disks[0].superblocks.lock().unwrap().is_empty());
         let mut events = 0;
         for round in 1..=3u64 {
+            let flushes = flush_rounds(&host);
             // The write waits for the worker, which writes "not clean" first (the host fails
             // the run if data reaches a member whose superblock says clean).
             assert_eq!(
@@ -42,6 +49,13 @@ fn an_idle_array_is_marked_clean_and_its_next_write_marks_it_dirty_first() {
                 Some(Status::Ok)
             );
             assert!(host.engine.is_dirty(), "{level:?}: round {round}");
+            // The first update of a started array flushes first; a mark after a clean one,
+            // with nothing moved since, claims nothing and sends no flush round.
+            assert_eq!(
+                flush_rounds(&host) - flushes,
+                u64::from(round == 1),
+                "{level:?}: round {round}: flush rounds before the dirty mark"
+            );
             let (clean, _, marked) = newest(&host);
             assert!(!clean, "{level:?}: written while the superblock says clean");
             if round > 1 {
@@ -61,6 +75,23 @@ fn an_idle_array_is_marked_clean_and_its_next_write_marks_it_dirty_first() {
             events = marked + 1;
         }
         assert_eq!(host.engine.dirty_marks(), 3);
+        assert_eq!(host.engine.superblock_updates_unflushed(), 2);
+        // A member failed since: the next mark holds its failure, and flushes first.
+        host.engine.request_fail(&*host, 1);
+        host.engine.work(&*host);
+        std::thread::sleep(Duration::from_millis(25));
+        host.engine.work(&*host);
+        assert!(
+            !host.engine.is_dirty(),
+            "{level:?}: not marked clean degraded"
+        );
+        let flushes = flush_rounds(&host);
+        assert_eq!(submit_inline(&host, Op::Write, 96, 8), Some(Status::Ok));
+        assert!(
+            flush_rounds(&host) > flushes,
+            "{level:?}: a degraded array's dirty mark sent no flush round"
+        );
+        assert_eq!(host.engine.superblock_updates_unflushed(), 2);
         let violations = host.violations.0.lock().unwrap().clone();
         assert!(violations.is_empty(), "{violations:#?}");
     }
