@@ -22,6 +22,14 @@
 //! Slots are shared by many stripes (a hash), which costs at most a flush more, never one
 //! less.
 //!
+//! Background writes mark no slot, and need none: a rebuild or a replace writes only to a
+//! device that is not in sync past its last recorded position (a superblock update, after a
+//! flush of every member): after a power cut it is rebuilt or copied again from there, and the
+//! replay counts it missing, so nothing is computed from what its cache held. A resync and
+//! a repair write parity, which the replay of a logged write recomputes from the columns on
+//! disk, and the resync after the cut again; a RAID 6 repair of a data column that a power cut
+//! loses leaves that column as wrong as before the repair, with no acknowledged write in it.
+//!
 //! A slot is one word: the ticket's low 32 bits and the members' bits. Tickets compare as
 //! serial numbers (RFC 1982): right while within 2^31 of each other, and the log retires an
 //! epoch (a flush of every member) at least once per half of its ring, each partial write
