@@ -13,6 +13,7 @@
 #   the write hole. md has no PPL on RAID 6: there md-bitmap, md with an internal bitmap;
 # - small: graid as created on these 512 MiB drives (bitmap and log, graid's defaults: a 1 MiB
 #   log);
+# - log: the same without its write-intent bitmap (--bitmap none): what the bitmap adds;
 # - large: the same on the drives seen as 64 GiB members (a dm zero target after each drive),
 #   where graid's log is what a member of 64 GiB or more gets (64 MiB).
 #
@@ -88,9 +89,12 @@ up() {
 	md0) md_bench_create $2 $chunk $members ;;
 	md-ppl) MD_BENCH_POLICY=ppl md_bench_create $2 $chunk $members ;;
 	md-bitmap) MD_BENCH_BITMAP=internal md_bench_create $2 $chunk $members ;;
-	small | large)
+	small | log | large)
 		[ $1 = large ] && bench_dm_members $large_sectors $drives
-		graidctl create bo --level $2 --chunk $chunk --assume-clean $members >/tmp/create.out 2>&1 ||
+		bitmap=
+		[ $1 = log ] && bitmap="--bitmap none"
+		graidctl create bo --level $2 --chunk $chunk $bitmap --assume-clean $members \
+			>/tmp/create.out 2>&1 ||
 			{ cat /tmp/create.out; fail "graidctl create failed"; }
 		;;
 	esac
@@ -114,7 +118,7 @@ echo "=== runs: shape level depth, then the drives' issued reads, writes, FUA wr
 for level in $levels; do
 	md=md-ppl
 	[ $level = 6 ] && md=md-bitmap
-	for shape in md0 $md small large; do
+	for shape in md0 $md small log large; do
 		for depth in 32 1; do
 			up $shape $level
 			count "$shape RAID$level" $depth
