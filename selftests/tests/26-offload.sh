@@ -5,7 +5,8 @@
 #   over the same members, finds every stripe's parity right (0 mismatches);
 # - a second helper is refused while one runs; the module cannot unload while one is attached;
 # - the helper SIGKILLed mid-write: fio still verifies, the kernel computed the jobs out, a
-#   restarted helper attaches again and takes jobs;
+#   restarted helper attaches again and takes jobs; the same for buffered writes (the kill meets
+#   the page cache's writeback), on the array and stacked under dm-linear;
 # - the helper SIGSTOPped mid-write: its jobs expire and are computed by the kernel (counted),
 #   after four misses it is detached; once continued it attaches again by itself;
 # - SIGTERM: the helper detaches and exits 0;
@@ -30,7 +31,10 @@ modprobe raid456 || fail "cannot load md raid456"
 set -- $members
 : >/tmp/helper.log
 # A failing test leaves no helper behind (the runner waits for every writer of its output).
-trap 'kill -KILL $helper 2>/dev/null; kill -CONT $helper 2>/dev/null' EXIT
+# Nor the early writeback that the buffered cases set (the tests after it run in this guest).
+dirty_bg=$(cat /proc/sys/vm/dirty_background_ratio)
+trap 'kill -KILL $helper 2>/dev/null; kill -CONT $helper 2>/dev/null
+	echo $dirty_bg >/proc/sys/vm/dirty_background_ratio' EXIT
 expect_rc 0 graidctl helper
 expect_match 'Helper : none' "$OUT" "helper status before any helper"
 start_helper
@@ -77,6 +81,50 @@ start_helper
 before=$(helper_field jobs)
 fio_verify "$dev" 40M 16M write 1m-1m
 [ "$(helper_field jobs)" -gt "$before" ] || fail "the restarted helper took no jobs"
+
+# Buffered writes: the flusher writes the page cache back from the first MiB dirty on (the default
+# threshold, a tenth of the guest's memory, would leave it all to fio's closing fsync), so the
+# kill meets writeback under way; then through dm-linear on the array, whose clones of the
+# writeback's bios reach it. Each writes a region nothing wrote before (zeroed at create): a lost
+# write reads back as zeros, not as an earlier pass's identical blocks.
+echo 1048576 >/proc/sys/vm/dirty_background_bytes || fail "cannot set dirty_background_bytes"
+for stacked in no yes; do
+	echo "--- the helper SIGKILLed under buffered writeback (dm-linear on top: $stacked), then restarted"
+	target=$dev
+	off=56M
+	if [ $stacked = yes ]; then
+		export DM_DISABLE_UDEV=1
+		dmsetup --noudevsync create top --table "0 $(blockdev --getsz $dev) linear $dev 0" ||
+			fail "dmsetup create top failed"
+		target=/dev/mapper/top
+		off=80M
+	fi
+	before=$(helper_field jobs)
+	fio --name=write $(fio_args "$target" $off 24M write 1m-1m) --direct=0 --end_fsync=1 --do_verify=0 \
+		--rate=8m >/tmp/fio.out 2>&1 &
+	writer=$!
+	sleep 2
+	kill -0 $writer 2>/dev/null || { cat /tmp/fio.out; fail "buffered fio ended before the kill (stacked: $stacked)"; }
+	at=$(helper_field jobs)
+	[ "$at" -gt "$before" ] || fail "no job of the writeback reached the helper before the kill (stacked: $stacked)"
+	# Best effort: the kill while the helper holds jobs (if none is out within half a second, anyway).
+	n=0
+	while [ "$(helper_field queued)" = 0 ] && [ $n -lt 5 ]; do n=$((n + 1)); usleep 100000; done
+	kill -9 $helper
+	echo "jobs offloaded before the kill: $before -> $at;" $(grep -E '^(Dirty|Writeback):' /proc/meminfo)
+	wait $helper 2>/dev/null
+	wait_helper none 10 || fail "the module still shows a killed helper"
+	finishes $writer 120 "buffered fio after the helper was killed" ||
+		{ cat /tmp/fio.out; fail "buffered fio failed after the helper was killed (stacked: $stacked)"; }
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	fio_readback "$target" $off 24M write 1m-1m "buffered data lost when the helper was killed (stacked: $stacked)"
+	if [ $stacked = yes ]; then
+		dmsetup --noudevsync remove top || fail "dmsetup remove top failed"
+	fi
+	start_helper
+done
+echo $dirty_bg >/proc/sys/vm/dirty_background_ratio
 
 echo "--- the helper SIGSTOPped while fio writes: deadlines, detach, re-attach"
 expired=$(fallbacks expired)
