@@ -20,6 +20,7 @@
 
 use super::admin::AddRequest;
 use super::geometry::{Geometry, Piece};
+use super::geometry_cell::GeometryCell;
 use super::log_write::LogState;
 use super::members::{MemberSet, MemberState};
 use super::platform::{MemberIo, Op, PieceInfo, Platform, Source, Status, WorkList};
@@ -135,7 +136,7 @@ pub enum ArrayState {
 pub struct ArrayEngine<M> {
     /// The array-wide superblock fields; per-member fields are filled in when writing.
     pub(super) superblock: Superblock,
-    pub(super) geometry: Geometry,
+    pub(super) geometry: GeometryCell,
     /// Superblock event counter (of the last superblock written).
     pub(super) events: AtomicU64,
     pub(super) members: M,
@@ -227,7 +228,7 @@ impl<M: Store> ArrayEngine<M> {
         Ok(Self {
             events: AtomicU64::new(superblock.events),
             superblock,
-            geometry,
+            geometry: GeometryCell::new(geometry),
             members,
             in_sync: AtomicBool::new(in_sync),
             failing: AtomicU32::new(0),
@@ -261,8 +262,10 @@ impl<M: Store> ArrayEngine<M> {
         })
     }
 
-    pub fn geometry(&self) -> &Geometry {
-        &self.geometry
+    /// The array's geometry now (its size changes with a resize: ask again rather than keep
+    /// one across a wait).
+    pub fn geometry(&self) -> Geometry {
+        self.geometry.get()
     }
 
     /// The array-wide superblock fields the array was started with.
@@ -346,7 +349,7 @@ impl<M: Store> ArrayEngine<M> {
 
     /// The array keeps a copy or parity of its data.
     pub(super) fn redundant(&self) -> bool {
-        self.geometry.copies() > 1 || self.geometry.level().has_parity()
+        self.geometry().copies() > 1 || self.geometry().level().has_parity()
     }
 
     /// Sends one pass of `rq`'s member I/O and drops the sender's reference.
@@ -359,7 +362,7 @@ impl<M: Store> ArrayEngine<M> {
         // (Not RAID 5/6 discards, which are refused below without touching a member.)
         let changes_data = match state.op() {
             Op::Write => true,
-            Op::Discard => !self.geometry.level().has_parity(),
+            Op::Discard => !self.geometry().level().has_parity(),
             Op::Read | Op::Flush => false,
         };
         // And until every write-intent region it dirties has its bit on disk
@@ -373,7 +376,7 @@ impl<M: Store> ArrayEngine<M> {
             p.kick_worker();
             return;
         }
-        if phase == Phase::Normal && self.geometry.level().has_parity() {
+        if phase == Phase::Normal && self.geometry().level().has_parity() {
             match state.op() {
                 Op::Flush => {}
                 Op::Read if self.direct_read_ok(state.start(), state.sectors()) => {}
@@ -578,10 +581,10 @@ impl<M: Store> ArrayEngine<M> {
     ) -> Result<(), Status> {
         let (start, sectors) = (state.start(), state.sectors());
         let pieces = self
-            .geometry
+            .geometry()
             .map_read(start, sectors, self.read_copy(start, sectors))
             .map_err(|_| Status::IoError)?;
-        let parity = self.geometry.level().has_parity();
+        let parity = self.geometry().level().has_parity();
         for piece in pieces {
             let piece = if self.usable(piece.member, avoid) {
                 piece
@@ -607,7 +610,7 @@ impl<M: Store> ArrayEngine<M> {
         op: Op,
     ) -> Result<(), Status> {
         let pieces = self
-            .geometry
+            .geometry()
             .map_write(state.start(), state.sectors())
             .map_err(|_| Status::IoError)?;
         for piece in pieces {
@@ -639,7 +642,7 @@ impl<M: Store> ArrayEngine<M> {
         targets: MemberSet,
     ) -> Result<(), Status> {
         let pieces = self
-            .geometry
+            .geometry()
             .map_write(state.start(), state.sectors())
             .map_err(|_| Status::IoError)?;
         for piece in pieces {
@@ -698,7 +701,7 @@ impl<M: Store> ArrayEngine<M> {
     /// differ (not yet resynced), so the same read always returns the same data, the copy the
     /// resync will keep.
     fn read_copy(&self, start: u64, sectors: u64) -> u32 {
-        let copies = u64::from(self.geometry.copies());
+        let copies = u64::from(self.geometry().copies());
         if copies <= 1 || !self.synced(start, sectors) {
             return 0;
         }
@@ -729,16 +732,16 @@ impl<M: Store> ArrayEngine<M> {
 
     /// The members writes go to ([`Self::writable`]).
     pub(super) fn writable_members(&self) -> MemberSet {
-        (0..self.geometry.members())
+        (0..self.geometry().members())
             .filter(|&m| self.writable(m))
             .fold(MemberSet::EMPTY, MemberSet::with)
     }
 
     /// The same data as `piece` on a copy whose member is usable.
     pub(super) fn healthy_copy(&self, piece: Piece, avoid: MemberSet) -> Option<Piece> {
-        (0..self.geometry.copies())
+        (0..self.geometry().copies())
             .filter_map(|c| {
-                self.geometry
+                self.geometry()
                     .map_read(piece.array_sector, piece.sectors, c)
                     .ok()?
                     .next()
@@ -748,7 +751,7 @@ impl<M: Store> ArrayEngine<M> {
 
     /// Every piece of the range has a copy on a usable member.
     pub(super) fn readable(&self, start: u64, sectors: u64, avoid: MemberSet) -> bool {
-        match self.geometry.map_read(start, sectors, 0) {
+        match self.geometry().map_read(start, sectors, 0) {
             Ok(mut pieces) => pieces.all(|piece| self.healthy_copy(piece, avoid).is_some()),
             Err(_) => false,
         }
@@ -757,10 +760,10 @@ impl<M: Store> ArrayEngine<M> {
     /// True while every part of the data has a copy on a working member other than `without`.
     pub(super) fn has_all_data(&self, without: Option<u32>) -> bool {
         let avoid = without.map(MemberSet::of).unwrap_or_default();
-        let lost = (0..self.geometry.members())
+        let lost = (0..self.geometry().members())
             .filter(|&m| !self.usable(m, avoid))
             .fold(MemberSet::EMPTY, MemberSet::with);
-        self.geometry.has_all_data(lost)
+        self.geometry().has_all_data(lost)
     }
 }
 

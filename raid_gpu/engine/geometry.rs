@@ -270,6 +270,23 @@ impl fmt::Display for MapError {
 
 impl core::error::Error for MapError {}
 
+/// Chunks of array data on `members` members of `member_chunks` chunks each (`None`: too
+/// many to count).
+fn array_chunks(level: Level, members: NonZeroU64, member_chunks: u64) -> Option<u64> {
+    match level {
+        Level::Raid0 => member_chunks.checked_mul(members.get()),
+        Level::Raid1 => Some(member_chunks),
+        Level::Raid10 => member_chunks
+            .checked_mul(members.get())
+            .map(|slots| slots / u64::from(RAID10_NEAR_COPIES)),
+        Level::Raid5(_) | Level::Raid6(_) => member_chunks.checked_mul(
+            members
+                .get()
+                .saturating_sub(u64::from(level.parity_members())),
+        ),
+    }
+}
+
 /// A validated array shape. Fields are private so every value upholds the invariants checked by
 /// [`Geometry::new`] (member count >= 2, chunk a power of two, sizes bounded); the mapping code
 /// relies on them for panic-free arithmetic.
@@ -321,19 +338,7 @@ impl Geometry {
             0
         };
         let member_chunks = member_data_sectors >> chunk_shift;
-        let array_chunks = match level {
-            Level::Raid0 => member_chunks.checked_mul(members_nz.get()),
-            Level::Raid1 => Some(member_chunks),
-            Level::Raid10 => member_chunks
-                .checked_mul(members_nz.get())
-                .map(|slots| slots / u64::from(RAID10_NEAR_COPIES)),
-            Level::Raid5(_) | Level::Raid6(_) => member_chunks.checked_mul(
-                members_nz
-                    .get()
-                    .saturating_sub(u64::from(level.parity_members())),
-            ),
-        }
-        .ok_or(too_large)?;
+        let array_chunks = array_chunks(level, members_nz, member_chunks).ok_or(too_large)?;
         if array_chunks == 0 {
             return Err(GeometryError::TooSmall {
                 member_data_sectors,
@@ -349,6 +354,28 @@ impl Geometry {
             member_data_sectors: member_chunks << chunk_shift,
             array_sectors: array_chunks << chunk_shift,
         })
+    }
+
+    /// The same shape with each member's data area `member_data_sectors` (a resize).
+    pub fn resized(&self, member_data_sectors: u64) -> Result<Self, GeometryError> {
+        Self::new(
+            self.level,
+            self.members(),
+            self.chunk_sectors(),
+            member_data_sectors,
+        )
+    }
+
+    /// [`Self::resized`] for a size that this shape already took there: the checks are not
+    /// made again (a running array's geometry, asked for at every request).
+    pub(super) fn resized_again(&self, member_data_sectors: u64) -> Self {
+        let member_chunks = member_data_sectors >> self.chunk_shift;
+        let array_chunks = array_chunks(self.level, self.members, member_chunks).unwrap_or(0);
+        Self {
+            member_data_sectors: member_chunks << self.chunk_shift,
+            array_sectors: array_chunks << self.chunk_shift,
+            ..*self
+        }
     }
 
     /// The RAID level.

@@ -61,7 +61,7 @@ impl<M: Store> ArrayEngine<M> {
         logs: MemberSet,
     ) -> Result<ReplayStats, RebuildIoError> {
         let mut stats = ReplayStats::default();
-        if !self.has_log() || !self.geometry.level().has_parity() {
+        if !self.has_log() || !self.geometry().level().has_parity() {
             return Ok(stats);
         }
         let kept = drop_torn(entries, logs);
@@ -84,9 +84,9 @@ impl<M: Store> ArrayEngine<M> {
         piece: &ReplayPiece,
         stats: &mut ReplayStats,
     ) -> Result<(), RebuildIoError> {
-        let n = self.geometry.members();
-        let chunk = u64::from(self.geometry.chunk_sectors()).max(1);
-        let Some(map) = self.geometry.stripe_map(piece.start / chunk) else {
+        let n = self.geometry().members();
+        let chunk = u64::from(self.geometry().chunk_sectors()).max(1);
+        let Some(map) = self.geometry().stripe_map(piece.start / chunk) else {
             return Err(RebuildIoError);
         };
         // A piece lies in one stripe (`slice_plan`); refuse one that does not.

@@ -317,7 +317,7 @@ impl<M: Store> ArrayEngine<M> {
         }
         // The partial parity of each target, in the parity member's new-data column (unused:
         // a parity member has no new data).
-        let n = self.geometry.members();
+        let n = self.geometry().members();
         for &(target, parity) in targets.iter().flatten() {
             let column = n + target;
             p.copy_column(rq, target, column, 0, len);

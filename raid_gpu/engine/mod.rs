@@ -20,6 +20,7 @@ pub mod bitmap;
 pub mod crc32c;
 pub mod durable;
 pub mod geometry;
+pub mod geometry_cell;
 pub mod layout;
 pub mod log_replay;
 pub mod log_write;

@@ -299,7 +299,7 @@ impl<M: Store> ArrayEngine<M> {
 
     /// Member sectors one step rebuilds.
     fn window_sectors(&self) -> u64 {
-        if self.geometry.level().has_parity() {
+        if self.geometry().level().has_parity() {
             REBUILD_COLUMN_SECTORS
         } else {
             MIRROR_WINDOW_SECTORS
@@ -321,7 +321,7 @@ impl<M: Store> ArrayEngine<M> {
             return;
         };
         let offset = state.recovery_offset();
-        let member_end = self.geometry.member_data_sectors();
+        let member_end = self.geometry().member_data_sectors();
         if offset >= member_end {
             self.finish_rebuild(p, target, state);
             return;
@@ -344,7 +344,7 @@ impl<M: Store> ArrayEngine<M> {
         };
         let started = p.now_ns();
         let Some(rebuilt) = self.in_window(p, lo, hi, || {
-            if self.geometry.level().has_parity() {
+            if self.geometry().level().has_parity() {
                 self.rebuild_stripes(p, target, target, offset, end)
             } else {
                 self.copy_mirror(p, target, target, offset, end)
@@ -458,7 +458,7 @@ impl<M: Store> ArrayEngine<M> {
     /// The array range `[lo, hi)` whose data member `target` holds (or protects, as parity)
     /// in its sectors `offset..end`.
     pub(super) fn window_hull(&self, target: u32, offset: u64, end: u64) -> Option<(u64, u64)> {
-        let g = &self.geometry;
+        let g = &self.geometry();
         if g.level().has_parity() {
             let chunk = u64::from(g.chunk_sectors()).max(1);
             let (first, last) = (offset / chunk, end.div_ceil(chunk));
@@ -503,7 +503,7 @@ impl<M: Store> ArrayEngine<M> {
             let mut n = 0;
             while n < columns && at < end {
                 let limit = (end - at).min(REBUILD_COLUMN_SECTORS);
-                let Some(piece) = self.geometry.mirror_piece(target, at, limit) else {
+                let Some(piece) = self.geometry().mirror_piece(target, at, limit) else {
                     // Nothing of the array's data from here on (the tail of an odd RAID 10).
                     at = end;
                     break;
@@ -582,7 +582,7 @@ impl<M: Store> ArrayEngine<M> {
 
     /// Buffer columns a batch of a mirror rebuild or replace uses.
     fn batch_columns(&self) -> usize {
-        (self.geometry.members() as usize)
+        (self.geometry().members() as usize)
             .saturating_add(2)
             .min(MIRROR_BATCH)
     }
@@ -599,7 +599,7 @@ impl<M: Store> ArrayEngine<M> {
         offset: u64,
         end: u64,
     ) -> Result<(), StepError> {
-        let g = &self.geometry;
+        let g = &self.geometry();
         let sectors = end - offset;
         let at = self.superblock.data_offset.saturating_add(offset);
         let mut lost = MemberSet::of(target);
@@ -717,7 +717,7 @@ impl<M: Store> ArrayEngine<M> {
         check: Check,
         op: Pair,
     ) -> u64 {
-        let spare = self.geometry.members();
+        let spare = self.geometry().members();
         let mut differ = 0u64;
         for (map, from, to) in job.stripes() {
             let members = match check {
@@ -751,7 +751,7 @@ impl<M: Store> ArrayEngine<M> {
         let Some((role, offset)) = self.replace_copying() else {
             return;
         };
-        let member_end = self.geometry.member_data_sectors();
+        let member_end = self.geometry().member_data_sectors();
         if offset >= member_end {
             self.replace_copied(p);
             return;
@@ -837,7 +837,7 @@ impl<M: Store> ArrayEngine<M> {
                 {
                     p.rebuild_io(Op::Write, dest, read.sector, 0, 0, read.sectors)
                         .map_err(|_| StepError::TargetWrite)?;
-                } else if self.geometry.level().has_parity() {
+                } else if self.geometry().level().has_parity() {
                     self.rebuild_stripes(p, role, dest, from, to)?;
                 } else {
                     self.copy_mirror(p, role, dest, from, to)?;

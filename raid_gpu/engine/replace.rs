@@ -123,7 +123,7 @@ impl Default for ReplaceState {
 impl<M: Store> ArrayEngine<M> {
     /// The member index the replacement's I/O goes to: one past the roles.
     pub fn replacement_index(&self) -> u32 {
-        self.geometry.members()
+        self.geometry().members()
     }
 
     /// The replace running or waiting for the platform, if any.
@@ -145,7 +145,7 @@ impl<M: Store> ArrayEngine<M> {
         if !self.redundant() {
             return Err(ReplaceError::Unsupported);
         }
-        if self.geometry.members() >= MAX_MEMBERS {
+        if self.geometry().members() >= MAX_MEMBERS {
             return Err(ReplaceError::TooManyMembers);
         }
         let member = self
@@ -305,7 +305,8 @@ impl<M: Store> ArrayEngine<M> {
 
     /// The copy is complete: the platform swaps the devices.
     pub(super) fn replace_copied<P: Platform>(&self, p: &P) {
-        self.replace.set_copied(self.geometry.member_data_sectors());
+        self.replace
+            .set_copied(self.geometry().member_data_sectors());
         self.replace.set_stage(ReplaceStage::Done);
         self.rebuild.rate.stop();
         p.takeover_wanted();

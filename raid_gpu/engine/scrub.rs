@@ -262,7 +262,7 @@ impl<M: Store> ArrayEngine<M> {
 
     /// Sectors a scrub walks through: the array's (mirrors) or a member's (RAID 5/6).
     fn scrub_total(&self) -> u64 {
-        self.geometry.resync_sectors()
+        self.geometry().resync_sectors()
     }
 
     pub fn scrub_progress(&self) -> ScrubProgress {
@@ -327,7 +327,7 @@ impl<M: Store> ArrayEngine<M> {
         }
         let repair = mode != ScrubMode::Check;
         let started = p.now_ns();
-        let done = if self.geometry.level().has_parity() {
+        let done = if self.geometry().level().has_parity() {
             let Some((lo, hi)) = self.window_hull(0, at, end) else {
                 return;
             };
@@ -442,7 +442,7 @@ impl<M: Store> ArrayEngine<M> {
         repair: bool,
     ) -> Result<(), Unpassed> {
         let pieces = self
-            .geometry
+            .geometry()
             .map_read(a, b - a, 0)
             .map_err(|_| Unpassed::Unreadable)?;
         for piece in pieces {
@@ -465,7 +465,7 @@ impl<M: Store> ArrayEngine<M> {
 
     /// Each copy of `piece`: its member and first member sector (data offset included).
     fn copies_of(&self, piece: Piece) -> Copies {
-        let g = &self.geometry;
+        let g = &self.geometry();
         let base = self.superblock.data_offset;
         core::array::from_fn(|c| {
             let c = u32::try_from(c).ok().filter(|&c| c < g.copies())?;
@@ -520,7 +520,7 @@ impl<M: Store> ArrayEngine<M> {
         self.scrub
             .read_errors
             .fetch_add(u64::from(bad.len()), Ordering::Relaxed);
-        let source = (0..self.geometry.copies())
+        let source = (0..self.geometry().copies())
             .find(|&c| !bad.contains(c))
             .ok_or(Unpassed::Unreadable)?;
         for (c, &(member, sector)) in (0u32..).zip(copies.iter().flatten()) {
@@ -602,7 +602,7 @@ impl<M: Store> ArrayEngine<M> {
     /// Reads member rows `[a, b)` of every member into its buffer column, all at once; the
     /// members whose read failed.
     fn read_rows<P: Platform>(&self, p: &P, a: u64, b: u64) -> MemberSet {
-        let n = self.geometry.members();
+        let n = self.geometry().members();
         let at = self.superblock.data_offset.saturating_add(a);
         let reads: [RebuildIo; MAX_REBUILD_BATCH] = core::array::from_fn(|m| RebuildIo {
             // Below MAX_REBUILD_BATCH: lossless.
@@ -634,7 +634,7 @@ impl<M: Store> ArrayEngine<M> {
         if !lost.is_empty() {
             self.recover_rows(p, &job, lost)?;
         }
-        let n = self.geometry.members();
+        let n = self.geometry().members();
         for (map, from, to) in job.stripes() {
             p.rebuild_copy(map.p(), n, from, to - from);
             if let Some(q) = map.q() {
@@ -657,7 +657,7 @@ impl<M: Store> ArrayEngine<M> {
 
     /// A job generating the parity of member rows `[a, b)` in the rebuild buffer.
     fn rows_job(&self, a: u64, b: u64) -> Option<ParityJob> {
-        let g = &self.geometry;
+        let g = &self.geometry();
         let chunk = u64::from(g.chunk_sectors()).max(1);
         let stripe = a / chunk;
         Some(ParityJob {
@@ -705,7 +705,7 @@ impl<M: Store> ArrayEngine<M> {
         repair: bool,
         by: Computed,
     ) -> Result<(), Unpassed> {
-        let n = self.geometry.members();
+        let n = self.geometry().members();
         let mut differ = Self::parity_differs(p, job, n, lost, |_, _, _, _| {});
         if let (Computed::Helper(helper), true) = (by, differ > 0) {
             // A helper's parity is never counted or written: where it differs from the

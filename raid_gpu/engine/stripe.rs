@@ -680,7 +680,7 @@ impl<M: Store> ArrayEngine<M> {
     /// The rows request `state` covers: its own, and its followers' (`stripe_hold.rs`).
     pub(super) fn span_of(&self, state: &RequestState) -> Option<Span> {
         Span::new(
-            &self.geometry,
+            &self.geometry(),
             self.superblock.data_offset,
             self.lock_slots(),
             state.start(),
@@ -708,7 +708,7 @@ impl<M: Store> ArrayEngine<M> {
 
     /// True if a read of `[start, start + sectors)` can go straight to the data members.
     pub(super) fn direct_read_ok(&self, start: u64, sectors: u64) -> bool {
-        match self.geometry.map_read(start, sectors, 0) {
+        match self.geometry().map_read(start, sectors, 0) {
             Ok(mut pieces) => pieces.all(|piece| self.usable(piece.member, MemberSet::EMPTY)),
             Err(_) => false,
         }

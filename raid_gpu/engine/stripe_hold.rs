@@ -508,7 +508,7 @@ impl<M: Store> ArrayEngine<M> {
             return;
         }
         // Rows count from a request's first stripe: its second starts a chunk in.
-        let next_stripe = u64::from(self.geometry.chunk_sectors());
+        let next_stripe = u64::from(self.geometry().chunk_sectors());
         p.take_all(WorkList::Adopted(slot), |w| {
             let ws = p.state(w);
             let st = ws.stripe();

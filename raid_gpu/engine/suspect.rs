@@ -144,7 +144,7 @@ impl<M: Store> ArrayEngine<M> {
         let state = p.state(rq);
         self.suspect
             .marked
-            .set(regions.of_write(&self.geometry, state.start(), state.sectors()));
+            .set(regions.of_write(&self.geometry(), state.start(), state.sectors()));
     }
 
     /// Whether parity computed now must not come from a helper unchecked: a member is missing

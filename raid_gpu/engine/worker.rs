@@ -78,7 +78,7 @@ impl<M: Store> ArrayEngine<M> {
                 self.stripe_errors(p, rq);
                 false
             }
-            Phase::Normal if state.op() == Op::Read && self.geometry.level().has_parity() => {
+            Phase::Normal if state.op() == Op::Read && self.geometry().level().has_parity() => {
                 self.direct_read_errors(p, rq);
                 false
             }

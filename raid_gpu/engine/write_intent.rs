@@ -35,7 +35,7 @@ impl<M: Store> ArrayEngine<M> {
     fn request_regions(&self, regions: &Regions, state: &RequestState) -> Range<u64> {
         match state.op() {
             Op::Write | Op::Discard => {
-                regions.of_write(&self.geometry, state.start(), state.sectors())
+                regions.of_write(&self.geometry(), state.start(), state.sectors())
             }
             Op::Read | Op::Flush => 0..0,
         }
@@ -228,7 +228,7 @@ impl<M: Store> ArrayEngine<M> {
     /// The walk sectors (`Geometry::resync_sectors`) of member `target`'s sectors
     /// `offset..end`: the array range they hold on mirrors, the rows themselves on RAID 5/6.
     fn rebuild_walk(&self, target: u32, offset: u64, end: u64) -> Option<(u64, u64)> {
-        if self.geometry.level().has_parity() {
+        if self.geometry().level().has_parity() {
             return Some((offset, end));
         }
         self.window_hull(target, offset, end)

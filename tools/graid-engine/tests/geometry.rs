@@ -1,8 +1,10 @@
-//! RAID 0/1/10 geometry: worked examples and property tests against a sector-by-sector model.
+//! RAID 0/1/10 geometry: worked examples and property tests against a sector-by-sector model,
+//! and a running array's geometry resized (`GeometryCell`).
 
 use std::collections::{HashMap, HashSet};
 
 use graid_engine::geometry::{Geometry, GeometryError, Level, MapError, Piece, MAX_SECTORS};
+use graid_engine::geometry_cell::GeometryCell;
 use proptest::prelude::*;
 
 fn geometry(level: Level, members: u32, chunk: u32, member_sectors: u64) -> Geometry {
@@ -340,6 +342,23 @@ proptest! {
         prop_assert_eq!(g.copies(), model.copies);
         prop_assert!(g.member_data_sectors() <= member_sectors);
         prop_assert!(member_sectors - g.member_data_sectors() < u64::from(chunk.max(1)));
+    }
+
+    #[test]
+    fn a_resized_geometry_is_a_new_one_and_maps_the_old_sectors_alike(
+        ((level, members, chunk, member_sectors), start, len) in shape_and_range(),
+        grow in 0u64..5000,
+    ) {
+        let g = geometry(level, members, chunk, member_sectors);
+        let cell = GeometryCell::new(g);
+        let larger = member_sectors + grow;
+        let resized = cell.resize(larger).expect("a larger size");
+        prop_assert_eq!(resized, geometry(level, members, chunk, larger));
+        prop_assert_eq!(cell.get(), resized);
+        for copy in 0..g.copies() {
+            prop_assert_eq!(read(&g, start, len, copy), read(&resized, start, len, copy));
+        }
+        prop_assert_eq!(write(&g, start, len), write(&resized, start, len));
     }
 
     #[test]

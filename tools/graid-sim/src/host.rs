@@ -759,7 +759,7 @@ impl Host {
             return;
         }
         let spec = self.slot(rq).spec.lock().unwrap().clone();
-        for region in regions.of_write(self.engine.geometry(), spec.start, spec.sectors) {
+        for region in regions.of_write(&self.engine.geometry(), spec.start, spec.sectors) {
             if !disk.bitmap_bit(region) {
                 self.violations.report(format!(
                     "a write reached a member before its region {region}'s bit: {io:?}"

@@ -396,7 +396,7 @@ pub struct Report {
 /// and every successful read returns what the model says the array holds.
 pub fn run(scenario: &Scenario, seed: u64) -> Report {
     let (host, io_rx) = new_host(scenario, seed);
-    let geometry = *host.engine.geometry();
+    let geometry = host.engine.geometry();
     if let Some(target) = scenario.rebuild {
         if scenario.via_spare {
             add_spare(&host, seed);
@@ -744,7 +744,7 @@ fn check_read_back(
     seed: u64,
     mut read: impl FnMut(u64, u64) -> Status,
 ) {
-    let geometry = *host.engine.geometry();
+    let geometry = host.engine.geometry();
     let step = u64::from(geometry.boundary_sectors());
     let mut start = 0;
     while start < geometry.array_sectors() {

@@ -607,7 +607,7 @@ fn a_replacement_copied_under_load_takes_the_members_place_with_parity_intact() 
 
 /// Flips a bit of the P sector of `rows` member rows spread over the members (97 apart).
 fn flip_parity_rows(host: &Host, layout: ParityLayout, rows: u64) {
-    let g = *host.engine.geometry();
+    let g = host.engine.geometry();
     let chunk = u64::from(g.chunk_sectors());
     let raid6 = g.level().parity_members() == 2;
     for row in (0..rows).map(|i| i * 97 % g.member_data_sectors()) {
@@ -625,7 +625,7 @@ fn check_counts_wrong_parity_and_repair_regenerates_it() {
         ] {
             let report = run(&scenario, seed);
             let host = &*report.host;
-            let g = *host.engine.geometry();
+            let g = host.engine.geometry();
             assert_eq!(scrub_now(host, ScrubMode::Check, seed).mismatches, 0);
             // Scribble over the P sector of 23 rows, and over one data sector (its row's P,
             // and Q on RAID 6, then disagree with it).
@@ -691,7 +691,7 @@ fn a_read_error_on_an_optimal_array_is_repaired_from_parity_and_the_member_stays
     // Wide enough that a one-sector write reads the old data and P (read-modify-write).
     for scenario in [raid5(5, 8), raid6(7, 8)] {
         let (host, _io_rx) = new_host(&scenario, 31);
-        let g = *host.engine.geometry();
+        let g = host.engine.geometry();
         let mut data = fill(&host, 256);
         let (m, at) = place(&host, 50);
         host.disks[m].bad.lock().unwrap().insert(at);
@@ -862,7 +862,7 @@ fn a_read_repair_rewrites_only_the_block_that_failed() {
     let mut scenario = raid5(4, 32);
     scenario.in_sync = false;
     let (host, _io_rx) = new_host(&scenario, 35);
-    let g = *host.engine.geometry();
+    let g = host.engine.geometry();
     let data = fill(&host, 96);
     // Array sectors 0..32: the first data chunk of stripe 0, member rows 0..32.
     let (d, at) = place(&host, 5);
@@ -1342,7 +1342,7 @@ fn parity_that_holds_the_only_copy_of_some_data_never_comes_from_a_helper() {
         *host.stripe.request_helper.lock().unwrap() = Some((0, u64::MAX));
         // Past its first job, which is checked.
         host.stripe.request_helper_jobs.store(1, Ordering::Relaxed);
-        let g = *host.engine.geometry();
+        let g = host.engine.geometry();
         let sectors = u64::from(g.boundary_sectors()).min(g.array_sectors());
         let data: Vec<u64> = (0..sectors)
             .map(|s| 0x7e1_0000_0000 | (s << 4) | 5)

@@ -548,7 +548,7 @@ fn a_rewrite_after_a_read_error_is_as_durable_as_the_write_it_serves() {
         scenario.ppl = true;
         scenario.volatile_cache = true;
         let (host, _io) = new_host(&scenario, seed);
-        let g = *host.engine.geometry();
+        let g = host.engine.geometry();
         let old: Vec<u64> = (0..256).map(|s| seed << 32 | 0x1_0000 | s).collect();
         let status = submit_inline_data(&host, Op::Write, 0, old.clone());
         assert_eq!(status, Some(Status::Ok), "seed {seed}: fill");

@@ -239,7 +239,7 @@ fn written_regions(report: &graid_sim::stress::Report) -> std::collections::BTre
     (0u64..)
         .zip(&report.model)
         .filter(|(_, tag)| tag.is_some_and(|t| t != 0))
-        .flat_map(|(sector, _)| regions.of_write(g, sector, 1))
+        .flat_map(|(sector, _)| regions.of_write(&g, sector, 1))
         .collect()
 }
 
