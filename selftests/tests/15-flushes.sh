@@ -6,6 +6,10 @@
 #   the array the preflush as a flush of its own, so the members' copies of the data carry FUA
 #   only (they used to carry PREFLUSH too, flushing every member twice).
 . /graid/lib.sh
+# The array stays dirty through the count: on a slow kernel (the debug one takes 300 ms an fsync)
+# an idle spell between two fsyncs would mark it clean and dirty again, and those superblock
+# updates flush the members too.
+load_module_with safe_mode_delay_ms=60000
 need_members 2
 set -- $members
 d0=$1 d1=$2
