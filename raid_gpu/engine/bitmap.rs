@@ -356,6 +356,10 @@ pub fn load_block(
     let first = block.saturating_mul(BITS_PER_BLOCK);
     for index in 0..BITS_PER_BLOCK {
         let region = first + index;
+        // Past the last region: bits a resize set before its superblocks, or spare states.
+        if region >= regions.count() {
+            break;
+        }
         let Some(state) = states.get(region as usize) else {
             break;
         };

@@ -107,6 +107,8 @@ impl<M: Store> ArrayEngine<M> {
             let mut failing = MemberSet::EMPTY;
             let mut targets = MemberSet::EMPTY;
             let mut sb = self.superblock;
+            // A resize changes it (`resize.rs`).
+            sb.data_size = self.geometry().member_data_sectors();
             let retired = self.retired_slots.load(Ordering::SeqCst);
             let spares = self.spares.slot_bits();
             for (i, slot) in sb.slots.iter_mut().enumerate() {

@@ -304,6 +304,15 @@ pub trait Metadata {
         None
     }
 
+    /// The bitmap's walk grew (a resize, with no request in flight): from now on `bitmap`
+    /// returns `regions`, as many regions as before or more, of the same size, the new ones
+    /// clear. False (nothing changed) if the platform has no state for each (it keeps spare
+    /// ones for this) or no bitmap.
+    fn grow_bitmap(&self, regions: Regions) -> bool {
+        let _ = regions;
+        false
+    }
+
     /// Writes bitmap block `block`, filled by `fill`, to each member in `targets` at once and
     /// waits; returns the members whose write failed. Durable on return (`FUA`); with
     /// `preflush`, so is every write the member completed before (`PREFLUSH`: a block that

@@ -205,6 +205,22 @@ impl<M: Store> ArrayEngine<M> {
         s.stalled.store(false, Ordering::Relaxed);
     }
 
+    /// No check, repair or resync runs or is held.
+    pub(super) fn scrub_idle(&self) -> bool {
+        self.scrub.mode.load(Ordering::SeqCst) == IDLE
+    }
+
+    /// The copies or parity are known to agree only below walk sector `sector` (a resize grew
+    /// the walk): a resync is due from there. The worker, with no scrub running, before
+    /// [`Self::start_resync`].
+    pub(super) fn resync_from(&self, sector: u64) {
+        let s = &self.scrub;
+        self.in_sync.store(false, Ordering::SeqCst);
+        s.generation.fetch_add(1, Ordering::SeqCst);
+        s.done.store(sector, Ordering::SeqCst);
+        s.stalled.store(false, Ordering::Relaxed);
+    }
+
     /// A check or a repair runs (an administrator's: it ends before a heal begins).
     pub(super) fn checking(&self) -> bool {
         matches!(self.scrub.mode.load(Ordering::SeqCst), CHECK | REPAIR)

@@ -30,7 +30,7 @@ use super::array::{ArrayEngine, Store};
 use super::bitmap::{Regions, MIN_REGION_SECTORS};
 use super::platform::Platform;
 use core::ops::Range;
-use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 /// Words of region bits: at most `64 * WORDS` regions, however large the array.
 const WORDS: usize = 16;
@@ -91,13 +91,40 @@ impl RegionBits {
             w.store(0, Ordering::SeqCst);
         }
     }
+
+    /// Regions `2^by` times as large: each bit moves to the region holding its own.
+    fn coarsen(&self, by: u32) {
+        if by == 0 {
+            return;
+        }
+        let mut old = [0u64; WORDS];
+        for (o, w) in old.iter_mut().zip(self.0.iter()) {
+            *o = w.swap(0, Ordering::SeqCst);
+        }
+        for (i, word) in (0u64..).zip(old) {
+            for b in (0..64).filter(|b| word & (1 << b) != 0) {
+                let r = (i * 64 + b).checked_shr(by).unwrap_or(0);
+                self.set(r..r + 1);
+            }
+        }
+    }
+}
+
+/// log2 of the suspect regions' size for a walk of `walk_sectors`: the smallest power of two
+/// that cuts it into at most [`MAX_SUSPECT_REGIONS`] (`None`: none does).
+fn region_shift(walk_sectors: u64) -> Option<u32> {
+    let wanted = walk_sectors
+        .div_ceil(MAX_SUSPECT_REGIONS)
+        .max(MIN_REGION_SECTORS);
+    wanted.checked_next_power_of_two().map(u64::trailing_zeros)
 }
 
 /// The array's unchecked parity: where it lies, and the heal walking it.
 #[derive(Debug)]
 pub struct SuspectParity {
-    /// The regions of the resync walk (at most [`MAX_SUSPECT_REGIONS`]).
-    regions: Option<Regions>,
+    /// log2 of the regions' size (at most [`MAX_SUSPECT_REGIONS`] of them over the resync
+    /// walk; 0: none). Changed only by a resize, with no request in flight.
+    shift: AtomicU32,
     /// Regions some write's unchecked parity went to since the last heal walked them.
     marked: RegionBits,
     /// Regions the running heal has yet to pass.
@@ -118,12 +145,8 @@ impl SuspectParity {
     /// For a resync walk of `walk_sectors`: regions of the smallest power of two that cuts it
     /// into at most [`MAX_SUSPECT_REGIONS`].
     pub fn new(walk_sectors: u64) -> Self {
-        let wanted = walk_sectors
-            .div_ceil(MAX_SUSPECT_REGIONS)
-            .max(MIN_REGION_SECTORS);
-        let region = wanted.checked_next_power_of_two();
         Self {
-            regions: region.and_then(|r| Regions::new(walk_sectors, r)),
+            shift: AtomicU32::new(region_shift(walk_sectors).unwrap_or(0)),
             marked: RegionBits::default(),
             healing: RegionBits::default(),
             seen_catches: AtomicU64::new(0),
@@ -134,11 +157,36 @@ impl SuspectParity {
 }
 
 impl<M: Store> ArrayEngine<M> {
+    /// The regions of unchecked parity over the resync walk as it is now.
+    fn suspect_regions(&self) -> Option<Regions> {
+        let shift = self.suspect.shift.load(Ordering::SeqCst);
+        if shift == 0 {
+            return None;
+        }
+        Regions::new(self.geometry().resync_sectors(), 1u64.checked_shl(shift)?)
+    }
+
+    /// The resync walk grows to `walk_sectors` (a resize: no heal pending, no request in
+    /// flight): the regions grow as they must to stay within [`MAX_SUSPECT_REGIONS`], each
+    /// mark kept in the region holding it.
+    pub(super) fn suspect_resize(&self, walk_sectors: u64) {
+        let s = &self.suspect;
+        let old = s.shift.load(Ordering::SeqCst);
+        let Some(new) = region_shift(walk_sectors) else {
+            return;
+        };
+        if old != 0 && new > old {
+            s.marked.coarsen(new - old);
+            s.healing.coarsen(new - old);
+        }
+        s.shift.store(new.max(old), Ordering::SeqCst);
+    }
+
     /// The platform is about to send request `rq`'s member writes with parity a helper
     /// computed and nobody checked: the regions of its stripes are marked, to be healed if a
     /// helper is caught lying. Before the writes are sent. Any context.
     pub fn parity_unchecked<P: Platform>(&self, p: &P, rq: P::Request) {
-        let Some(regions) = &self.suspect.regions else {
+        let Some(regions) = self.suspect_regions() else {
             return;
         };
         let state = p.state(rq);
@@ -175,7 +223,7 @@ impl<M: Store> ArrayEngine<M> {
         if s.begun.load(Ordering::SeqCst) || !self.healing() || self.checking() {
             return;
         }
-        let Some(regions) = &s.regions else {
+        let Some(regions) = self.suspect_regions() else {
             return;
         };
         if !self.redundant() {
@@ -213,7 +261,7 @@ impl<M: Store> ArrayEngine<M> {
     /// region there is to be healed. Without a bitmap (with one, its bits say so).
     pub(super) fn heal_skips(&self, a: u64, b: u64) -> bool {
         let s = &self.suspect;
-        let Some(regions) = &s.regions else {
+        let Some(regions) = self.suspect_regions() else {
             return false;
         };
         s.heal_only.load(Ordering::SeqCst) && !s.healing.any_in(regions.of_walk(a, b))
@@ -222,7 +270,7 @@ impl<M: Store> ArrayEngine<M> {
     /// The resync passed walk sectors `[a, b)`: the regions wholly below `b` are healed.
     pub(super) fn heal_passed(&self, a: u64, b: u64) {
         let s = &self.suspect;
-        let Some(regions) = &s.regions else {
+        let Some(regions) = self.suspect_regions() else {
             return;
         };
         for r in regions.of_walk(a, b) {
@@ -237,5 +285,28 @@ impl<M: Store> ArrayEngine<M> {
         self.suspect.healing.clear_all();
         self.suspect.heal_only.store(false, Ordering::SeqCst);
         self.suspect.begun.store(false, Ordering::SeqCst);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn coarser_regions_keep_every_mark_in_the_region_holding_it() {
+        let bits = RegionBits::default();
+        bits.set(3..4);
+        bits.set(64..66);
+        bits.set(1023..1024);
+        bits.coarsen(2);
+        for r in 0..MAX_SUSPECT_REGIONS {
+            assert_eq!(bits.get(r), [0, 16, 255].contains(&r), "region {r}");
+        }
+        assert_eq!(bits.count(), 3);
+        bits.coarsen(0);
+        assert_eq!(bits.count(), 3);
+        // A walk four times as long takes regions four times as large.
+        let small = region_shift(64 * MAX_SUSPECT_REGIONS).unwrap();
+        assert_eq!(region_shift(256 * MAX_SUSPECT_REGIONS), Some(small + 2));
     }
 }

@@ -263,7 +263,7 @@ impl<M: Store> ArrayEngine<M> {
     /// (`preflush`: what each completed before is made durable first, as a block that clears
     /// bits needs); members whose write fails are failed (as for a superblock). True if some
     /// member took it.
-    fn write_block<P: Platform>(
+    pub(super) fn write_block<P: Platform>(
         &self,
         p: &P,
         regions: &Regions,

@@ -385,8 +385,11 @@ pub struct Host {
     pub cut_after_heal_starts: AtomicU64,
     pub violations: Violations,
     pub stripe: StripeHome,
-    /// The write-intent bitmap's regions and states, if the array has one.
+    /// The write-intent bitmap's regions and states, if the array has one (more states than
+    /// regions: spares for a resize, which gives the regions in `grown_bitmap`).
     pub bitmap: Option<(Regions, Vec<RegionState>)>,
+    /// The bitmap's regions since a resize grew them (`Metadata::grow_bitmap`).
+    pub grown_bitmap: Mutex<Option<Regions>>,
     /// Bitmap blocks written.
     pub bitmap_writes: AtomicU64,
     /// A power cut: writes are counted, and those past this many never land (they still
@@ -614,7 +617,8 @@ impl Host {
         self.check_marks(rq, io, disk);
         let first = io.member_sector;
         let len = io.info.sectors;
-        if first < DATA_OFFSET || first + len > DATA_OFFSET + self.data_sectors || len == 0 {
+        let data_end = DATA_OFFSET + self.engine.geometry().member_data_sectors();
+        if first < DATA_OFFSET || first + len > data_end || len == 0 {
             self.violations
                 .report(format!("member I/O outside the data area: {io:?}"));
             return Status::IoError;
@@ -1609,7 +1613,21 @@ impl Requests for Host {
 
 impl Metadata for Host {
     fn bitmap(&self) -> Option<(Regions, &[RegionState])> {
-        self.bitmap.as_ref().map(|(r, s)| (*r, &s[..]))
+        let (regions, states) = self.bitmap.as_ref()?;
+        let regions = self.grown_bitmap.lock().unwrap().unwrap_or(*regions);
+        Some((regions, states.get(..regions.count() as usize)?))
+    }
+
+    fn grow_bitmap(&self, regions: Regions) -> bool {
+        let Some((now, states)) = self.bitmap.as_ref() else {
+            return false;
+        };
+        if regions.region_sectors() != now.region_sectors() || regions.count() > states.len() as u64
+        {
+            return false;
+        }
+        *self.grown_bitmap.lock().unwrap() = Some(regions);
+        true
     }
 
     fn write_bitmap_block(
@@ -1744,8 +1762,8 @@ impl RebuildBuffer for Host {
                 && sector >= a.offset
                 && sector + sectors <= a.ring_sector(a.ring_sectors)
         });
-        let in_data =
-            in_log || sector >= DATA_OFFSET && sector + sectors <= DATA_OFFSET + self.data_sectors;
+        let data_end = DATA_OFFSET + self.engine.geometry().member_data_sectors();
+        let in_data = in_log || sector >= DATA_OFFSET && sector + sectors <= data_end;
         let in_buffer =
             column as usize <= self.disks.len() + 1 && offset + sectors <= REBUILD_COLUMN_SECTORS;
         if !in_data || !in_buffer || sectors == 0 {

@@ -138,6 +138,10 @@ impl Scenario {
     }
 }
 
+/// How many times its regions a host's bitmap keeps states for: a resize may grow the array
+/// that much at the same region size.
+pub const BITMAP_GROWTH: u64 = 4;
+
 pub fn rounds() -> usize {
     std::env::var("GRAID_ENGINE_ROUNDS")
         .ok()
@@ -291,9 +295,13 @@ pub fn host_with(
         },
         bitmap: scenario.bitmap_region_sectors.map(|size| {
             let regions = Regions::new(geometry.resync_sectors(), size).expect("region size");
-            let states = (0..regions.count()).map(|_| RegionState::new()).collect();
+            // Spare states for a resize, as the module keeps.
+            let states = (0..regions.count() * BITMAP_GROWTH)
+                .map(|_| RegionState::new())
+                .collect();
             (regions, states)
         }),
+        grown_bitmap: Mutex::new(None),
         bitmap_writes: AtomicU64::new(0),
         cut_after: AtomicU64::new(u64::MAX),
         writes: AtomicU64::new(0),
@@ -745,7 +753,11 @@ fn check_read_back(
     mut read: impl FnMut(u64, u64) -> Status,
 ) {
     let geometry = host.engine.geometry();
-    let step = u64::from(geometry.boundary_sectors());
+    // RAID 1 has no boundary: any size will do.
+    let step = match geometry.boundary_sectors() {
+        0 => 256,
+        b => u64::from(b),
+    };
     let mut start = 0;
     while start < geometry.array_sectors() {
         let sectors = step.min(geometry.array_sectors() - start);

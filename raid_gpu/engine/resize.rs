@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Resize (md's `--grow --size`): every member's data area takes more of its device, online,
+//! after the members were replaced by larger ones (issue 46, item 1). Growing only, for now.
+//!
+//! The mapping of the sectors the array had does not change with its size (the geometry's
+//! shape stays; `geometry_cell.rs`), so what a grow does is tell the new room apart until it is
+//! in sync, in an order that a power cut at any point leaves assemblable and right:
+//!
+//! 1. The worker runs it, with the platform's queue frozen (no request in flight, none
+//!    starting) and the background idle (no rebuild, replace, check, repair, resync or heal
+//!    runs or is pending: refused otherwise, as md refuses).
+//! 2. **The bitmap** (if any) takes regions over the grown walk (`Metadata::grow_bitmap`: the
+//!    same region size, from the platform's spare states), and their bits are written set
+//!    (`FUA`) before anything claims the new size: a start after a power cut would otherwise
+//!    find them clear past the resync's position and skip them. A cut before the superblocks
+//!    leaves bits past the old last region, which a start ignores.
+//! 3. **The superblocks** say the new `data_size` and a resync pending from the old end of the
+//!    walk (a flush of every member first, as every update that claims something): a cut after
+//!    them assembles the grown array and resumes the resync where it was.
+//! 4. The platform then gives the disk its new capacity and lets the queue go; the resync walks
+//!    the new room (RAID 5/6 parity computed from the data, mirrors copied from copy 0), and
+//!    writes there meanwhile compute parity from every data column (reconstruct-write, as for
+//!    any array not in sync), so the room is consistent wherever it was written.
+//!
+//! RAID 0 grows without a resync: nothing there has to agree with anything.
+
+use super::array::{ArrayEngine, ArrayState, Store};
+use super::bitmap::{Regions, BITS_PER_BLOCK};
+use super::geometry::{Geometry, GeometryError};
+use super::platform::Platform;
+use core::fmt;
+
+/// Why a resize is refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ResizeError {
+    /// The size does not fit the array's shape (below one chunk, or too large).
+    Geometry(GeometryError),
+    /// Each member's data area would be `wanted` sectors, and the smallest member has room
+    /// for `room` past its data offset.
+    NoRoom { wanted: u64, room: u64 },
+    /// Smaller than now: shrinking is not supported yet.
+    Shrink { now: u64, wanted: u64 },
+    /// A member is missing, failed or not in sync.
+    NotOptimal,
+    /// A rebuild, replace, check, repair or resync runs or is pending.
+    Busy,
+    /// The parity a lying helper computed is being healed.
+    Healing,
+    /// The bitmap has no room for the grown array's regions at its region size.
+    BitmapFull,
+    /// No member took the new superblocks: the array is broken.
+    Broken,
+}
+
+impl fmt::Display for ResizeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Geometry(e) => write!(f, "impossible size: {e}"),
+            Self::NoRoom { wanted, room } => write!(
+                f,
+                "each member needs {wanted} sectors of data area, the smallest has {room}"
+            ),
+            Self::Shrink { now, wanted } => write!(
+                f,
+                "{wanted} sectors per member is less than the {now} in use: shrinking is not \
+                 supported"
+            ),
+            Self::NotOptimal => write!(f, "the array is not optimal: rebuild it first"),
+            Self::Busy => write!(
+                f,
+                "a rebuild, replace, check, repair or resync runs or is pending: wait for it"
+            ),
+            Self::Healing => write!(f, "a helper's unchecked parity is being healed: wait"),
+            Self::BitmapFull => write!(f, "the write-intent bitmap has no room for the new size"),
+            Self::Broken => write!(f, "no member took the new size: the array is broken"),
+        }
+    }
+}
+
+impl<M: Store> ArrayEngine<M> {
+    /// The geometry the array would have with `member_data_sectors` in each member's data area
+    /// (rounded down to whole chunks), where the smallest member has `room` sectors past its
+    /// data offset; or why it may not have it now.
+    pub fn resize_allowed(
+        &self,
+        member_data_sectors: u64,
+        room: u64,
+    ) -> Result<Geometry, ResizeError> {
+        let now = self.geometry();
+        let new = now
+            .resized(member_data_sectors)
+            .map_err(ResizeError::Geometry)?;
+        if new.member_data_sectors() > room {
+            return Err(ResizeError::NoRoom {
+                wanted: new.member_data_sectors(),
+                room,
+            });
+        }
+        if new.member_data_sectors() < now.member_data_sectors() {
+            return Err(ResizeError::Shrink {
+                now: now.member_data_sectors(),
+                wanted: new.member_data_sectors(),
+            });
+        }
+        if self.state() != ArrayState::Optimal {
+            return Err(ResizeError::NotOptimal);
+        }
+        if self.healing() {
+            return Err(ResizeError::Healing);
+        }
+        if !self.in_sync()
+            || !self.scrub_idle()
+            || self.rebuild_target().is_some()
+            || self.replacement().is_some()
+        {
+            return Err(ResizeError::Busy);
+        }
+        Ok(new)
+    }
+
+    /// Grows each member's data area to `member_data_sectors` (see the module comment; `room`
+    /// as for [`Self::resize_allowed`]). The worker only, with the platform's queue frozen: no
+    /// request in flight or starting. `Ok`: the new geometry is in use and on disk, and the
+    /// resync of the new room (if the array has one) is started; the platform then gives the
+    /// disk its new capacity and lets the queue go.
+    pub fn grow<P: Platform>(
+        &self,
+        p: &P,
+        member_data_sectors: u64,
+        room: u64,
+    ) -> Result<Geometry, ResizeError> {
+        let new = self.resize_allowed(member_data_sectors, room)?;
+        let old = self.geometry();
+        if new == old {
+            return Ok(new);
+        }
+        let (from, to) = (old.resync_sectors(), new.resync_sectors());
+        if let Some((regions, _)) = p.bitmap() {
+            let grown =
+                Regions::new(to, regions.region_sectors()).ok_or(ResizeError::BitmapFull)?;
+            if !p.grow_bitmap(grown) {
+                return Err(ResizeError::BitmapFull);
+            }
+        }
+        self.suspect_resize(to);
+        // Validated by `resize_allowed`: this cannot fail.
+        let _ = self.geometry.resize(new.member_data_sectors());
+        if self.redundant() {
+            self.resync_from(from);
+            self.grown_bits_set(p, from, to);
+        }
+        self.write_superblocks(p).map_err(|_| ResizeError::Broken)?;
+        self.start_resync(p);
+        Ok(new)
+    }
+
+    /// The bitmap regions over walk sectors `[from, to)` (the grown room) need the resync,
+    /// and their bits are written set, on disk before the superblocks say the new size.
+    fn grown_bits_set<P: Platform>(&self, p: &P, from: u64, to: u64) {
+        let Some((regions, states)) = p.bitmap() else {
+            return;
+        };
+        let range = regions.of_walk(from, to);
+        if range.is_empty() {
+            return;
+        }
+        for state in states
+            .get(range.start as usize..range.end as usize)
+            .unwrap_or(&[])
+        {
+            state.set_needs_sync();
+        }
+        let blocks = range.start / BITS_PER_BLOCK..=(range.end - 1) / BITS_PER_BLOCK;
+        for block in blocks {
+            // Bits only set: FUA, nothing before it needs to be durable.
+            self.write_block(p, &regions, states, block, self.bitmap_targets(), false);
+        }
+    }
+}
