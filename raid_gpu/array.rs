@@ -15,6 +15,7 @@ use crate::engine::array::ArrayState;
 use crate::engine::members::Health;
 use crate::engine::platform::MemberEvent;
 use crate::engine::replace::{ReplaceError, ReplaceStage};
+use crate::engine::resize::ResizeError;
 use crate::engine::scrub::{ScrubError, ScrubMode};
 use crate::engine::geometry::{Geometry, Level, MAX_MEMBERS};
 use crate::bitmap_io::Bitmap;
@@ -357,7 +358,7 @@ impl Array {
                     "graid: {}: the resync covers {} of {} bitmap regions (written to before it stopped)\n",
                     name,
                     bitmap.dirty_regions(),
-                    bitmap.regions.count()
+                    bitmap.regions().count()
                 );
             }
         }
@@ -1007,6 +1008,59 @@ impl Array {
         Ok(uapi::GRAID_ROLE_SPARE)
     }
 
+    /// RESIZE: each member's data area takes `req.member_data_sectors` (0: all the room the
+    /// smallest member or spare has past the data offset), then the disk's capacity follows;
+    /// `req` gets the sizes now and the room. `ENOSPC`: the members (or a spare) have no such
+    /// room; `EBUSY`: the array is not optimal, a rebuild, replace, check, repair, resync or
+    /// heal runs, or requests did not drain in time; `EOPNOTSUPP`: smaller than now
+    /// (shrinking is not supported); `EINVAL`: not a size this array can have; `EIO`: the
+    /// array broke writing its superblocks.
+    pub(crate) fn resize(&self, req: &mut uapi::GraidResize) -> Result {
+        // Member operations and this take turns: the devices sized here stay the members.
+        let _members = self.members_lock.lock();
+        let io = self.io();
+        let room = self.member_room();
+        req.room_sectors = room;
+        let want = match req.member_data_sectors {
+            0 => room,
+            n => n,
+        };
+        // Refused before the freeze, so a refusal (or nothing to do) costs the I/O nothing.
+        let new = io.engine.resize_allowed(want, room).map_err(resize_errno)?;
+        if new == io.engine.geometry() {
+            req.member_data_sectors = new.member_data_sectors();
+            req.array_sectors = new.array_sectors();
+            return Ok(());
+        }
+        let grown = self
+            .with_members_idle(|| io.engine.grow(io, want, room))?
+            .map_err(resize_errno)?;
+        self.disk.set_capacity(grown.array_sectors());
+        pr_info!(
+            "graid: graid{}: grown to {} sectors ({} per member)\n",
+            self.index,
+            grown.array_sectors(),
+            grown.member_data_sectors()
+        );
+        req.member_data_sectors = grown.member_data_sectors();
+        req.array_sectors = grown.array_sectors();
+        Ok(())
+    }
+
+    /// The room every member device and spare has past the data offset: the most a resize may
+    /// give each member's data area.
+    fn member_room(&self) -> u64 {
+        let io = self.io();
+        let offset = io.engine.superblock().data_offset;
+        let roles = (0..io.engine.geometry().members()).filter_map(|role| io.files.get(role));
+        let members = roles.map(|f| f.nr_sectors().saturating_sub(offset));
+        let spares = io.spares.lock();
+        let spare_room = spares
+            .iter()
+            .map(|s| s.file.nr_sectors().saturating_sub(offset));
+        Iterator::chain(members, spare_room).min().unwrap_or(0)
+    }
+
     /// SPEED: sets the rebuild's speed limits if asked (`EINVAL` for a floor of 0 or above
     /// the cap), and reports them.
     pub(crate) fn speed(&self, req: &mut uapi::GraidSpeed) -> Result {
@@ -1117,8 +1171,9 @@ impl Array {
             (out.ppl_entries, out.ppl_barriers, out.ppl_wraps) = engine.log().counts();
         }
         if let Some(bitmap) = &self.io().bitmap {
-            out.bitmap_region_sectors = bitmap.regions.region_sectors();
-            out.bitmap_regions = bitmap.regions.count();
+            let regions = bitmap.regions();
+            out.bitmap_region_sectors = regions.region_sectors();
+            out.bitmap_regions = regions.count();
             out.bitmap_dirty = bitmap.dirty_regions();
         }
         (out.speed_min_kibs, out.speed_max_kibs) = engine.rebuild_speed();
@@ -1198,5 +1253,16 @@ impl PinnedDrop for Array {
                 io.engine.superblock().array_name.as_str()
             );
         }
+    }
+}
+
+/// What a refused resize tells userspace.
+fn resize_errno(e: ResizeError) -> Error {
+    match e {
+        ResizeError::NoRoom { .. } | ResizeError::BitmapFull => ENOSPC,
+        ResizeError::Shrink { .. } => crate::errno::eopnotsupp(),
+        ResizeError::Geometry(_) => EINVAL,
+        ResizeError::NotOptimal | ResizeError::Busy | ResizeError::Healing => EBUSY,
+        ResizeError::Broken => EIO,
     }
 }

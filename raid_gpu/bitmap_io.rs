@@ -10,15 +10,21 @@ use crate::engine::superblock::{Superblock, RECOVERY_COMPLETE};
 use crate::member_devices::Member;
 use crate::kernel_ext::bio::read_page;
 use crate::superblock_io::zeroed_block;
+use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::{alloc::KVVec, page::Page, prelude::*};
 
 /// An array's write-intent bitmap in memory.
 pub(crate) struct Bitmap {
-    pub(crate) regions: Regions,
+    /// The regions it started with (their size never changes).
+    started: Regions,
+    /// The sectors of the resync's walk its regions cover now: a resize grows it, with no
+    /// request in flight ([`Self::grow`]).
+    walk: AtomicU64,
     /// First member sector of the bitmap area.
     pub(crate) offset: u64,
-    /// One per region (kvmalloc: a large array has many).
-    pub(crate) states: KVVec<RegionState>,
+    /// One per region, and spares a resize may take (`Regions::states_kept`; kvmalloc: a
+    /// large array has many).
+    states: KVVec<RegionState>,
 }
 
 impl Bitmap {
@@ -27,22 +33,49 @@ impl Bitmap {
         let Some(regions) = sb.bitmap_regions() else {
             return Ok(None);
         };
-        let count = usize::try_from(regions.count()).map_err(|_| EINVAL)?;
+        let kept = regions.states_kept(sb.bitmap.sectors);
+        let count = usize::try_from(kept).map_err(|_| EINVAL)?;
         let mut states = KVVec::with_capacity(count, GFP_KERNEL)?;
         for _ in 0..count {
             states.push(RegionState::new(), GFP_KERNEL)?;
         }
         Ok(Some(Self {
-            regions,
+            started: regions,
+            walk: AtomicU64::new(regions.walk_sectors()),
             offset: sb.bitmap.offset,
             states,
         }))
     }
 
+    /// The regions now.
+    pub(crate) fn regions(&self) -> Regions {
+        self.started.with_walk(self.walk.load(Ordering::Acquire))
+    }
+
+    /// The states of the regions now.
+    pub(crate) fn states(&self) -> &[RegionState] {
+        let count = usize::try_from(self.regions().count()).unwrap_or(usize::MAX);
+        self.states.get(..count).unwrap_or(&self.states)
+    }
+
+    /// A resize grew the walk: `regions` from now on, if they are this bitmap's regions over a
+    /// walk no shorter and the spare states hold them (see `Metadata::grow_bitmap`).
+    pub(crate) fn grow(&self, regions: Regions) -> bool {
+        let now = self.regions();
+        let fits = regions.region_sectors() == now.region_sectors()
+            && regions.count() >= now.count()
+            && regions.count() <= self.states.len() as u64;
+        if fits {
+            self.walk.store(regions.walk_sectors(), Ordering::Release);
+        }
+        fits
+    }
+
     /// Every region dirty: a new array whose copies are not known to match.
     pub(crate) fn mark_all(&self, resync_from: Option<u64>) {
-        for block in 0..self.regions.blocks() {
-            load_block(&self.regions, &self.states, block, None, resync_from);
+        let regions = self.regions();
+        for block in 0..regions.blocks() {
+            load_block(&regions, self.states(), block, None, resync_from);
         }
     }
 
@@ -58,7 +91,8 @@ impl Bitmap {
                 .flatten()
                 .filter(|m| m.recovery_offset == RECOVERY_COMPLETE)
         };
-        for block in 0..self.regions.blocks() {
+        let regions = self.regions();
+        for block in 0..regions.blocks() {
             let sector = self.block_sector(block);
             let mut read = false;
             for member in in_sync() {
@@ -68,11 +102,11 @@ impl Bitmap {
                 }
                 // SAFETY: `buffer` has room for BLOCK_BYTES (= PAGE_SIZE) bytes.
                 unsafe { page.read_raw(buffer.as_mut_ptr(), 0, BLOCK_BYTES)? };
-                load_block(&self.regions, &self.states, block, Some(&buffer), resync_from);
+                load_block(&regions, self.states(), block, Some(&buffer), resync_from);
                 read = true;
             }
             if !read {
-                load_block(&self.regions, &self.states, block, None, resync_from);
+                load_block(&regions, self.states(), block, None, resync_from);
             }
         }
         Ok(())
@@ -85,6 +119,6 @@ impl Bitmap {
 
     /// Regions whose bit is set (or about to be): what a resync or re-add would visit now.
     pub(crate) fn dirty_regions(&self) -> u64 {
-        self.states.iter().filter(|s| s.bit()).count() as u64
+        self.states().iter().filter(|s| s.bit()).count() as u64
     }
 }

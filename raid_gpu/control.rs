@@ -22,8 +22,8 @@ use crate::kernel_ext::{
 };
 use crate::superblock_io::read_superblock;
 use crate::uapi::{
-    self, GraidAssemble, GraidCreate, GraidDetail, GraidList, GraidMemberOp, GraidScrub, GraidSpeed, GraidStop,
-    GraidVersion,
+    self, GraidAssemble, GraidCreate, GraidDetail, GraidList, GraidMemberOp, GraidResize,
+    GraidScrub, GraidSpeed, GraidStop, GraidVersion,
 };
 use core::mem::size_of;
 use core::ptr;
@@ -67,6 +67,10 @@ unsafe impl FromBytes for GraidScrub {}
 unsafe impl AsBytes for GraidSpeed {}
 // SAFETY: see above.
 unsafe impl FromBytes for GraidSpeed {}
+// SAFETY: see above.
+unsafe impl AsBytes for GraidResize {}
+// SAFETY: see above.
+unsafe impl FromBytes for GraidResize {}
 
 /// One array index in use: a running array, or one being created, assembled or stopped
 /// (reserved: its index, name and UUID are taken, but it is not listed).
@@ -247,6 +251,7 @@ impl MiscOps for Control {
             uapi::GRAID_IOC_MEMBER => self.member(user(size_of::<GraidMemberOp>())),
             uapi::GRAID_IOC_SPEED => self.speed(user(size_of::<GraidSpeed>())),
             uapi::GRAID_IOC_SCRUB => self.scrub(user(size_of::<GraidScrub>())),
+            uapi::GRAID_IOC_RESIZE => self.resize(user(size_of::<GraidResize>())),
             crate::ring_uapi::GRAID_IOC_HELPER_STATUS => {
                 let status = crate::helper_device::status();
                 user(size_of::<crate::ring_uapi::HelperStatus>())
@@ -602,6 +607,24 @@ impl Control {
         let lent = self.lend(req.index)?;
         lent.array.scrub(req.action)?;
         Ok(0)
+    }
+
+    /// RESIZE: the answer (the sizes now, and the room) is copied back on success and on
+    /// `ENOSPC`.
+    #[inline(never)]
+    fn resize(&self, user: UserSlice) -> Result<isize> {
+        let (mut reader, mut writer) = user.reader_writer();
+        let mut req: GraidResize = reader.read()?;
+        if req.flags != 0 {
+            return Err(EINVAL);
+        }
+        let lent = self.lend(req.index)?;
+        let result = lent.array.resize(&mut req);
+        drop(lent);
+        if result.is_ok() || result == Err(ENOSPC) {
+            writer.write(&req)?;
+        }
+        result.map(|()| 0)
     }
 
     #[inline(never)]

@@ -630,7 +630,11 @@ impl Metadata for ArrayIo {
     }
 
     fn bitmap(&self) -> Option<(Regions, &[RegionState])> {
-        self.bitmap.as_ref().map(|b| (b.regions, &b.states[..]))
+        self.bitmap.as_ref().map(|b| (b.regions(), b.states()))
+    }
+
+    fn grow_bitmap(&self, regions: Regions) -> bool {
+        self.bitmap.as_ref().is_some_and(|b| b.grow(regions))
     }
 
     fn write_bitmap_block(

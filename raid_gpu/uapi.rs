@@ -477,6 +477,25 @@ pub struct GraidSpeed {
     pub max_kibs: u32,
 }
 
+/// Argument of [`GRAID_IOC_RESIZE`]: gives each member's data area of a running array more of
+/// its device (md's `--grow --size`), and the array the capacity that follows. Growing only.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GraidResize {
+    /// Index N of `/dev/graidN`.
+    pub index: u32,
+    /// 0 (reserved).
+    pub flags: u32,
+    /// In: each member's data area wanted, sectors (rounded down to whole chunks); 0 for all
+    /// the smallest member has. Out: what it is now.
+    pub member_data_sectors: u64,
+    /// Out: the array's size now, sectors.
+    pub array_sectors: u64,
+    /// Out: the most each member's data area could take (the smallest member's room past the
+    /// data offset), sectors; filled in on `ENOSPC` too.
+    pub room_sectors: u64,
+}
+
 /// Creates an array and writes a fresh superblock to each member.
 pub const GRAID_IOC_CREATE: u32 = iowr::<GraidCreate>(0x01);
 /// Assembles an array from members that carry its superblock.
@@ -494,3 +513,5 @@ pub const GRAID_IOC_MEMBER: u32 = iowr::<GraidMemberOp>(0x06);
 pub const GRAID_IOC_SPEED: u32 = iowr::<GraidSpeed>(0x07);
 /// Starts or stops a running array's check or repair.
 pub const GRAID_IOC_SCRUB: u32 = iow::<GraidScrub>(0x08);
+/// Grows a running array into the room its members have (0x09 is the helper status's).
+pub const GRAID_IOC_RESIZE: u32 = iowr::<GraidResize>(0x0A);

@@ -547,6 +547,13 @@ impl<T: DiskOps> Disk<T> {
         Ok(FrozenQueue { disk: self, queue })
     }
 
+    /// Gives the disk `sectors` of capacity and tells userspace (a `RESIZE=1` change uevent,
+    /// so `lsblk` and the filesystem tools see it without a reopen).
+    pub(crate) fn set_capacity(&self, sectors: u64) {
+        // SAFETY: the disk is live (type invariant).
+        let _ = unsafe { bindings::set_capacity_and_notify(self.disk, sectors) };
+    }
+
     /// Removes the disk: unlinks the members, deletes the gendisk (waiting for every request
     /// in flight to end). Once; later calls do nothing.
     pub(crate) fn remove(&self) {

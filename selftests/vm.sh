@@ -86,7 +86,7 @@ for b in "$bin/graidctl" "$bin/graid-probe" "$bin/graid-helper" "$bin/graid-logr
 # Tools a profile or a debugging session wants (perf, ...): VM_EXTRA_BINARIES="/usr/bin/perf".
 for b in ${VM_EXTRA_BINARIES:-}; do copy_binary "$b"; done
 # Test tools from Debian (see APT_PACKAGES in build/versions.env).
-for b in fio mkfs.ext4 e2fsck blkid dmsetup mdadm udevadm promtool sfdisk lvm lsblk wipefs nvme blkdiscard ip rdma; do
+for b in fio mkfs.ext4 e2fsck resize2fs blkid dmsetup mdadm udevadm promtool sfdisk lvm lsblk wipefs nvme blkdiscard ip rdma; do
 	copy_binary "$(PATH=/usr/sbin:/sbin:$PATH command -v "$b")"
 done
 copy_binary /lib/systemd/systemd-udevd

@@ -46,6 +46,10 @@ pub const DEFAULT_REGION_SECTORS: u64 = 64 * 2048;
 
 /// Smallest region: 4 KiB.
 pub const MIN_REGION_SECTORS: u64 = 8;
+/// A platform keeps this many region states per region of the bitmap it starts with (as many
+/// as its area can hold, if fewer), so a resize may grow the array that much at the same
+/// region size (`resize.rs`, [`super::platform::Metadata::grow_bitmap`]).
+pub const RESIZE_STATES: u64 = 4;
 
 /// Bytes of one on-disk block.
 pub const BLOCK_BYTES: usize = 4096;
@@ -108,6 +112,30 @@ impl Regions {
         let partial = self.walk_sectors & self.region_sectors().wrapping_sub(1) != 0;
         self.region_of(self.walk_sectors)
             .saturating_add(u64::from(partial))
+    }
+
+    /// The sectors of the resync's walk the regions cover.
+    pub fn walk_sectors(&self) -> u64 {
+        self.walk_sectors
+    }
+
+    /// The same regions over a walk of `walk_sectors` (a resize).
+    pub fn with_walk(&self, walk_sectors: u64) -> Self {
+        Self {
+            walk_sectors,
+            ..*self
+        }
+    }
+
+    /// How many region states a platform keeps for these regions, in an area of
+    /// `area_sectors`: [`RESIZE_STATES`] times their count, at most what the area's blocks
+    /// can record.
+    pub fn states_kept(&self, area_sectors: u64) -> u64 {
+        let fits = (area_sectors / BLOCK_SECTORS).saturating_mul(BITS_PER_BLOCK);
+        self.count()
+            .saturating_mul(RESIZE_STATES)
+            .min(fits)
+            .max(self.count())
     }
 
     /// On-disk blocks the bits take.

@@ -7,9 +7,9 @@
 //! shape stays; `geometry_cell.rs`), so what a grow does is tell the new room apart until it is
 //! in sync, in an order that a power cut at any point leaves assemblable and right:
 //!
-//! 1. The worker runs it, with the platform's queue frozen (no request in flight, none
-//!    starting) and the background idle (no rebuild, replace, check, repair, resync or heal
-//!    runs or is pending: refused otherwise, as md refuses).
+//! 1. The platform runs it with its queue frozen (no request in flight, none starting) and the
+//!    worker idle with the background held, and nothing runs or is pending in the background
+//!    (no rebuild, replace, check, repair, resync or heal: refused otherwise, as md refuses).
 //! 2. **The bitmap** (if any) takes regions over the grown walk (`Metadata::grow_bitmap`: the
 //!    same region size, from the platform's spare states), and their bits are written set
 //!    (`FUA`) before anything claims the new size: a start after a power cut would otherwise
@@ -120,10 +120,12 @@ impl<M: Store> ArrayEngine<M> {
     }
 
     /// Grows each member's data area to `member_data_sectors` (see the module comment; `room`
-    /// as for [`Self::resize_allowed`]). The worker only, with the platform's queue frozen: no
-    /// request in flight or starting. `Ok`: the new geometry is in use and on disk, and the
-    /// resync of the new room (if the array has one) is started; the platform then gives the
-    /// disk its new capacity and lets the queue go.
+    /// as for [`Self::resize_allowed`]). With the platform's queue frozen (no request in flight
+    /// or starting) and the worker idle with the background held, as the one superblock
+    /// writer. `Ok`: the new geometry is in use and on disk, and the resync of the new room (if
+    /// the array has one) is armed for the worker's next run; the platform then gives the disk
+    /// its new capacity, lets the queue go and kicks the worker (releasing the background
+    /// does).
     pub fn grow<P: Platform>(
         &self,
         p: &P,
@@ -151,7 +153,8 @@ impl<M: Store> ArrayEngine<M> {
             self.grown_bits_set(p, from, to);
         }
         self.write_superblocks(p).map_err(|_| ResizeError::Broken)?;
-        self.start_resync(p);
+        // No kick: the worker stays idle until the platform lets it go (its release kicks it).
+        self.arm_resync();
         Ok(new)
     }
 

@@ -236,12 +236,20 @@ impl<M: Store> ArrayEngine<M> {
     /// Starts (or goes on with) the resync of an array not in sync, from its position; a
     /// degraded array holds it until the rebuild is done. Nothing if the array is in sync.
     pub fn start_resync<P: Platform>(&self, p: &P) {
+        if self.arm_resync() {
+            p.kick_worker();
+        }
+    }
+
+    /// [`Self::start_resync`] without the kick: the worker's next run starts it. True if there
+    /// is one to run.
+    pub(super) fn arm_resync(&self) -> bool {
         if self.in_sync() || !self.redundant() {
-            return;
+            return false;
         }
         self.scrub.stalled.store(false, Ordering::Relaxed);
         self.scrub.mode.store(RESYNC, Ordering::SeqCst);
-        p.kick_worker();
+        true
     }
 
     /// Where a pending resync goes on, in its own sectors (see

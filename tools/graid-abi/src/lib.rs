@@ -34,6 +34,10 @@ mod tests {
             iowr::<u64>(0x07) as u64,
             nix::request_code_readwrite!(GRAID_IOCTL_TYPE, 0x07, size_of::<u64>()) as u64
         );
+        assert_eq!(
+            GRAID_IOC_RESIZE as u64,
+            nix::request_code_readwrite!(GRAID_IOCTL_TYPE, 0x0A, size_of::<GraidResize>()) as u64
+        );
     }
 
     #[test]
@@ -114,6 +118,7 @@ mod tests {
                 + 8
                 + GRAID_HOMEHOST_LEN
         );
+        assert_eq!(size_of::<GraidResize>(), 4 + 4 + 3 * 8);
     }
 
     #[test]

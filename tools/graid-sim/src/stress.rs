@@ -138,10 +138,6 @@ impl Scenario {
     }
 }
 
-/// How many times its regions a host's bitmap keeps states for: a resize may grow the array
-/// that much at the same region size.
-pub const BITMAP_GROWTH: u64 = 4;
-
 pub fn rounds() -> usize {
     std::env::var("GRAID_ENGINE_ROUNDS")
         .ok()
@@ -295,8 +291,8 @@ pub fn host_with(
         },
         bitmap: scenario.bitmap_region_sectors.map(|size| {
             let regions = Regions::new(geometry.resync_sectors(), size).expect("region size");
-            // Spare states for a resize, as the module keeps.
-            let states = (0..regions.count() * BITMAP_GROWTH)
+            // Spare states for a resize, as the module keeps (no area limits them here).
+            let states = (0..regions.states_kept(u64::MAX))
                 .map(|_| RegionState::new())
                 .collect();
             (regions, states)

@@ -8,10 +8,10 @@ use crate::error::CtlError;
 use crate::version;
 use graid_abi::ring::{HelperStatus, GRAID_IOC_HELPER_STATUS};
 use graid_abi::{
-    GraidAssemble, GraidCreate, GraidDetail, GraidList, GraidMemberOp, GraidScrub, GraidSpeed,
-    GraidStop, GraidVersion, GRAID_CONTROL_NAME, GRAID_IOC_ASSEMBLE, GRAID_IOC_CREATE,
-    GRAID_IOC_DETAIL, GRAID_IOC_LIST, GRAID_IOC_MEMBER, GRAID_IOC_SCRUB, GRAID_IOC_SPEED,
-    GRAID_IOC_STOP, GRAID_IOC_VERSION, GRAID_MAX_ARRAYS,
+    GraidAssemble, GraidCreate, GraidDetail, GraidList, GraidMemberOp, GraidResize, GraidScrub,
+    GraidSpeed, GraidStop, GraidVersion, GRAID_CONTROL_NAME, GRAID_IOC_ASSEMBLE, GRAID_IOC_CREATE,
+    GRAID_IOC_DETAIL, GRAID_IOC_LIST, GRAID_IOC_MEMBER, GRAID_IOC_RESIZE, GRAID_IOC_SCRUB,
+    GRAID_IOC_SPEED, GRAID_IOC_STOP, GRAID_IOC_VERSION, GRAID_MAX_ARRAYS,
 };
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -29,6 +29,8 @@ pub trait ControlDevice {
     fn member(&self, arg: &mut GraidMemberOp) -> io::Result<()>;
     fn speed(&self, arg: &mut GraidSpeed) -> io::Result<()>;
     fn scrub(&self, arg: &GraidScrub) -> io::Result<()>;
+    /// Grows a running array (`arg` gets the sizes now and the members' room).
+    fn resize(&self, arg: &mut GraidResize) -> io::Result<()>;
     /// The parity helper and the offload counters.
     fn helper_status(&self) -> io::Result<HelperStatus>;
 }
@@ -188,6 +190,7 @@ impl AbiArg for GraidStop {}
 impl AbiArg for GraidList {}
 impl AbiArg for GraidDetail {}
 impl AbiArg for GraidMemberOp {}
+impl AbiArg for GraidResize {}
 impl AbiArg for HelperStatus {}
 impl AbiArg for GraidSpeed {}
 impl AbiArg for GraidScrub {}
@@ -234,6 +237,10 @@ impl ControlDevice for Control {
 
     fn scrub(&self, arg: &GraidScrub) -> io::Result<()> {
         self.call(GRAID_IOC_SCRUB, &mut arg.clone())
+    }
+
+    fn resize(&self, arg: &mut GraidResize) -> io::Result<()> {
+        self.call(GRAID_IOC_RESIZE, arg)
     }
 
     fn helper_status(&self) -> io::Result<HelperStatus> {
@@ -305,6 +312,9 @@ pub mod fake {
         pub stopped: RefCell<Vec<GraidStop>>,
         pub member_ops: RefCell<Vec<GraidMemberOp>>,
         pub scrubs: RefCell<Vec<GraidScrub>>,
+        pub resizes: RefCell<Vec<GraidResize>>,
+        /// The room RESIZE reports, sectors per member.
+        pub room: RefCell<u64>,
         pub helper: HelperStatus,
     }
 
@@ -453,6 +463,32 @@ pub mod fake {
         fn helper_status(&self) -> io::Result<HelperStatus> {
             self.check("helper")?;
             Ok(self.helper)
+        }
+
+        /// Grows the array (in its DETAIL) to the size asked, or to `room` for 0, as the
+        /// module would; `ENOSPC` past the room.
+        fn resize(&self, arg: &mut GraidResize) -> io::Result<()> {
+            self.resizes.borrow_mut().push(*arg);
+            self.check("resize")?;
+            let room = *self.room.borrow();
+            arg.room_sectors = room;
+            let want = match arg.member_data_sectors {
+                0 => room,
+                n => n,
+            };
+            if want > room {
+                return Err(io::Error::from_raw_os_error(libc::ENOSPC));
+            }
+            let mut arrays = self.arrays.borrow_mut();
+            let array = arrays
+                .iter_mut()
+                .find(|a| a.index == arg.index)
+                .ok_or_else(|| io::Error::from_raw_os_error(libc::ENODEV))?;
+            let per_member = array.size_sectors / array.member_data_sectors.max(1);
+            array.member_data_sectors = want;
+            array.size_sectors = want * per_member;
+            (arg.member_data_sectors, arg.array_sectors) = (want, array.size_sectors);
+            Ok(())
         }
 
         /// Sets or reads the speed limits (in the array's DETAIL) as the module would.

@@ -32,6 +32,8 @@ pub enum Op<'a> {
     Speed { array: &'a str },
     /// Starting or stopping `what` (check, repair) on `array`.
     Scrub { array: &'a str, what: &'a str },
+    /// Growing `array`.
+    Resize { array: &'a str },
     /// Reading the parity helper's status.
     HelperStatus,
 }
@@ -47,6 +49,7 @@ impl Op<'_> {
             Op::Member { .. } => "MEMBER",
             Op::Speed { .. } => "SPEED",
             Op::Scrub { .. } => "SCRUB",
+            Op::Resize { .. } => "RESIZE",
             Op::HelperStatus => "HELPER_STATUS",
         }
     }
@@ -61,6 +64,7 @@ impl Op<'_> {
             Op::Detail { array } => format!("cannot describe {array}"),
             Op::Speed { array } => format!("cannot set the rebuild speed of {array}"),
             Op::Scrub { array, what } => format!("cannot {what} {array}"),
+            Op::Resize { array } => format!("cannot grow {array}"),
             Op::HelperStatus => "cannot read the parity helper's status".to_owned(),
             Op::Member {
                 array,
@@ -119,8 +123,32 @@ fn reason(op: &Op<'_>, errno: i32) -> String {
                 "invalid argument: the module refused the member list or flags".to_owned()
             }
             Op::Stop { .. } => "invalid argument: the module refused the index or flags".to_owned(),
+            Op::Resize { .. } => {
+                "not a size this array can have (less than a chunk per member, or too large)"
+                    .to_owned()
+            }
             _ => "invalid argument".to_owned(),
         },
+        libc::EBUSY if matches!(op, Op::Resize { .. }) => {
+            "the array is not optimal (degraded or rebuilding), or a rebuild, replace, check, \
+             repair, resync or heal runs or is pending (graidctl wait, or check --stop), or its \
+             I/O did not drain in time (nothing changed)"
+                .to_owned()
+        }
+        libc::EOPNOTSUPP if matches!(op, Op::Resize { .. }) => {
+            "shrinking is not supported (nothing changed)".to_owned()
+        }
+        libc::ENOSPC if matches!(op, Op::Resize { .. }) => {
+            "a member or spare has no room for it, or the write-intent bitmap has no room \
+             for that many regions (at most 4 times the array it started with; stop and \
+             assemble it again to grow further) (nothing changed)"
+                .to_owned()
+        }
+        libc::EIO if matches!(op, Op::Resize { .. }) => {
+            "the new size could not be recorded in any member's superblock (the array is \
+             broken: reads go on, writes fail)"
+                .to_owned()
+        }
         libc::EBUSY if matches!(op, Op::Scrub { .. }) => {
             "the array is not optimal (degraded or rebuilding): a check or repair needs every \
              member in sync (graidctl wait for the rebuild first), another member operation \
@@ -190,7 +218,8 @@ fn reason(op: &Op<'_>, errno: i32) -> String {
             | Op::Detail { .. }
             | Op::Member { .. }
             | Op::Speed { .. }
-            | Op::Scrub { .. } => "no such array".to_owned(),
+            | Op::Scrub { .. }
+            | Op::Resize { .. } => "no such array".to_owned(),
             _ if named_member => "no such device".to_owned(),
             // The module names no member: every device opened, but a role has none.
             Op::Assemble { .. } if errno == libc::ENODEV => {

@@ -9,6 +9,7 @@ mod errno;
 mod error;
 mod examine;
 mod export;
+mod grow;
 mod helper;
 mod homehost;
 mod kernel_module;
@@ -133,6 +134,11 @@ enum Command {
     /// background and gets every write; once it holds everything it takes the member's place
     /// and the old device leaves the array. Redundancy never drops meanwhile.
     Replace(replace::ReplaceArgs),
+    /// Grow a running array into the room its members have, after every member was replaced by
+    /// a larger device (mdadm's --grow --size): each member's data area takes --size, the
+    /// array's capacity follows at once (resize2fs or xfs_growfs can use it mounted), and the
+    /// new room is resynced in the background (graidctl wait). Shrinking is refused.
+    Grow(grow::GrowArgs),
     /// Show or set a running array's rebuild speed limits: at least --min per second while
     /// the array serves other I/O (which keeps priority), at most --max while it is idle.
     SetSpeed(speed::SpeedArgs),
@@ -259,6 +265,10 @@ fn run(cli: Cli) -> Result<String, CtlError> {
         Command::Add(args) => manage::add(&args, &sys, json),
         Command::ReAdd(args) => manage::main(&args, manage::Action::ReAdd, &sys, json),
         Command::Replace(args) => replace::main(&args, &sys, json),
+        Command::Grow(args) => {
+            let array = array_ref::parse(args.array())?;
+            grow::run(&Control::open_checked()?, &sys, &array, &args, json)
+        }
         Command::SetSpeed(args) => {
             let array = array_ref::parse(args.array())?;
             speed::run(&Control::open_checked()?, &sys, &array, &args, json)

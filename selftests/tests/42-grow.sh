@@ -1,0 +1,124 @@
+# Resize (graidctl grow, GRAID_IOC_RESIZE; issue 46 item 1): arrays on dm-linear slices that then
+# grow, as if every member had been replaced by a larger drive, take the room online:
+# - RAID 5 as created (bitmap and log) with ext4 mounted: grow --size max changes the disk's
+#   size at once, resize2fs grows the mounted filesystem, a file larger than the old filesystem
+#   is written into it while the new room resyncs; everything reads back after the resync, a
+#   check finds 0 mismatches, and a stop and assemble keep the new size;
+# - RAID 1 (bitmap) raw: fio's data before the grow reads back, data written in the new room
+#   while it resyncs reads back, check 0;
+# - refusals, each with its reason and nothing changed: a smaller size, more than the members
+#   have, a degraded array.
+. /graid/lib.sh
+# A failing test leaves no filesystem mounted (the runner's clean-up could not stop the array).
+trap 'umount /mnt/gr 2>/dev/null' EXIT
+need_members 4
+export DM_DISABLE_UDEV=1
+set -- $members
+small=49152 # 24 MiB slices
+large=131072 # 64 MiB
+
+# slices SECTORS DEV...: dm-linear slices g0, g1, ... of SECTORS at each DEV's start (created, or
+# reloaded at the new size while open: a device that grew under the array).
+slices() {
+	local sectors=$1 i=0 d
+	shift
+	for d in "$@"; do
+		if [ -b /dev/mapper/g$i ]; then
+			dmsetup --noudevsync load g$i --table "0 $sectors linear $d 0" &&
+				dmsetup --noudevsync resume g$i || fail "dmsetup reload g$i"
+		else
+			dmsetup --noudevsync create g$i --table "0 $sectors linear $d 0" || fail "dmsetup create g$i"
+		fi
+		i=$((i + 1))
+	done
+}
+array_sectors() { blockdev --getsz "$1"; }
+# old_content DEV...: what a drive held before it came here, past the small slices (4 MiB of it,
+# different on each): the new room is not consistent until the resync makes it so.
+old_content() {
+	for d in "$@"; do
+		dd if=/dev/urandom of=$d bs=1M seek=$((small / 2048)) count=4 oflag=direct 2>/dev/null ||
+			fail "cannot write old content to $d"
+	done
+}
+
+echo "--- RAID 5 with ext4 mounted: grown online, resize2fs, a file larger than the old filesystem"
+slices $small $1 $2 $3 $4
+g="/dev/mapper/g0 /dev/mapper/g1 /dev/mapper/g2 /dev/mapper/g3"
+wipe_superblocks $g
+expect_rc 0 graidctl create gr --level 5 --chunk 64K --write-zeroes $g
+dev=$(array_dev "$OUT")
+before=$(array_sectors $dev)
+mkfs.ext4 -q -F $dev || fail "mkfs.ext4 failed"
+mkdir -p /mnt/gr
+mount $dev /mnt/gr || fail "mount failed"
+dd if=/dev/urandom of=/mnt/gr/a bs=1M count=16 2>/dev/null || fail "writing a failed"
+sum_a=$(md5sum </mnt/gr/a)
+old_content $1 $2 $3 $4
+expect_rc 0 graidctl grow gr --size max
+expect_match 'nothing to grow' "$OUT" "grow before the members grew"
+slices $large $1 $2 $3 $4
+expect_rc 0 graidctl grow gr --size max
+echo "$OUT"
+expect_match 'grown from .* resyncs in the background' "$OUT" "grow's report"
+after=$(array_sectors $dev)
+echo "array sectors: $before -> $after"
+# 2 MiB of each 64 MiB member is metadata; three members' worth of data.
+[ "$after" = $(((large - 4096) * 3)) ] || fail "the disk is $after sectors after the grow"
+expect_rc 0 graidctl --json detail gr
+expect_match "\"size_bytes\": *$((after * 512))" "$OUT" "detail's size"
+resize2fs $dev >/tmp/resize2fs.out 2>&1 || { cat /tmp/resize2fs.out; fail "online resize2fs failed"; }
+df -k /mnt/gr
+blocks=$(df -k /mnt/gr | awk 'NR == 2 { print $2 }')
+[ "$blocks" -gt 150000 ] || fail "the filesystem did not grow: $blocks KiB"
+# Larger than the whole old filesystem (about 66 MiB): part of it lands in the new room.
+dd if=/dev/urandom of=/mnt/gr/b bs=1M count=96 2>/dev/null || fail "writing b failed"
+sync
+sum_b=$(md5sum </mnt/gr/b)
+expect_rc 0 graidctl wait gr
+expect_rc 0 graidctl check gr --wait
+expect_match 'check finished: 0 mismatched sectors' "$OUT" "parity after the grow"
+echo 3 >/proc/sys/vm/drop_caches
+[ "$(md5sum </mnt/gr/a)" = "$sum_a" ] || fail "the file written before the grow changed"
+[ "$(md5sum </mnt/gr/b)" = "$sum_b" ] || fail "the file written into the new room changed"
+umount /mnt/gr || fail "umount failed"
+expect_rc 0 graidctl stop gr
+expect_rc 0 graidctl assemble gr $g
+dev=$(array_dev "$OUT")
+[ "$(array_sectors $dev)" = "$after" ] || fail "assembled at $(array_sectors $dev) sectors, not $after"
+mount $dev /mnt/gr || fail "mount after the assembly failed"
+[ "$(md5sum </mnt/gr/b)" = "$sum_b" ] || fail "the file in the new room changed across a stop"
+umount /mnt/gr
+expect_rc 0 graidctl stop gr
+wipe_superblocks $g
+
+echo "--- RAID 1 raw: data before the grow, and in the new room while it resyncs"
+slices $small $1 $2 $3 $4
+expect_rc 0 graidctl create gm --level 1 --write-zeroes /dev/mapper/g0 /dev/mapper/g1
+dev=$(array_dev "$OUT")
+fio_verify $dev 0 16M randwrite 4k-64k
+old_content $1 $2
+slices $large $1 $2 $3 $4
+# A size, not max: each member's data area 40 MiB (ext4 or not, md's --size counts the same).
+expect_rc 0 graidctl grow gm --size 40M
+expect_match 'grown from 22 MiB to 40 MiB' "$OUT" "grow's report"
+[ "$(array_sectors $dev)" = 81920 ] || fail "the RAID 1 is $(array_sectors $dev) sectors"
+fio_verify $dev 24M 16M randwrite 4k-64k
+expect_rc 0 graidctl wait gm
+fio_readback $dev 0 16M randwrite 4k-64k "data written before the grow does not read back"
+expect_rc 0 graidctl check gm --wait
+expect_match 'check finished: 0 mismatched sectors' "$OUT" "copies after the grow"
+
+echo "--- refusals: smaller, more than the members have, degraded"
+expect_rc 1 graidctl grow gm --size 30M
+expect_match 'shrinking is not supported' "$OUT" "a smaller size"
+expect_rc 1 graidctl grow gm --size 1G
+expect_match 'has room for 62 MiB' "$OUT" "more than the members have"
+expect_rc 0 graidctl fail gm /dev/mapper/g1
+expect_rc 1 graidctl grow gm --size max
+expect_match 'not optimal' "$OUT" "a degraded array"
+[ "$(array_sectors $dev)" = 81920 ] || fail "a refused grow changed the size"
+expect_rc 0 graidctl stop gm
+wipe_superblocks /dev/mapper/g0 /dev/mapper/g1
+for i in 0 1 2 3; do dmsetup --noudevsync remove g$i; done
+unload_module
