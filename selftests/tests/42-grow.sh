@@ -4,13 +4,15 @@
 #   size at once, resize2fs grows the mounted filesystem, a file larger than the old filesystem
 #   is written into it while the new room resyncs; everything reads back after the resync, a
 #   check finds 0 mismatches, and a stop and assemble keep the new size;
-# - RAID 1 (bitmap) raw: fio's data before the grow reads back, data written in the new room
+# - RAID 1 (bitmap) raw, exported over NVMe-oF (TCP on loopback): its host sees the new size
+#   without reconnecting; fio's data before the grow reads back, data written in the new room
 #   while it resyncs reads back, check 0;
 # - refusals, each with its reason and nothing changed: a smaller size, more than the members
 #   have, a degraded array.
 . /graid/lib.sh
-# A failing test leaves no filesystem mounted (the runner's clean-up could not stop the array).
-trap 'umount /mnt/gr 2>/dev/null' EXIT
+# A failing test leaves no filesystem mounted and no export (the runner's clean-up could not
+# stop the array).
+trap 'umount /mnt/gr 2>/dev/null; nvme disconnect-all >/dev/null 2>&1; graidctl unexport gm >/dev/null 2>&1' EXIT
 need_members 4
 export DM_DISABLE_UDEV=1
 set -- $members
@@ -92,17 +94,36 @@ umount /mnt/gr
 expect_rc 0 graidctl stop gr
 wipe_superblocks $g
 
-echo "--- RAID 1 raw: data before the grow, and in the new room while it resyncs"
+echo "--- RAID 1 raw, exported over NVMe-oF: data before the grow, and in the new room while it resyncs"
 slices $small $1 $2 $3 $4
 expect_rc 0 graidctl create gm --level 1 --write-zeroes /dev/mapper/g0 /dev/mapper/g1
 dev=$(array_dev "$OUT")
 fio_verify $dev 0 16M randwrite 4k-64k
+# The export's host sees the new size without reconnecting (nvmet's namespace-changed notice).
+ip link set lo up || fail "no loopback device"
+modprobe nvme-tcp || fail "modprobe nvme-tcp"
+host=nqn.2014-08.org.nvmexpress:uuid:11111111-2222-3333-4444-555555555555
+rm -f /etc/graid/exports.conf
+uuid=$(json_field uuid "$(graidctl --json detail gm)")
+expect_rc 0 graidctl export gm --addr 127.0.0.1 --allow-host $host
+nvmf_connect tcp 127.0.0.1 nqn.2014-08.org.nvmexpress:uuid:$uuid $host ||
+	{ cat /tmp/nvme.out; fail "the host could not connect"; }
+fab=$(fabric_dev $uuid)
+[ "$(array_sectors $fab)" = 45056 ] || fail "the host sees $(array_sectors $fab) sectors before"
 old_content $1 $2
 slices $large $1 $2 $3 $4
 # A size, not max: each member's data area 40 MiB (ext4 or not, md's --size counts the same).
 expect_rc 0 graidctl grow gm --size 40M
-expect_match 'grown from 22 MiB to 40 MiB' "$OUT" "grow's report"
+expect_match 'grown from 22 MiB to 40 MiB.*NVMe-oF hosts told' "$OUT" "grow's report"
 [ "$(array_sectors $dev)" = 81920 ] || fail "the RAID 1 is $(array_sectors $dev) sectors"
+n=0
+until [ "$(cat /sys/block/${fab#/dev/}/size)" = 81920 ]; do
+	n=$((n + 1))
+	[ $n -le 50 ] || fail "the host still sees $(cat /sys/block/${fab#/dev/}/size) sectors"
+	usleep 100000
+done
+nvme disconnect -n nqn.2014-08.org.nvmexpress:uuid:$uuid >/dev/null || fail "nvme disconnect"
+expect_rc 0 graidctl unexport gm
 fio_verify $dev 24M 16M randwrite 4k-64k
 expect_rc 0 graidctl wait gm
 fio_readback $dev 0 16M randwrite 4k-64k "data written before the grow does not read back"

@@ -10,6 +10,7 @@ use crate::control::ControlDevice;
 use crate::errno::{ioctl_error, Op};
 use crate::error::CtlError;
 use crate::member::System;
+use crate::nvmet::{Nvmet, NVMET_ROOT};
 use crate::output::{json, ArrayView};
 use crate::size::{format_sectors, parse_size};
 use graid_abi::GraidResize;
@@ -93,6 +94,18 @@ pub fn run(
         return Err(ioctl_error(Op::Resize { array: &label }, &e));
     }
     let resync = req.array_sectors > detail.size_sectors && detail.level != 0;
+    // An NVMe-oF export's hosts hear of the new size (nvmet's namespace-changed notice).
+    let exports = ArrayView::new(&detail, sys).exports;
+    if req.array_sectors != detail.size_sectors {
+        for e in &exports {
+            Nvmet::new(NVMET_ROOT).revalidate(&e.nqn).map_err(|err| {
+                CtlError::Failed(format!(
+                    "{label} grew, but its NVMe-oF export {} was not told: {err}",
+                    e.nqn
+                ))
+            })?;
+        }
+    }
     if json_out {
         return Ok(json(&Grown {
             array: label,
@@ -114,8 +127,19 @@ pub fn run(
     } else {
         ""
     };
+    let told = match exports.len() {
+        0 => String::new(),
+        _ => format!(
+            "; NVMe-oF hosts told ({})",
+            exports
+                .iter()
+                .map(|e| e.nqn.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
     Ok(format!(
-        "graidctl: {label}: grown from {} to {} ({} per member){then}\n",
+        "graidctl: {label}: grown from {} to {} ({} per member){then}{told}\n",
         format_sectors(detail.size_sectors),
         format_sectors(req.array_sectors),
         format_sectors(req.member_data_sectors)

@@ -156,6 +156,20 @@ impl Nvmet {
         out
     }
 
+    /// Tells the hosts of subsystem `nqn` that its namespaces changed size (after a grow): nvmet
+    /// reads each enabled namespace's device size again and sends its hosts the "namespace
+    /// attribute changed" notice, so they see the new capacity without a reconnect.
+    pub fn revalidate(&self, nqn: &str) -> io::Result<()> {
+        let namespaces = self.dir(&["subsystems", nqn, "namespaces"]);
+        for ns in names(&namespaces) {
+            let ns = namespaces.join(ns);
+            if read(&ns.join("enable")) == "1" {
+                write(&ns.join("revalidate_size"), "1")?;
+            }
+        }
+        Ok(())
+    }
+
     /// Every port: its id, the subsystems linked into it, its address.
     fn listeners(&self) -> Vec<(String, Vec<String>, Listener)> {
         names(&self.dir(&["ports"]))
@@ -432,6 +446,33 @@ mod tests {
             assert!(!valid_nqn(bad), "{bad}");
         }
         assert!(!valid_nqn(&format!("nqn.x:{}", "a".repeat(220))));
+    }
+
+    #[test]
+    fn a_revalidation_asks_each_enabled_namespace_of_the_subsystem() {
+        let scratch = Scratch::new("revalidate");
+        let ns = |nqn: &str, n: &str| {
+            scratch
+                .0
+                .join("subsystems")
+                .join(nqn)
+                .join("namespaces")
+                .join(n)
+        };
+        for (nqn, n, enabled) in [("a", "1", "1"), ("a", "2", "0"), ("b", "1", "1")] {
+            fs::create_dir_all(ns(nqn, n)).unwrap();
+            fs::write(ns(nqn, n).join("enable"), enabled).unwrap();
+        }
+        Nvmet::new(&scratch.0).revalidate("a").unwrap();
+        assert_eq!(read(&ns("a", "1").join("revalidate_size")), "1");
+        assert!(
+            !ns("a", "2").join("revalidate_size").exists(),
+            "a disabled namespace"
+        );
+        assert!(
+            !ns("b", "1").join("revalidate_size").exists(),
+            "another subsystem"
+        );
     }
 
     #[test]
