@@ -284,9 +284,12 @@ impl RegionState {
         self.0.fetch_and(!WRITING, Ordering::SeqCst);
     }
 
-    /// A running array's region must be walked by the next resync (a heal,
-    /// `suspect.rs`): its bit stays set until the resync passes it. The worker, which then
-    /// writes the region's block before the superblocks say a resync is pending.
+    /// A running array's region must be walked by the next resync (a heal, `suspect.rs`; a
+    /// grow's new room, `resize.rs`). The worker, which then writes the region's block before
+    /// the superblocks say a resync is pending, and marks it on disk
+    /// ([`Self::mark_on_disk`]): once the resync passes the region, its bit is then cleared
+    /// only by the cleaner, with the `PREFLUSH` that makes the resync's writes durable first,
+    /// never by a block written to set another region's bit (`FUA` alone).
     pub fn set_needs_sync(&self) {
         self.0.fetch_or(NEEDS_SYNC, Ordering::SeqCst);
     }

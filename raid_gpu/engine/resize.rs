@@ -179,5 +179,13 @@ impl<M: Store> ArrayEngine<M> {
             // Bits only set: FUA, nothing before it needs to be durable.
             self.write_block(p, &regions, states, block, self.bitmap_targets(), false);
         }
+        // On disk now: kept there after the resync passed until the cleaner clears them (see
+        // `RegionState::set_needs_sync`).
+        for state in states
+            .get(range.start as usize..range.end as usize)
+            .unwrap_or(&[])
+        {
+            state.mark_on_disk();
+        }
     }
 }

@@ -247,6 +247,10 @@ impl<M: Store> ArrayEngine<M> {
                 }
             }
             self.write_whole_bitmap(p, self.bitmap_targets());
+            // On disk now (see `RegionState::set_needs_sync`).
+            for state in states.iter().filter(|s| s.needs_sync()) {
+                state.mark_on_disk();
+            }
         }
         // A resync that was pending (not a heal's) walks everything again from the start.
         let heal_only = self.in_sync() || s.heal_only.load(Ordering::SeqCst);

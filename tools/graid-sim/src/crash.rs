@@ -63,7 +63,6 @@ pub fn reassemble(
     disks: Vec<MemDisk>,
     force: bool,
 ) -> Result<Started, StartError> {
-    let geometry = geometry_of(scenario);
     let n = scenario.members as usize;
     let found: Vec<(usize, Superblock)> = disks
         .iter()
@@ -75,6 +74,10 @@ pub fn reassemble(
     let uuid = sbs.first().ok_or(StartError::NoSuperblock)?.array_uuid;
     let best = pick_freshest(&sbs, &uuid).ok_or(StartError::NoSuperblock)?;
     let freshest = sbs[best];
+    // The size the superblocks say (a grow may have changed it).
+    let mut scenario = scenario.clone();
+    scenario.data_sectors = freshest.data_size;
+    let geometry = geometry_of(&scenario);
     let mut roles: Vec<Option<MemberState>> = (0..n).map(|_| None).collect();
     for (k, &(disk, sb)) in found.iter().enumerate() {
         let (role, state) = match member_status(&sbs, best, k) {
@@ -137,7 +140,6 @@ pub fn reassemble(
         .zip(&members)
         .filter(|(_, m)| m.is_in_sync())
         .fold(MemberSet::EMPTY, |set, (r, _)| set.with(r));
-    let mut scenario = scenario.clone();
     scenario.in_sync = resync_from.is_none();
     let (host, io_rx) = host_with(&scenario, seed, Some(disks), members, Some(&freshest));
     let engine = &host.engine;
@@ -259,6 +261,32 @@ pub fn power_cut(
     force: bool,
     prepare: impl FnOnce(&Arc<Host>),
 ) -> Result<CutOutcome, StartError> {
+    cut_with(scenario, seed, load, force, prepare, None)
+}
+
+/// [`power_cut`] with `during` run between two requests of the workload, before its request
+/// `at` (no request in flight then: a grow, say). The power may go in the middle of it.
+pub fn power_cut_during(
+    scenario: &Scenario,
+    seed: u64,
+    load: Workload,
+    at: u64,
+    during: &dyn Fn(&Arc<Host>),
+) -> Result<CutOutcome, StartError> {
+    cut_with(scenario, seed, load, false, |_| {}, Some((at, during)))
+}
+
+/// What [`power_cut_during`] runs between two requests.
+type During<'a> = &'a dyn Fn(&Arc<Host>);
+
+fn cut_with(
+    scenario: &Scenario,
+    seed: u64,
+    load: Workload,
+    force: bool,
+    prepare: impl FnOnce(&Arc<Host>),
+    during: Option<(u64, During<'_>)>,
+) -> Result<CutOutcome, StartError> {
     let mut scenario = scenario.clone();
     scenario.volatile_cache = true;
     let (host, _io) = crate::stress::new_host(&scenario, seed);
@@ -291,6 +319,12 @@ pub fn power_cut(
     // Where the last stream of writes ended: the next often goes on from there.
     let mut stream_at = 0;
     for n in 0..load.ops {
+        if let Some((_, during)) = during.filter(|&(at, _)| at == n) {
+            during(&host);
+            if host.power_cut() {
+                break;
+            }
+        }
         match rng.random_range(0..16) {
             0 => {
                 let status = submit_inline_data(&host, Op::Flush, 0, Vec::new());

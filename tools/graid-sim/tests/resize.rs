@@ -169,3 +169,63 @@ fn a_resize_is_refused_with_the_reason() {
     assert_eq!(engine.grow(host, room, room), Err(ResizeError::NotOptimal));
     assert_eq!(engine.geometry(), old);
 }
+
+#[test]
+fn a_power_cut_during_a_grow_assembles_either_size_with_nothing_lost_and_the_room_consistent() {
+    use graid_sim::crash::{power_cut_during, Workload};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    const LOAD: Workload = Workload {
+        ops: 160,
+        region: 1024,
+        max_len: 24,
+    };
+    let grown = AtomicU64::new(0);
+    let mut assembled_grown = 0;
+    let mut assembled_old = 0;
+    for seed in seeds(12) {
+        for (level, members, chunk, bitmap, ppl) in arrays() {
+            let what = format!("{level:?} of {members}, bitmap {bitmap}, log {ppl}");
+            let s = scenario(level, members, chunk, bitmap, ppl);
+            let old = graid_sim::stress::geometry_of(&s).member_data_sectors();
+            // Before a request early in the workload, so the cut falls in the grow as often as
+            // after it.
+            let at = seed % 24;
+            let outcome = power_cut_during(&s, seed, LOAD, at, &|host| {
+                let room = larger_members(host, old);
+                if host.engine.grow(&**host, room, room).is_ok() {
+                    grown.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+            .unwrap_or_else(|e| panic!("seed {seed}: {what}: not started: {e:?}"));
+            assert!(
+                outcome.wrong.is_empty(),
+                "seed {seed}: {what}: sectors no write touched since the last flush read back \
+                 wrong: {:?}",
+                outcome.wrong
+            );
+            assert_eq!(
+                outcome.mismatches.unwrap_or(0),
+                0,
+                "seed {seed}: {what}: copies or parity differ after the resync (the new room)"
+            );
+            let now = outcome.started.host.engine.geometry().member_data_sectors();
+            if now == old {
+                assembled_old += 1;
+            } else {
+                assert_eq!(
+                    now,
+                    2 * old,
+                    "seed {seed}: {what}: a size neither before nor after"
+                );
+                assembled_grown += 1;
+            }
+        }
+    }
+    assert!(grown.load(Ordering::Relaxed) > 0, "no grow ran");
+    assert!(
+        assembled_grown > 0,
+        "no cut came after a grow's superblocks"
+    );
+    // The cut fell before the grow's superblocks (the old size) in some, after in others.
+    eprintln!("assembled grown {assembled_grown}, at the old size {assembled_old}");
+}
