@@ -1026,22 +1026,19 @@ impl Array {
             n => n,
         };
         // Refused before the freeze, so a refusal (or nothing to do) costs the I/O nothing.
-        let new = io.engine.resize_allowed(want, room).map_err(resize_errno)?;
-        if new == io.engine.geometry() {
-            req.member_data_sectors = new.member_data_sectors();
-            req.array_sectors = new.array_sectors();
-            return Ok(());
+        let mut grown = io.engine.resize_allowed(want, room).map_err(resize_errno)?;
+        if grown != io.engine.geometry() {
+            grown = self
+                .with_members_idle(|| io.engine.grow(io, want, room))?
+                .map_err(resize_errno)?;
+            self.disk.set_capacity(grown.array_sectors());
+            pr_info!(
+                "graid: graid{}: grown to {} sectors ({} per member)\n",
+                self.index,
+                grown.array_sectors(),
+                grown.member_data_sectors()
+            );
         }
-        let grown = self
-            .with_members_idle(|| io.engine.grow(io, want, room))?
-            .map_err(resize_errno)?;
-        self.disk.set_capacity(grown.array_sectors());
-        pr_info!(
-            "graid: graid{}: grown to {} sectors ({} per member)\n",
-            self.index,
-            grown.array_sectors(),
-            grown.member_data_sectors()
-        );
         req.member_data_sectors = grown.member_data_sectors();
         req.array_sectors = grown.array_sectors();
         Ok(())

@@ -61,10 +61,7 @@ impl Bitmap {
     /// A resize grew the walk: `regions` from now on, if they are this bitmap's regions over a
     /// walk no shorter and the spare states hold them (see `Metadata::grow_bitmap`).
     pub(crate) fn grow(&self, regions: Regions) -> bool {
-        let now = self.regions();
-        let fits = regions.region_sectors() == now.region_sectors()
-            && regions.count() >= now.count()
-            && regions.count() <= self.states.len() as u64;
+        let fits = regions.can_follow(&self.regions(), self.states.len());
         if fits {
             self.walk.store(regions.walk_sectors(), Ordering::Release);
         }
@@ -73,9 +70,9 @@ impl Bitmap {
 
     /// Every region dirty: a new array whose copies are not known to match.
     pub(crate) fn mark_all(&self, resync_from: Option<u64>) {
-        let regions = self.regions();
+        let (regions, states) = (self.regions(), self.states());
         for block in 0..regions.blocks() {
-            load_block(&regions, self.states(), block, None, resync_from);
+            load_block(&regions, states, block, None, resync_from);
         }
     }
 
@@ -91,7 +88,7 @@ impl Bitmap {
                 .flatten()
                 .filter(|m| m.recovery_offset == RECOVERY_COMPLETE)
         };
-        let regions = self.regions();
+        let (regions, states) = (self.regions(), self.states());
         for block in 0..regions.blocks() {
             let sector = self.block_sector(block);
             let mut read = false;
@@ -102,11 +99,11 @@ impl Bitmap {
                 }
                 // SAFETY: `buffer` has room for BLOCK_BYTES (= PAGE_SIZE) bytes.
                 unsafe { page.read_raw(buffer.as_mut_ptr(), 0, BLOCK_BYTES)? };
-                load_block(&regions, self.states(), block, Some(&buffer), resync_from);
+                load_block(&regions, states, block, Some(&buffer), resync_from);
                 read = true;
             }
             if !read {
-                load_block(&regions, self.states(), block, None, resync_from);
+                load_block(&regions, states, block, None, resync_from);
             }
         }
         Ok(())

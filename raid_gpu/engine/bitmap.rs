@@ -127,6 +127,13 @@ impl Regions {
         }
     }
 
+    /// Whether these regions can follow `now` in a platform that keeps `kept` region states (a
+    /// resize, `Metadata::grow_bitmap`): the same region size, no fewer regions, a state for
+    /// each.
+    pub fn can_follow(&self, now: &Regions, kept: usize) -> bool {
+        self.shift == now.shift && self.count() >= now.count() && self.count() <= kept as u64
+    }
+
     /// How many region states a platform keeps for these regions, in an area of
     /// `area_sectors`: [`RESIZE_STATES`] times their count, at most what the area's blocks
     /// can record.

@@ -7,8 +7,9 @@
 //! The shape (level, layout, members, chunk) is fixed for the array's life here; the size, each
 //! member's data area, is one atomic word, validated when it is stored ([`Geometry::resized`])
 //! and every value handed out is rebuilt from it, so a reader never sees the array size of one
-//! resize with the member size of another. What may change it, and when, is the resize's business: the
-//! mapping of the sectors both sizes hold is the same, so requests in flight are unaffected.
+//! resize with the member size of another. What may change it, and when, is the resize's
+//! business: the mapping of the sectors both sizes hold is the same, so requests in flight are
+//! unaffected.
 
 use super::geometry::{Geometry, GeometryError};
 use core::sync::atomic::{AtomicU64, Ordering};

@@ -168,10 +168,10 @@ impl<M: Store> ArrayEngine<M> {
         if range.is_empty() {
             return;
         }
-        for state in states
+        let room = states
             .get(range.start as usize..range.end as usize)
-            .unwrap_or(&[])
-        {
+            .unwrap_or(&[]);
+        for state in room {
             state.set_needs_sync();
         }
         let blocks = range.start / BITS_PER_BLOCK..=(range.end - 1) / BITS_PER_BLOCK;
@@ -181,10 +181,7 @@ impl<M: Store> ArrayEngine<M> {
         }
         // On disk now: kept there after the resync passed until the cleaner clears them (see
         // `RegionState::set_needs_sync`).
-        for state in states
-            .get(range.start as usize..range.end as usize)
-            .unwrap_or(&[])
-        {
+        for state in room {
             state.mark_on_disk();
         }
     }

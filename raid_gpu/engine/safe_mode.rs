@@ -104,7 +104,8 @@ impl<M: Store> ArrayEngine<M> {
         self.safe_mode.delay_ms.load(Ordering::Relaxed)
     }
 
-    /// Superblock updates (dirty marks, mostly) that needed no flush round before them ([`Self::update_needs_flush`]).
+    /// Superblock updates (dirty marks, mostly) that needed no flush round before them
+    /// ([`Self::update_needs_flush`]).
     pub fn superblock_updates_unflushed(&self) -> u64 {
         self.safe_mode.updates_unflushed.load(Ordering::Relaxed)
     }

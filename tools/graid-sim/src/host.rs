@@ -1619,11 +1619,10 @@ impl Metadata for Host {
     }
 
     fn grow_bitmap(&self, regions: Regions) -> bool {
-        let Some((now, states)) = self.bitmap.as_ref() else {
+        let (Some((now, _)), Some((_, kept))) = (self.bitmap(), self.bitmap.as_ref()) else {
             return false;
         };
-        if regions.region_sectors() != now.region_sectors() || regions.count() > states.len() as u64
-        {
+        if !regions.can_follow(&now, kept.len()) {
             return false;
         }
         *self.grown_bitmap.lock().unwrap() = Some(regions);

@@ -67,7 +67,8 @@ pub fn run(
 ) -> Result<String, CtlError> {
     let wanted = parse_member_size(&args.size)?;
     let detail = resolve(ctl, sys, array)?;
-    let label = ArrayView::new(&detail, sys).label();
+    let view = ArrayView::new(&detail, sys);
+    let label = view.label();
     if wanted != 0 && wanted < detail.member_data_sectors {
         return Err(CtlError::Failed(format!(
             "cannot grow {label}: --size {} is less than each member's {} in use; shrinking \
@@ -95,7 +96,7 @@ pub fn run(
     }
     let resync = req.array_sectors > detail.size_sectors && detail.level != 0;
     // An NVMe-oF export's hosts hear of the new size (nvmet's namespace-changed notice).
-    let exports = ArrayView::new(&detail, sys).exports;
+    let exports = view.exports;
     if req.array_sectors != detail.size_sectors {
         for e in &exports {
             Nvmet::new(NVMET_ROOT).revalidate(&e.nqn).map_err(|err| {
