@@ -1010,11 +1010,12 @@ impl Array {
 
     /// RESIZE: each member's data area takes `req.member_data_sectors` (0: all the room the
     /// smallest member or spare has past the data offset), then the disk's capacity follows;
-    /// `req` gets the sizes now and the room. `ENOSPC`: the members (or a spare) have no such
-    /// room; `EBUSY`: the array is not optimal, a rebuild, replace, check, repair, resync or
-    /// heal runs, or requests did not drain in time; `EOPNOTSUPP`: smaller than now
-    /// (shrinking is not supported); `EINVAL`: not a size this array can have; `EIO`: the
-    /// array broke writing its superblocks.
+    /// `req` gets the sizes now and the room (`GRAID_RESIZE_QUERY`: the sizes it would take,
+    /// nothing changed). `ENOSPC`: the members (or a spare) have no such room; `EBUSY`: the
+    /// array is not optimal, a rebuild, replace, check, repair, resync or heal runs, or
+    /// requests did not drain in time; `EOPNOTSUPP`: smaller than now without
+    /// `GRAID_RESIZE_SHRINK`; `EINVAL`: not a size this array can have; `EIO`: the array broke
+    /// writing its superblocks.
     pub(crate) fn resize(&self, req: &mut uapi::GraidResize) -> Result {
         // Member operations and this take turns: the devices sized here stay the members.
         let _members = self.members_lock.lock();
@@ -1025,22 +1026,33 @@ impl Array {
             0 => room,
             n => n,
         };
+        let shrink = req.flags & uapi::GRAID_RESIZE_SHRINK != 0;
         // Refused before the freeze, so a refusal (or nothing to do) costs the I/O nothing.
-        let mut grown = io.engine.resize_allowed(want, room).map_err(resize_errno)?;
-        if grown != io.engine.geometry() {
-            grown = self
-                .with_members_idle(|| io.engine.grow(io, want, room))?
+        let mut sized = io
+            .engine
+            .resize_allowed(want, room, shrink)
+            .map_err(resize_errno)?;
+        if req.flags & uapi::GRAID_RESIZE_QUERY == 0 && sized != io.engine.geometry() {
+            let was = io.engine.geometry().array_sectors();
+            sized = self
+                .with_members_idle(|| {
+                    let sized = io.engine.resize(io, want, room, shrink)?;
+                    // While nothing is in flight: a request that passed the block layer's
+                    // check against the old capacity meets the engine's against the new.
+                    self.disk.set_capacity(sized.array_sectors());
+                    Ok(sized)
+                })?
                 .map_err(resize_errno)?;
-            self.disk.set_capacity(grown.array_sectors());
             pr_info!(
-                "graid: graid{}: grown to {} sectors ({} per member)\n",
+                "graid: graid{}: resized from {} to {} sectors ({} per member)\n",
                 self.index,
-                grown.array_sectors(),
-                grown.member_data_sectors()
+                was,
+                sized.array_sectors(),
+                sized.member_data_sectors()
             );
         }
-        req.member_data_sectors = grown.member_data_sectors();
-        req.array_sectors = grown.array_sectors();
+        req.member_data_sectors = sized.member_data_sectors();
+        req.array_sectors = sized.array_sectors();
         Ok(())
     }
 

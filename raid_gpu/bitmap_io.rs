@@ -5,20 +5,21 @@
 //! read back from the members' bitmap areas at assembly. The blocks are written by the
 //! superblock writer (`superblock_io.rs`), the same single writer.
 
-use crate::engine::bitmap::{load_block, RegionState, Regions, BLOCK_BYTES, BLOCK_SECTORS};
+use crate::engine::bitmap::{
+    load_block, reset_after_resize, RegionState, Regions, BLOCK_BYTES, BLOCK_SECTORS,
+};
 use crate::engine::superblock::{Superblock, RECOVERY_COMPLETE};
 use crate::member_devices::Member;
 use crate::kernel_ext::bio::read_page;
 use crate::superblock_io::zeroed_block;
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use kernel::{alloc::KVVec, page::Page, prelude::*};
 
 /// An array's write-intent bitmap in memory.
 pub(crate) struct Bitmap {
-    /// The regions it started with (their size never changes).
-    started: Regions,
-    /// The sectors of the resync's walk its regions cover now: a resize grows it, with no
-    /// request in flight ([`Self::grow`]).
+    /// log2 of the regions' size now: a resize may make it larger ([`Self::resize`]).
+    shift: AtomicU32,
+    /// The sectors of the resync's walk its regions cover now: a resize changes it.
     walk: AtomicU64,
     /// First member sector of the bitmap area.
     pub(crate) offset: u64,
@@ -40,7 +41,7 @@ impl Bitmap {
             states.push(RegionState::new(), GFP_KERNEL)?;
         }
         Ok(Some(Self {
-            started: regions,
+            shift: AtomicU32::new(regions.shift()),
             walk: AtomicU64::new(regions.walk_sectors()),
             offset: sb.bitmap.offset,
             states,
@@ -49,7 +50,8 @@ impl Bitmap {
 
     /// The regions now.
     pub(crate) fn regions(&self) -> Regions {
-        self.started.with_walk(self.walk.load(Ordering::Acquire))
+        let walk = self.walk.load(Ordering::Acquire);
+        Regions::of_shift(walk, self.shift.load(Ordering::Acquire))
     }
 
     /// The states of the regions now.
@@ -58,14 +60,17 @@ impl Bitmap {
         self.states.get(..count).unwrap_or(&self.states)
     }
 
-    /// A resize grew the walk: `regions` from now on, if they are this bitmap's regions over a
-    /// walk no shorter and the spare states hold them (see `Metadata::grow_bitmap`).
-    pub(crate) fn grow(&self, regions: Regions) -> bool {
-        let fits = regions.can_follow(&self.regions(), self.states.len());
-        if fits {
-            self.walk.store(regions.walk_sectors(), Ordering::Release);
+    /// A resize: `regions` from now on, if they are no smaller than now and the kept states
+    /// hold them (see `Metadata::resize_bitmap`). With no request in flight.
+    pub(crate) fn resize(&self, regions: Regions) -> bool {
+        let now = self.regions();
+        if !regions.can_follow(&now, self.states.len()) {
+            return false;
         }
-        fits
+        reset_after_resize(&self.states, &now, &regions);
+        self.shift.store(regions.shift(), Ordering::Release);
+        self.walk.store(regions.walk_sectors(), Ordering::Release);
+        true
     }
 
     /// Every region dirty: a new array whose copies are not known to match.

@@ -615,7 +615,7 @@ impl Control {
     fn resize(&self, user: UserSlice) -> Result<isize> {
         let (mut reader, mut writer) = user.reader_writer();
         let mut req: GraidResize = reader.read()?;
-        if req.flags != 0 {
+        if req.flags & !(uapi::GRAID_RESIZE_SHRINK | uapi::GRAID_RESIZE_QUERY) != 0 {
             return Err(EINVAL);
         }
         let lent = self.lend(req.index)?;

@@ -633,8 +633,8 @@ impl Metadata for ArrayIo {
         self.bitmap.as_ref().map(|b| (b.regions(), b.states()))
     }
 
-    fn grow_bitmap(&self, regions: Regions) -> bool {
-        self.bitmap.as_ref().is_some_and(|b| b.grow(regions))
+    fn resize_bitmap(&self, regions: Regions) -> bool {
+        self.bitmap.as_ref().is_some_and(|b| b.resize(regions))
     }
 
     fn write_bitmap_block(

@@ -477,19 +477,27 @@ pub struct GraidSpeed {
     pub max_kibs: u32,
 }
 
+/// [`GraidResize::flags`]: a smaller size is wanted (a shrink; refused with `EOPNOTSUPP`
+/// without it). The caller has made sure nothing is mapped past the new end.
+pub const GRAID_RESIZE_SHRINK: u32 = 1;
+/// [`GraidResize::flags`]: only say what the sizes would be (and why not, as the resize would
+/// refuse), changing nothing.
+pub const GRAID_RESIZE_QUERY: u32 = 2;
+
 /// Argument of [`GRAID_IOC_RESIZE`]: gives each member's data area of a running array more of
-/// its device (md's `--grow --size`), and the array the capacity that follows. Growing only.
+/// its device (md's `--grow --size`), or less with [`GRAID_RESIZE_SHRINK`], and the array the
+/// capacity that follows.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct GraidResize {
     /// Index N of `/dev/graidN`.
     pub index: u32,
-    /// 0 (reserved).
+    /// `GRAID_RESIZE_SHRINK`, `GRAID_RESIZE_QUERY`, or 0.
     pub flags: u32,
     /// In: each member's data area wanted, sectors (rounded down to whole chunks); 0 for all
-    /// the smallest member has. Out: what it is now.
+    /// the smallest member has. Out: what it is now (with `QUERY`: what it would be).
     pub member_data_sectors: u64,
-    /// Out: the array's size now, sectors.
+    /// Out: the array's size now (with `QUERY`: what it would be), sectors.
     pub array_sectors: u64,
     /// Out: the most each member's data area could take (the smallest member's room past the
     /// data offset), sectors; filled in on `ENOSPC` too.
@@ -513,5 +521,6 @@ pub const GRAID_IOC_MEMBER: u32 = iowr::<GraidMemberOp>(0x06);
 pub const GRAID_IOC_SPEED: u32 = iowr::<GraidSpeed>(0x07);
 /// Starts or stops a running array's check or repair.
 pub const GRAID_IOC_SCRUB: u32 = iow::<GraidScrub>(0x08);
-/// Grows a running array into the room its members have (0x09 is the helper status's).
+/// Resizes a running array: into the room its members have, or smaller (0x09 is the helper
+/// status's).
 pub const GRAID_IOC_RESIZE: u32 = iowr::<GraidResize>(0x0A);

@@ -70,14 +70,14 @@ pub fn member_status(sbs: &[Superblock], freshest: usize, index: usize) -> Optio
     }
     // The data area too: every member's I/O goes to the freshest superblock's offset, so a
     // device whose own superblock puts the data elsewhere would be read and written wrong
-    // (and past its end, its size being checked against its own offset). A smaller data area
-    // is the one before a grow whose update this member missed (a power cut between the
-    // members' superblock writes; one update behind at most, else it is stale below): the
-    // mapping of what it holds is the same, and its device is checked against the new size.
+    // (and past its end, its size being checked against its own offset). A data area of
+    // another size is the one before a resize whose update this member missed (a power cut
+    // between the members' superblock writes), if it is one update behind: the mapping of
+    // what it holds is the same, and its device is checked against the new size.
     let same_shape = sb.level == best.level
         && sb.members == best.members
         && sb.chunk_sectors == best.chunk_sectors
-        && sb.data_size <= best.data_size
+        && (sb.data_size == best.data_size || sb.events.saturating_add(1) == best.events)
         && sb.data_offset == best.data_offset;
     if !same_shape {
         return Some(MemberStatus::Mismatch);

@@ -48,7 +48,8 @@ pub const DEFAULT_REGION_SECTORS: u64 = 64 * 2048;
 pub const MIN_REGION_SECTORS: u64 = 8;
 /// A platform keeps this many region states per region of the bitmap it starts with (as many
 /// as its area can hold, if fewer), so a resize may grow the array that much at the same
-/// region size (`resize.rs`, [`super::platform::Metadata::grow_bitmap`]).
+/// region size (`resize.rs`, [`super::platform::Metadata::resize_bitmap`]); beyond that the
+/// regions grow coarser.
 pub const RESIZE_STATES: u64 = 4;
 
 /// Bytes of one on-disk block.
@@ -119,19 +120,24 @@ impl Regions {
         self.walk_sectors
     }
 
-    /// The same regions over a walk of `walk_sectors` (a resize).
-    pub fn with_walk(&self, walk_sectors: u64) -> Self {
+    /// log2 of the region size.
+    pub fn shift(&self) -> u32 {
+        self.shift
+    }
+
+    /// Regions of `1 << shift` sectors (kept within the sizes [`Self::new`] takes) over a walk
+    /// of `walk_sectors`: what a platform that keeps the two apart makes of them again.
+    pub fn of_shift(walk_sectors: u64, shift: u32) -> Self {
         Self {
+            shift: shift.clamp(MIN_REGION_SECTORS.trailing_zeros(), 63),
             walk_sectors,
-            ..*self
         }
     }
 
     /// Whether these regions can follow `now` in a platform that keeps `kept` region states (a
-    /// resize, `Metadata::grow_bitmap`): the same region size, no fewer regions, a state for
-    /// each.
+    /// resize, `Metadata::resize_bitmap`): regions no smaller, a state for each.
     pub fn can_follow(&self, now: &Regions, kept: usize) -> bool {
-        self.shift == now.shift && self.count() >= now.count() && self.count() <= kept as u64
+        self.shift >= now.shift && self.count() <= kept as u64
     }
 
     /// How many region states a platform keeps for these regions, in an area of
@@ -301,6 +307,12 @@ impl RegionState {
         self.0.fetch_or(NEEDS_SYNC, Ordering::SeqCst);
     }
 
+    /// The region is gone or its size changed (a resize; nothing in flight): every mark
+    /// dropped.
+    pub fn reset(&self) {
+        self.0.store(0, Ordering::SeqCst);
+    }
+
     /// The resync passed the region: its bit may be cleared like any other.
     pub fn synced(&self) {
         self.0.fetch_and(!NEEDS_SYNC, Ordering::SeqCst);
@@ -349,6 +361,20 @@ impl RegionState {
     /// harmless).
     pub fn bit(&self) -> bool {
         self.0.load(Ordering::SeqCst) & (ON_DISK | NEEDS_SYNC | WRITING | COUNT) != 0
+    }
+}
+
+/// What a platform's kept `states` hold after its regions went from `now` to `new` (a resize,
+/// [`super::platform::Metadata::resize_bitmap`]): the states past `new`'s last region cleared
+/// (a later grow must not find marks there), every state if the region size changed.
+pub fn reset_after_resize(states: &[RegionState], now: &Regions, new: &Regions) {
+    let keep = if new.shift == now.shift {
+        usize::try_from(new.count()).unwrap_or(usize::MAX)
+    } else {
+        0
+    };
+    for state in states.iter().skip(keep) {
+        state.reset();
     }
 }
 

@@ -107,8 +107,11 @@ impl<M: Store> ArrayEngine<M> {
             let mut failing = MemberSet::EMPTY;
             let mut targets = MemberSet::EMPTY;
             let mut sb = self.superblock;
-            // A resize changes it (`resize.rs`).
+            // A resize changes them (`resize.rs`).
             sb.data_size = self.geometry().member_data_sectors();
+            if let Some((regions, _)) = p.bitmap() {
+                sb.bitmap_region = regions.region_sectors();
+            }
             let retired = self.retired_slots.load(Ordering::SeqCst);
             let spares = self.spares.slot_bits();
             for (i, slot) in sb.slots.iter_mut().enumerate() {

@@ -304,11 +304,12 @@ pub trait Metadata {
         None
     }
 
-    /// The bitmap's walk grew (a resize, with no request in flight): from now on `bitmap`
-    /// returns `regions`, as many regions as before or more, of the same size, the new ones
-    /// clear. False (nothing changed) if the platform has no state for each (it keeps spare
-    /// ones for this) or no bitmap.
-    fn grow_bitmap(&self, regions: Regions) -> bool {
+    /// A resize (with no request in flight, nothing needing a resync): from now on `bitmap`
+    /// returns `regions`, over the new walk, of the same region size or a larger one. States
+    /// past the new last region are cleared, and with a larger region size every state (the
+    /// caller then sets them). False (nothing changed) if the platform has no state for each
+    /// (it keeps spare ones for this: [`Regions::states_kept`]) or no bitmap.
+    fn resize_bitmap(&self, regions: Regions) -> bool {
         let _ = regions;
         false
     }

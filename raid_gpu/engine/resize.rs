@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Resize (md's `--grow --size`): every member's data area takes more of its device, online,
-//! after the members were replaced by larger ones (issue 46, item 1). Growing only, for now.
+//! Resize (md's `--grow --size`): every member's data area takes more of its device (after the
+//! members were replaced by larger ones), or less of it (after the administrator shrank what
+//! the array holds), online (issue 46, item 1).
 //!
 //! The mapping of the sectors the array had does not change with its size (the geometry's
 //! shape stays; `geometry_cell.rs`), so what a grow does is tell the new room apart until it is
@@ -10,20 +11,35 @@
 //! 1. The platform runs it with its queue frozen (no request in flight, none starting) and the
 //!    worker idle with the background held, and nothing runs or is pending in the background
 //!    (no rebuild, replace, check, repair, resync or heal: refused otherwise, as md refuses).
-//! 2. **The bitmap** (if any) takes regions over the grown walk (`Metadata::grow_bitmap`: the
-//!    same region size, from the platform's spare states), and their bits are written set
-//!    (`FUA`) before anything claims the new size: a start after a power cut would otherwise
-//!    find them clear past the resync's position and skip them. A cut before the superblocks
-//!    leaves bits past the old last region, which a start ignores.
-//! 3. **The superblocks** say the new `data_size` and a resync pending from the old end of the
-//!    walk (a flush of every member first, as every update that claims something): a cut after
-//!    them assembles the grown array and resumes the resync where it was.
-//! 4. The platform then gives the disk its new capacity and lets the queue go; the resync walks
+//! 2. **The bitmap** (if any) takes regions over the new walk (`Metadata::resize_bitmap`):
+//!    the same region size while the platform's spare states hold them, else the smallest
+//!    larger power of two that fits (md's `md_bitmap_resize` doubles its chunk likewise). Then
+//!    every block is written with every bit set before the superblocks name the coarser
+//!    regions: a set bit is true of any region size (it only claims that writes may have been
+//!    in flight), so the blocks read right whichever superblock a cut leaves. The cleaner
+//!    clears them later, each with the `PREFLUSH` of any clearing block.
+//! 3. **The new room's bits** are written set (`FUA`) before anything claims the new size: a
+//!    start after a power cut would otherwise find them clear past the resync's position and
+//!    skip them. A cut before the superblocks leaves bits past the old last region, which a
+//!    start ignores.
+//! 4. **The superblocks** say the new `data_size` (and region size) and a resync pending from
+//!    the old end of the walk (a flush of every member first, as every update that claims
+//!    something): a cut after them assembles the grown array and resumes the resync where it
+//!    was. A member whose write the cut missed is one update behind with the old size, which
+//!    assembly accepts (`assembly.rs`).
+//! 5. The platform then gives the disk its new capacity and lets the queue go; the resync walks
 //!    the new room (RAID 5/6 parity computed from the data, mirrors copied from copy 0), and
 //!    writes there meanwhile compute parity from every data column (reconstruct-write, as for
 //!    any array not in sync), so the room is consistent wherever it was written.
 //!
 //! RAID 0 grows without a resync: nothing there has to agree with anything.
+//!
+//! A shrink is the same with nothing to resync: regions past the new end are dropped, the
+//! superblocks say the smaller size, and requests past it are refused from then on (the
+//! geometry maps nothing there). Whether anything is mapped beyond the new end is for the
+//! caller to know (`graidctl grow` reads what the array holds: a filesystem's, a volume
+//! group's or a partition table's own size); the engine only takes a shrink asked for as one.
+//! A cut before the superblocks leaves the old size, whose tail nothing wrote since.
 
 use super::array::{ArrayEngine, ArrayState, Store};
 use super::bitmap::{Regions, BITS_PER_BLOCK};
@@ -39,7 +55,7 @@ pub enum ResizeError {
     /// Each member's data area would be `wanted` sectors, and the smallest member has room
     /// for `room` past its data offset.
     NoRoom { wanted: u64, room: u64 },
-    /// Smaller than now: shrinking is not supported yet.
+    /// Smaller than now, and not asked for as a shrink.
     Shrink { now: u64, wanted: u64 },
     /// A member is missing, failed or not in sync.
     NotOptimal,
@@ -47,7 +63,7 @@ pub enum ResizeError {
     Busy,
     /// The parity a lying helper computed is being healed.
     Healing,
-    /// The bitmap has no room for the grown array's regions at its region size.
+    /// The bitmap has no room for the array's regions at any region size.
     BitmapFull,
     /// No member took the new superblocks: the array is broken.
     Broken,
@@ -63,8 +79,8 @@ impl fmt::Display for ResizeError {
             ),
             Self::Shrink { now, wanted } => write!(
                 f,
-                "{wanted} sectors per member is less than the {now} in use: shrinking is not \
-                 supported"
+                "{wanted} sectors per member is less than the {now} in use: not a shrink asked \
+                 for"
             ),
             Self::NotOptimal => write!(f, "the array is not optimal: rebuild it first"),
             Self::Busy => write!(
@@ -81,11 +97,12 @@ impl fmt::Display for ResizeError {
 impl<M: Store> ArrayEngine<M> {
     /// The geometry the array would have with `member_data_sectors` in each member's data area
     /// (rounded down to whole chunks), where the smallest member has `room` sectors past its
-    /// data offset; or why it may not have it now.
+    /// data offset; or why it may not have it now. Smaller than now only with `shrink`.
     pub fn resize_allowed(
         &self,
         member_data_sectors: u64,
         room: u64,
+        shrink: bool,
     ) -> Result<Geometry, ResizeError> {
         let now = self.geometry();
         let new = now
@@ -97,7 +114,7 @@ impl<M: Store> ArrayEngine<M> {
                 room,
             });
         }
-        if new.member_data_sectors() < now.member_data_sectors() {
+        if new.member_data_sectors() < now.member_data_sectors() && !shrink {
             return Err(ResizeError::Shrink {
                 now: now.member_data_sectors(),
                 wanted: new.member_data_sectors(),
@@ -119,43 +136,74 @@ impl<M: Store> ArrayEngine<M> {
         Ok(new)
     }
 
-    /// Grows each member's data area to `member_data_sectors` (see the module comment; `room`
-    /// as for [`Self::resize_allowed`]). With the platform's queue frozen (no request in flight
-    /// or starting) and the worker idle with the background held, as the one superblock
-    /// writer. `Ok`: the new geometry is in use and on disk, and the resync of the new room (if
-    /// the array has one) is armed for the worker's next run; the platform then gives the disk
-    /// its new capacity, lets the queue go and kicks the worker (releasing the background
-    /// does).
-    pub fn grow<P: Platform>(
+    /// Gives each member's data area `member_data_sectors` (see the module comment; `room` and
+    /// `shrink` as for [`Self::resize_allowed`]). With the platform's queue frozen (no request
+    /// in flight or starting) and the worker idle with the background held, as the one
+    /// superblock writer. `Ok`: the new geometry is in use and on disk, and the resync of a
+    /// grown room (if the array has one) is armed for the worker's next run; the platform then
+    /// gives the disk its new capacity, lets the queue go and kicks the worker (releasing the
+    /// background does).
+    pub fn resize<P: Platform>(
         &self,
         p: &P,
         member_data_sectors: u64,
         room: u64,
+        shrink: bool,
     ) -> Result<Geometry, ResizeError> {
-        let new = self.resize_allowed(member_data_sectors, room)?;
+        let new = self.resize_allowed(member_data_sectors, room, shrink)?;
         let old = self.geometry();
         if new == old {
             return Ok(new);
         }
         let (from, to) = (old.resync_sectors(), new.resync_sectors());
-        if let Some((regions, _)) = p.bitmap() {
-            let grown =
-                Regions::new(to, regions.region_sectors()).ok_or(ResizeError::BitmapFull)?;
-            if !p.grow_bitmap(grown) {
-                return Err(ResizeError::BitmapFull);
-            }
-        }
+        self.resize_bitmap(p, to)?;
         self.suspect_resize(to);
         // Validated by `resize_allowed`: this cannot fail.
         let _ = self.geometry.resize(new.member_data_sectors());
-        if self.redundant() {
+        let grown = to > from && self.redundant();
+        if grown {
             self.resync_from(from);
             self.grown_bits_set(p, from, to);
         }
         self.write_superblocks(p).map_err(|_| ResizeError::Broken)?;
-        // No kick: the worker stays idle until the platform lets it go (its release kicks it).
-        self.arm_resync();
+        if grown {
+            // No kick: the worker stays idle until the platform lets it go (its release kicks
+            // it).
+            self.arm_resync();
+        }
         Ok(new)
+    }
+
+    /// The bitmap's regions over a walk of `walk` sectors: the same size if the platform's
+    /// states hold them, else coarser, with every bit written set first (module comment, 2).
+    fn resize_bitmap<P: Platform>(&self, p: &P, walk: u64) -> Result<(), ResizeError> {
+        let Some((now, _)) = p.bitmap() else {
+            return Ok(());
+        };
+        let mut region = now.region_sectors();
+        let regions = loop {
+            let regions = Regions::new(walk, region).ok_or(ResizeError::BitmapFull)?;
+            if p.resize_bitmap(regions) {
+                break regions;
+            }
+            region = region.checked_mul(2).ok_or(ResizeError::BitmapFull)?;
+        };
+        if regions.region_sectors() == now.region_sectors() {
+            return Ok(());
+        }
+        let Some((regions, states)) = p.bitmap() else {
+            return Ok(());
+        };
+        // Nothing is in flight and nothing needs a resync (`resize_allowed`): every region is
+        // only on disk, once every block says so.
+        for state in states {
+            state.mark_on_disk();
+        }
+        for block in 0..regions.blocks() {
+            // Bits only set: FUA, nothing before it needs to be durable.
+            self.write_block(p, &regions, states, block, self.bitmap_targets(), false);
+        }
+        Ok(())
     }
 
     /// The bitmap regions over walk sectors `[from, to)` (the grown room) need the resync,

@@ -133,6 +133,8 @@ impl<M: Store> ArrayEngine<M> {
     /// How often the worker looks for idle regions to clear, milliseconds (at least 1).
     pub fn set_bitmap_clean_interval(&self, ms: u32) {
         self.bitmap_clean_ms.store(ms.max(1), Ordering::Relaxed);
+        // The next look is due at once, not at the end of the old interval.
+        self.bitmap_clean_at.store(0, Ordering::Relaxed);
     }
 
     /// The worker, every clean interval: clears the bits of regions idle since the

@@ -8,6 +8,8 @@
 # acknowledged survives, as after a power cut on drives without a volatile cache; what is lost is
 # everything the kernel held, the arrays' own state and the writes in flight.
 #
+# A grow in the middle of the writes: grow_prepare.
+#
 # Four arrays, written at once: c1 (RAID 1 of 3), c10 (RAID 10 of 4), c5 (RAID 5 of 3), c6
 # (RAID 6 of 4); c1 and c5 keep a write-intent bitmap (1 MiB chunks), so their resync visits only
 # the regions it marks, and c10 and c6 none (a whole resync); c5 and c6 keep a partial parity
@@ -93,6 +95,7 @@ write_and_crash() {
 	if [ -n "${WRITE_HOLE:-}" ]; then
 		write_hole_prepare $WRITE_HOLE
 	fi
+	grow_prepare $round
 	# The unchecked writer keeps every array busy in the $FILL after $VERIFIED; the rest of
 	# each array is left alone, as a real working set leaves most of a disk (so a bitmap's
 	# resync has clean regions to skip).
@@ -102,6 +105,7 @@ write_and_crash() {
 		fillers="$fillers --name=fill-$a --filename=$dev --offset=$VERIFIED --size=$FILL --rw=randwrite --bsrange=4k-128k --direct=1 --ioengine=libaio --iodepth=4 --time_based --runtime=600 --norandommap"
 	done
 	fio $fillers >/dev/null 2>&1 &
+	grow_during_writes &
 	ms=$((500 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 3500))
 	echo "round $round: the machine dies ${ms} ms into the writes"
 	echo "$ms" >$STATE/crash-ms
@@ -111,6 +115,45 @@ write_and_crash() {
 	sh /graid/crash/die.sh
 	sleep 60
 	fail "the machine did not die"
+}
+
+# array_sectors ARRAY: the array's size in sectors.
+array_sectors() {
+	blockdev --getsz "$(graidctl detail $1 | grep -o '/dev/graid[0-9]*' | head -n 1)"
+}
+
+# grow_prepare ROUND: a grow in the middle of the writes (issue 46): the round's optimal parity
+# array (c5 in even rounds, c6 in odd ones) is shrunk to 16 MiB per member (only its first
+# $VERIFIED and $FILL are ever written) and grown back to all of its drives 0.3 s into the
+# writes (grow_during_writes), so the machine dies in the grow (the queue frozen, bits and
+# superblocks written) or in the resync of its room. The next boot finds it at either size,
+# never another (grow_check), and the round's checks read back every acknowledged write and
+# find the room consistent after the resync.
+grow_prepare() {
+	GROWN=c5
+	[ $(($1 % 2)) = 1 ] && GROWN=c6
+	# Whole again if the last round's machine died before its grow.
+	expect_rc 0 graidctl grow $GROWN --size max
+	expect_rc 0 graidctl wait $GROWN
+	full=$(array_sectors $GROWN)
+	expect_rc 0 graidctl grow $GROWN --size 16M --force
+	echo "$OUT"
+	echo "$GROWN $(array_sectors $GROWN) $full" >$STATE/grown
+}
+
+grow_during_writes() {
+	usleep 300000
+	graidctl grow $GROWN --size max
+}
+
+# grow_check: after the assembly, the grown array is at the size before its grow or after it.
+grow_check() {
+	read -r a small full <$STATE/grown
+	now=$(array_sectors $a)
+	echo "$a: $now sectors after the crash (before the grow $small, after it $full)"
+	graidctl detail $a | grep -E 'Size|Resync|State :'
+	[ "$now" = "$small" ] || [ "$now" = "$full" ] ||
+		fail "$a assembled at $now sectors, neither the size before its grow ($small) nor after ($full)"
 }
 
 # write_hole_prepare D0 D1 D2: the targeted write-hole test's first half. A RAID 5 "wh" of
@@ -210,6 +253,9 @@ check_round() {
 	echo "$OUT"
 	if [ -f $STATE/write-hole ]; then
 		write_hole_check
+	fi
+	if [ -f $STATE/grown ]; then
+		grow_check
 	fi
 	for a in $(cat $STATE/degraded 2>/dev/null); do
 		case $a in c5 | c6)

@@ -7,8 +7,13 @@
 # - RAID 1 (bitmap) raw, exported over NVMe-oF (TCP on loopback): its host sees the new size
 #   without reconnecting; fio's data before the grow reads back, data written in the new room
 #   while it resyncs reads back, check 0;
-# - refusals, each with its reason and nothing changed: a smaller size, more than the members
-#   have, a degraded array.
+#   then shrunk: refused while the filesystem reaches past the new end, allowed once resize2fs
+#   shrank it (e2fsck clean, the file intact, check 0, the smaller size across a stop);
+# - RAID 1 of small slices with 4 KiB bitmap chunks grown ten times: the bitmap's chunks grow
+#   coarser (16 KiB), data in the new room reads back, check 0, across a stop;
+# - refusals, each with its reason and nothing changed: a shrink of raw data without --force
+#   (then with it: the data below the new end intact), more than the members have, a degraded
+#   array.
 . /graid/lib.sh
 # A failing test leaves no filesystem mounted and no export (the runner's clean-up could not
 # stop the array).
@@ -58,7 +63,7 @@ dd if=/dev/urandom of=/mnt/gr/a bs=1M count=16 2>/dev/null || fail "writing a fa
 sum_a=$(md5sum </mnt/gr/a)
 old_content $1 $2 $3 $4
 expect_rc 0 graidctl grow gr --size max
-expect_match 'nothing to grow' "$OUT" "grow before the members grew"
+expect_match 'nothing to change' "$OUT" "grow before the members grew"
 slices $large $1 $2 $3 $4
 expect_rc 0 graidctl grow gr --size max
 echo "$OUT"
@@ -90,9 +95,56 @@ dev=$(array_dev "$OUT")
 [ "$(array_sectors $dev)" = "$after" ] || fail "assembled at $(array_sectors $dev) sectors, not $after"
 mount $dev /mnt/gr || fail "mount after the assembly failed"
 [ "$(md5sum </mnt/gr/b)" = "$sum_b" ] || fail "the file in the new room changed across a stop"
+rm /mnt/gr/b
+umount /mnt/gr
+echo "--- the RAID 5 shrunk: refused while ext4 reaches past the new end, then resize2fs'd"
+expect_rc 1 graidctl grow gr --size 20M
+expect_match 'cannot shrink .* to 60 MiB: it holds an ext4 .* takes 186 MiB.*resize2fs' "$OUT" "a shrink under ext4"
+[ "$(array_sectors $dev)" = "$after" ] || fail "a refused shrink changed the size"
+e2fsck -fy $dev >/dev/null 2>&1
+resize2fs $dev 48M >/tmp/resize2fs.out 2>&1 || { cat /tmp/resize2fs.out; fail "resize2fs to 48M failed"; }
+expect_rc 0 graidctl grow gr --size 20M
+expect_match 'shrunk from .* to 60 MiB' "$OUT" "the shrink's report"
+[ "$(array_sectors $dev)" = 122880 ] || fail "the shrunk RAID 5 is $(array_sectors $dev) sectors"
+e2fsck -fn $dev >/tmp/e2fsck.out 2>&1 || { cat /tmp/e2fsck.out; fail "e2fsck after the shrink"; }
+expect_rc 0 graidctl check gr --wait
+expect_match 'check finished: 0 mismatched sectors' "$OUT" "parity after the shrink"
+expect_rc 0 graidctl stop gr
+expect_rc 0 graidctl assemble gr $g
+dev=$(array_dev "$OUT")
+[ "$(array_sectors $dev)" = 122880 ] || fail "assembled at $(array_sectors $dev) sectors after the shrink"
+mount $dev /mnt/gr || fail "mount after the shrink failed"
+[ "$(md5sum </mnt/gr/a)" = "$sum_a" ] || fail "the file changed across the shrink"
 umount /mnt/gr
 expect_rc 0 graidctl stop gr
 wipe_superblocks $g
+
+echo "--- RAID 1 with 4 KiB bitmap chunks grown ten times: the chunks grow coarser"
+slices 16384 $1 $2 $3 $4
+expect_rc 0 graidctl create gb --level 1 --bitmap-chunk 4K --write-zeroes /dev/mapper/g0 /dev/mapper/g1
+dev=$(array_dev "$OUT")
+expect_rc 0 graidctl --json detail gb
+expect_match '"chunk_bytes": *4096' "$OUT" "the bitmap's chunk as created"
+fio_verify $dev 0 4M randwrite 4k-64k
+old_content $1 $2
+slices $large $1 $2 $3 $4
+expect_rc 0 graidctl grow gb --size max
+expect_match 'grown from 6 MiB to 62 MiB' "$OUT" "grow's report"
+expect_rc 0 graidctl --json detail gb
+# 62 MiB in 4 KiB chunks is more regions than the bitmap keeps states for (four times those it
+# started with): 16 KiB chunks.
+expect_match '"chunk_bytes": *16384' "$OUT" "the bitmap's chunk after the grow"
+fio_verify $dev 40M 8M randwrite 4k-64k
+expect_rc 0 graidctl wait gb
+fio_readback $dev 0 4M randwrite 4k-64k "data written before the coarser grow does not read back"
+expect_rc 0 graidctl check gb --wait
+expect_match 'check finished: 0 mismatched sectors' "$OUT" "copies after the coarser grow"
+expect_rc 0 graidctl stop gb
+expect_rc 0 graidctl assemble gb /dev/mapper/g0 /dev/mapper/g1
+expect_rc 0 graidctl --json detail gb
+expect_match '"chunk_bytes": *16384' "$OUT" "the bitmap's chunk across a stop"
+expect_rc 0 graidctl stop gb
+wipe_superblocks /dev/mapper/g0 /dev/mapper/g1
 
 echo "--- RAID 1 raw, exported over NVMe-oF: data before the grow, and in the new room while it resyncs"
 slices $small $1 $2 $3 $4
@@ -130,15 +182,21 @@ fio_readback $dev 0 16M randwrite 4k-64k "data written before the grow does not 
 expect_rc 0 graidctl check gm --wait
 expect_match 'check finished: 0 mismatched sectors' "$OUT" "copies after the grow"
 
-echo "--- refusals: smaller, more than the members have, degraded"
+echo "--- refusals: raw data shrunk without --force, more than the members have, degraded"
 expect_rc 1 graidctl grow gm --size 30M
-expect_match 'shrinking is not supported' "$OUT" "a smaller size"
+expect_match 'holds no filesystem, volume or partition table .* --force' "$OUT" "a shrink of raw data"
+[ "$(array_sectors $dev)" = 81920 ] || fail "a refused shrink changed the size"
+expect_rc 0 graidctl grow gm --size 30M --force
+expect_match 'shrunk from 40 MiB to 30 MiB' "$OUT" "a forced shrink"
+fio_readback $dev 0 16M randwrite 4k-64k "data below the new end does not read back after the shrink"
+expect_rc 0 graidctl check gm --wait
+expect_match 'check finished: 0 mismatched sectors' "$OUT" "copies after the shrink"
 expect_rc 1 graidctl grow gm --size 1G
 expect_match 'has room for 62 MiB' "$OUT" "more than the members have"
 expect_rc 0 graidctl fail gm /dev/mapper/g1
 expect_rc 1 graidctl grow gm --size max
 expect_match 'not optimal' "$OUT" "a degraded array"
-[ "$(array_sectors $dev)" = 81920 ] || fail "a refused grow changed the size"
+[ "$(array_sectors $dev)" = 61440 ] || fail "a refused grow changed the size"
 expect_rc 0 graidctl stop gm
 wipe_superblocks /dev/mapper/g0 /dev/mapper/g1
 for i in 0 1 2 3; do dmsetup --noudevsync remove g$i; done

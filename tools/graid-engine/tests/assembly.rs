@@ -159,6 +159,26 @@ fn different_shapes_do_not_mix() {
 }
 
 #[test]
+fn a_member_that_missed_a_resize_update_is_one_update_behind_with_the_other_size() {
+    // A power cut between the members' superblock writes of a grow, or of a shrink.
+    for delta in [-8i64, 8] {
+        let mut behind = member(1, 9);
+        behind.data_size = behind.data_size.checked_add_signed(delta).unwrap();
+        let sbs = [member(0, 10), behind];
+        assert_eq!(
+            statuses(&sbs)[1],
+            MemberStatus::Active { role: 1 },
+            "{delta}"
+        );
+        // Two updates behind, it is no member of this shape.
+        let mut older = behind;
+        older.events = 8;
+        let sbs = [member(0, 10), older];
+        assert_eq!(statuses(&sbs)[1], MemberStatus::Mismatch, "{delta}");
+    }
+}
+
+#[test]
 fn out_of_range_indices() {
     let sbs = [member(0, 1)];
     assert_eq!(member_status(&sbs, 0, 1), None);

@@ -74,9 +74,11 @@ pub fn reassemble(
     let uuid = sbs.first().ok_or(StartError::NoSuperblock)?.array_uuid;
     let best = pick_freshest(&sbs, &uuid).ok_or(StartError::NoSuperblock)?;
     let freshest = sbs[best];
-    // The size the superblocks say (a grow may have changed it).
+    // The size and region size the superblocks say (a resize may have changed them).
     let mut scenario = scenario.clone();
     scenario.data_sectors = freshest.data_size;
+    scenario.bitmap_region_sectors =
+        (freshest.bitmap_region != 0).then_some(freshest.bitmap_region);
     let geometry = geometry_of(&scenario);
     let mut roles: Vec<Option<MemberState>> = (0..n).map(|_| None).collect();
     for (k, &(disk, sb)) in found.iter().enumerate() {

@@ -2,7 +2,7 @@
 //! queue, the worker's lists and the worker thread.
 
 use graid_engine::array::{ArrayEngine, EngineStore};
-use graid_engine::bitmap::{block_bit, RegionState, Regions, BLOCK_BYTES};
+use graid_engine::bitmap::{block_bit, reset_after_resize, RegionState, Regions, BLOCK_BYTES};
 use graid_engine::layout::{Recovery, Role, StripeMap};
 use graid_engine::members::{MemberSet, MemberState};
 use graid_engine::parity::{Columns, ParityJob, ParityOp};
@@ -386,10 +386,10 @@ pub struct Host {
     pub violations: Violations,
     pub stripe: StripeHome,
     /// The write-intent bitmap's regions and states, if the array has one (more states than
-    /// regions: spares for a resize, which gives the regions in `grown_bitmap`).
+    /// regions: spares for a resize, which gives the regions in `resized_bitmap`).
     pub bitmap: Option<(Regions, Vec<RegionState>)>,
-    /// The bitmap's regions since a resize grew them (`Metadata::grow_bitmap`).
-    pub grown_bitmap: Mutex<Option<Regions>>,
+    /// The bitmap's regions since a resize (`Metadata::resize_bitmap`).
+    pub resized_bitmap: Mutex<Option<Regions>>,
     /// Bitmap blocks written.
     pub bitmap_writes: AtomicU64,
     /// A power cut: writes are counted, and those past this many never land (they still
@@ -744,7 +744,8 @@ impl Host {
     /// region it dirties are on that member (`write_intent.rs`): a crash then would skip those
     /// regions' resync.
     fn check_intent(&self, rq: usize, io: &MemberIo<SegmentRef>, disk: &MemDisk) {
-        let Some((regions, _)) = &self.bitmap else {
+        // The regions now (a resize may have made them coarser).
+        let Some((regions, _)) = self.bitmap() else {
             return;
         };
         // After a power cut nothing lands, the bits' blocks neither.
@@ -1614,18 +1615,19 @@ impl Requests for Host {
 impl Metadata for Host {
     fn bitmap(&self) -> Option<(Regions, &[RegionState])> {
         let (regions, states) = self.bitmap.as_ref()?;
-        let regions = self.grown_bitmap.lock().unwrap().unwrap_or(*regions);
+        let regions = self.resized_bitmap.lock().unwrap().unwrap_or(*regions);
         Some((regions, states.get(..regions.count() as usize)?))
     }
 
-    fn grow_bitmap(&self, regions: Regions) -> bool {
+    fn resize_bitmap(&self, regions: Regions) -> bool {
         let (Some((now, _)), Some((_, kept))) = (self.bitmap(), self.bitmap.as_ref()) else {
             return false;
         };
         if !regions.can_follow(&now, kept.len()) {
             return false;
         }
-        *self.grown_bitmap.lock().unwrap() = Some(regions);
+        reset_after_resize(kept, &now, &regions);
+        *self.resized_bitmap.lock().unwrap() = Some(regions);
         true
     }
 

@@ -297,7 +297,7 @@ pub fn host_with(
                 .collect();
             (regions, states)
         }),
-        grown_bitmap: Mutex::new(None),
+        resized_bitmap: Mutex::new(None),
         bitmap_writes: AtomicU64::new(0),
         cut_after: AtomicU64::new(u64::MAX),
         writes: AtomicU64::new(0),

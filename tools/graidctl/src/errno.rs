@@ -136,12 +136,12 @@ fn reason(op: &Op<'_>, errno: i32) -> String {
                 .to_owned()
         }
         libc::EOPNOTSUPP if matches!(op, Op::Resize { .. }) => {
-            "shrinking is not supported (nothing changed)".to_owned()
+            "smaller than the array is now, and not asked for as a shrink (nothing changed)"
+                .to_owned()
         }
         libc::ENOSPC if matches!(op, Op::Resize { .. }) => {
             "a member or spare has no room for it, or the write-intent bitmap has no room \
-             for that many regions (at most 4 times the array it started with; stop and \
-             assemble it again to grow further) (nothing changed)"
+             for that many regions at any chunk size (nothing changed)"
                 .to_owned()
         }
         libc::EIO if matches!(op, Op::Resize { .. }) => {

@@ -3,6 +3,7 @@
 mod array_ref;
 mod assemble;
 mod config;
+mod content_end;
 mod control;
 mod create;
 mod errno;
@@ -134,10 +135,12 @@ enum Command {
     /// background and gets every write; once it holds everything it takes the member's place
     /// and the old device leaves the array. Redundancy never drops meanwhile.
     Replace(replace::ReplaceArgs),
-    /// Grow a running array into the room its members have, after every member was replaced by
-    /// a larger device (mdadm's --grow --size): each member's data area takes --size, the
-    /// array's capacity follows at once (resize2fs or xfs_growfs can use it mounted), and the
-    /// new room is resynced in the background (graidctl wait). Shrinking is refused.
+    /// Resize a running array (mdadm's --grow --size): into the room its members have, after
+    /// every member was replaced by a larger device (the new room is resynced in the
+    /// background: graidctl wait), or smaller, once the filesystem, LVM physical volume or
+    /// partition table on it ends within the new size (shrink that first). Each member's data
+    /// area takes --size; the array's capacity follows at once (resize2fs or xfs_growfs can use
+    /// it mounted).
     Grow(grow::GrowArgs),
     /// Show or set a running array's rebuild speed limits: at least --min per second while
     /// the array serves other I/O (which keeps priority), at most --max while it is idle.

@@ -68,6 +68,8 @@ pub trait System {
     fn read_superblock(&self, path: &str) -> io::Result<Box<[u8; SUPERBLOCK_SIZE]>>;
     /// The signatures (filesystems, partition tables, volumes) on `path`, libblkid's.
     fn signatures(&self, path: &str) -> io::Result<Vec<Signature>>;
+    /// `len` bytes at byte `offset` of `path` (fewer only at its end).
+    fn read_at(&self, path: &str, offset: u64, len: usize) -> io::Result<Vec<u8>>;
     /// Whether something holds `path` exclusively (a mount, swap, md, dm, an array).
     fn is_busy(&self, path: &str) -> bool;
     /// What holds the busy device `path`, for a message.
@@ -141,6 +143,21 @@ impl System for RealSystem {
 
     fn signatures(&self, path: &str) -> io::Result<Vec<Signature>> {
         signature::probe(Path::new(path))
+    }
+
+    fn read_at(&self, path: &str, offset: u64, len: usize) -> io::Result<Vec<u8>> {
+        use std::os::unix::fs::FileExt;
+        let file = fs::File::open(path)?;
+        let mut out = vec![0u8; len];
+        let mut done = 0;
+        while done < len {
+            match file.read_at(&mut out[done..], offset + done as u64)? {
+                0 => break,
+                n => done += n,
+            }
+        }
+        out.truncate(done);
+        Ok(out)
     }
 
     fn is_busy(&self, path: &str) -> bool {
@@ -222,6 +239,8 @@ pub mod fake {
         pub signatures: RefCell<HashMap<String, Vec<Signature>>>,
         /// Paths something holds.
         pub busy: RefCell<Vec<String>>,
+        /// What `read_at` reads, by path (nothing: zeros).
+        pub contents: RefCell<HashMap<String, Vec<u8>>>,
         /// What nvmet exports.
         pub exports: RefCell<Vec<crate::nvmet::Export>>,
     }
@@ -312,6 +331,17 @@ pub mod fake {
                 .get(path)
                 .cloned()
                 .unwrap_or_default())
+        }
+
+        fn read_at(&self, path: &str, offset: u64, len: usize) -> io::Result<Vec<u8>> {
+            let contents = self.contents.borrow();
+            let Some(data) = contents.get(path) else {
+                return Ok(vec![0; len]);
+            };
+            let start = usize::try_from(offset)
+                .unwrap_or(usize::MAX)
+                .min(data.len());
+            Ok(data[start..(start + len).min(data.len())].to_vec())
         }
 
         fn is_busy(&self, path: &str) -> bool {
