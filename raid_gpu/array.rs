@@ -1035,14 +1035,12 @@ impl Array {
         if req.flags & uapi::GRAID_RESIZE_QUERY == 0 && sized != io.engine.geometry() {
             let was = io.engine.geometry().array_sectors();
             sized = self
-                .with_members_idle(|| {
-                    let sized = io.engine.resize(io, want, room, shrink)?;
-                    // While nothing is in flight: a request that passed the block layer's
-                    // check against the old capacity meets the engine's against the new.
-                    self.disk.set_capacity(sized.array_sectors());
-                    Ok(sized)
-                })?
+                .with_members_idle(|| io.engine.resize(io, want, room, shrink))?
                 .map_err(resize_errno)?;
+            // Not while frozen: the uevent takes uevent_sock_mutex, under which others
+            // allocate with reclaim that may wait on this queue (lockdep). A request past a
+            // shrink's new end meanwhile fails the engine's own check.
+            self.disk.set_capacity(sized.array_sectors());
             pr_info!(
                 "graid: graid{}: resized from {} to {} sectors ({} per member)\n",
                 self.index,

@@ -37,6 +37,7 @@ use super::ppl::{
 };
 use super::request::Phase;
 use super::stripe::{Slots, Step};
+use super::wait_list::{park, wake_all};
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 /// The log's state in memory.
@@ -247,13 +248,15 @@ impl<M: Store> ArrayEngine<M> {
         let wait = |seen: u64| {
             self.release_log(p, rq);
             stripe.set_step(Step::LogWait);
-            p.push(WorkList::LogWait, rq);
-            // A switch or void may have ended since `seen` and emptied the list before the
-            // push; then nobody else would send it on (SeqCst: either its drain sees the push
-            // or this load sees its epoch).
-            if log.epoch.load(Ordering::SeqCst) != seen && !log.wrapping.load(Ordering::SeqCst) {
-                p.take_all(WorkList::LogWait, |w| p.queue_stripe_work(w));
-            }
+            // A switch or void may end after `seen` and drain the list before the push
+            // (`wait_list.rs`).
+            park(
+                p,
+                WorkList::LogWait,
+                rq,
+                || log.epoch.load(Ordering::SeqCst) == seen || log.wrapping.load(Ordering::SeqCst),
+                || wake_all(p, WorkList::LogWait),
+            );
             p.kick_worker();
         };
         // Counted in the epoch first, then the epoch and the void checked (the worker moves on,
@@ -458,7 +461,7 @@ impl<M: Store> ArrayEngine<M> {
             log.switch_wanted.store(false, Ordering::SeqCst);
             log.epoch.store(next, Ordering::SeqCst);
             log.wraps.fetch_add(1, Ordering::Relaxed);
-            p.take_all(WorkList::LogWait, |w| p.queue_stripe_work(w));
+            wake_all(p, WorkList::LogWait);
             // The half just left is retired once its writes are done (they kick the worker).
             p.kick_worker();
         }
@@ -504,7 +507,7 @@ impl<M: Store> ArrayEngine<M> {
         log.switch_wanted.store(false, Ordering::SeqCst);
         log.wrap_wanted.store(false, Ordering::SeqCst);
         log.wrapping.store(false, Ordering::SeqCst);
-        p.take_all(WorkList::LogWait, |w| p.queue_stripe_work(w));
+        wake_all(p, WorkList::LogWait);
     }
 
     /// The worker, marking the array clean (no write in flight): voids the log if anything

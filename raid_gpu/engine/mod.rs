@@ -43,5 +43,6 @@ pub mod stripe;
 pub mod stripe_hold;
 pub mod superblock;
 pub mod suspect;
+mod wait_list;
 pub mod worker;
 pub mod write_intent;

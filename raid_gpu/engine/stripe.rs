@@ -65,6 +65,7 @@ use super::platform::{MemberEvent, MemberIo, Op, PieceInfo, Platform, Source, St
 use super::ppl::MAX_LOGGED_SECTORS;
 use super::request::{Phase, RequestState};
 use super::stripe_hold::Gathered;
+use super::wait_list::{park, wake_all, waker_fence};
 use core::num::{NonZeroU32, NonZeroU64};
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
@@ -886,13 +887,10 @@ impl<M: Store> ArrayEngine<M> {
                 continue;
             }
             let start = p.state(rq).start();
-            p.push(WorkList::StripeWait(slot), rq);
-            // The holder may have unlocked and drained the list before the push: then nobody
-            // else wakes the list (SeqCst: either the holder's drain sees the push or this
-            // load sees the unlock).
-            if !locks.is_locked(slot) {
-                p.take_all(WorkList::StripeWait(slot), |w| p.queue_stripe_work(w));
-            } else {
+            let list = WorkList::StripeWait(slot);
+            // The holder may unlock and drain the list before the push (`wait_list.rs`).
+            let waiting = park(p, list, rq, || locks.is_locked(slot), || wake_all(p, list));
+            if waiting {
                 // The holder may be waiting for this very write (`stripe_hold.rs`).
                 self.wake_hold_for(p, slot, start);
             }
@@ -979,10 +977,15 @@ impl<M: Store> ArrayEngine<M> {
             };
             if !got {
                 stripe.buffer_waited.store(true, Ordering::Relaxed);
-                p.push(WorkList::BufferWait, rq);
-                if self.buffers_freed.load(Ordering::SeqCst) != freed {
-                    self.wake_buffer_waiter(p);
-                }
+                // A buffer may be freed before the push (`wait_list.rs`): its waker's turn
+                // then found nobody.
+                park(
+                    p,
+                    WorkList::BufferWait,
+                    rq,
+                    || self.buffers_freed.load(Ordering::SeqCst) == freed,
+                    || self.wake_buffer_waiter(p),
+                );
                 return;
             }
             stripe.buffer.store(true, Ordering::Relaxed);
@@ -1666,6 +1669,8 @@ impl<M: Store> ArrayEngine<M> {
     fn wake_buffer_waiter<P: Platform>(&self, p: &P) {
         let wakes = &self.buffer_wakes;
         wakes.credits.fetch_add(1, Ordering::SeqCst);
+        // After the free that called it (`wait_list.rs`).
+        waker_fence();
         loop {
             if wakes.waking.swap(true, Ordering::SeqCst) {
                 // The waker at work sees the credit: it looks at them after it stops.
@@ -1710,7 +1715,7 @@ impl<M: Store> ArrayEngine<M> {
                 self.end_followers(p, rq, slot, status);
             }
             self.locks().unlock(slot);
-            p.take_all(WorkList::StripeWait(slot), |w| p.queue_stripe_work(w));
+            wake_all(p, WorkList::StripeWait(slot));
         }
         self.stripe_left(p);
         state.set_idle(Phase::Normal);

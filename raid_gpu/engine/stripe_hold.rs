@@ -41,7 +41,8 @@ use super::members::MemberSet;
 use super::platform::{Op, Platform, Status, WorkList};
 use super::request::{Phase, RequestState};
 use super::stripe::{Span, Step, MAX_LOCK_SLOTS};
-use core::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+use super::wait_list::{park, recheck, wake_all, waker_fence};
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 /// Writes that may hold at once: bounds the memory and locks that wait.
 pub const MAX_HOLDS: usize = 8;
@@ -357,8 +358,8 @@ impl<M: Store> ArrayEngine<M> {
             .store(self.holds.ended.load(Ordering::SeqCst), Ordering::Relaxed);
         entry.key.store(key, Ordering::SeqCst);
         // A follower that queued before the entry was published did not see it: look now
-        // (SeqCst on both sides: it sees the entry, or this sees it on the list).
-        fence(Ordering::SeqCst);
+        // (`wait_list.rs`: it sees the entry after its push, or this sees it on the list).
+        waker_fence();
         let mut came = false;
         p.take_all(WorkList::StripeWait(slot), |w| {
             let ws = p.state(w);
@@ -378,20 +379,23 @@ impl<M: Store> ArrayEngine<M> {
         }
         self.holds.held.fetch_add(1, Ordering::Relaxed);
         stripe.set_step(Step::Held);
-        p.push(WorkList::StripeWait(slot), rq);
-        // From here on `rq` may run again elsewhere: only the entry is touched.
-        fence(Ordering::SeqCst);
-        if entry.key.load(Ordering::SeqCst) != key {
-            // A waker took the entry, maybe before `rq` was on the list to be found.
-            self.wake_holder(p, slot, token);
-        }
+        // From the push on `rq` may run again elsewhere: only the entry is touched. A waker
+        // may take the entry before `rq` is on the list to be found (`wait_list.rs`).
+        park(
+            p,
+            WorkList::StripeWait(slot),
+            rq,
+            || entry.key.load(Ordering::SeqCst) == key,
+            || self.wake_holder(p, slot, token),
+        );
         p.kick_worker_after(HOLD_MS);
         Hold::Held
     }
 
     /// A write starting at `start` queued on `slot`'s list: wakes the holder waiting for it.
+    /// After the write's push and `park`'s fence (`wait_list.rs`): a holder that published its
+    /// entry after that fence finds the write on the list itself.
     pub(super) fn wake_hold_for<P: Platform>(&self, p: &P, slot: u32, start: u64) {
-        fence(Ordering::SeqCst);
         for entry in &self.holds.entries {
             let key = entry.key.load(Ordering::SeqCst);
             let Some((token, s)) = parts_of(key) else {
@@ -411,6 +415,8 @@ impl<M: Store> ArrayEngine<M> {
 
     /// Runs the holder with `token` on `slot`'s list again (the one who freed its entry).
     fn wake_holder<P: Platform>(&self, p: &P, slot: u32, token: u64) {
+        // After the entry was taken (`wait_list.rs`).
+        waker_fence();
         p.take_all(WorkList::StripeWait(slot), |w| {
             let st = p.state(w).stripe();
             if st.token.load(Ordering::Relaxed) == token && st.step() == Step::Held {
@@ -421,12 +427,9 @@ impl<M: Store> ArrayEngine<M> {
             }
         });
         // The holder (woken here or by another) may have ended and drained the list while
-        // the others were off it: then nobody else wakes those pushed back (SeqCst, as in
-        // `stripe_lock`).
-        fence(Ordering::SeqCst);
-        if !self.locks().is_locked(slot) {
-            p.take_all(WorkList::StripeWait(slot), |w| p.queue_stripe_work(w));
-        }
+        // the others were off it: then nobody else wakes those pushed back.
+        let list = WorkList::StripeWait(slot);
+        recheck(|| self.locks().is_locked(slot), || wake_all(p, list));
     }
 
     /// Wakes the holds whose time is up, or all of them (`all`: before the worker waits for
