@@ -34,6 +34,7 @@ pub mod rate;
 pub mod rebuild;
 pub mod replace;
 pub mod request;
+pub mod reshape;
 pub mod resize;
 pub mod ring;
 pub mod safe_mode;
