@@ -293,6 +293,7 @@ impl Array {
             ppl: params.ppl,
             log_key: if params.ppl { new_log_key() } else { [0; 16] },
             slots: fresh_slots(nr),
+            reshape: None,
         };
         if let Err(e) = superblock.validate() {
             pr_err!("graid: cannot create {}: {:?}\n", superblock.array_name.as_str(), e);

@@ -468,6 +468,17 @@ impl Control {
         let uuid = sbs.first().map(|sb| sb.array_uuid).ok_or(EINVAL)?;
         let freshest = pick_freshest(&sbs, &uuid).ok_or(EINVAL)?;
         let best = *sbs.get(freshest).ok_or(EINVAL)?;
+        if best.reshape.is_some() {
+            // Its sectors lie in two geometries (on-disk-format.rst, "Reshape"): started with
+            // one, the other half would be read and written wrong.
+            pr_err!(
+                "graid: {}: a reshape is in progress on these members; this raid_gpu cannot \
+                 continue it (nothing changed)\n",
+                best.array_name.as_str()
+            );
+            req.bad_member = u32::MAX;
+            return Err(crate::errno::eopnotsupp());
+        }
         let mut by_role: KVec<Option<Member>> = KVec::with_capacity(best.members as usize, GFP_KERNEL)?;
         for _ in 0..best.members {
             by_role.push(None, GFP_KERNEL)?;

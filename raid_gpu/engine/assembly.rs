@@ -78,7 +78,8 @@ pub fn member_status(sbs: &[Superblock], freshest: usize, index: usize) -> Optio
         && sb.members == best.members
         && sb.chunk_sectors == best.chunk_sectors
         && (sb.data_size == best.data_size || sb.events.saturating_add(1) == best.events)
-        && sb.data_offset == best.data_offset;
+        && sb.data_offset == best.data_offset
+        && same_reshape(sb, best);
     if !same_shape {
         return Some(MemberStatus::Mismatch);
     }
@@ -105,6 +106,23 @@ pub fn member_status(sbs: &[Superblock], freshest: usize, index: usize) -> Optio
         Slot::Faulty => MemberStatus::Faulty,
         Slot::Empty => MemberStatus::Removed,
     })
+}
+
+/// Both superblocks name the same reshape (its position aside, which moves with every update),
+/// or none; or `sb` is one update behind the one that started or ended it.
+fn same_reshape(sb: &Superblock, best: &Superblock) -> bool {
+    let target = |s: &Superblock| {
+        s.reshape.map(|r| {
+            (
+                r.new_level,
+                r.new_chunk_sectors,
+                r.new_members,
+                r.new_data_offset,
+                r.backwards,
+            )
+        })
+    };
+    target(sb) == target(best) || sb.events.saturating_add(1) == best.events
 }
 
 /// Another device of the same array that claims the same slot or member UUID and is preferred

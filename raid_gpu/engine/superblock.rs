@@ -74,8 +74,12 @@ pub const FEATURE_PPL: u64 = 1 << 1;
 /// Compatible features this code knows. Unknown ones are ignored on read and dropped on write,
 /// so a feature may only be compatible if its data is harmless to lose with its bit.
 pub const FEATURES_COMPAT_KNOWN: u64 = FEATURE_BITMAP | FEATURE_PPL;
+/// Incompatible feature: a reshape is in progress ([`Reshape`], on-disk-format.rst
+/// "Reshape"): below or above its position the data is in another geometry, which a reader
+/// that does not know it would read wrong. Set for exactly as long as the reshape runs.
+pub const FEATURE_RESHAPE: u64 = 1 << 0;
 /// Incompatible features this code knows. A superblock with any other bit set is refused.
-pub const FEATURES_INCOMPAT_KNOWN: u64 = 0;
+pub const FEATURES_INCOMPAT_KNOWN: u64 = FEATURE_RESHAPE;
 
 /// State flag: no write was in flight when this was written (the array was idle or
 /// stopped); without it, the copies or parity may differ anywhere.
@@ -151,6 +155,20 @@ pub mod offset {
     /// may start it by itself. Reserved (zero) before it was defined, so older superblocks read
     /// as belonging to no host, and a writer that does not know it drops only the host.
     pub const HOMEHOST: usize = 0x180;
+    /// `u64` with [`super::FEATURE_RESHAPE`]: the reshape's position, array sectors.
+    pub const RESHAPE_POSITION: usize = 0x1C0;
+    /// `u32` with [`super::FEATURE_RESHAPE`]: the level when the reshape ends.
+    pub const NEW_LEVEL: usize = 0x1C8;
+    /// `u32` with [`super::FEATURE_RESHAPE`]: md's layout number when it ends.
+    pub const NEW_LAYOUT: usize = 0x1CC;
+    /// `u32` with [`super::FEATURE_RESHAPE`]: the chunk size when it ends.
+    pub const NEW_CHUNK_SECTORS: usize = 0x1D0;
+    /// `u32` with [`super::FEATURE_RESHAPE`]: the member count when it ends.
+    pub const NEW_MEMBERS: usize = 0x1D4;
+    /// `u64` with [`super::FEATURE_RESHAPE`]: each member's data area start when it ends.
+    pub const NEW_DATA_OFFSET: usize = 0x1D8;
+    /// `u32` with [`super::FEATURE_RESHAPE`]: bit 0, backwards.
+    pub const RESHAPE_FLAGS: usize = 0x1E0;
     /// `u32` CRC-32C of bytes `0..CHECKSUM`.
     pub const CHECKSUM: usize = 0xFFC;
 }
@@ -358,13 +376,32 @@ impl fmt::Display for UuidText<'_> {
     }
 }
 
+/// A reshape in progress ([`FEATURE_RESHAPE`]): the superblock's level, chunk, members and
+/// data offset are the old geometry's until it ends; `data_size` is both geometries'.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reshape {
+    /// Array sector up to which (forwards) or from which (backwards) the data is in the new
+    /// geometry.
+    pub position: u64,
+    pub new_level: Level,
+    pub new_chunk_sectors: u32,
+    pub new_members: u32,
+    pub new_data_offset: u64,
+    /// From the end towards the start (fewer data members).
+    pub backwards: bool,
+}
+
+/// Reshape flag: backwards.
+const RESHAPE_BACKWARDS: u32 = 1 << 0;
+
 /// One member's superblock, decoded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Superblock {
     /// Compatible feature bits (unknown ones are dropped by [`encode`]), but for those the
     /// fields below stand for ([`FEATURE_BITMAP`]).
     pub features_compat: u64,
-    /// Incompatible feature bits; must be a subset of [`FEATURES_INCOMPAT_KNOWN`].
+    /// Incompatible feature bits; must be a subset of [`FEATURES_INCOMPAT_KNOWN`], but for
+    /// those the fields below stand for ([`FEATURE_RESHAPE`]).
     pub features_incompat: u64,
     pub array_uuid: [u8; UUID_LEN],
     pub array_name: ArrayName,
@@ -413,6 +450,8 @@ pub struct Superblock {
     pub log_key: [u8; UUID_LEN],
     /// What every remembered device is, indexed by device slot.
     pub slots: [Slot; MAX_SLOTS],
+    /// The reshape in progress, if any ([`FEATURE_RESHAPE`]).
+    pub reshape: Option<Reshape>,
 }
 
 /// Why a superblock is refused.
@@ -478,6 +517,9 @@ pub enum SuperblockError {
         region_sectors: u64,
         area_sectors: u64,
     },
+    /// The reshape's new geometry, its data offset, its direction or its position does not
+    /// hold together.
+    BadReshape { what: &'static str },
 }
 
 impl fmt::Display for SuperblockError {
@@ -566,6 +608,7 @@ impl fmt::Display for SuperblockError {
                 "a bitmap of {region_sectors}-sector regions does not fit its aligned \
                  {area_sectors}-sector area"
             ),
+            Self::BadReshape { what } => write!(f, "the reshape in progress is invalid: {what}"),
         }
     }
 }
@@ -656,6 +699,7 @@ impl Superblock {
             });
         }
         self.validate_bitmap(walk)?;
+        self.validate_reshape(&geometry)?;
         if self.ppl && (!self.level.has_parity() || LogArea::new(self.journal).is_none()) {
             return Err(SuperblockError::BadArea {
                 area: AreaKind::Journal,
@@ -673,6 +717,62 @@ impl Superblock {
         }
         let walk = self.geometry().ok()?.resync_sectors();
         Regions::new(walk, self.bitmap_region)
+    }
+
+    /// The geometry a reshape in progress ends in (`None` without one; valid once
+    /// [`Self::validate`] passed).
+    pub fn new_geometry(&self) -> Option<Geometry> {
+        let r = self.reshape?;
+        Geometry::new(
+            r.new_level,
+            r.new_members,
+            r.new_chunk_sectors,
+            self.data_size,
+        )
+        .ok()
+    }
+
+    /// A reshape's new geometry must be one, its data area aligned, after the metadata and
+    /// the reserved areas, on the side its direction says, and its position within the array.
+    fn validate_reshape(&self, old: &Geometry) -> Result<(), SuperblockError> {
+        let Some(r) = self.reshape else {
+            return Ok(());
+        };
+        let bad = |what| Err(SuperblockError::BadReshape { what });
+        let Ok(new) = Geometry::new(
+            r.new_level,
+            r.new_members,
+            r.new_chunk_sectors,
+            self.data_size,
+        ) else {
+            return bad("the new geometry is impossible");
+        };
+        let offset = r.new_data_offset;
+        if offset < METADATA_END_SECTOR || offset & (DATA_OFFSET_ALIGN_SECTORS - 1) != 0 {
+            return bad("the new data offset is not 4 KiB aligned after the superblock");
+        }
+        if offset
+            .checked_add(self.data_size)
+            .is_none_or(|end| end > MAX_SECTORS)
+        {
+            return bad("the new data area ends beyond the largest member");
+        }
+        let areas_end = [self.bitmap, self.journal]
+            .iter()
+            .filter(|a| a.sectors != 0)
+            .map(|a| a.offset.saturating_add(a.sectors))
+            .max()
+            .unwrap_or(0);
+        if areas_end > offset {
+            return bad("the new data area overlaps the bitmap or log area");
+        }
+        if r.backwards != (offset > self.data_offset) || offset == self.data_offset {
+            return bad("the data offset moves against the direction");
+        }
+        if r.position > old.array_sectors().max(new.array_sectors()) {
+            return bad("the position is beyond the array");
+        }
+        Ok(())
     }
 
     /// A bitmap needs a valid region size and an aligned area its blocks fit in.
@@ -843,7 +943,16 @@ pub fn encode(sb: &Superblock, block: &mut [u8; SUPERBLOCK_SIZE]) -> Result<(), 
     put_u32(block, offset::VERSION, FORMAT_VERSION);
     put_u32(block, offset::STATE, state);
     put_u64(block, offset::FEATURES_COMPAT, compat);
-    put_u64(block, offset::FEATURES_INCOMPAT, sb.features_incompat);
+    let reshape = if sb.reshape.is_some() {
+        FEATURE_RESHAPE
+    } else {
+        0
+    };
+    put_u64(
+        block,
+        offset::FEATURES_INCOMPAT,
+        sb.features_incompat & !FEATURE_RESHAPE | reshape,
+    );
     put(block, offset::ARRAY_UUID, sb.array_uuid);
     put(block, offset::ARRAY_NAME, *sb.array_name.as_padded());
     put(block, offset::HOMEHOST, *sb.homehost.as_padded());
@@ -871,6 +980,16 @@ pub fn encode(sb: &Superblock, block: &mut [u8; SUPERBLOCK_SIZE]) -> Result<(), 
     if sb.bitmap_region != 0 {
         put_u64(block, offset::BITMAP_REGION_SECTORS, sb.bitmap_region);
         put_u64(block, offset::BITMAP_EVENTS, sb.bitmap_events);
+    }
+    if let Some(r) = sb.reshape {
+        put_u64(block, offset::RESHAPE_POSITION, r.position);
+        put_u32(block, offset::NEW_LEVEL, r.new_level.code());
+        put_u32(block, offset::NEW_LAYOUT, r.new_level.layout());
+        put_u32(block, offset::NEW_CHUNK_SECTORS, r.new_chunk_sectors);
+        put_u32(block, offset::NEW_MEMBERS, r.new_members);
+        put_u64(block, offset::NEW_DATA_OFFSET, r.new_data_offset);
+        let flags = if r.backwards { RESHAPE_BACKWARDS } else { 0 };
+        put_u32(block, offset::RESHAPE_FLAGS, flags);
     }
     if let Some(table) = block.get_mut(offset::SLOTS..offset::SLOTS_END) {
         for (raw, slot) in table.chunks_exact_mut(2).zip(&sb.slots) {
@@ -926,10 +1045,36 @@ pub fn decode(bytes: &[u8]) -> Result<Superblock, SuperblockError> {
         *slot = Slot::decode(raw).ok_or(SuperblockError::BadSlotEntry { slot: index, raw })?;
     }
     let features_compat = get_u64(block, offset::FEATURES_COMPAT);
+    let features_incompat = get_u64(block, offset::FEATURES_INCOMPAT);
+    let reshape = if features_incompat & FEATURE_RESHAPE != 0 {
+        let code = get_u32(block, offset::NEW_LEVEL);
+        let layout = get_u32(block, offset::NEW_LAYOUT);
+        let new_level =
+            Level::from_codes(code, layout).map_err(|_| SuperblockError::BadReshape {
+                what: "the new level or layout is unknown",
+            })?;
+        let flags = get_u32(block, offset::RESHAPE_FLAGS);
+        if flags & !RESHAPE_BACKWARDS != 0 {
+            return Err(SuperblockError::BadReshape {
+                what: "unknown reshape flags",
+            });
+        }
+        Some(Reshape {
+            position: get_u64(block, offset::RESHAPE_POSITION),
+            new_level,
+            new_chunk_sectors: get_u32(block, offset::NEW_CHUNK_SECTORS),
+            new_members: get_u32(block, offset::NEW_MEMBERS),
+            new_data_offset: get_u64(block, offset::NEW_DATA_OFFSET),
+            backwards: flags & RESHAPE_BACKWARDS != 0,
+        })
+    } else {
+        None
+    };
     let sb = Superblock {
         // The bitmap's bit is `bitmap_region`'s, the log's `ppl`.
         features_compat: features_compat & !(FEATURE_BITMAP | FEATURE_PPL),
-        features_incompat: get_u64(block, offset::FEATURES_INCOMPAT),
+        // The reshape's bit is `reshape`'s.
+        features_incompat: features_incompat & !FEATURE_RESHAPE,
         array_uuid: get(block, offset::ARRAY_UUID),
         array_name: ArrayName::from_padded(get(block, offset::ARRAY_NAME))?,
         homehost: HomeHost::from_padded(get(block, offset::HOMEHOST))
@@ -975,6 +1120,7 @@ pub fn decode(bytes: &[u8]) -> Result<Superblock, SuperblockError> {
             [0; UUID_LEN]
         },
         slots,
+        reshape,
     };
     sb.validate()?;
     Ok(sb)

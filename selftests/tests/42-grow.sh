@@ -13,7 +13,8 @@
 #   coarser (16 KiB), data in the new room reads back, check 0, across a stop;
 # - refusals, each with its reason and nothing changed: a shrink of raw data without --force
 #   (then with it: the data below the new end intact), more than the members have, a degraded
-#   array.
+#   array; members whose superblocks record a reshape in progress (graid-probe mark-reshape),
+#   which this graid cannot continue: examine shows it, assembly is refused.
 . /graid/lib.sh
 # A failing test leaves no filesystem mounted and no export (the runner's clean-up could not
 # stop the array).
@@ -208,6 +209,17 @@ expect_rc 1 graidctl grow gm --size max
 expect_match 'not optimal' "$OUT" "a degraded array"
 [ "$(array_sectors $dev)" = 61440 ] || fail "a refused grow changed the size"
 expect_rc 0 graidctl stop gm
+
+echo "--- a reshape recorded in the superblocks, which this graid cannot continue: refused, nothing changed"
+graid-probe mark-reshape /dev/mapper/g0 /dev/mapper/g1 || fail "graid-probe mark-reshape"
+expect_rc 0 graidctl examine /dev/mapper/g0
+expect_match 'Reshape : backwards at sector 0' "$OUT" "examine of a member in a reshape"
+sum_sb=$(dd if=/dev/mapper/g0 bs=4096 skip=1 count=1 2>/dev/null | md5sum)
+expect_rc 1 graidctl assemble gm /dev/mapper/g0 /dev/mapper/g1
+expect_match 'a reshape is in progress on these members, which this version of graid cannot continue' "$OUT" "assembly of a reshape"
+expect_match 'graid: gm: a reshape is in progress' "$(dmesg)" "the module's reason"
+[ "$(dd if=/dev/mapper/g0 bs=4096 skip=1 count=1 2>/dev/null | md5sum)" = "$sum_sb" ] ||
+	fail "a refused assembly changed the superblock"
 wipe_superblocks /dev/mapper/g0 /dev/mapper/g1
 for i in 0 1 2 3; do dmsetup --noudevsync remove g$i; done
 unload_module

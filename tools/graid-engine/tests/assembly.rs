@@ -41,6 +41,7 @@ fn member(slot: u32, events: u64) -> Superblock {
         ppl: false,
         log_key: [0; 16],
         slots,
+        reshape: None,
     }
 }
 

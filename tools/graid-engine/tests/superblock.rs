@@ -3,9 +3,10 @@
 use graid_engine::bitmap::Regions;
 use graid_engine::geometry::{GeometryError, Level, ParityLayout, MAX_SECTORS};
 use graid_engine::superblock::{
-    decode, encode, offset, Area, AreaKind, ArrayName, HomeHost, NameError, Slot, Superblock,
-    SuperblockError, DEFAULT_BITMAP_AREA, DEFAULT_DATA_OFFSET_SECTORS, FEATURES_COMPAT_KNOWN,
-    FEATURE_BITMAP, MAX_SLOTS, METADATA_END_SECTOR, RECOVERY_COMPLETE, SUPERBLOCK_SIZE,
+    decode, encode, offset, Area, AreaKind, ArrayName, HomeHost, NameError, Reshape, Slot,
+    Superblock, SuperblockError, DEFAULT_BITMAP_AREA, DEFAULT_DATA_OFFSET_SECTORS,
+    FEATURES_COMPAT_KNOWN, FEATURE_BITMAP, FEATURE_RESHAPE, MAX_SLOTS, METADATA_END_SECTOR,
+    RECOVERY_COMPLETE, SUPERBLOCK_SIZE,
 };
 use proptest::prelude::*;
 
@@ -58,6 +59,7 @@ fn sample() -> Superblock {
         ppl: false,
         log_key: [0; 16],
         slots,
+        reshape: None,
     }
 }
 
@@ -336,6 +338,13 @@ fn documented_offsets() {
         (offset::BITMAP_EVENTS, 8),
         (offset::SLOTS, 2 * MAX_SLOTS),
         (offset::HOMEHOST, 64),
+        (offset::RESHAPE_POSITION, 8),
+        (offset::NEW_LEVEL, 4),
+        (offset::NEW_LAYOUT, 4),
+        (offset::NEW_CHUNK_SECTORS, 4),
+        (offset::NEW_MEMBERS, 4),
+        (offset::NEW_DATA_OFFSET, 8),
+        (offset::RESHAPE_FLAGS, 4),
         (offset::CHECKSUM, 4),
     ];
     let mut end = 0;
@@ -536,8 +545,8 @@ fn rejects_bad_checksum() {
 #[test]
 fn rejects_unknown_required_features() {
     assert_eq!(
-        decode_patched(offset::FEATURES_INCOMPAT, &0x8001u64.to_le_bytes()),
-        Err(SuperblockError::UnknownRequiredFeatures { bits: 0x8001 })
+        decode_patched(offset::FEATURES_INCOMPAT, &0x8002u64.to_le_bytes()),
+        Err(SuperblockError::UnknownRequiredFeatures { bits: 0x8002 })
     );
     assert_eq!(
         rejected(|sb| sb.features_incompat = 4),
@@ -959,6 +968,7 @@ prop_compose! {
             ppl: false,
             log_key: [0; 16],
             slots,
+            reshape: None,
         };
         // A bitmap where the area allows one (RAID 1/10, 4 KiB aligned, at least a block).
         let walk = sb.geometry().map(|g| g.resync_sectors()).unwrap_or(0);
@@ -1065,4 +1075,119 @@ fn for_member_fills_in_only_the_member_fields() {
     assert_eq!((copy.this_slot, copy.member_uuid), (3, [0xc0; 16]));
     // Everything else is the array's, unchanged.
     assert_eq!(copy.for_member(sb.this_slot, sb.member_uuid), sb);
+}
+
+// ---- a reshape in progress ----
+
+/// `sample()` as a RAID 5 of three growing to four members, its data offset moving down from
+/// 8192 to the end of the log area.
+fn reshaping() -> Superblock {
+    Superblock {
+        level: Level::Raid5(ParityLayout::LeftSymmetric),
+        data_offset: 8192,
+        reshape: Some(Reshape {
+            position: 3 * 128 * 40,
+            new_level: Level::Raid5(ParityLayout::LeftSymmetric),
+            new_chunk_sectors: 128,
+            new_members: 4,
+            new_data_offset: 4096,
+            backwards: false,
+        }),
+        ..sample()
+    }
+}
+
+#[test]
+fn a_reshape_is_incompat_bit_0_and_its_fields_at_0x1c0() {
+    let sb = reshaping();
+    let block = encoded(&sb);
+    assert_eq!(
+        u64::from_le_bytes(block[offset::FEATURES_INCOMPAT..][..8].try_into().unwrap()),
+        FEATURE_RESHAPE
+    );
+    let u64_at = |at: usize| u64::from_le_bytes(block[at..at + 8].try_into().unwrap());
+    let u32_at = |at: usize| u32::from_le_bytes(block[at..at + 4].try_into().unwrap());
+    assert_eq!(offset::RESHAPE_POSITION, 0x1c0);
+    assert_eq!(u64_at(0x1c0), 3 * 128 * 40);
+    assert_eq!((u32_at(0x1c8), u32_at(0x1cc)), (5, 2));
+    assert_eq!((u32_at(0x1d0), u32_at(0x1d4)), (128, 4));
+    assert_eq!(u64_at(0x1d8), 4096);
+    assert_eq!(u32_at(0x1e0), 0);
+    let decoded = decode(&block).unwrap();
+    assert_eq!(decoded, sb);
+    assert_eq!(decoded.features_incompat, 0, "the bit is the field's");
+    assert_eq!(decoded.new_geometry().unwrap().members(), 4);
+    // Backwards: flag bit 0, the offset moving up.
+    let back = Superblock {
+        reshape: sb.reshape.map(|r| Reshape {
+            new_members: 3,
+            new_data_offset: 12288,
+            backwards: true,
+            ..r
+        }),
+        members: 4,
+        ..sb
+    };
+    let block = encoded(&back);
+    assert_eq!(
+        u32::from_le_bytes(block[0x1e0..0x1e4].try_into().unwrap()),
+        1
+    );
+    assert_eq!(decode(&block), Ok(back));
+    // Without the bit the bytes are reserved: ignored.
+    let mut plain = encoded(&sample());
+    patch(&mut plain, offset::RESHAPE_POSITION, &[0xff; 40]);
+    assert_eq!(decode(&plain), Ok(sample()));
+}
+
+#[test]
+fn rejects_reshapes_that_do_not_hold_together() {
+    let bad = |what: &'static str, change: &dyn Fn(&mut Reshape)| {
+        let mut sb = reshaping();
+        change(sb.reshape.as_mut().unwrap());
+        let mut block = [0; SUPERBLOCK_SIZE];
+        assert_eq!(
+            encode(&sb, &mut block),
+            Err(SuperblockError::BadReshape { what }),
+            "{what}"
+        );
+    };
+    bad("the new geometry is impossible", &|r| r.new_members = 1);
+    bad("the new geometry is impossible", &|r| {
+        r.new_chunk_sectors = 3
+    });
+    bad(
+        "the new data offset is not 4 KiB aligned after the superblock",
+        &|r| r.new_data_offset = 4100,
+    );
+    bad("the new data area overlaps the bitmap or log area", &|r| {
+        r.new_data_offset = 2048
+    });
+    bad("the data offset moves against the direction", &|r| {
+        r.backwards = true
+    });
+    bad("the data offset moves against the direction", &|r| {
+        r.new_data_offset = 8192
+    });
+    bad("the position is beyond the array", &|r| {
+        r.position = 1 << 40
+    });
+    // On disk: an unknown new level, unknown flags.
+    let block = encoded(&reshaping());
+    let mut unknown = block;
+    patch(&mut unknown, offset::NEW_LEVEL, &7u32.to_le_bytes());
+    assert_eq!(
+        decode(&unknown),
+        Err(SuperblockError::BadReshape {
+            what: "the new level or layout is unknown"
+        })
+    );
+    let mut flags = block;
+    patch(&mut flags, offset::RESHAPE_FLAGS, &2u32.to_le_bytes());
+    assert_eq!(
+        decode(&flags),
+        Err(SuperblockError::BadReshape {
+            what: "unknown reshape flags"
+        })
+    );
 }

@@ -11,6 +11,7 @@
 //! graid-probe helper [DEVICE]              /dev/graid-helper: opens, ATTACH, the area's mappings
 //! graid-probe hostile MODE                 a helper that breaks the protocol or lies (hostile.rs)
 //! graid-probe forge-ppl UUID HEAD_DEV ...   a log entry header forged into data (forge.rs)
+//! graid-probe mark-reshape DEV...          an interrupted reshape in a stopped array's superblocks
 //! ```
 
 mod create;
@@ -19,6 +20,7 @@ mod forge;
 mod helper;
 mod hostile;
 mod ioctls;
+mod mark_reshape;
 mod member;
 mod sys;
 
@@ -36,12 +38,14 @@ fn main() -> ExitCode {
         Some("helper") => helper::run(args.get(1).map_or("/dev/graid-helper", String::as_str)),
         Some("hostile") if args.len() == 2 => hostile::run(&args[1]),
         Some("forge-ppl") => forge::run(&args[1..]),
+        Some("mark-reshape") => mark_reshape::run(&args[1..]),
         _ => {
             eprintln!(
                 "usage: graid-probe ioctls [CONTROL] | graid-probe create SMALL MEMBER MEMBER... | \
                  graid-probe fail-sweep assemble|create ... | graid-probe member INDEX fail|remove DEV | \
                  graid-probe helper [DEVICE] | graid-probe hostile MODE | \
-                 graid-probe forge-ppl UUID HEAD_DEV MEMBERS START SECTORS MEMBER"
+                 graid-probe forge-ppl UUID HEAD_DEV MEMBERS START SECTORS MEMBER | \
+                 graid-probe mark-reshape DEV..."
             );
             ExitCode::from(2)
         }

@@ -179,6 +179,7 @@ pub fn superblock(geometry: &Geometry, level: Level, chunk_sectors: u32) -> Supe
         ppl: false,
         log_key: [0; 16],
         slots,
+        reshape: None,
     }
 }
 

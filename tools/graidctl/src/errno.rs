@@ -279,6 +279,11 @@ fn reason(op: &Op<'_>, errno: i32) -> String {
         libc::EOPNOTSUPP if matches!(op, Op::Member { .. } | Op::Scrub { .. }) => {
             "RAID 0 keeps no copy or parity to rebuild or compare".to_owned()
         }
+        libc::EOPNOTSUPP if matches!(op, Op::Assemble { .. }) => {
+            "a reshape is in progress on these members, which this version of graid cannot \
+             continue (graidctl examine shows it; nothing changed)"
+                .to_owned()
+        }
         libc::EOPNOTSUPP if matches!(op, Op::Create { .. }) => {
             "a member cannot zero its data area with its own zeroing command (write zeroes); \
              use --assume-clean only if the members hold identical data, or neither flag and \

@@ -71,6 +71,21 @@ pub struct ExamineView {
     pub features_compat: u64,
     pub features_incompat: u64,
     pub slots: Vec<SlotView>,
+    /// A reshape in progress (null: none).
+    pub reshape: Option<ReshapeView>,
+}
+
+/// A reshape in progress, as a superblock records it.
+#[derive(Debug, Serialize)]
+pub struct ReshapeView {
+    /// Array sector up to which (forwards) or from which (backwards) the data is moved.
+    pub position: u64,
+    pub direction: &'static str,
+    pub new_level: String,
+    pub new_layout: u32,
+    pub new_chunk_sectors: u32,
+    pub new_members: u32,
+    pub new_data_offset: u64,
 }
 
 fn slot_state(slot: Slot) -> (&'static str, Option<u8>) {
@@ -133,6 +148,15 @@ impl ExamineView {
                     SlotView { slot, state, role }
                 })
                 .collect(),
+            reshape: sb.reshape.map(|r| ReshapeView {
+                position: r.position,
+                direction: if r.backwards { "backwards" } else { "forwards" },
+                new_level: r.new_level.to_string(),
+                new_layout: r.new_level.layout(),
+                new_chunk_sectors: r.new_chunk_sectors,
+                new_members: r.new_members,
+                new_data_offset: r.new_data_offset,
+            }),
         }
     }
 
@@ -213,6 +237,22 @@ impl ExamineView {
                 },
             ),
             (
+                "Reshape",
+                match &self.reshape {
+                    None => "none".to_owned(),
+                    Some(r) => format!(
+                        "{} at sector {}, to {} of {} members, {} chunks, data at sector {} (this \
+                         graidctl cannot continue it)",
+                        r.direction,
+                        r.position,
+                        r.new_level,
+                        r.new_members,
+                        format_sectors(u64::from(r.new_chunk_sectors)),
+                        r.new_data_offset
+                    ),
+                },
+            ),
+            (
                 "Features",
                 format!(
                     "compat {:#x}, incompat {:#x}",
@@ -222,6 +262,10 @@ impl ExamineView {
         ];
         let mut out = format!("{}:\n", self.device);
         for (key, value) in fields {
+            // Only while one is in progress, as md's "Reshape pos'n".
+            if key == "Reshape" && self.reshape.is_none() {
+                continue;
+            }
             out.push_str(&format!("{key:>15} : {value}\n"));
         }
         out.push('\n');
@@ -489,7 +533,40 @@ SLOT  STATE   ROLE
         assert_eq!(v["slots"][1]["role"], 1);
         assert_eq!(v["ppl"], false);
         assert_eq!(v["homehost"], "");
-        assert_eq!(v.as_object().unwrap().len(), 29);
+        assert_eq!(v["reshape"], serde_json::Value::Null);
+        assert_eq!(v.as_object().unwrap().len(), 30);
+    }
+
+    #[test]
+    fn a_reshape_in_progress_is_shown_and_refused() {
+        use graid_engine::geometry::{Level, ParityLayout};
+        use graid_engine::superblock::Reshape;
+        let mut sb = sample("r", [0x33; 16], 0, 9);
+        sb.level = Level::Raid5(ParityLayout::LeftSymmetric);
+        sb.chunk_sectors = 128;
+        sb.members = 3;
+        sb.data_offset = 8192;
+        sb.reshape = Some(Reshape {
+            position: 4096,
+            new_level: Level::Raid5(ParityLayout::LeftSymmetric),
+            new_chunk_sectors: 128,
+            new_members: 4,
+            new_data_offset: 4096,
+            backwards: false,
+        });
+        let file = image(&block(&sb));
+        let text = examine(&RealSystem, file.str(), false).unwrap();
+        assert!(
+            text.contains(
+                "Reshape : forwards at sector 4096, to raid5 of 4 members, 64 KiB chunks, data \
+                 at sector 4096 (this graidctl cannot continue it)"
+            ),
+            "{text}"
+        );
+        let json = examine(&RealSystem, file.str(), true).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(v["reshape"]["new_members"], 4);
+        assert_eq!(v["reshape"]["direction"], "forwards");
     }
 
     #[test]

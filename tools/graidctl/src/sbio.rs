@@ -183,6 +183,7 @@ pub mod testutil {
             ppl: false,
             log_key: [0; 16],
             slots,
+            reshape: None,
         }
     }
 
