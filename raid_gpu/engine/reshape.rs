@@ -48,8 +48,6 @@ pub enum PlanError {
     /// Only RAID 0, 5 and 6 are restriped, each into its own level (md's takeovers change the
     /// level without moving data and come first).
     Level,
-    /// The new geometry holds fewer sectors than the old one's content.
-    TooSmall { content: u64, new: u64 },
     /// Nothing changes: the same shape at the same offset.
     Nothing,
     /// The data offset must move the other way for this reshape (lower to spread the data over
@@ -63,10 +61,6 @@ impl fmt::Display for PlanError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Level => write!(f, "only RAID 0, 5 and 6 are restriped, into the same level"),
-            Self::TooSmall { content, new } => write!(
-                f,
-                "the new geometry holds {new} sectors, less than the {content} the array holds"
-            ),
             Self::Nothing => write!(f, "nothing changes"),
             Self::OffsetDirection => write!(
                 f,
@@ -112,8 +106,10 @@ fn gcd(mut a: u64, mut b: u64) -> u64 {
 }
 
 impl ReshapePlan {
-    /// Plans moving `old`'s content (its array sectors) at `old_offset` into `new` at
-    /// `new_offset` (member sectors where each data area starts).
+    /// Plans moving the content (the smaller of the two arrays: a reshape to fewer data members
+    /// keeps only what the new geometry holds, the array having been made that small first) of
+    /// `old` at `old_offset` into `new` at `new_offset` (member sectors where each data area
+    /// starts).
     pub fn new(
         old: Geometry,
         old_offset: u64,
@@ -128,12 +124,6 @@ impl ReshapePlan {
         );
         if !same_level {
             return Err(PlanError::Level);
-        }
-        if new.array_sectors() < old.array_sectors() {
-            return Err(PlanError::TooSmall {
-                content: old.array_sectors(),
-                new: new.array_sectors(),
-            });
         }
         let direction = match new.data_members().cmp(&old.data_members()) {
             core::cmp::Ordering::Greater => Direction::Forwards,
@@ -205,9 +195,9 @@ impl ReshapePlan {
         self.new
     }
 
-    /// The sectors that move: the old array's.
+    /// The sectors that move: the smaller array's.
     pub fn content(&self) -> u64 {
-        self.old.array_sectors()
+        self.old.array_sectors().min(self.new.array_sectors())
     }
 
     /// Where the position starts: 0 forwards, the content's end backwards.
@@ -277,7 +267,12 @@ impl ReshapePlan {
                 // The unit holding the sector below the position, and the lowest start the
                 // length allows.
                 let top = self.align_down(position.saturating_sub(1));
-                let floor = self.align_down(position.saturating_sub(want)).min(top);
+                // Rounded up: at most `want` long (from an unaligned content end too).
+                let floor = position
+                    .saturating_sub(want)
+                    .div_ceil(self.unit)
+                    .saturating_mul(self.unit)
+                    .min(top);
                 let unrecorded = self.backwards_start(recorded).max(floor);
                 if unrecorded <= top {
                     return Some(Window {

@@ -27,7 +27,8 @@
 //!    something): a cut after them assembles the grown array and resumes the resync where it
 //!    was. A member whose write the cut missed is one update behind with the old size, which
 //!    assembly accepts (`assembly.rs`).
-//! 5. The platform then gives the disk its new capacity and lets the queue go; the resync walks
+//! 5. The platform then lets the queue go and gives the disk its new capacity (not while frozen:
+//!    its uevent may wait on reclaim that waits on the queue); the resync walks
 //!    the new room (RAID 5/6 parity computed from the data, mirrors copied from copy 0), and
 //!    writes there meanwhile compute parity from every data column (reconstruct-write, as for
 //!    any array not in sync), so the room is consistent wherever it was written.
@@ -42,9 +43,9 @@
 //! A cut before the superblocks leaves the old size, whose tail nothing wrote since.
 
 use super::array::{ArrayEngine, ArrayState, Store};
-use super::bitmap::{Regions, BITS_PER_BLOCK};
+use super::bitmap::{encode_block, Regions, BITS_PER_BLOCK};
 use super::geometry::{Geometry, GeometryError};
-use super::platform::Platform;
+use super::platform::{MemberEvent, Platform};
 use core::fmt;
 
 /// Why a resize is refused.
@@ -141,8 +142,9 @@ impl<M: Store> ArrayEngine<M> {
     /// in flight or starting) and the worker idle with the background held, as the one
     /// superblock writer. `Ok`: the new geometry is in use and on disk, and the resync of a
     /// grown room (if the array has one) is armed for the worker's next run; the platform then
-    /// gives the disk its new capacity, lets the queue go and kicks the worker (releasing the
-    /// background does).
+    /// lets the queue go, gives the disk its new capacity and kicks the worker (releasing the
+    /// background does). A request past a shrink's new end meanwhile fails the geometry's
+    /// check.
     pub fn resize<P: Platform>(
         &self,
         p: &P,
@@ -156,14 +158,14 @@ impl<M: Store> ArrayEngine<M> {
             return Ok(new);
         }
         let (from, to) = (old.resync_sectors(), new.resync_sectors());
-        self.resize_bitmap(p, to)?;
+        let coarser = self.resize_bitmap(p, to)?;
         self.suspect_resize(to);
         // Validated by `resize_allowed`: this cannot fail.
         let _ = self.geometry.resize(new.member_data_sectors());
         let grown = to > from && self.redundant();
         if grown {
             self.resync_from(from);
-            self.grown_bits_set(p, from, to);
+            self.grown_bits_set(p, from, to, !coarser);
         }
         self.write_superblocks(p).map_err(|_| ResizeError::Broken)?;
         if grown {
@@ -176,9 +178,10 @@ impl<M: Store> ArrayEngine<M> {
 
     /// The bitmap's regions over a walk of `walk` sectors: the same size if the platform's
     /// states hold them, else coarser, with every bit written set first (module comment, 2).
-    fn resize_bitmap<P: Platform>(&self, p: &P, walk: u64) -> Result<(), ResizeError> {
+    /// True if they became coarser (every block is then written, every bit set).
+    fn resize_bitmap<P: Platform>(&self, p: &P, walk: u64) -> Result<bool, ResizeError> {
         let Some((now, _)) = p.bitmap() else {
-            return Ok(());
+            return Ok(false);
         };
         let mut region = now.region_sectors();
         let regions = loop {
@@ -189,26 +192,37 @@ impl<M: Store> ArrayEngine<M> {
             region = region.checked_mul(2).ok_or(ResizeError::BitmapFull)?;
         };
         if regions.region_sectors() == now.region_sectors() {
-            return Ok(());
+            return Ok(false);
         }
-        let Some((regions, states)) = p.bitmap() else {
-            return Ok(());
+        let Some((_, states)) = p.bitmap() else {
+            return Ok(false);
         };
         // Nothing is in flight and nothing needs a resync (`resize_allowed`): every region is
         // only on disk, once every block says so.
         for state in states {
             state.mark_on_disk();
         }
-        for block in 0..regions.blocks() {
+        // Every bit set as far as either size has regions: the old superblock, still in force
+        // until the new one lands, reads old regions past the new last one too, which a block
+        // written for the new count alone would clear before their writes are durable.
+        let count = regions.count().max(now.count());
+        let targets = self.bitmap_targets();
+        for block in 0..regions.blocks().max(now.blocks()) {
             // Bits only set: FUA, nothing before it needs to be durable.
-            self.write_block(p, &regions, states, block, self.bitmap_targets(), false);
+            let failed = p.write_bitmap_block(targets, block, false, &|out| {
+                encode_block(block, count, |_| true, out)
+            });
+            for member in failed.iter() {
+                self.try_fail(p, member, MemberEvent::SuperblockWriteFailed);
+            }
         }
-        Ok(())
+        Ok(true)
     }
 
     /// The bitmap regions over walk sectors `[from, to)` (the grown room) need the resync,
-    /// and their bits are written set, on disk before the superblocks say the new size.
-    fn grown_bits_set<P: Platform>(&self, p: &P, from: u64, to: u64) {
+    /// and their bits are written set (`write`; already, where the regions became coarser), on
+    /// disk before the superblocks say the new size.
+    fn grown_bits_set<P: Platform>(&self, p: &P, from: u64, to: u64, write: bool) {
         let Some((regions, states)) = p.bitmap() else {
             return;
         };
@@ -221,6 +235,9 @@ impl<M: Store> ArrayEngine<M> {
             .unwrap_or(&[]);
         for state in room {
             state.set_needs_sync();
+        }
+        if !write {
+            return;
         }
         let blocks = range.start / BITS_PER_BLOCK..=(range.end - 1) / BITS_PER_BLOCK;
         for block in blocks {

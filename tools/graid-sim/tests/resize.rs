@@ -409,3 +409,52 @@ fn coarser_regions_are_set_in_every_block_before_the_superblocks_name_them() {
         }
     }
 }
+
+#[test]
+fn a_small_grow_that_makes_the_regions_coarser_keeps_the_old_regions_bits_set() {
+    // Grown to 3.5 times first (the kept states hold it at the same size), then to 4.5 times:
+    // the regions double and there are fewer of them than before. Until the superblocks name
+    // the new size, the old one is in force and reads the old regions past the new last one:
+    // their bits must stay set (every block written with every bit set as far as either size
+    // has regions).
+    for seed in seeds(2) {
+        let s = scenario(Level::Raid1, 2, 0, true, false);
+        let report = run(&s, seed);
+        assert!(report.errors.is_empty(), "seed {seed}: {:?}", report.errors);
+        let host = &*report.host;
+        let engine = &host.engine;
+        let base = engine.geometry().member_data_sectors();
+        let room = larger_members(host, 4 * base);
+        engine
+            .resize(host, base * 7 / 2, room, false)
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        resync(host, seed);
+        let (before, _) = host.bitmap().unwrap();
+        engine
+            .resize(host, base * 9 / 2, room, false)
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        let (after, _) = host.bitmap().unwrap();
+        assert_eq!(
+            after.region_sectors(),
+            2 * before.region_sectors(),
+            "seed {seed}"
+        );
+        assert!(
+            after.count() < before.count(),
+            "seed {seed}: no fewer regions"
+        );
+        for region in 0..before.count() {
+            for (m, disk) in host.disks.iter().take(2).enumerate() {
+                assert!(
+                    disk.bitmap_bit(region),
+                    "seed {seed}: member {m}'s bit {region} (of {} before, {} after) is clear",
+                    before.count(),
+                    after.count()
+                );
+            }
+        }
+        resync(host, seed);
+        let check = scrub_now(host, ScrubMode::Check, seed);
+        assert_eq!(check.mismatches, 0, "seed {seed}");
+    }
+}

@@ -14,17 +14,18 @@ use std::io;
 pub type ReadAt<'a> = dyn Fn(u64, usize) -> io::Result<Vec<u8>> + 'a;
 
 /// How far content of kind `kind` (libblkid's `TYPE` or `PTTYPE`) reaches, in bytes from the
-/// device's start: `Ok(None)` where graidctl cannot tell (an unknown kind, or a header that
-/// does not hold what its kind says).
-pub fn content_end(kind: &str, read: &ReadAt) -> io::Result<Option<u64>> {
+/// device's start, on a device of `block`-byte logical blocks (what partition tables count
+/// in): `Ok(None)` where graidctl cannot tell (an unknown kind, or a header that does not hold
+/// what its kind says).
+pub fn content_end(kind: &str, read: &ReadAt, block: u64) -> io::Result<Option<u64>> {
     match kind {
         "ext2" | "ext3" | "ext4" => ext_end(read),
         "xfs" => xfs_end(read),
         "btrfs" => btrfs_end(read),
         "swap" => swap_end(read),
         "LVM2_member" => lvm_end(read),
-        "dos" => mbr_end(read),
-        "gpt" => gpt_end(read),
+        "dos" => mbr_end(read, block),
+        "gpt" => gpt_end(read, block),
         _ => Ok(None),
     }
 }
@@ -64,7 +65,9 @@ fn ext_end(read: &ReadAt) -> io::Result<Option<u64>> {
         } else {
             0
         };
-        let block = 1024u64.checked_shl(le_u32(&sb, 0x18)?)?;
+        // ext4 blocks are 1 KiB to 64 KiB.
+        let log = le_u32(&sb, 0x18).filter(|&l| l <= 6)?;
+        let block = 1024u64 << log;
         (hi << 32 | lo).checked_mul(block)
     };
     Ok(end())
@@ -133,8 +136,8 @@ fn lvm_end(read: &ReadAt) -> io::Result<Option<u64>> {
 }
 
 /// MBR: the end of the primary partition that ends last (logical partitions lie inside their
-/// extended one). Sectors of 512 bytes, as the MBR counts them.
-fn mbr_end(read: &ReadAt) -> io::Result<Option<u64>> {
+/// extended one), counted in the device's logical blocks.
+fn mbr_end(read: &ReadAt, block: u64) -> io::Result<Option<u64>> {
     let mbr = read(0, 512)?;
     let end = || {
         if mbr.get(510..512)? != [0x55, 0xaa] {
@@ -145,7 +148,7 @@ fn mbr_end(read: &ReadAt) -> io::Result<Option<u64>> {
             let start = u64::from(le_u32(&mbr, entry + 8)?);
             let sectors = u64::from(le_u32(&mbr, entry + 12)?);
             if mbr.get(entry + 4) != Some(&0) && sectors != 0 {
-                end = end.max((start + sectors) * 512);
+                end = end.max((start + sectors).checked_mul(block)?);
             }
         }
         Some(end)
@@ -153,40 +156,40 @@ fn mbr_end(read: &ReadAt) -> io::Result<Option<u64>> {
     Ok(end())
 }
 
-/// GPT: the end of the partition that ends last (`last_lba` + 1 blocks), in blocks of 512 or
-/// 4096 bytes, whichever holds the header at block 1. The backup header at the device's end
-/// is not counted: a shrink leaves it behind (`sfdisk --relocate gpt-bak-std` writes a new
-/// one), as any resize of a GPT device does.
-fn gpt_end(read: &ReadAt) -> io::Result<Option<u64>> {
-    for block in [512u64, 4096] {
-        let header = read(block, 512)?;
-        if header.get(0..8) != Some(b"EFI PART") {
+/// GPT: the end of the partition that ends last (`last_lba` + 1 logical blocks; the header is
+/// in block 1). The backup header at the device's end is not counted: a shrink leaves it
+/// behind (`sfdisk --relocate gpt-bak-std` writes a new one), as any resize of a GPT device
+/// does.
+fn gpt_end(read: &ReadAt, block: u64) -> io::Result<Option<u64>> {
+    let header = read(block, 512)?;
+    if header.get(0..8) != Some(b"EFI PART") {
+        return Ok(None);
+    }
+    // Entries of 128 bytes times a power of two, at most 1024 of them.
+    let fields = || {
+        let at = le_u64(&header, 72)?.checked_mul(block)?;
+        let count = le_u32(&header, 80)?;
+        let size = le_u32(&header, 84)?;
+        let sane = (128..=4096).contains(&size) && size.is_power_of_two() && count <= 1024;
+        sane.then_some((at, count as usize, size as usize))
+    };
+    let Some((at, count, size)) = fields() else {
+        return Ok(None);
+    };
+    let table = read(at, count * size)?;
+    let mut end = 0u64;
+    for entry in table.chunks_exact(size) {
+        // An unused entry's type GUID is zero.
+        if entry.get(..16).is_some_and(|t| t.iter().all(|&b| b == 0)) {
             continue;
         }
-        let fields = || {
-            let entries_lba = le_u64(&header, 72)?;
-            let count = le_u32(&header, 80)?;
-            let size = le_u32(&header, 84)?;
-            (size >= 128 && count <= 1024).then_some((entries_lba, count, size))
-        };
-        let Some((entries_lba, count, size)) = fields() else {
+        let last_end = le_u64(entry, 40).and_then(|last| last.checked_add(1)?.checked_mul(block));
+        let Some(last_end) = last_end else {
             return Ok(None);
         };
-        let table = read(entries_lba * block, count as usize * size as usize)?;
-        let mut end = 0u64;
-        for entry in table.chunks_exact(size as usize) {
-            // An unused entry's type GUID is zero.
-            if entry.get(..16).is_some_and(|t| t.iter().all(|&b| b == 0)) {
-                continue;
-            }
-            let Some(last) = le_u64(entry, 40) else {
-                return Ok(None);
-            };
-            end = end.max(last.saturating_add(1).saturating_mul(block));
-        }
-        return Ok(Some(end));
+        end = end.max(last_end);
     }
-    Ok(None)
+    Ok(Some(end))
 }
 
 #[cfg(test)]
@@ -203,11 +206,15 @@ mod tests {
     }
 
     fn end_of(kind: &str, dev: &[u8]) -> Option<u64> {
+        end_in_blocks_of(kind, dev, 512)
+    }
+
+    fn end_in_blocks_of(kind: &str, dev: &[u8], block: u64) -> Option<u64> {
         let read = |offset: u64, len: usize| -> io::Result<Vec<u8>> {
             let start = (offset as usize).min(dev.len());
             Ok(dev[start..(start + len).min(dev.len())].to_vec())
         };
-        content_end(kind, &read).unwrap()
+        content_end(kind, &read, block).unwrap()
     }
 
     #[test]
@@ -222,6 +229,10 @@ mod tests {
         sb[0x60] = 0x80; // 64bit: the high word counts
         let dev = device(4096, &[(1024, &sb)]);
         assert_eq!(end_of("ext4", &dev), Some(((1u64 << 32) + 1000) * 4096));
+        // A block size no ext4 has: not guessed (1024 << 54 would wrap to 0).
+        sb[0x18..0x1c].copy_from_slice(&54u32.to_le_bytes());
+        assert_eq!(end_of("ext4", &device(4096, &[(1024, &sb)])), None);
+        sb[0x18..0x1c].copy_from_slice(&2u32.to_le_bytes());
         // Another magic: not an ext superblock.
         sb[0x38] = 0;
         assert_eq!(end_of("ext2", &device(4096, &[(1024, &sb)])), None);
@@ -286,6 +297,8 @@ mod tests {
         // An empty entry's numbers do not count.
         entry(&mut mbr, 3, 0, 90_000, 5_000);
         assert_eq!(end_of("dos", &mbr), Some(25_000 * 512));
+        // On 4 KiB logical blocks the same numbers reach eight times as far.
+        assert_eq!(end_in_blocks_of("dos", &mbr, 4096), Some(25_000 * 4096));
         mbr[511] = 0;
         assert_eq!(end_of("dos", &mbr), None);
     }
@@ -311,7 +324,19 @@ mod tests {
                 2 * block + table.len(),
                 &[(block, &header), (2 * block, &table)],
             );
-            assert_eq!(end_of("gpt", &dev), Some(5000 * block as u64), "{block}");
+            assert_eq!(
+                end_in_blocks_of("gpt", &dev, block as u64),
+                Some(5000 * block as u64),
+                "{block}"
+            );
+            // An entry size no GPT has: not read.
+            let mut odd = header.clone();
+            odd[84..88].copy_from_slice(&u32::MAX.to_le_bytes());
+            let dev = device(
+                2 * block + table.len(),
+                &[(block, &odd), (2 * block, &table)],
+            );
+            assert_eq!(end_in_blocks_of("gpt", &dev, block as u64), None);
         }
         assert_eq!(end_of("gpt", &device(8192, &[])), None);
     }

@@ -183,6 +183,21 @@ fn check_shrink(
         .map_err(|e| ioctl_error(Op::Resize { array: label }, &e))?;
     let new_bytes = query.array_sectors * 512;
     let path = array_device(detail.index);
+    // A mounted filesystem may not have written its own size to the device yet (XFS and ext4
+    // journal it), and nothing in use should lose its end under it.
+    if sys.is_busy(&path) {
+        let holder = match sys.block_rdev(&path) {
+            Ok(rdev) => sys.holder(&path, rdev),
+            Err(_) => "open exclusively".to_owned(),
+        };
+        return Err(CtlError::Failed(format!(
+            "cannot shrink {label}: it is in use ({holder}); unmount it or deactivate what holds \
+             it first (nothing changed)"
+        )));
+    }
+    let block = sys
+        .logical_block_size(&path)
+        .map_err(|e| CtlError::Failed(format!("cannot shrink {label}: reading {path}: {e}")))?;
     let found = sys
         .signatures(&path)
         .map_err(|e| CtlError::Failed(format!("cannot shrink {label}: reading {path}: {e}")))?;
@@ -208,7 +223,7 @@ fn check_shrink(
     let read = |offset: u64, len: usize| sys.read_at(&path, offset, len);
     for signature in &found {
         let what = signature.describe();
-        let end = content_end(&signature.kind, &read)
+        let end = content_end(&signature.kind, &read, block)
             .map_err(|e| CtlError::Failed(format!("cannot shrink {label}: reading {path}: {e}")))?;
         match end {
             Some(end) if end > new_bytes => {
@@ -359,6 +374,21 @@ mod tests {
         let last = *ctl.resizes.borrow().last().unwrap();
         assert_eq!(last.flags, GRAID_RESIZE_SHRINK);
         assert_eq!(last.member_data_sectors, 1024 * 1024);
+    }
+
+    #[test]
+    fn a_shrink_of_an_array_in_use_is_refused_even_when_its_content_fits() {
+        let ctl = setup();
+        let sys = holding("ext4", ext4_of(256 * 256));
+        sys.set_busy("/dev/graid0");
+        for force in [false, true] {
+            let e = go_with(&ctl, &sys, "512M", force).unwrap_err().to_string();
+            assert!(
+                e.contains("cannot shrink /dev/graid0 (m): it is in use"),
+                "{e}"
+            );
+        }
+        assert_eq!(ctl.arrays.borrow()[0].size_sectors, 2048 * 1024);
     }
 
     #[test]

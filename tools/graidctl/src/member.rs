@@ -68,8 +68,11 @@ pub trait System {
     fn read_superblock(&self, path: &str) -> io::Result<Box<[u8; SUPERBLOCK_SIZE]>>;
     /// The signatures (filesystems, partition tables, volumes) on `path`, libblkid's.
     fn signatures(&self, path: &str) -> io::Result<Vec<Signature>>;
-    /// `len` bytes at byte `offset` of `path` (fewer only at its end).
+    /// `len` bytes at byte `offset` of `path` (fewer only at its end), as the device holds them
+    /// now (not an older copy the kernel's cache of the device kept).
     fn read_at(&self, path: &str, offset: u64, len: usize) -> io::Result<Vec<u8>>;
+    /// The logical block size of the block device at `path`, bytes.
+    fn logical_block_size(&self, path: &str) -> io::Result<u64>;
     /// Whether something holds `path` exclusively (a mount, swap, md, dm, an array).
     fn is_busy(&self, path: &str) -> bool;
     /// What holds the busy device `path`, for a message.
@@ -146,8 +149,15 @@ impl System for RealSystem {
     }
 
     fn read_at(&self, path: &str, offset: u64, len: usize) -> io::Result<Vec<u8>> {
+        use std::os::fd::AsRawFd;
         use std::os::unix::fs::FileExt;
         let file = fs::File::open(path)?;
+        // Drop the device's cached pages first: a filesystem that writes through its own cache
+        // (XFS) leaves stale ones behind. Not a block device (a test's file): nothing cached.
+        // BLKFLSBUF is _IO(0x12, 97), BLKSSZGET _IO(0x12, 104): the same direction bits.
+        let blkflsbuf = (libc::BLKSSZGET & !0xff) | 97;
+        // SAFETY: BLKFLSBUF takes no argument; the descriptor is open for the call.
+        let _ = unsafe { libc::ioctl(file.as_raw_fd(), blkflsbuf, 0) };
         let mut out = vec![0u8; len];
         let mut done = 0;
         while done < len {
@@ -158,6 +168,18 @@ impl System for RealSystem {
         }
         out.truncate(done);
         Ok(out)
+    }
+
+    fn logical_block_size(&self, path: &str) -> io::Result<u64> {
+        use std::os::fd::AsRawFd;
+        let file = fs::File::open(path)?;
+        let mut size: libc::c_int = 0;
+        // SAFETY: BLKSSZGET writes one int through the pointer, which is valid for it.
+        let rc = unsafe { libc::ioctl(file.as_raw_fd(), libc::BLKSSZGET, &mut size) };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        u64::try_from(size).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
     }
 
     fn is_busy(&self, path: &str) -> bool {
@@ -241,6 +263,8 @@ pub mod fake {
         pub busy: RefCell<Vec<String>>,
         /// What `read_at` reads, by path (nothing: zeros).
         pub contents: RefCell<HashMap<String, Vec<u8>>>,
+        /// Logical block sizes, by path (nothing: 512).
+        pub block_sizes: RefCell<HashMap<String, u64>>,
         /// What nvmet exports.
         pub exports: RefCell<Vec<crate::nvmet::Export>>,
     }
@@ -342,6 +366,10 @@ pub mod fake {
                 .unwrap_or(usize::MAX)
                 .min(data.len());
             Ok(data[start..(start + len).min(data.len())].to_vec())
+        }
+
+        fn logical_block_size(&self, path: &str) -> io::Result<u64> {
+            Ok(self.block_sizes.borrow().get(path).copied().unwrap_or(512))
         }
 
         fn is_busy(&self, path: &str) -> bool {
