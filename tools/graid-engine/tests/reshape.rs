@@ -1,9 +1,13 @@
 //! A reshape's plan (`engine/reshape.rs`) against a model of the members: every sector of the
 //! old array tagged, windows moved one by one as the plan says (each a set of whole new
-//! stripes, written member row by member row), the position recorded when the plan asks and
-//! at random otherwise, and the power cut at random between any two row writes. At every one
-//! of those moments every sector must read back through the geometry the *recorded* position
-//! gives it: a restart from there finds everything; and once done, through the new geometry.
+//! stripes, read from the old geometry and written member row by member row), the position
+//! recorded when the plan asks and at random otherwise, user writes between any two row
+//! writes, and the power cut at random between any two row writes. A user write goes where
+//! the restart would read it (below the recorded position into the new geometry, past the
+//! window in motion into the old one); one between them waits for the next record, as the
+//! design says (on-disk-format.rst, "Reshape (design)"). At every one of those moments every
+//! sector must read back, through the geometry the *recorded* position gives it, as last
+//! written: a restart from there finds everything; and once done, through the new geometry.
 
 use graid_engine::geometry::{Geometry, Level, ParityLayout};
 use graid_engine::reshape::{Direction, PlanError, ReshapePlan, Side};
@@ -38,7 +42,7 @@ impl Members {
     fn fill(&mut self, g: &Geometry, offset: u64) {
         let stripes = g.array_sectors() / g.stripe_data_sectors();
         for stripe in 0..stripes {
-            for row in stripe_rows(g, offset, stripe, g.array_sectors()) {
+            for row in stripe_rows(g, offset, stripe, &tag) {
                 self.apply(&row);
             }
         }
@@ -57,9 +61,14 @@ struct RowWrite {
     data: Vec<u64>,
 }
 
-/// The member writes of stripe `stripe` of `g` at `offset`, data sectors from `content` on
-/// zero (a grow's new room).
-fn stripe_rows(g: &Geometry, offset: u64, stripe: u64, content: u64) -> Vec<RowWrite> {
+/// The member writes of stripe `stripe` of `g` at `offset`, each data sector's value from
+/// `value`.
+fn stripe_rows(
+    g: &Geometry,
+    offset: u64,
+    stripe: u64,
+    value: &dyn Fn(u64) -> u64,
+) -> Vec<RowWrite> {
     let chunk = u64::from(g.chunk_sectors());
     let at = offset + g.stripe_member_sector(stripe);
     let mut rows: Vec<RowWrite> = (0..g.members())
@@ -74,21 +83,22 @@ fn stripe_rows(g: &Geometry, offset: u64, stripe: u64, content: u64) -> Vec<RowW
         let row = &mut rows[piece.member as usize];
         for i in 0..piece.sectors {
             let sector = piece.array_sector + i;
-            let value = if sector < content { tag(sector) } else { 0 };
-            row.data[(piece.member_sector - g.stripe_member_sector(stripe) + i) as usize] = value;
+            row.data[(piece.member_sector - g.stripe_member_sector(stripe) + i) as usize] =
+                value(sector);
         }
     }
     rows
 }
 
-/// Every sector of the content reads back through the side `position` gives it.
-fn check(plan: &ReshapePlan, members: &Members, position: u64, when: &str) {
+/// Every sector of the content reads back as `expect` says through the side `position` gives
+/// it.
+fn check(plan: &ReshapePlan, members: &Members, expect: &[u64], position: u64, when: &str) {
     for sector in 0..plan.content() {
         let (g, offset) = plan.geometry(plan.side(position, sector));
         let got = members.read(&g, offset, sector);
         assert_eq!(
             got,
-            tag(sector),
+            expect[sector as usize],
             "{when}: sector {sector} ({:?} at position {position}) reads {got:#x}",
             plan.side(position, sector)
         );
@@ -127,37 +137,79 @@ fn plan_with_gap(old: Geometry, new: Geometry, extra: u64) -> Option<(ReshapePla
     Some((plan, old_offset, new_offset))
 }
 
-/// Runs the reshape to its end with cuts, checking at every row write.
+/// One data sector written through `g` at `offset`.
+fn write_sector(members: &mut Members, g: &Geometry, offset: u64, sector: u64, value: u64) {
+    let piece = g.map_write(sector, 1).unwrap().next().unwrap();
+    members.devices[piece.member as usize][(offset + piece.member_sector) as usize] = value;
+}
+
+/// Runs the reshape to its end with cuts and user writes, checking at every row write.
 fn reshape_with_cuts(plan: &ReshapePlan, old_offset: u64, new_offset: u64, seed: u64) -> u32 {
     let (old, new) = (plan.old(), plan.new_geometry());
     let sectors =
         (old_offset + old.member_data_sectors()).max(new_offset + new.member_data_sectors());
     let mut members = Members::new(old.members().max(new.members()), sectors);
     members.fill(&old, old_offset);
+    let content = plan.content();
+    let mut expect: Vec<u64> = (0..content).map(tag).collect();
     let mut rng = StdRng::seed_from_u64(seed);
     let mut recorded = plan.start_position();
     let mut position = recorded;
     let mut cuts = 0;
     let mut steps = 0;
-    check(plan, &members, recorded, "before");
+    let mut next_value = 1u64 << 40;
+    let forwards = plan.direction() == Direction::Forwards;
+    check(plan, &members, &expect, recorded, "before");
     while !plan.done(position) {
         steps += 1;
         assert!(steps < 100_000, "the reshape never ends");
-        let max = rng.random_range(1..=4 * plan.content().max(1));
+        let max = rng.random_range(1..=4 * content.max(1));
         let window = plan
             .next_window(position, recorded, max)
             .unwrap_or_else(|| panic!("stuck at {position}, recorded {recorded}"));
         if window.record_first {
             recorded = position;
         }
-        // The window's new stripes, row by row; a cut may come after any of them.
+        // The window as the old geometry holds it now (past the content: a grow's new room).
         let sd = new.stripe_data_sectors();
         let stripes = window.start / sd..window.end.div_ceil(sd);
+        let moved: Vec<u64> = (stripes.start * sd..stripes.end * sd)
+            .map(|x| {
+                if x < content {
+                    members.read(&old, old_offset, x)
+                } else {
+                    0
+                }
+            })
+            .collect();
+        let base = stripes.start * sd;
+        let value = |x: u64| moved[(x - base) as usize];
+        // Writes that wait for the next record: those between it and the window's far end.
+        let mut waiting: Vec<(u64, u64)> = Vec::new();
         let mut cut = false;
         'rows: for stripe in stripes {
-            for row in stripe_rows(&new, new_offset, stripe, plan.content()) {
+            for row in stripe_rows(&new, new_offset, stripe, &value) {
                 members.apply(&row);
-                check(plan, &members, recorded, "mid-window");
+                check(plan, &members, &expect, recorded, "mid-window");
+                if rng.random_ratio(1, 8) {
+                    let x = rng.random_range(0..content);
+                    next_value += 1;
+                    let (new_side, old_side) = if forwards {
+                        (x < recorded, x >= window.end)
+                    } else {
+                        (x >= recorded, x < window.start)
+                    };
+                    if new_side {
+                        write_sector(&mut members, &new, new_offset, x, next_value);
+                        expect[x as usize] = next_value;
+                    } else if old_side {
+                        write_sector(&mut members, &old, old_offset, x, next_value);
+                        expect[x as usize] = next_value;
+                    } else {
+                        waiting.push((x, next_value));
+                    }
+                    check(plan, &members, &expect, recorded, "after a user write");
+                }
                 if rng.random_ratio(1, 64) {
                     cut = true;
                     break 'rows;
@@ -165,26 +217,29 @@ fn reshape_with_cuts(plan: &ReshapePlan, old_offset: u64, new_offset: u64, seed:
             }
         }
         if cut {
-            // Restart from what the superblocks say; the window is redone.
+            // Restart from what the superblocks say; the window is redone. The waiting writes
+            // were never acknowledged.
             cuts += 1;
             position = recorded;
             continue;
         }
-        position = match plan.direction() {
-            Direction::Forwards => window.end,
-            Direction::Backwards => window.start,
-        };
-        check(plan, &members, position, "in memory");
-        // md's checkpoint now and then.
-        if rng.random_ratio(1, 4) {
+        position = if forwards { window.end } else { window.start };
+        // md's checkpoint now and then, and always for writes that wait for it.
+        if rng.random_ratio(1, 4) || !waiting.is_empty() {
             recorded = position;
         }
+        for (x, v) in waiting {
+            write_sector(&mut members, &new, new_offset, x, v);
+            expect[x as usize] = v;
+        }
+        check(plan, &members, &expect, position, "in memory");
+        check(plan, &members, &expect, recorded, "recorded");
     }
     // The end is recorded with the new geometry in place of the old.
-    for sector in 0..plan.content() {
+    for sector in 0..content {
         assert_eq!(
             members.read(&new, new_offset, sector),
-            tag(sector),
+            expect[sector as usize],
             "after the end"
         );
     }
