@@ -341,6 +341,41 @@ mod tests {
         assert_eq!(end_of("gpt", &device(8192, &[])), None);
     }
 
+    /// Headers the real tools wrote (`testdata/README.md`).
+    #[test]
+    fn golden_headers_from_the_real_tools() {
+        let cases: [(&str, &[u8], u64); 5] = [
+            (
+                "ext4",
+                include_bytes!("../testdata/ext4-40M.head"),
+                40 << 20,
+            ),
+            (
+                "gpt",
+                include_bytes!("../testdata/gpt-2-parts.head"),
+                63_488 * 512,
+            ),
+            (
+                "dos",
+                include_bytes!("../testdata/mbr-2-parts.head"),
+                51_200 * 512,
+            ),
+            (
+                "swap",
+                include_bytes!("../testdata/swap-30M.head"),
+                30 << 20,
+            ),
+            (
+                "LVM2_member",
+                include_bytes!("../testdata/lvm-48M.head"),
+                48 << 20,
+            ),
+        ];
+        for (kind, head, end) in cases {
+            assert_eq!(end_of(kind, head), Some(end), "{kind}");
+        }
+    }
+
     #[test]
     fn an_unknown_kind_is_not_guessed() {
         assert_eq!(end_of("crypto_LUKS", &device(8192, &[])), None);
