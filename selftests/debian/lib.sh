@@ -70,7 +70,16 @@ fs_links() {
 	local dev uuid
 	dev=$(readlink -f "$1")
 	uuid=$(blkid -o value -s UUID "$dev") || fail "blkid finds no filesystem on $dev"
+	# The watch's change event is queued when udevd reads the writer's close from inotify,
+	# which may come after a settle has found the queue empty (it did under a loaded host):
+	# wait for the link itself, 20 s at most.
+	local n=0
 	udevadm settle
+	until [ "$(readlink -f "/dev/disk/by-uuid/$uuid")" = "$dev" ] || [ $n -ge 100 ]; do
+		sleep 0.2
+		udevadm settle
+		n=$((n + 1))
+	done
 	[ "$(readlink -f "/dev/disk/by-uuid/$uuid")" = "$dev" ] ||
 		fail "/dev/disk/by-uuid/$uuid does not lead to $dev: $(ls -l /dev/disk/by-uuid/)"
 	[ "$(readlink -f "/dev/disk/by-label/$2")" = "$dev" ] ||
