@@ -43,9 +43,9 @@
 //! A cut before the superblocks leaves the old size, whose tail nothing wrote since.
 
 use super::array::{ArrayEngine, ArrayState, Store};
-use super::bitmap::{encode_block, Regions, BITS_PER_BLOCK};
+use super::bitmap::{Regions, BITS_PER_BLOCK};
 use super::geometry::{Geometry, GeometryError};
-use super::platform::{MemberEvent, Platform};
+use super::platform::Platform;
 use core::fmt;
 
 /// Why a resize is refused.
@@ -209,12 +209,7 @@ impl<M: Store> ArrayEngine<M> {
         let targets = self.bitmap_targets();
         for block in 0..regions.blocks().max(now.blocks()) {
             // Bits only set: FUA, nothing before it needs to be durable.
-            let failed = p.write_bitmap_block(targets, block, false, &|out| {
-                encode_block(block, count, |_| true, out)
-            });
-            for member in failed.iter() {
-                self.try_fail(p, member, MemberEvent::SuperblockWriteFailed);
-            }
+            self.write_block_bits(p, block, count, &|_| true, targets, false);
         }
         Ok(true)
     }

@@ -739,12 +739,7 @@ impl Superblock {
             return Ok(());
         };
         let bad = |what| Err(SuperblockError::BadReshape { what });
-        let Ok(new) = Geometry::new(
-            r.new_level,
-            r.new_members,
-            r.new_chunk_sectors,
-            self.data_size,
-        ) else {
+        let Some(new) = self.new_geometry() else {
             return bad("the new geometry is impossible");
         };
         let offset = r.new_data_offset;

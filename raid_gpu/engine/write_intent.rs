@@ -274,17 +274,27 @@ impl<M: Store> ArrayEngine<M> {
         targets: MemberSet,
         preflush: bool,
     ) -> bool {
+        let bit = |r: u64| states.get(r as usize).is_some_and(|s| s.bit());
+        self.write_block_bits(p, block, regions.count(), &bit, targets, preflush)
+    }
+
+    /// Writes bitmap block `block` with `bit(r)` for its regions below `count` to the members
+    /// in `targets` (see [`Self::write_block`]); a member whose write fails is failed. True if
+    /// some member took it.
+    pub(super) fn write_block_bits<P: Platform>(
+        &self,
+        p: &P,
+        block: u64,
+        count: u64,
+        bit: &dyn Fn(u64) -> bool,
+        targets: MemberSet,
+        preflush: bool,
+    ) -> bool {
         if targets.is_empty() {
             return false;
         }
-        let count = regions.count();
         let failed = p.write_bitmap_block(targets, block, preflush, &|out| {
-            encode_block(
-                block,
-                count,
-                |r| states.get(r as usize).is_some_and(|s| s.bit()),
-                out,
-            )
+            encode_block(block, count, bit, out)
         });
         for member in failed.iter() {
             self.try_fail(p, member, MemberEvent::SuperblockWriteFailed);

@@ -5,12 +5,12 @@
 //! The reshape recorded: the same level and members, half the chunk (RAID 1: none), moving
 //! backwards with the data offset 8 sectors up, nothing moved yet.
 
-use graid_engine::superblock::{decode, encode, Reshape, SUPERBLOCK_SIZE};
+use graid_engine::superblock::{decode, encode, Reshape, SUPERBLOCK_SECTOR, SUPERBLOCK_SIZE};
 use std::os::unix::fs::FileExt;
 use std::process::ExitCode;
 
-/// Where the superblock lives: byte 4096 of each member.
-const SUPERBLOCK_BYTE: u64 = 4096;
+/// Where the superblock lives on each member.
+const SUPERBLOCK_BYTE: u64 = SUPERBLOCK_SECTOR * 512;
 
 pub fn run(devices: &[String]) -> ExitCode {
     if devices.is_empty() {

@@ -480,28 +480,18 @@ pub mod fake {
                 return Err(io::Error::from_raw_os_error(libc::ENOSPC));
             }
             let mut arrays = self.arrays.borrow_mut();
-            let shrink = arg.flags & graid_abi::GRAID_RESIZE_SHRINK != 0;
-            let now = arrays
-                .iter()
-                .find(|a| a.index == arg.index)
-                .map_or(0, |a| a.member_data_sectors);
-            if want < now && !shrink {
-                return Err(io::Error::from_raw_os_error(libc::EOPNOTSUPP));
-            }
-            if arg.flags & graid_abi::GRAID_RESIZE_QUERY != 0 {
-                let array = arrays
-                    .iter()
-                    .find(|a| a.index == arg.index)
-                    .ok_or_else(|| io::Error::from_raw_os_error(libc::ENODEV))?;
-                let per_member = array.size_sectors / array.member_data_sectors.max(1);
-                (arg.member_data_sectors, arg.array_sectors) = (want, want * per_member);
-                return Ok(());
-            }
             let array = arrays
                 .iter_mut()
                 .find(|a| a.index == arg.index)
                 .ok_or_else(|| io::Error::from_raw_os_error(libc::ENODEV))?;
+            if want < array.member_data_sectors && arg.flags & graid_abi::GRAID_RESIZE_SHRINK == 0 {
+                return Err(io::Error::from_raw_os_error(libc::EOPNOTSUPP));
+            }
             let per_member = array.size_sectors / array.member_data_sectors.max(1);
+            if arg.flags & graid_abi::GRAID_RESIZE_QUERY != 0 {
+                (arg.member_data_sectors, arg.array_sectors) = (want, want * per_member);
+                return Ok(());
+            }
             array.member_data_sectors = want;
             array.size_sectors = want * per_member;
             (arg.member_data_sectors, arg.array_sectors) = (want, array.size_sectors);

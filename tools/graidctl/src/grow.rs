@@ -195,12 +195,10 @@ fn check_shrink(
              it first (nothing changed)"
         )));
     }
-    let block = sys
-        .logical_block_size(&path)
-        .map_err(|e| CtlError::Failed(format!("cannot shrink {label}: reading {path}: {e}")))?;
-    let found = sys
-        .signatures(&path)
-        .map_err(|e| CtlError::Failed(format!("cannot shrink {label}: reading {path}: {e}")))?;
+    let unreadable =
+        |e: std::io::Error| CtlError::Failed(format!("cannot shrink {label}: reading {path}: {e}"));
+    let block = sys.logical_block_size(&path).map_err(unreadable)?;
+    let found = sys.signatures(&path).map_err(unreadable)?;
     let unsure = |why: String| {
         if force {
             Ok(())
@@ -223,8 +221,7 @@ fn check_shrink(
     let read = |offset: u64, len: usize| sys.read_at(&path, offset, len);
     for signature in &found {
         let what = signature.describe();
-        let end = content_end(&signature.kind, &read, block)
-            .map_err(|e| CtlError::Failed(format!("cannot shrink {label}: reading {path}: {e}")))?;
+        let end = content_end(&signature.kind, &read, block).map_err(unreadable)?;
         match end {
             Some(end) if end > new_bytes => {
                 return Err(CtlError::Failed(format!(
