@@ -15,6 +15,7 @@ use crate::engine::array::ArrayState;
 use crate::engine::members::Health;
 use crate::engine::platform::MemberEvent;
 use crate::engine::replace::{ReplaceError, ReplaceStage};
+use crate::engine::raid_devices::RaidDevicesError;
 use crate::engine::resize::ResizeError;
 use crate::engine::scrub::{ScrubError, ScrubMode};
 use crate::engine::geometry::{Geometry, Level, MAX_MEMBERS};
@@ -498,7 +499,7 @@ impl Array {
 
     /// Adds `/sys/block/graidN/graid/`; without it the array runs on (as md's does).
     fn add_sysfs(self: &Pin<KBox<Self>>) {
-        let members = self.io().engine.superblock().members;
+        let members = self.io().engine.geometry().members();
         // SAFETY: the array is pinned in its box, and its drop removes the directories before
         // the disk.
         match unsafe { ArrayDirs::new(self, members) } {
@@ -1055,6 +1056,66 @@ impl Array {
         Ok(())
     }
 
+    /// RESHAPE: gives the array `req.raid_devices` members (0: as now), which a RAID 1 takes
+    /// as more or fewer copies (`engine/raid_devices.rs`); `req` gets the count now
+    /// (`GRAID_RESHAPE_QUERY`: what it would be, nothing changed). `EOPNOTSUPP`: another level,
+    /// or a level, layout or chunk change (not yet); `EINVAL`: not a count this array can have;
+    /// `EBUSY`: a role past a smaller count still holds a device, a rebuild, replace, check,
+    /// repair or resync runs, or requests did not drain in time; `EIO`: the array broke
+    /// writing its superblocks.
+    pub(crate) fn reshape(&self, req: &mut uapi::GraidReshape) -> Result {
+        let changes = uapi::GRAID_RESHAPE_LEVEL | uapi::GRAID_RESHAPE_LAYOUT | uapi::GRAID_RESHAPE_CHUNK;
+        if req.flags & changes != 0 {
+            return Err(crate::errno::eopnotsupp());
+        }
+        // Member operations and this take turns: the roles checked here keep their devices.
+        let members = self.members_lock.lock();
+        let io = self.io();
+        let now = io.engine.geometry();
+        let want = match req.raid_devices {
+            0 => now.members(),
+            n => n,
+        };
+        let new = io.engine.raid_devices_allowed(want).map_err(raid_devices_errno)?;
+        // A dropped role's device would be held with no role to release it by (md: EBUSY).
+        if (want..now.members()).any(|role| io.files.get(role).is_some()) {
+            return Err(EBUSY);
+        }
+        if req.flags & uapi::GRAID_RESHAPE_QUERY == 0 && new != now {
+            // What the new count needs, allocated before the freeze.
+            io.superblocks.reserve(want as usize)?;
+            let buffer = ArrayIo::new_rebuild_buffer(&new)?;
+            let (changed, old_buffer) = self.with_members_idle(|| {
+                let changed = io.engine.set_raid_devices(io, want);
+                let old = changed.is_ok().then(|| io.swap_rebuild_buffer(buffer));
+                (changed, old)
+            })?;
+            drop(old_buffer);
+            changed.map_err(raid_devices_errno)?;
+            drop(members);
+            // Not under the member lock: a directory's removal waits for its readers. The
+            // count now, whichever change came last.
+            let mut dirs = self.sysfs.lock();
+            if let Some(dirs) = Option::as_mut(&mut *dirs) {
+                let count = io.engine.geometry().members();
+                // SAFETY: the directories are the array's own (made by `add_sysfs`), removed
+                // with it before its disk.
+                if let Err(e) = unsafe { dirs.set_members(self, count) } {
+                    pr_warn!("graid: graid{}: member directories not made: {:?}\n", self.index, e);
+                }
+            }
+            pr_info!(
+                "graid: graid{}: {} members, was {}\n",
+                self.index,
+                want,
+                now.members()
+            );
+            self.announce(None);
+        }
+        req.raid_devices = new.members();
+        Ok(())
+    }
+
     /// The room every member device and spare has past the data offset: the most a resize may
     /// give each member's data area.
     fn member_room(&self) -> u64 {
@@ -1146,7 +1207,7 @@ impl Array {
         let sb = engine.superblock();
         out.level = sb.level.code();
         out.chunk_sectors = sb.chunk_sectors;
-        out.nr_members = sb.members;
+        out.nr_members = engine.geometry().members();
         out.state = match engine.state() {
             ArrayState::Optimal => uapi::GRAID_ARRAY_OPTIMAL,
             ArrayState::Degraded => uapi::GRAID_ARRAY_DEGRADED,
@@ -1261,6 +1322,16 @@ impl PinnedDrop for Array {
                 io.engine.superblock().array_name.as_str()
             );
         }
+    }
+}
+
+/// What a refused change of the member count tells userspace.
+fn raid_devices_errno(e: RaidDevicesError) -> Error {
+    match e {
+        RaidDevicesError::Level(_) => crate::errno::eopnotsupp(),
+        RaidDevicesError::Geometry(_) => EINVAL,
+        RaidDevicesError::InUse { .. } | RaidDevicesError::Busy => EBUSY,
+        RaidDevicesError::Broken => EIO,
     }
 }
 

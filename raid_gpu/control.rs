@@ -22,7 +22,7 @@ use crate::kernel_ext::{
 };
 use crate::superblock_io::read_superblock;
 use crate::uapi::{
-    self, GraidAssemble, GraidCreate, GraidDetail, GraidList, GraidMemberOp, GraidResize,
+    self, GraidAssemble, GraidCreate, GraidDetail, GraidList, GraidMemberOp, GraidReshape, GraidResize,
     GraidScrub, GraidSpeed, GraidStop, GraidVersion,
 };
 use core::mem::size_of;
@@ -71,6 +71,10 @@ unsafe impl FromBytes for GraidSpeed {}
 unsafe impl AsBytes for GraidResize {}
 // SAFETY: see above.
 unsafe impl FromBytes for GraidResize {}
+// SAFETY: see above.
+unsafe impl AsBytes for GraidReshape {}
+// SAFETY: see above.
+unsafe impl FromBytes for GraidReshape {}
 
 /// One array index in use: a running array, or one being created, assembled or stopped
 /// (reserved: its index, name and UUID are taken, but it is not listed).
@@ -252,6 +256,7 @@ impl MiscOps for Control {
             uapi::GRAID_IOC_SPEED => self.speed(user(size_of::<GraidSpeed>())),
             uapi::GRAID_IOC_SCRUB => self.scrub(user(size_of::<GraidScrub>())),
             uapi::GRAID_IOC_RESIZE => self.resize(user(size_of::<GraidResize>())),
+            uapi::GRAID_IOC_RESHAPE => self.reshape(user(size_of::<GraidReshape>())),
             crate::ring_uapi::GRAID_IOC_HELPER_STATUS => {
                 let status = crate::helper_device::status();
                 user(size_of::<crate::ring_uapi::HelperStatus>())
@@ -636,6 +641,26 @@ impl Control {
             writer.write(&req)?;
         }
         result.map(|()| 0)
+    }
+
+    /// RESHAPE: the answer (the member count now) is copied back on success.
+    #[inline(never)]
+    fn reshape(&self, user: UserSlice) -> Result<isize> {
+        let (mut reader, mut writer) = user.reader_writer();
+        let mut req: GraidReshape = reader.read()?;
+        let known = uapi::GRAID_RESHAPE_QUERY
+            | uapi::GRAID_RESHAPE_LEVEL
+            | uapi::GRAID_RESHAPE_LAYOUT
+            | uapi::GRAID_RESHAPE_CHUNK;
+        if req.flags & !known != 0 {
+            return Err(EINVAL);
+        }
+        let lent = self.lend(req.index)?;
+        let result = lent.array.reshape(&mut req);
+        drop(lent);
+        result?;
+        writer.write(&req)?;
+        Ok(0)
     }
 
     #[inline(never)]

@@ -9,8 +9,8 @@
 use crate::bitmap_io::Bitmap;
 use crate::engine::bitmap::{RegionState, Regions, BLOCK_BYTES};
 use crate::engine::array::{ArrayEngine, EngineStore};
-use crate::engine::geometry::Geometry;
-use crate::engine::members::{MemberSet, MemberState};
+use crate::engine::geometry::{Geometry, MAX_MEMBERS};
+use crate::engine::members::{MemberSet, MemberState, NO_SLOT};
 use crate::engine::parity::{Columns, ParityJob, ParityOp};
 use crate::engine::platform::{
     Computed, Events, LogIo, MemberEvent, MemberIo, Metadata, Op, PieceInfo, RebuildBuffer, RebuildIo,
@@ -120,7 +120,7 @@ pub(crate) struct ArrayIo {
     #[pin]
     clones: CloneSet<PieceCtx>,
     #[pin]
-    superblocks: SuperblockWriter,
+    pub(crate) superblocks: SuperblockWriter,
     deferred: WaitList,
     parked: WaitList,
     /// RAID 5/6: the stripe steps' queue, the lock and buffer waiters, the reserve buffer.
@@ -171,9 +171,11 @@ impl ArrayIo {
             worker <- unsafe { Worker::new(this.as_ptr(), c"graid", kernel::static_lock_class!()) },
             engine <- engine_in_place(superblock, geometry, &members, &spares, in_sync),
             superblocks <- SuperblockWriter::new(members.len()),
-            // One place past the roles for a replacement's device (`engine/replace.rs`).
+            // A place for every role a mirror's grow may add (`engine/raid_devices.rs`) and one
+            // past them for a replacement's device (`engine/replace.rs`).
             files: MemberDevices::new(
-                Iterator::chain(members.into_iter().map(|m| m.map(|m| m.file)), [None]),
+                members.into_iter().map(|m| m.map(|m| m.file)),
+                MAX_MEMBERS as usize + 1,
             )?,
             spares <- new_mutex!(spares),
             clones <- CloneSet::new(64),
@@ -236,6 +238,19 @@ impl ArrayIo {
         }
     }
 
+    /// A rebuild buffer with the columns `geometry` needs, for [`Self::swap_rebuild_buffer`]:
+    /// made before a mirror's copies change, outside the freeze and without the buffer's lock
+    /// (the worker holds it with member I/O in flight: no allocation that may reclaim there).
+    pub(crate) fn new_rebuild_buffer(geometry: &Geometry) -> Result<SpareRebuildBuffer> {
+        rebuild_buffer(geometry).map(SpareRebuildBuffer)
+    }
+
+    /// Puts `buffer` in the old one's place and returns the old one. With the worker idle (no
+    /// rebuild or scrub step between the reads and the writes of its columns).
+    pub(crate) fn swap_rebuild_buffer(&self, buffer: SpareRebuildBuffer) -> SpareRebuildBuffer {
+        SpareRebuildBuffer(core::mem::replace(&mut *self.rebuild_buffer.lock(), buffer.0))
+    }
+
     /// Runs `f` on the stripe buffer of `rq`, if it holds one.
     fn with_buffer<R>(&self, rq: RqRef, f: impl FnOnce(&mut StripeBuffer) -> R) -> Option<R> {
         let raw = pdu(rq).buffer.load(Ordering::Acquire);
@@ -283,16 +298,23 @@ fn sectors_to_bytes(sectors: u64) -> Option<usize> {
     usize::try_from(sectors).ok()?.checked_mul(512)
 }
 
+/// A rebuild buffer made for a swap ([`ArrayIo::swap_rebuild_buffer`]).
+pub(crate) struct SpareRebuildBuffer(Option<KBox<StripeBuffer>>);
+
 /// The buffer of the rebuild and the scrub, allocated with the array (neither must stall for
 /// memory).
 fn rebuild_buffer(geometry: &Geometry) -> Result<Option<KBox<StripeBuffer>>> {
     if !geometry.level().has_parity() && !geometry.level().is_mirrored() {
         return Ok(None);
     }
-    // A column per member (copies, or members' contents), and two for a scrub's P and Q.
-    let columns = (0..geometry.members() + 2).fold(Columns::EMPTY, Columns::with);
     let bytes = REBUILD_COLUMN_SECTORS as usize * 512;
-    Ok(Some(StripeBuffer::new(columns, bytes, false, GFP_KERNEL)?))
+    Ok(Some(StripeBuffer::new(rebuild_columns(geometry), bytes, false, GFP_KERNEL)?))
+}
+
+/// The rebuild buffer's columns: one per member (copies, or members' contents), and two for a
+/// scrub's P and Q.
+fn rebuild_columns(geometry: &Geometry) -> Columns {
+    (0..geometry.members() + 2).fold(Columns::EMPTY, Columns::with)
 }
 
 /// One wait list per stripe lock slot (none for RAID 0/1/10): up to 512 KiB, so not
@@ -336,8 +358,9 @@ unsafe extern "C" fn stripe_work_fn(work: *mut bindings::work_struct) {
 /// The engine of an array, its memory in kernel vectors.
 pub(crate) type Engine = ArrayEngine<Store>;
 
-/// The engine's memory in kernel vectors.
-type Store = EngineStore<KVec<MemberState>, KVec<AtomicU64>>;
+/// The engine's memory in kernel vectors (the members' states for [`MAX_MEMBERS`] roles, some
+/// 18 KiB: not necessarily contiguous).
+type Store = EngineStore<KVVec<MemberState>, KVec<AtomicU64>>;
 
 /// The stripe lock slots of an array: sixteen per request its disk can have in flight.
 fn lock_slots() -> u32 {
@@ -407,18 +430,21 @@ fn engine_in_place<'a>(
 }
 
 /// One engine member state per role: a device's as it joined (in sync or recovering from its
-/// offset), or missing.
-fn member_states(superblock: &Superblock, members: &[Option<Member>]) -> Result<KVec<MemberState>> {
-    let mut states = KVec::with_capacity(members.len(), GFP_KERNEL)?;
+/// offset), or missing; then unused ones up to [`MAX_MEMBERS`], for roles a mirror's grow adds
+/// (`engine/raid_devices.rs`).
+fn member_states(superblock: &Superblock, members: &[Option<Member>]) -> Result<KVVec<MemberState>> {
+    let mut states = KVVec::with_capacity(MAX_MEMBERS as usize, GFP_KERNEL)?;
     for (role, member) in (0u32..).zip(members) {
         let state = match member {
             Some(member) => {
                 MemberState::recovering(member.uuid, member.slot, member.recovery_offset)
             }
-            // Role order is slot order for the devices created with the array.
-            None => MemberState::missing([0; UUID_LEN], superblock.slot_of_role(role).unwrap_or(role)),
+            None => MemberState::missing([0; UUID_LEN], superblock.missing_member_slot(role)),
         };
         states.push(state, GFP_KERNEL)?;
+    }
+    while states.len() < MAX_MEMBERS as usize {
+        states.push(MemberState::missing([0; UUID_LEN], NO_SLOT), GFP_KERNEL)?;
     }
     Ok(states)
 }

@@ -26,10 +26,15 @@ pub(crate) struct MemberDevices {
 }
 
 impl MemberDevices {
-    /// The devices by role; `None` for a role without one (a degraded assembly).
-    pub(crate) fn new(files: impl IntoIterator<Item = Option<BlockDeviceFile>>) -> Result<Self> {
-        let mut slots = KVec::new();
-        for file in files {
+    /// The devices by role; `None` for a role without one (a degraded assembly); places
+    /// without a device up to `places` in all.
+    pub(crate) fn new(
+        files: impl IntoIterator<Item = Option<BlockDeviceFile>>,
+        places: usize,
+    ) -> Result<Self> {
+        let mut slots = KVec::with_capacity(places, GFP_KERNEL)?;
+        let files = Iterator::chain(files.into_iter(), core::iter::repeat_with(|| None));
+        for file in files.take(places) {
             // Once in a slot, a device is closed with it, on every error path below too.
             let slot = match file {
                 Some(file) => {

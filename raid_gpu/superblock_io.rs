@@ -15,27 +15,58 @@ use crate::kernel_ext::{
 use kernel::{bindings, new_mutex, page::Page, prelude::*, sync::Mutex};
 
 /// Writes an array's superblocks: one page per member and one encoding buffer, allocated up
-/// front. The mutex makes the writer single (the engine never runs two updates at once, and
-/// this keeps it so).
+/// front (and before a mirror's copies grow, [`Self::reserve`]). The mutex makes the writer
+/// single (the engine never runs two updates at once, and this keeps it so).
 #[pin_data]
 pub(crate) struct SuperblockWriter {
-    pages: KVec<Page>,
     #[pin]
-    buffer: Mutex<KBox<[u8; SUPERBLOCK_SIZE]>>,
+    state: Mutex<Buffers>,
+}
+
+/// The writer's memory.
+struct Buffers {
+    block: KBox<[u8; SUPERBLOCK_SIZE]>,
+    /// One per member.
+    pages: KVec<Page>,
 }
 
 impl SuperblockWriter {
     pub(crate) fn new(members: usize) -> impl PinInit<Self, Error> {
         try_pin_init!(Self {
-            pages: {
-                let mut pages = KVec::with_capacity(members, GFP_KERNEL)?;
-                for _ in 0..members {
-                    pages.push(Page::alloc_page(GFP_KERNEL)?, GFP_KERNEL)?;
-                }
-                pages
-            },
-            buffer <- new_mutex!(zeroed_block()?),
+            state <- new_mutex!(Buffers {
+                block: zeroed_block()?,
+                pages: {
+                    let mut pages = KVec::with_capacity(members, GFP_KERNEL)?;
+                    for _ in 0..members {
+                        pages.push(Page::alloc_page(GFP_KERNEL)?, GFP_KERNEL)?;
+                    }
+                    pages
+                },
+            }),
         })
+    }
+
+    /// Pages for `members` members at least: before the count grows (they are allocated here,
+    /// where reclaim may run, not in the writes).
+    pub(crate) fn reserve(&self, members: usize) -> Result {
+        if self.state.lock().pages.len() >= members {
+            return Ok(());
+        }
+        // Allocated without the lock: the writer holds it with the array's queue frozen, which
+        // reclaim may wait on.
+        let mut pages = KVec::with_capacity(members, GFP_KERNEL)?;
+        for _ in 0..members {
+            pages.push(Page::alloc_page(GFP_KERNEL)?, GFP_KERNEL)?;
+        }
+        let mut state = self.state.lock();
+        if state.pages.len() < members {
+            // What the pages held does not matter: each write fills its page first.
+            core::mem::swap(&mut state.pages, &mut pages);
+        }
+        drop(state);
+        // The old (or unused) pages are freed here, outside the lock.
+        drop(pages);
+        Ok(())
     }
 
     /// Writes `copy(m)` to each member `m` in `targets` at once (`PREFLUSH | FUA`) and waits.
@@ -46,18 +77,19 @@ impl SuperblockWriter {
         targets: MemberSet,
         copy: impl Fn(u32) -> Superblock,
     ) -> MemberSet {
-        let mut buffer = self.buffer.lock();
+        let mut state = self.state.lock();
+        let Buffers { block, pages } = &mut *state;
         let mut failed = MemberSet::EMPTY;
         for member in targets.iter() {
-            let page = self.pages.get(member as usize);
-            if !page.is_some_and(|page| fill(page, &mut buffer, &copy(member))) {
+            let page = pages.get(member as usize);
+            if !page.is_some_and(|page| fill(page, block, &copy(member))) {
                 pr_err!("graid: superblock for member {} not written\n", member);
                 failed = failed.with(member);
             }
         }
         let writes = targets.minus(failed).iter().filter_map(|member| {
             let file = files.get(member)?;
-            let page = self.pages.get(member as usize)?;
+            let page = pages.get(member as usize)?;
             Some(PageWrite {
                 index: member,
                 bdev: file.bdev(),
@@ -69,7 +101,7 @@ impl SuperblockWriter {
         // A target with no file or page was not written either.
         let missing = targets
             .iter()
-            .filter(|&m| files.get(m).is_none() || self.pages.get(m as usize).is_none())
+            .filter(|&m| files.get(m).is_none() || pages.get(m as usize).is_none())
             .fold(MemberSet::EMPTY, MemberSet::with);
         failed.union(failed_io).union(missing)
     }
@@ -86,14 +118,15 @@ impl SuperblockWriter {
         preflush: bool,
         fill: &dyn Fn(&mut [u8; BLOCK_BYTES]),
     ) -> MemberSet {
-        let mut buffer = self.buffer.lock();
-        fill(&mut buffer);
+        let mut state = self.state.lock();
+        let Buffers { block, pages } = &mut *state;
+        fill(block);
         let mut failed = MemberSet::EMPTY;
         for member in targets.iter() {
-            let page = self.pages.get(member as usize);
-            // SAFETY: `buffer` holds BLOCK_BYTES (= PAGE_SIZE) initialised bytes.
+            let page = pages.get(member as usize);
+            // SAFETY: `block` holds BLOCK_BYTES (= PAGE_SIZE) initialised bytes.
             let copied = page.is_some_and(|page| unsafe {
-                page.write_raw(buffer.as_ptr(), 0, BLOCK_BYTES).is_ok()
+                page.write_raw(block.as_ptr(), 0, BLOCK_BYTES).is_ok()
             });
             if !copied || files.get(member).is_none() {
                 failed = failed.with(member);
@@ -104,7 +137,7 @@ impl SuperblockWriter {
                 index: member,
                 bdev: files.get(member)?.bdev(),
                 sector,
-                page: self.pages.get(member as usize)?,
+                page: pages.get(member as usize)?,
             })
         });
         failed.union(MemberSet::from_bits(write_pages_durably(writes, preflush)))
@@ -114,8 +147,9 @@ impl SuperblockWriter {
     /// an error. The same single writer as [`Self::write`], after it (it reuses member 0's
     /// page).
     pub(crate) fn write_one(&self, bdev: *mut bindings::block_device, sb: &Superblock) -> bool {
-        let mut buffer = self.buffer.lock();
-        let Some(page) = self.pages.first().filter(|page| fill(page, &mut buffer, sb)) else {
+        let mut state = self.state.lock();
+        let Buffers { block, pages } = &mut *state;
+        let Some(page) = pages.first().filter(|page| fill(page, block, sb)) else {
             return false;
         };
         let write = PageWrite {

@@ -37,8 +37,9 @@ const ARRAY_DIR: u32 = u32::MAX;
 /// An array's directories, removed when dropped (members first), which the array does before
 /// its disk goes.
 pub(crate) struct ArrayDirs {
-    _members: KVec<Dir>,
-    _array: Dir,
+    /// Dropped before `top`, which holds them (field order).
+    members: KVec<Dir>,
+    top: Dir,
 }
 
 impl ArrayDirs {
@@ -60,18 +61,31 @@ impl ArrayDirs {
                 ARRAY_DIR,
             )?
         };
-        let mut dirs = KVec::with_capacity(members as usize, GFP_KERNEL)?;
-        for role in 0..members {
+        let mut dirs = Self {
+            members: KVec::with_capacity(members as usize, GFP_KERNEL)?,
+            top,
+        };
+        // SAFETY: the caller's contract.
+        unsafe { dirs.set_members(array, members)? };
+        Ok(dirs)
+    }
+
+    /// Makes `rdN/` for roles `0..members` exactly: more after a mirror's grow, fewer after a
+    /// shrink.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Self::new`], with the `array` these directories were made for.
+    pub(crate) unsafe fn set_members(&mut self, array: &Array, members: u32) -> Result {
+        self.members.truncate(members as usize);
+        for role in self.members.len() as u32..members {
             let name = CString::try_from_fmt(fmt!("rd{role}"))?;
             // SAFETY: `top` is live and outlives the member directories (dropped after them);
-            // `array` as above.
-            let dir = unsafe { Dir::new(top.kobject(), &name, &MEMBER_FILES, array, role)? };
-            dirs.push(dir, GFP_KERNEL)?;
+            // `array` as the caller's contract says.
+            let dir = unsafe { Dir::new(self.top.kobject(), &name, &MEMBER_FILES, array, role)? };
+            self.members.push(dir, GFP_KERNEL)?;
         }
-        Ok(Self {
-            _members: dirs,
-            _array: top,
-        })
+        Ok(())
     }
 }
 

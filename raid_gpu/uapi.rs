@@ -504,6 +504,38 @@ pub struct GraidResize {
     pub room_sectors: u64,
 }
 
+/// [`GraidReshape::flags`]: only say whether the change would be taken (and why not, as it
+/// would refuse), changing nothing.
+pub const GRAID_RESHAPE_QUERY: u32 = 1;
+/// [`GraidReshape::flags`]: a new level in `level` (not yet taken: `EOPNOTSUPP`).
+pub const GRAID_RESHAPE_LEVEL: u32 = 2;
+/// [`GraidReshape::flags`]: a new layout in `layout` (not yet taken: `EOPNOTSUPP`).
+pub const GRAID_RESHAPE_LAYOUT: u32 = 4;
+/// [`GraidReshape::flags`]: a new chunk in `chunk_sectors` (not yet taken: `EOPNOTSUPP`).
+pub const GRAID_RESHAPE_CHUNK: u32 = 8;
+
+/// Argument of [`GRAID_IOC_RESHAPE`]: changes a running array's member count (md's `--grow
+/// --raid-devices`), which a RAID 1 takes as more or fewer copies: a new role has no device
+/// until one is added (a spare of the array takes it at once), and only roles whose members
+/// were failed and removed may be dropped.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GraidReshape {
+    /// Index N of `/dev/graidN`.
+    pub index: u32,
+    /// `GRAID_RESHAPE_*` bits, or 0.
+    pub flags: u32,
+    /// In: the member count wanted (0: as now). Out: the count now (with `QUERY`: what it
+    /// would be).
+    pub raid_devices: u32,
+    /// With [`GRAID_RESHAPE_LEVEL`]: the level wanted (`GRAID_LEVEL_*`).
+    pub level: u32,
+    /// With [`GRAID_RESHAPE_LAYOUT`]: md's layout number wanted.
+    pub layout: u32,
+    /// With [`GRAID_RESHAPE_CHUNK`]: the chunk wanted, sectors.
+    pub chunk_sectors: u32,
+}
+
 /// Creates an array and writes a fresh superblock to each member.
 pub const GRAID_IOC_CREATE: u32 = iowr::<GraidCreate>(0x01);
 /// Assembles an array from members that carry its superblock.
@@ -524,3 +556,5 @@ pub const GRAID_IOC_SCRUB: u32 = iow::<GraidScrub>(0x08);
 /// Resizes a running array: into the room its members have, or smaller (0x09 is the helper
 /// status's).
 pub const GRAID_IOC_RESIZE: u32 = iowr::<GraidResize>(0x0A);
+/// Changes a running array's member count (a mirror's copies).
+pub const GRAID_IOC_RESHAPE: u32 = iowr::<GraidReshape>(0x0B);

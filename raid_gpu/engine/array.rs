@@ -41,7 +41,7 @@ use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 /// Why an engine could not be set up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EngineError {
-    /// The member list does not match the geometry.
+    /// The member list is shorter than the geometry's count.
     MemberCount { given: usize, expected: u32 },
     /// The stripe lock table is not a power of two of slots in
     /// `MIN_LOCK_SLOTS..=MAX_LOCK_SLOTS`, or the log's live table or the flush marks do not
@@ -204,8 +204,10 @@ impl<M: Store> ArrayEngine<M> {
         members: M,
         in_sync: bool,
     ) -> Result<Self, EngineError> {
+        // Room for more members than the geometry has is kept for a change of a mirror's
+        // copies (`raid_devices.rs`); fewer cannot run it.
         let given = members.len();
-        if given != geometry.members() as usize {
+        if given < geometry.members() as usize {
             return Err(EngineError::MemberCount {
                 given,
                 expected: geometry.members(),
@@ -273,9 +275,24 @@ impl<M: Store> ArrayEngine<M> {
         &self.superblock
     }
 
-    /// The members, in role order.
+    /// The members, in role order: as many as the geometry has now.
     pub fn members(&self) -> &[MemberState] {
+        let count = self.geometry().members() as usize;
+        self.members.get(..count).unwrap_or(&self.members)
+    }
+
+    /// Every entry of the platform's store, past the members too.
+    pub(super) fn members_store(&self) -> &[MemberState] {
         &self.members
+    }
+
+    /// How many members the platform's store has room for: the most a change of a mirror's
+    /// copies may give it.
+    pub fn member_capacity(&self) -> u32 {
+        // At most MAX_MEMBERS counts: lossless where it matters.
+        self.members
+            .len()
+            .min(super::geometry::MAX_MEMBERS as usize) as u32
     }
 
     /// Slots of the stripe lock table (a power of two).

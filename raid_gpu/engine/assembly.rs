@@ -9,6 +9,7 @@
 //! removed) also changes its slot in the table, which the check below catches.
 //! Device sizes are not known here: the caller checks the data area fits each device.
 
+use super::geometry::Level;
 use super::superblock::{Slot, Superblock, RECOVERY_COMPLETE, UUID_LEN};
 
 /// Verdict on one device.
@@ -73,11 +74,14 @@ pub fn member_status(sbs: &[Superblock], freshest: usize, index: usize) -> Optio
     // (and past its end, its size being checked against its own offset). A data area of
     // another size is the one before a resize whose update this member missed (a power cut
     // between the members' superblock writes), if it is one update behind: the mapping of
-    // what it holds is the same, and its device is checked against the new size.
+    // what it holds is the same, and its device is checked against the new size. So is a
+    // mirror's other member count (`raid_devices.rs`): every copy holds the same data, and the
+    // freshest slot table says which role this device has.
+    let one_behind = sb.events.saturating_add(1) == best.events;
     let same_shape = sb.level == best.level
-        && sb.members == best.members
+        && (sb.members == best.members || one_behind && is_mirror(best))
         && sb.chunk_sectors == best.chunk_sectors
-        && (sb.data_size == best.data_size || sb.events.saturating_add(1) == best.events)
+        && (sb.data_size == best.data_size || one_behind)
         && sb.data_offset == best.data_offset
         && same_reshape(sb, best);
     if !same_shape {
@@ -106,6 +110,11 @@ pub fn member_status(sbs: &[Superblock], freshest: usize, index: usize) -> Optio
         Slot::Faulty => MemberStatus::Faulty,
         Slot::Empty => MemberStatus::Removed,
     })
+}
+
+/// RAID 1, by the superblock's level code.
+fn is_mirror(sb: &Superblock) -> bool {
+    sb.level == Level::Raid1
 }
 
 /// Both superblocks name the same reshape (its position aside, which moves with every update),

@@ -366,12 +366,25 @@ impl Geometry {
         )
     }
 
-    /// [`Self::resized`] for a size that this shape already took there: the checks are not
-    /// made again (a running array's geometry, asked for at every request).
-    pub(super) fn resized_again(&self, member_data_sectors: u64) -> Self {
+    /// The same level, chunk and size over `members` members (a mirror's copies changed).
+    pub fn with_members(&self, members: u32) -> Result<Self, GeometryError> {
+        Self::new(
+            self.level,
+            members,
+            self.chunk_sectors(),
+            self.member_data_sectors,
+        )
+    }
+
+    /// [`Self::resized`] and [`Self::with_members`] for a count and size that this level and
+    /// chunk already took: the checks are not made again (a running array's geometry, asked
+    /// for at every request). A count of 0 (never stored) keeps this one's.
+    pub(super) fn resized_again(&self, members: u32, member_data_sectors: u64) -> Self {
+        let members = NonZeroU64::new(u64::from(members)).unwrap_or(self.members);
         let member_chunks = member_data_sectors >> self.chunk_shift;
-        let array_chunks = array_chunks(self.level, self.members, member_chunks).unwrap_or(0);
+        let array_chunks = array_chunks(self.level, members, member_chunks).unwrap_or(0);
         Self {
+            members,
             member_data_sectors: member_chunks << self.chunk_shift,
             array_sectors: array_chunks << self.chunk_shift,
             ..*self

@@ -1,50 +1,75 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The geometry of a running array, as everything that maps sectors asks for it: a whole
-//! [`Geometry`] value per question, never a field read in place, so a resize (issue 46) can
-//! change the size under a running engine and every reader still sees one consistent shape.
+//! [`Geometry`] value per question, never a field read in place, so a resize or a change of a
+//! mirror's copies (issue 46) can change it under a running engine and every reader still sees
+//! one consistent shape.
 //!
-//! The shape (level, layout, members, chunk) is fixed for the array's life here; the size, each
-//! member's data area, is one atomic word, validated when it is stored ([`Geometry::resized`])
-//! and every value handed out is rebuilt from it, so a reader never sees the array size of one
-//! resize with the member size of another. What may change it, and when, is the resize's
-//! business: the mapping of the sectors both sizes hold is the same, so requests in flight are
-//! unaffected.
+//! The level and chunk are fixed for the array's life here; the member count and each member's
+//! data area share one atomic word, validated when stored ([`Geometry::resized`],
+//! [`Geometry::with_members`]), and every value handed out is rebuilt from it, so a reader
+//! never sees the array size of one change with the member size or count of another. What may
+//! change it, and when, is the caller's business: a resize maps the sectors both sizes hold
+//! alike, and a mirror's copies change with no request in flight.
 
-use super::geometry::{Geometry, GeometryError};
+use super::geometry::{Geometry, GeometryError, MAX_SECTORS};
 use core::sync::atomic::{AtomicU64, Ordering};
 
-/// A running array's geometry: its shape, and its size as it is now.
+/// Where the member count sits in the word: above every data area size.
+const MEMBERS_SHIFT: u32 = 56;
+const _: () = assert!(MAX_SECTORS < 1 << MEMBERS_SHIFT);
+
+/// A geometry's count and size as one word.
+fn pack(geometry: &Geometry) -> u64 {
+    u64::from(geometry.members()) << MEMBERS_SHIFT | geometry.member_data_sectors()
+}
+
+/// A running array's geometry: its level and chunk, and its member count and size as they are
+/// now.
 #[derive(Debug)]
 pub struct GeometryCell {
-    /// The geometry the array started with: its shape, and its size until a resize.
+    /// The geometry the array started with: its level and chunk, and the rest until a change.
     shape: Geometry,
-    /// Each member's data area now (whole chunks), as [`Geometry::member_data_sectors`].
-    member_data_sectors: AtomicU64,
+    /// The member count and each member's data area now (whole chunks), [`pack`]ed.
+    word: AtomicU64,
 }
 
 impl GeometryCell {
     pub fn new(geometry: Geometry) -> Self {
         Self {
             shape: geometry,
-            member_data_sectors: AtomicU64::new(geometry.member_data_sectors()),
+            word: AtomicU64::new(pack(&geometry)),
         }
     }
 
     /// The geometry now.
     pub fn get(&self) -> Geometry {
-        // Every size stored was validated for this shape ([`Self::resize`]).
+        let word = self.word.load(Ordering::Acquire);
+        // Every word stored was validated for this level and chunk ([`Self::store`]). Below
+        // 2^8 after the shift: lossless.
+        let members = (word >> MEMBERS_SHIFT) as u32;
         self.shape
-            .resized_again(self.member_data_sectors.load(Ordering::Acquire))
+            .resized_again(members, word & ((1 << MEMBERS_SHIFT) - 1))
     }
 
     /// Gives each member's data area `member_data_sectors` (rounded down to whole chunks); the
     /// new geometry, or why that size is impossible for this shape (nothing changes then).
     pub fn resize(&self, member_data_sectors: u64) -> Result<Geometry, GeometryError> {
-        let geometry = self.shape.resized(member_data_sectors)?;
-        self.member_data_sectors
-            .store(geometry.member_data_sectors(), Ordering::Release);
+        let geometry = self.get().resized(member_data_sectors)?;
+        self.store(&geometry);
         Ok(geometry)
+    }
+
+    /// Gives the array `members` members, the size kept; the new geometry, or why that count
+    /// is impossible for this level (nothing changes then).
+    pub fn set_members(&self, members: u32) -> Result<Geometry, GeometryError> {
+        let geometry = self.get().with_members(members)?;
+        self.store(&geometry);
+        Ok(geometry)
+    }
+
+    fn store(&self, geometry: &Geometry) {
+        self.word.store(pack(geometry), Ordering::Release);
     }
 }
 
@@ -76,5 +101,21 @@ mod tests {
         // An impossible size changes nothing.
         assert!(cell.resize(8).is_err());
         assert_eq!(cell.get(), grown);
+    }
+
+    #[test]
+    fn a_mirror_keeps_its_size_through_changes_of_its_copies() {
+        let start = Geometry::new(Level::Raid1, 2, 0, 5000).unwrap();
+        let cell = GeometryCell::new(start);
+        let three = cell.set_members(3).unwrap();
+        assert_eq!((three.members(), three.copies()), (3, 3));
+        assert_eq!(cell.get(), three);
+        assert_eq!(three.array_sectors(), start.array_sectors());
+        let grown = cell.resize(1 << 54).unwrap();
+        assert_eq!((grown.members(), cell.get()), (3, grown));
+        assert!(cell.set_members(33).is_err() && cell.set_members(1).is_err());
+        assert_eq!(cell.get(), grown);
+        assert_eq!(cell.set_members(2).unwrap().member_data_sectors(), 1 << 54);
+        assert_eq!(cell.get().members(), 2);
     }
 }

@@ -64,6 +64,10 @@ impl StatShard {
     }
 }
 
+/// The slot-table entry of a member that has none: a role added with no device yet. Past
+/// every table, so nothing is written for it.
+pub const NO_SLOT: u32 = u32::MAX;
+
 /// One member of a running array.
 #[derive(Debug)]
 pub struct MemberState {
@@ -153,6 +157,28 @@ impl MemberState {
         let state = Self::new(uuid, slot);
         state.health.store(Health::Faulty.code(), Ordering::Relaxed);
         state
+    }
+
+    /// Makes this unused entry of the store a member with no device yet (a mirror's new
+    /// copy): out of use as a recorded failure, in no slot-table entry ([`NO_SLOT`]), its
+    /// counters zero. The worker only, with no request in flight.
+    pub(crate) fn reset_missing(&self) {
+        self.uuid.store([0; UUID_LEN]);
+        self.slot.store(NO_SLOT, Ordering::Relaxed);
+        self.recovery.store(RECOVERY_COMPLETE, Ordering::SeqCst);
+        self.health.store(Health::Faulty.code(), Ordering::SeqCst);
+        for shard in &self.shards {
+            for counter in [
+                &shard.reads,
+                &shard.writes,
+                &shard.read_bytes,
+                &shard.write_bytes,
+                &shard.errors,
+            ] {
+                counter.store(0, Ordering::Relaxed);
+            }
+        }
+        self.corrected.store(0, Ordering::Relaxed);
     }
 
     pub fn uuid(&self) -> [u8; UUID_LEN] {

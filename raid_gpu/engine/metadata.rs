@@ -107,8 +107,9 @@ impl<M: Store> ArrayEngine<M> {
             let mut failing = MemberSet::EMPTY;
             let mut targets = MemberSet::EMPTY;
             let mut sb = self.superblock;
-            // A resize changes them (`resize.rs`).
+            // A resize changes them (`resize.rs`), and a mirror's copies (`raid_devices.rs`).
             sb.data_size = self.geometry().member_data_sectors();
+            sb.members = self.geometry().members();
             if let Some((regions, _)) = p.bitmap() {
                 sb.bitmap_region = regions.region_sectors();
             }

@@ -30,6 +30,7 @@ pub mod offload;
 pub mod parity;
 pub mod platform;
 pub mod ppl;
+pub mod raid_devices;
 pub mod rate;
 pub mod rebuild;
 pub mod replace;

@@ -643,6 +643,21 @@ impl Superblock {
         }
     }
 
+    /// The slot-table entry a member whose device is missing at assembly keeps: its device's,
+    /// or else entry `role` where that is free or faulty (the devices an array is created with
+    /// sit in their roles' entries, so that is where its failure is recorded), or none
+    /// ([`NO_SLOT`]): a role a mirror's grow added may have its number's entry taken by a
+    /// spare, which a faulty mark must not hit.
+    ///
+    /// [`NO_SLOT`]: super::members::NO_SLOT
+    pub fn missing_member_slot(&self, role: u32) -> u32 {
+        self.slot_of_role(role)
+            .unwrap_or_else(|| match self.slots.get(role as usize) {
+                Some(Slot::Faulty | Slot::Empty) => role,
+                _ => super::members::NO_SLOT,
+            })
+    }
+
     /// This device's slot-table entry, if the slot exists.
     pub fn this_slot_entry(&self) -> Option<Slot> {
         usize::try_from(self.this_slot)

@@ -180,6 +180,36 @@ fn a_member_that_missed_a_resize_update_is_one_update_behind_with_the_other_size
 }
 
 #[test]
+fn a_mirror_member_that_missed_a_change_of_the_copies_is_one_update_behind() {
+    // A power cut between the members' superblock writes of a grow to three copies, or of a
+    // shrink back to two: the freshest count and slot table decide.
+    for (behind_count, fresh_count) in [(2, 3), (3, 2)] {
+        let mut fresh = member(0, 10);
+        fresh.members = fresh_count;
+        let mut behind = member(1, 9);
+        behind.members = behind_count;
+        let sbs = [fresh, behind];
+        assert_eq!(
+            statuses(&sbs)[1],
+            MemberStatus::Active { role: 1 },
+            "{behind_count} -> {fresh_count}"
+        );
+        let mut older = behind;
+        older.events = 8;
+        assert_eq!(statuses(&[fresh, older])[1], MemberStatus::Mismatch);
+    }
+    // Striped levels restripe for another count: never one update behind by it.
+    let mut fresh = member(0, 10);
+    let mut behind = member(1, 9);
+    for sb in [&mut fresh, &mut behind] {
+        sb.level = graid_engine::geometry::Level::Raid0;
+        sb.chunk_sectors = 128;
+    }
+    fresh.members = 3;
+    assert_eq!(statuses(&[fresh, behind])[1], MemberStatus::Mismatch);
+}
+
+#[test]
 fn out_of_range_indices() {
     let sbs = [member(0, 1)];
     assert_eq!(member_status(&sbs, 0, 1), None);

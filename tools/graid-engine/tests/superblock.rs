@@ -1191,3 +1191,24 @@ fn rejects_reshapes_that_do_not_hold_together() {
         })
     );
 }
+
+#[test]
+fn a_missing_member_keeps_its_roles_entry_only_where_no_other_device_has_it() {
+    use graid_engine::members::NO_SLOT;
+    let mut sb = sample();
+    sb.members = 4;
+    sb.slots = [Slot::Empty; graid_engine::superblock::MAX_SLOTS];
+    sb.slots[0] = Slot::Active { role: 0 };
+    sb.slots[1] = Slot::Faulty;
+    sb.slots[2] = Slot::Active { role: 3 };
+    sb.slots[3] = Slot::Spare;
+    // Its device's entry; its role's where free or faulty (the devices made with the array sit
+    // there); none where a spare or another role holds that entry (a role a grow added).
+    assert_eq!(sb.missing_member_slot(0), 0);
+    assert_eq!(sb.missing_member_slot(1), 1);
+    assert_eq!(sb.missing_member_slot(2), NO_SLOT);
+    assert_eq!(sb.missing_member_slot(3), 2);
+    sb.slots[3] = Slot::Empty;
+    sb.slots[2] = Slot::Active { role: 2 };
+    assert_eq!(sb.missing_member_slot(3), 3);
+}

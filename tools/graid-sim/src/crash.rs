@@ -63,19 +63,35 @@ pub fn reassemble(
     disks: Vec<MemDisk>,
     force: bool,
 ) -> Result<Started, StartError> {
-    let n = scenario.members as usize;
-    let found: Vec<(usize, Superblock)> = disks
-        .iter()
-        .take(n)
-        .enumerate()
-        .filter_map(|(i, d)| d.newest_superblock().map(|sb| (i, sb)))
-        .collect();
-    let sbs: Vec<Superblock> = found.iter().map(|&(_, sb)| sb).collect();
-    let uuid = sbs.first().ok_or(StartError::NoSuperblock)?.array_uuid;
-    let best = pick_freshest(&sbs, &uuid).ok_or(StartError::NoSuperblock)?;
+    // The disks of the scenario's members, or of as many as the freshest superblock says (a
+    // mirror's copies may have changed: `raid_devices.rs`).
+    let mut n = scenario.members as usize;
+    let (found, sbs, best) = loop {
+        let found: Vec<(usize, Superblock)> = disks
+            .iter()
+            .take(n)
+            .enumerate()
+            .filter_map(|(i, d)| d.newest_superblock().map(|sb| (i, sb)))
+            .collect();
+        let sbs: Vec<Superblock> = found.iter().map(|&(_, sb)| sb).collect();
+        let uuid = sbs.first().ok_or(StartError::NoSuperblock)?.array_uuid;
+        let best = pick_freshest(&sbs, &uuid).ok_or(StartError::NoSuperblock)?;
+        let members = sbs[best].members as usize;
+        if members <= n {
+            n = members;
+            break (found, sbs, best);
+        }
+        n = members;
+    };
+    let uuid = sbs[best].array_uuid;
     let freshest = sbs[best];
-    // The size and region size the superblocks say (a resize may have changed them).
+    let found: Vec<(usize, Superblock)> = found.into_iter().filter(|&(i, _)| i < n).collect();
+    let sbs: Vec<Superblock> = found.iter().map(|&(_, sb)| sb).collect();
+    let best = pick_freshest(&sbs, &uuid).ok_or(StartError::NoSuperblock)?;
+    // The size, region size and member count the superblocks say (a resize may have changed
+    // them).
     let mut scenario = scenario.clone();
+    scenario.members = freshest.members;
     scenario.data_sectors = freshest.data_size;
     scenario.bitmap_region_sectors =
         (freshest.bitmap_region != 0).then_some(freshest.bitmap_region);

@@ -1349,10 +1349,14 @@ impl Host {
         buffer
     }
 
+    /// Some superblock says member `member` is out of use: its slot faulty (the sim keeps
+    /// role r in slot r), or no device in the role (one a mirror's grow added).
     pub fn recorded_faulty(&self, member: u32) -> bool {
         self.disks.iter().any(|d| {
-            d.newest_superblock()
-                .is_some_and(|sb| sb.slots[member as usize] == Slot::Faulty)
+            d.newest_superblock().is_some_and(|sb| {
+                sb.slots[member as usize] == Slot::Faulty
+                    || member < sb.members && sb.slot_of_role(member).is_none()
+            })
         })
     }
 

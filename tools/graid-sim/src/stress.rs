@@ -7,8 +7,8 @@ use crate::host::{
 };
 use graid_engine::array::ArrayEngine;
 use graid_engine::bitmap::{RegionState, Regions};
-use graid_engine::geometry::{Geometry, Level};
-use graid_engine::members::MemberState;
+use graid_engine::geometry::{Geometry, Level, MAX_MEMBERS};
+use graid_engine::members::{MemberState, NO_SLOT};
 use graid_engine::platform::{Op, Status};
 use graid_engine::ppl::DEFAULT_LOG_AREA;
 use graid_engine::replace::{ReplaceStage, Replacement};
@@ -223,6 +223,11 @@ pub fn host_with(
     let geometry = geometry_of(scenario);
     let events = from.map_or(7, |sb| sb.events);
     let requests = scenario.submitters * scenario.batch;
+    // Room for every role, as the module keeps (a mirror's copies may grow).
+    let mut members = members;
+    while members.len() < MAX_MEMBERS as usize {
+        members.push(MemberState::missing([0; 16], NO_SLOT));
+    }
     let engine = ArrayEngine::new(
         Superblock {
             events,

@@ -8,10 +8,11 @@ use crate::error::CtlError;
 use crate::version;
 use graid_abi::ring::{HelperStatus, GRAID_IOC_HELPER_STATUS};
 use graid_abi::{
-    GraidAssemble, GraidCreate, GraidDetail, GraidList, GraidMemberOp, GraidResize, GraidScrub,
-    GraidSpeed, GraidStop, GraidVersion, GRAID_CONTROL_NAME, GRAID_IOC_ASSEMBLE, GRAID_IOC_CREATE,
-    GRAID_IOC_DETAIL, GRAID_IOC_LIST, GRAID_IOC_MEMBER, GRAID_IOC_RESIZE, GRAID_IOC_SCRUB,
-    GRAID_IOC_SPEED, GRAID_IOC_STOP, GRAID_IOC_VERSION, GRAID_MAX_ARRAYS,
+    GraidAssemble, GraidCreate, GraidDetail, GraidList, GraidMemberOp, GraidReshape, GraidResize,
+    GraidScrub, GraidSpeed, GraidStop, GraidVersion, GRAID_CONTROL_NAME, GRAID_IOC_ASSEMBLE,
+    GRAID_IOC_CREATE, GRAID_IOC_DETAIL, GRAID_IOC_LIST, GRAID_IOC_MEMBER, GRAID_IOC_RESHAPE,
+    GRAID_IOC_RESIZE, GRAID_IOC_SCRUB, GRAID_IOC_SPEED, GRAID_IOC_STOP, GRAID_IOC_VERSION,
+    GRAID_MAX_ARRAYS,
 };
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -31,6 +32,8 @@ pub trait ControlDevice {
     fn scrub(&self, arg: &GraidScrub) -> io::Result<()>;
     /// Grows a running array (`arg` gets the sizes now and the members' room).
     fn resize(&self, arg: &mut GraidResize) -> io::Result<()>;
+    /// Changes a running array's member count (`arg` gets the count now).
+    fn reshape(&self, arg: &mut GraidReshape) -> io::Result<()>;
     /// The parity helper and the offload counters.
     fn helper_status(&self) -> io::Result<HelperStatus>;
 }
@@ -191,6 +194,7 @@ impl AbiArg for GraidList {}
 impl AbiArg for GraidDetail {}
 impl AbiArg for GraidMemberOp {}
 impl AbiArg for GraidResize {}
+impl AbiArg for GraidReshape {}
 impl AbiArg for HelperStatus {}
 impl AbiArg for GraidSpeed {}
 impl AbiArg for GraidScrub {}
@@ -243,6 +247,10 @@ impl ControlDevice for Control {
         self.call(GRAID_IOC_RESIZE, arg)
     }
 
+    fn reshape(&self, arg: &mut GraidReshape) -> io::Result<()> {
+        self.call(GRAID_IOC_RESHAPE, arg)
+    }
+
     fn helper_status(&self) -> io::Result<HelperStatus> {
         let mut status = HelperStatus::default();
         self.call(GRAID_IOC_HELPER_STATUS, &mut status)?;
@@ -278,6 +286,7 @@ mod tests {
         enotty(null.member(&mut GraidMemberOp::default()));
         enotty(null.speed(&mut GraidSpeed::default()));
         enotty(null.scrub(&GraidScrub::default()));
+        enotty(null.reshape(&mut GraidReshape::default()));
         let mut list_sized = empty_list();
         enotty(null.call(GRAID_IOC_LIST, &mut list_sized));
     }
@@ -296,7 +305,7 @@ pub mod fake {
     //! An in-memory control device for host tests: a set of running arrays, and scripted errors.
 
     use super::*;
-    use graid_abi::GraidMemberDetail;
+    use graid_abi::{GraidMemberDetail, GRAID_MEMBER_MISSING};
     use std::cell::RefCell;
 
     #[derive(Default)]
@@ -313,6 +322,7 @@ pub mod fake {
         pub member_ops: RefCell<Vec<GraidMemberOp>>,
         pub scrubs: RefCell<Vec<GraidScrub>>,
         pub resizes: RefCell<Vec<GraidResize>>,
+        pub reshapes: RefCell<Vec<GraidReshape>>,
         /// The room RESIZE reports, sectors per member.
         pub room: RefCell<u64>,
         pub helper: HelperStatus,
@@ -495,6 +505,50 @@ pub mod fake {
             array.member_data_sectors = want;
             array.size_sectors = want * per_member;
             (arg.member_data_sectors, arg.array_sectors) = (want, array.size_sectors);
+            Ok(())
+        }
+
+        /// A RAID 1's copies change as the module's would: new roles missing, dropped roles
+        /// only without a device.
+        fn reshape(&self, arg: &mut GraidReshape) -> io::Result<()> {
+            self.reshapes.borrow_mut().push(*arg);
+            self.check("reshape")?;
+            let errno = |e| Err(io::Error::from_raw_os_error(e));
+            let mut arrays = self.arrays.borrow_mut();
+            let array = arrays
+                .iter_mut()
+                .find(|a| a.index == arg.index)
+                .ok_or_else(|| io::Error::from_raw_os_error(libc::ENODEV))?;
+            let now = array.nr_members;
+            let want = match arg.raid_devices {
+                0 => now,
+                n => n,
+            };
+            if array.level != 1 {
+                return errno(libc::EOPNOTSUPP);
+            }
+            if !(2..=32).contains(&want) {
+                return errno(libc::EINVAL);
+            }
+            let dropped = &array.members[want.min(now) as usize..now as usize];
+            if dropped.iter().any(|m| m.state != GRAID_MEMBER_MISSING) {
+                return errno(libc::EBUSY);
+            }
+            arg.raid_devices = want;
+            if arg.flags & graid_abi::GRAID_RESHAPE_QUERY != 0 {
+                return Ok(());
+            }
+            for role in now..want {
+                array.members[role as usize] = GraidMemberDetail {
+                    role,
+                    state: GRAID_MEMBER_MISSING,
+                    ..GraidMemberDetail::default()
+                };
+            }
+            array.nr_members = want;
+            if want > now {
+                array.state = graid_abi::GRAID_ARRAY_DEGRADED;
+            }
             Ok(())
         }
 

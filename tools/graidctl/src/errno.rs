@@ -34,6 +34,8 @@ pub enum Op<'a> {
     Scrub { array: &'a str, what: &'a str },
     /// Growing `array`.
     Resize { array: &'a str },
+    /// Changing `array`'s member count.
+    Reshape { array: &'a str },
     /// Reading the parity helper's status.
     HelperStatus,
 }
@@ -50,6 +52,7 @@ impl Op<'_> {
             Op::Speed { .. } => "SPEED",
             Op::Scrub { .. } => "SCRUB",
             Op::Resize { .. } => "RESIZE",
+            Op::Reshape { .. } => "RESHAPE",
             Op::HelperStatus => "HELPER_STATUS",
         }
     }
@@ -65,6 +68,7 @@ impl Op<'_> {
             Op::Speed { array } => format!("cannot set the rebuild speed of {array}"),
             Op::Scrub { array, what } => format!("cannot {what} {array}"),
             Op::Resize { array } => format!("cannot grow {array}"),
+            Op::Reshape { array } => format!("cannot change the member count of {array}"),
             Op::HelperStatus => "cannot read the parity helper's status".to_owned(),
             Op::Member {
                 array,
@@ -127,8 +131,28 @@ fn reason(op: &Op<'_>, errno: i32) -> String {
                 "not a size this array can have (less than a chunk per member, or too large)"
                     .to_owned()
             }
+            Op::Reshape { .. } => {
+                "not a member count this array can have (2 to 32 copies)".to_owned()
+            }
             _ => "invalid argument".to_owned(),
         },
+        libc::EBUSY if matches!(op, Op::Reshape { .. }) => {
+            "a member past the new count is still in the array (fail and remove it first), or \
+             a rebuild, replace, check, repair or resync runs or is pending (graidctl wait), or \
+             its I/O did not drain in time (nothing changed)"
+                .to_owned()
+        }
+        libc::EOPNOTSUPP if matches!(op, Op::Reshape { .. }) => {
+            "only a raid1 array changes its member count yet (more or fewer copies); \
+             restriping raid0/5/6 and level, layout and chunk changes are not supported \
+             (nothing changed)"
+                .to_owned()
+        }
+        libc::EIO if matches!(op, Op::Reshape { .. }) => {
+            "the new count could not be recorded in any member's superblock (the array is \
+             broken: reads go on, writes fail)"
+                .to_owned()
+        }
         libc::EBUSY if matches!(op, Op::Resize { .. }) => {
             "the array is not optimal (degraded or rebuilding), or a rebuild, replace, check, \
              repair, resync or heal runs or is pending (graidctl wait, or check --stop), or its \
@@ -219,7 +243,8 @@ fn reason(op: &Op<'_>, errno: i32) -> String {
             | Op::Member { .. }
             | Op::Speed { .. }
             | Op::Scrub { .. }
-            | Op::Resize { .. } => "no such array".to_owned(),
+            | Op::Resize { .. }
+            | Op::Reshape { .. } => "no such array".to_owned(),
             _ if named_member => "no such device".to_owned(),
             // The module names no member: every device opened, but a role has none.
             Op::Assemble { .. } if errno == libc::ENODEV => {

@@ -32,11 +32,24 @@ pub struct GrowArgs {
     /// offset, or a size such as 900G (a bare number is KiB, as mdadm's --size); rounded down
     /// to whole chunks. Smaller than now shrinks the array, once what it holds ends within
     /// the new size.
-    #[arg(long)]
-    size: String,
-    /// Shrink even where graidctl cannot tell where the array's content ends (raw data, a
-    /// format whose size it cannot read). Content that it sees reaching past the new end is
-    /// refused still.
+    #[arg(
+        long,
+        required_unless_present = "raid_devices",
+        conflicts_with = "raid_devices"
+    )]
+    size: Option<String>,
+    /// The member count (raid1: the copies; md's --raid-devices). More: each new role is
+    /// rebuilt onto a device given with --add or a spare of the array. Fewer: the members
+    /// past the new count must have been failed and removed.
+    #[arg(short = 'n', long)]
+    raid_devices: Option<u32>,
+    /// Devices to add as spares first, which take the new roles (with --raid-devices).
+    #[arg(long, num_args = 1.., requires = "raid_devices", value_name = "DEVICE")]
+    add: Vec<String>,
+    /// With --size: shrink even where graidctl cannot tell where the array's content ends
+    /// (raw data, a format whose size it cannot read); content that it sees reaching past
+    /// the new end is refused still. With --add: add devices that hold a signature (as
+    /// graidctl add --force).
     #[arg(long)]
     force: bool,
 }
@@ -78,7 +91,12 @@ pub fn run(
     args: &GrowArgs,
     json_out: bool,
 ) -> Result<String, CtlError> {
-    let wanted = parse_member_size(&args.size)?;
+    let Some(size) = &args.size else {
+        // Clap requires one of them.
+        let count = args.raid_devices.unwrap_or(0);
+        return crate::grow_members::run(ctl, sys, array, count, &args.add, args.force, json_out);
+    };
+    let wanted = parse_member_size(size)?;
     let detail = resolve(ctl, sys, array)?;
     let view = ArrayView::new(&detail, sys);
     let label = view.label();
@@ -269,7 +287,9 @@ mod tests {
     ) -> Result<String, CtlError> {
         let args = GrowArgs {
             array: "m".to_owned(),
-            size: size.to_owned(),
+            size: Some(size.to_owned()),
+            raid_devices: None,
+            add: Vec::new(),
             force,
         };
         run(ctl, sys, &parse("m").unwrap(), &args, false)

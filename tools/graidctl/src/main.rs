@@ -11,6 +11,7 @@ mod error;
 mod examine;
 mod export;
 mod grow;
+mod grow_members;
 mod helper;
 mod homehost;
 mod kernel_module;
@@ -140,7 +141,9 @@ enum Command {
     /// background: graidctl wait), or smaller, once the filesystem, LVM physical volume or
     /// partition table on it ends within the new size (shrink that first). Each member's data
     /// area takes --size; the array's capacity follows at once (resize2fs or xfs_growfs can use
-    /// it mounted).
+    /// it mounted). Or change a raid1's copies (mdadm's --grow --raid-devices): more, each
+    /// rebuilt onto a device given with --add, or fewer, once their members were failed and
+    /// removed.
     Grow(grow::GrowArgs),
     /// Show or set a running array's rebuild speed limits: at least --min per second while
     /// the array serves other I/O (which keeps priority), at most --max while it is idle.

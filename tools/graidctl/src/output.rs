@@ -111,6 +111,10 @@ pub struct ArrayView {
     /// Chunk size; 0 for RAID 1.
     pub chunk_sectors: u32,
     pub chunk_bytes: u64,
+    /// The member count (md's "Raid Devices"): roles, with a device or not.
+    pub raid_devices: u32,
+    /// Each member's data area (md's "Used Dev Size"), bytes.
+    pub member_data_bytes: u64,
     pub size_sectors: u64,
     pub size_bytes: u64,
     pub state: String,
@@ -391,6 +395,8 @@ impl ArrayView {
             level: level_name(d.level),
             chunk_sectors: d.chunk_sectors,
             chunk_bytes: u64::from(d.chunk_sectors) * SECTOR_BYTES,
+            raid_devices: d.nr_members,
+            member_data_bytes: d.member_data_sectors.saturating_mul(SECTOR_BYTES),
             size_sectors: d.size_sectors,
             size_bytes: d.size_sectors.saturating_mul(SECTOR_BYTES),
             state: array_state_name(d.state),

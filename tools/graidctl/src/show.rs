@@ -434,12 +434,14 @@ ROLE  DEVICE        STATE    READS  WRITES     READ  WRITTEN  ERRORS  CORRECTED
                 "homehost",
                 "index",
                 "level",
+                "member_data_bytes",
                 "members",
                 "mismatch_sectors",
                 "name",
                 "open_count",
                 "parity_heal",
                 "ppl",
+                "raid_devices",
                 "rebuild",
                 "rebuild_skipped_sectors",
                 "rebuilt_sectors",
@@ -459,6 +461,7 @@ ROLE  DEVICE        STATE    READS  WRITES     READ  WRITTEN  ERRORS  CORRECTED
         assert_eq!(v["index"], 0);
         assert_eq!(v["chunk_sectors"], 1024);
         assert_eq!(v["chunk_bytes"], 512 * 1024);
+        assert_eq!(v["raid_devices"], v["members"].as_array().unwrap().len());
         assert_eq!(v["size_bytes"], 1u64 << 30);
         assert_eq!(v["uuid"], "01010101-0101-0101-0101-010101010101");
         let m = &v["members"][1];
