@@ -15,7 +15,7 @@ use crate::engine::array::ArrayState;
 use crate::engine::members::Health;
 use crate::engine::platform::MemberEvent;
 use crate::engine::replace::{ReplaceError, ReplaceStage};
-use crate::engine::raid_devices::RaidDevicesError;
+use crate::engine::raid_devices::{Moves, RaidDevicesError};
 use crate::engine::resize::ResizeError;
 use crate::engine::scrub::{ScrubError, ScrubMode};
 use crate::engine::geometry::{Geometry, Level, MAX_MEMBERS};
@@ -27,7 +27,7 @@ use crate::engine::superblock::{
     MAX_SLOTS, RECOVERY_COMPLETE, UUID_LEN,
 };
 use crate::io::{scrub_name, ArrayHooks, ArrayIo};
-use crate::member_devices::Member;
+use crate::member_devices::{Member, MemberDevices};
 use crate::member_devices::SpareDevice;
 use crate::kernel_ext::{
     bdev::BlockDeviceFile,
@@ -1076,9 +1076,15 @@ impl Array {
             0 => now.members(),
             n => n,
         };
-        let new = io.engine.raid_devices_allowed(want).map_err(raid_devices_errno)?;
-        // A dropped role's device would be held with no role to release it by (md: EBUSY).
-        if (want..now.members()).any(|role| io.files.get(role).is_some()) {
+        let (new, moves) = io.engine.raid_devices_allowed(want).map_err(raid_devices_errno)?;
+        // A dropped role's device would be held with no role to release it by, and a moved
+        // member needs its new role free (md: EBUSY for a device still present).
+        let moved = |role| moves.iter().any(|(from, _)| from == role);
+        let filled = |role| moves.iter().any(|(_, to)| to == role);
+        let held = |role| io.files.get(role).is_some();
+        if (want..now.members()).any(|role| held(role) && !moved(role))
+            || (0..want).any(|role| held(role) && filled(role))
+        {
             return Err(EBUSY);
         }
         if req.flags & uapi::GRAID_RESHAPE_QUERY == 0 && new != now {
@@ -1086,12 +1092,16 @@ impl Array {
             io.superblocks.reserve(want as usize)?;
             let buffer = ArrayIo::new_rebuild_buffer(&new)?;
             let (changed, old_buffer) = self.with_members_idle(|| {
-                let changed = io.engine.set_raid_devices(io, want);
+                // SAFETY: inside `with_members_idle`.
+                if let Err(e) = unsafe { move_devices(&io.files, &moves) } {
+                    return (Err(e), None);
+                }
+                let changed = io.engine.set_raid_devices(io, want).map_err(raid_devices_errno);
                 let old = changed.is_ok().then(|| io.swap_rebuild_buffer(buffer));
                 (changed, old)
             })?;
             drop(old_buffer);
-            changed.map_err(raid_devices_errno)?;
+            changed?;
             drop(members);
             // Not under the member lock: a directory's removal waits for its readers. The
             // count now, whichever change came last.
@@ -1323,6 +1333,27 @@ impl PinnedDrop for Array {
             );
         }
     }
+}
+
+/// Moves the devices of a shrink of a mirror's copies ([`Moves`]), all or none.
+///
+/// # Safety
+///
+/// As for [`MemberDevices::move_role`].
+unsafe fn move_devices(files: &MemberDevices, moves: &Moves) -> Result {
+    for (done, (from, to)) in moves.iter().enumerate() {
+        // SAFETY: the caller's contract.
+        if let Err(e) = unsafe { files.move_role(from, to) } {
+            // The roles were checked free under the member lock: not reached. Undone, so the
+            // devices stay where the engine's states say.
+            for (from, to) in moves.iter().take(done) {
+                // SAFETY: as above; `from` was emptied by the move undone.
+                let _ = unsafe { files.move_role(to, from) };
+            }
+            return Err(e);
+        }
+    }
+    Ok(())
 }
 
 /// What a refused change of the member count tells userspace.

@@ -109,6 +109,29 @@ impl MemberDevices {
     }
 }
 
+impl MemberDevices {
+    /// Moves role `from`'s device to role `to`, which has none (a mirror's member taking a
+    /// removed one's place when the copies shrink). `EBUSY` if `to` has a device, `EINVAL` for
+    /// a role out of range; nothing moves then.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Self::detach`]: no reference returned by [`Self::get`] is alive, and none is
+    /// taken until this returns.
+    pub(crate) unsafe fn move_role(&self, from: u32, to: u32) -> Result {
+        let from = self.slots.get(from as usize).ok_or(EINVAL)?;
+        let to = self.slots.get(to as usize).ok_or(EINVAL)?;
+        if !to.file.load(Ordering::Acquire).is_null() {
+            return Err(EBUSY);
+        }
+        // The caller's contract: nobody reads either slot meanwhile.
+        to.file
+            .store(from.file.swap(ptr::null_mut(), Ordering::AcqRel), Ordering::Release);
+        to.dev.store(from.dev.swap(0, Ordering::AcqRel), Ordering::Release);
+        Ok(())
+    }
+}
+
 impl Drop for DeviceSlot {
     fn drop(&mut self) {
         let file = self.file.swap(ptr::null_mut(), Ordering::AcqRel);

@@ -181,6 +181,31 @@ impl MemberState {
         self.corrected.store(0, Ordering::Relaxed);
     }
 
+    /// Takes `other`'s place: its identity, health, position and counters (a mirror's member
+    /// moving to a lower role when the copies shrink). The worker only, with no request in
+    /// flight.
+    pub(crate) fn take_from(&self, other: &MemberState) {
+        self.uuid.store(other.uuid());
+        self.slot.store(other.slot(), Ordering::Relaxed);
+        self.recovery
+            .store(other.recovery.load(Ordering::SeqCst), Ordering::SeqCst);
+        self.health
+            .store(other.health.load(Ordering::SeqCst), Ordering::SeqCst);
+        for (mine, theirs) in self.shards.iter().zip(&other.shards) {
+            for (m, t) in [
+                (&mine.reads, &theirs.reads),
+                (&mine.writes, &theirs.writes),
+                (&mine.read_bytes, &theirs.read_bytes),
+                (&mine.write_bytes, &theirs.write_bytes),
+                (&mine.errors, &theirs.errors),
+            ] {
+                m.store(t.load(Ordering::Relaxed), Ordering::Relaxed);
+            }
+        }
+        self.corrected
+            .store(other.corrected.load(Ordering::Relaxed), Ordering::Relaxed);
+    }
+
     pub fn uuid(&self) -> [u8; UUID_LEN] {
         self.uuid.load()
     }

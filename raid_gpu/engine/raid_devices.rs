@@ -14,8 +14,10 @@
 //! 2. A grow makes the store's next entries members with no device: recorded failures in no
 //!    slot-table entry ([`MemberState::reset_missing`]); the array is degraded until spares
 //!    take them (md likewise leaves the new slots empty for its recovery to fill). A shrink
-//!    takes only roles that are faulty, their devices already removed (md returns `EBUSY`
-//!    for one still present).
+//!    drops faulty roles whose devices were removed (md returns `EBUSY` for one still
+//!    present); members in use past the new count first move into the lowest such roles below
+//!    it ([`Moves`]: the platform moves their devices, the engine their states), as md's
+//!    `raid1_reshape` compacts its mirrors.
 //! 3. The geometry takes the count ([`GeometryCell::set_members`]), and the superblocks say it.
 //!    A power cut before every member took them leaves some a single update behind with the
 //!    other count, which assembly accepts (`assembly.rs`): the freshest one's count and slot
@@ -24,7 +26,7 @@
 //! [`GeometryCell::set_members`]: super::geometry_cell::GeometryCell::set_members
 
 use super::array::{ArrayEngine, Store};
-use super::geometry::{Geometry, GeometryError, Level};
+use super::geometry::{Geometry, GeometryError, Level, MAX_MEMBERS};
 use super::members::{Health, MemberState};
 use super::platform::Platform;
 use core::fmt;
@@ -37,7 +39,8 @@ pub enum RaidDevicesError {
     Level(Level),
     /// The count does not fit the level (or the platform's room for members).
     Geometry(GeometryError),
-    /// Role `role` would be dropped but is in use: fail and remove it first.
+    /// Role `role` would be dropped but is in use, and no faulty role below the count is left
+    /// for it: fail and remove a member first.
     InUse { role: u32 },
     /// A rebuild, replace, check, repair or resync runs or is pending.
     Busy,
@@ -55,8 +58,8 @@ impl fmt::Display for RaidDevicesError {
             Self::Geometry(e) => write!(f, "impossible member count: {e}"),
             Self::InUse { role } => write!(
                 f,
-                "member {role} is still in use: fail and remove the members past the new count \
-                 first"
+                "member {role} is still in use and no removed member's place is left for it: \
+                 fail and remove a member first"
             ),
             Self::Busy => write!(
                 f,
@@ -67,11 +70,44 @@ impl fmt::Display for RaidDevicesError {
     }
 }
 
+/// The moves a shrink of the copies makes: members in use past the new count into the lowest
+/// faulty roles below it (md's `raid1_reshape` compacts likewise), `(from, to)` in order.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Moves {
+    pairs: [(u8, u8); MAX_MEMBERS as usize],
+    len: u8,
+}
+
+impl Moves {
+    /// The moves, in order.
+    pub fn iter(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+        let pairs = self.pairs.get(..usize::from(self.len)).unwrap_or(&[]);
+        pairs
+            .iter()
+            .map(|&(from, to)| (u32::from(from), u32::from(to)))
+    }
+
+    fn push(&mut self, from: u32, to: u32) {
+        if let (Some(pair), Ok(from), Ok(to)) = (
+            self.pairs.get_mut(usize::from(self.len)),
+            u8::try_from(from),
+            u8::try_from(to),
+        ) {
+            *pair = (from, to);
+            self.len += 1;
+        }
+    }
+}
+
 impl<M: Store> ArrayEngine<M> {
-    /// The geometry the array would have with `members` members, or why it may not have it
-    /// now. Roles past a smaller count must be faulty; whether their devices are gone is the
-    /// platform's to check.
-    pub fn raid_devices_allowed(&self, members: u32) -> Result<Geometry, RaidDevicesError> {
+    /// The geometry the array would have with `members` members, and the moves a smaller
+    /// count makes ([`Moves`]); or why it may not have it now. A smaller count must leave room
+    /// below it for every member in use; whether the faulty roles it drops or fills still hold
+    /// devices is the platform's to check (they must not).
+    pub fn raid_devices_allowed(
+        &self,
+        members: u32,
+    ) -> Result<(Geometry, Moves), RaidDevicesError> {
         let now = self.geometry();
         if now.level() != Level::Raid1 {
             return Err(RaidDevicesError::Level(now.level()));
@@ -85,12 +121,17 @@ impl<M: Store> ArrayEngine<M> {
                 members,
             }));
         }
+        let mut moves = Moves::default();
+        let in_use = |m: &MemberState| m.health() != Health::Faulty;
+        let mut free = (0u32..)
+            .zip(self.members())
+            .take(members as usize)
+            .filter(|(_, m)| !in_use(m))
+            .map(|(role, _)| role);
         let dropped = self.members().get(members as usize..).unwrap_or(&[]);
-        if let Some(role) = (members..)
-            .zip(dropped)
-            .find_map(|(role, m)| (m.health() != Health::Faulty).then_some(role))
-        {
-            return Err(RaidDevicesError::InUse { role });
+        for (role, _) in (members..).zip(dropped).filter(|(_, m)| in_use(m)) {
+            let to = free.next().ok_or(RaidDevicesError::InUse { role })?;
+            moves.push(role, to);
         }
         if !self.in_sync()
             || !self.scrub_idle()
@@ -99,15 +140,16 @@ impl<M: Store> ArrayEngine<M> {
         {
             return Err(RaidDevicesError::Busy);
         }
-        Ok(new)
+        Ok((new, moves))
     }
 
     /// Gives the array `members` members (see the module comment). With the platform's queue
     /// frozen (no request in flight or starting) and the worker idle with the background
-    /// held, as the one superblock writer; a shrink's dropped roles hold no device. `Ok`: the
-    /// new geometry is in use and on disk, and the platform was asked to move a spare into a
-    /// new role if the array has one ([`Platform::takeover_wanted`]); it then lets the queue
-    /// and the worker go.
+    /// held, as the one superblock writer; the platform has already made the moves
+    /// [`Self::raid_devices_allowed`] gave for this count with its devices, and the roles a
+    /// shrink drops or fills hold none. `Ok`: the new geometry is in use and on disk, and the
+    /// platform was asked to move a spare into a new role if the array has one
+    /// ([`Platform::takeover_wanted`]); it then lets the queue and the worker go.
     ///
     /// [`Platform::takeover_wanted`]: super::platform::Events::takeover_wanted
     pub fn set_raid_devices<P: Platform>(
@@ -115,29 +157,40 @@ impl<M: Store> ArrayEngine<M> {
         p: &P,
         members: u32,
     ) -> Result<Geometry, RaidDevicesError> {
-        let new = self.raid_devices_allowed(members)?;
+        let (new, moves) = self.raid_devices_allowed(members)?;
         let old = self.geometry();
         if new == old {
             return Ok(new);
         }
+        let store = self.members_store();
+        // A moved member takes the faulty role's place; that role's entry, a removed device's,
+        // stays faulty (retired: refused if it comes back).
+        for (from, to) in moves.iter() {
+            if let (Some(from), Some(to)) = (store.get(from as usize), store.get(to as usize)) {
+                self.retire_slot(to.slot());
+                to.take_from(from);
+                from.reset_missing();
+            }
+        }
         // Past the old count: entries of the store nothing reads until the count grows.
-        let count = self.geometry().members();
-        let grown = self.members_store().get(count as usize..members as usize);
+        let count = old.members();
+        let grown = store.get(count as usize..members as usize);
         grown
             .unwrap_or(&[])
             .iter()
             .for_each(MemberState::reset_missing);
         // Dropped roles' slot-table entries stay faulty (their devices are refused if they
         // come back), written as every other retired entry: no role past the count is left
-        // for the superblocks to name.
-        let dropped = self.members_store().get(members as usize..count as usize);
+        // for the superblocks to name. (A moved member's entry went with it: NO_SLOT here.)
+        let dropped = store.get(members as usize..count as usize);
         for member in dropped.unwrap_or(&[]) {
             self.retire_slot(member.slot());
             member.reset_missing();
         }
-        // A refused failure of a role past the new count says nothing of the roles left.
-        let kept = u32::MAX.checked_shr(32 - members.min(32)).unwrap_or(0);
-        self.fail_refused.fetch_and(kept, Ordering::SeqCst);
+        // Refused failures are by role, and a shrink drops or moves roles: none is kept.
+        if members < count {
+            self.fail_refused.store(0, Ordering::SeqCst);
+        }
         // Validated by `raid_devices_allowed`: this cannot fail.
         let _ = self.geometry.set_members(members);
         self.write_superblocks(p)

@@ -3,8 +3,9 @@
 # - RAID 1 of two grown to three with --add while fio writes: the new device is rebuilt into the
 #   new role, every write before and during reads back, check 0, sysfs grows rd2, a stop and
 #   assemble keep three members;
-# - fewer: refused while the last member is in the array (failed, not removed), taken once it
-#   was removed (optimal again, rd2 gone, data intact);
+# - fewer: refused while every member is in the array and while one failed but was not removed;
+#   once member 1 was removed, member 2 takes its place (md's compaction): optimal, rd2 gone, the
+#   data intact, and the array assembles from copy 0 and the moved member, check 0;
 # - md's raid1 over the two members left reads every write back, and md's check finds 0
 #   mismatches: the copies are md's layout;
 # - refusals with their reason, nothing changed: another level, more --add devices than new
@@ -59,13 +60,13 @@ expect_rc 0 graidctl --json detail gc
 expect_match '"raid_devices": *3' "$OUT" "the member count across a stop"
 expect_match '"state": *"optimal"' "$OUT" "the state across a stop"
 
-echo "--- fewer copies: only once the last member was failed and removed"
+echo "--- fewer copies: only once a member was failed and removed; the last one takes its place"
 expect_rc 1 graidctl grow gc --raid-devices 2
-expect_match 'member 2 .* is still in it; fail and remove' "$OUT" "a shrink with the member in"
-expect_rc 0 graidctl fail gc $g2
+expect_match '3 are in it; fail and remove 1 first' "$OUT" "a shrink with every member in"
+expect_rc 0 graidctl fail gc $g1
 expect_rc 1 graidctl grow gc --raid-devices 2
-expect_match 'member 2 .* is still in it' "$OUT" "a shrink with the member failed, not removed"
-expect_rc 0 graidctl remove gc $g2
+expect_match 'member 1 .* failed but is still in it; remove it first' "$OUT" "a shrink with the member failed, not removed"
+expect_rc 0 graidctl remove gc $g1
 expect_rc 0 graidctl grow gc --raid-devices 2
 expect_match '2 members, was 3' "$OUT" "the shrink's report"
 expect_rc 0 graidctl --json detail gc
@@ -73,6 +74,17 @@ expect_match '"raid_devices": *2' "$OUT" "detail after the shrink"
 expect_match '"state": *"optimal"' "$OUT" "optimal after the shrink"
 [ ! -d /sys/block/${dev#/dev/}/graid/rd2 ] || fail "sysfs rd2 left after the shrink"
 fio_readback $dev 0 24M write 1m-1m "data does not read back after the shrink"
+fio_verify $dev 48M 4M randwrite 4k-64k
+# The third device is member 1 now, on disk too: the array assembles from it and copy 0.
+expect_rc 0 graidctl stop gc
+expect_rc 0 graidctl assemble gc $g0 $g2
+dev=$(array_dev "$OUT")
+expect_rc 0 graidctl --json detail gc
+expect_match '"state": *"optimal"' "$OUT" "assembled from the moved member"
+fio_readback $dev 0 24M write 1m-1m "data does not read back from the moved member"
+fio_readback $dev 48M 4M randwrite 4k-64k "data written after the shrink does not read back"
+expect_rc 0 graidctl check gc --wait
+expect_match 'check finished: 0 mismatched sectors' "$OUT" "copies after the shrink"
 
 echo "--- refusals"
 expect_rc 1 graidctl grow gc --raid-devices 1

@@ -158,6 +158,52 @@ fn a_copy_is_dropped_only_once_its_member_failed() {
 }
 
 #[test]
+fn a_member_past_the_new_count_moves_into_a_removed_ones_place() {
+    for seed in seeds(2) {
+        let report = run(&mirror(3, true), seed);
+        assert!(report.errors.is_empty(), "seed {seed}: {:?}", report.errors);
+        let host = &*report.host;
+        let engine = &host.engine;
+        fail_member(host, 1, seed);
+        let moving = engine.members()[2].uuid();
+        let (_, moves) = engine.raid_devices_allowed(2).unwrap();
+        assert_eq!(moves.iter().collect::<Vec<_>>(), [(2, 1)], "seed {seed}");
+        // The platform's part: the device goes to its new role (the sim keeps role r on disk
+        // r); the removed one's disk is scribbled over, as if gone.
+        host.disks[1].swap_contents(&host.disks[2]);
+        for (i, tag) in host.disks[2].sectors.lock().unwrap().iter_mut().enumerate() {
+            *tag = GARBAGE ^ i as u64;
+        }
+        engine
+            .set_raid_devices(host, 2)
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        assert_eq!(engine.state(), graid_engine::array::ArrayState::Optimal);
+        assert_eq!(engine.members()[1].uuid(), moving, "seed {seed}");
+        assert!(engine.members()[1].is_in_sync());
+        for disk in 0..2 {
+            assert_eq!(newest_members(host, disk), 2, "seed {seed}: disk {disk}");
+        }
+        let sb = *host.disks[0].superblocks.lock().unwrap().last().unwrap();
+        assert_eq!(sb.slots[2], Slot::Active { role: 1 }, "seed {seed}");
+        assert_eq!(
+            sb.slots[1],
+            Slot::Faulty,
+            "seed {seed}: the removed device's entry"
+        );
+        read_back_inline(host, &report.model, seed);
+        let check = scrub_now(host, ScrubMode::Check, seed);
+        assert_eq!(check.mismatches, 0, "seed {seed}");
+        // Writes reach the moved member in its new role.
+        let data: Vec<u64> = (0..16).map(|i| 0x6d76_0000 + seed + i).collect();
+        assert_eq!(
+            submit_inline_data(host, Op::Write, 300, data),
+            Some(Status::Ok)
+        );
+        assert_eq!(data_area(host, 1), data_area(host, 0), "seed {seed}");
+    }
+}
+
+#[test]
 fn what_cannot_change_its_copies_is_refused_with_the_reason() {
     let raid5 = Level::Raid5(ParityLayout::LeftSymmetric);
     let report = run(&Scenario::new(raid5, 4, 16), 1);

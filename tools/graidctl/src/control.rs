@@ -530,14 +530,27 @@ pub mod fake {
             if !(2..=32).contains(&want) {
                 return errno(libc::EINVAL);
             }
-            let dropped = &array.members[want.min(now) as usize..now as usize];
-            if dropped.iter().any(|m| m.state != GRAID_MEMBER_MISSING) {
-                return errno(libc::EBUSY);
+            // Members in use past the count move into the lowest missing roles below it.
+            let mut members = array.members;
+            for from in want..now {
+                if members[from as usize].state == GRAID_MEMBER_MISSING {
+                    continue;
+                }
+                let free = (0..want).find(|&r| members[r as usize].state == GRAID_MEMBER_MISSING);
+                let Some(to) = free else {
+                    return errno(libc::EBUSY);
+                };
+                members[to as usize] = GraidMemberDetail {
+                    role: to,
+                    ..members[from as usize]
+                };
+                members[from as usize].state = GRAID_MEMBER_MISSING;
             }
             arg.raid_devices = want;
             if arg.flags & graid_abi::GRAID_RESHAPE_QUERY != 0 {
                 return Ok(());
             }
+            array.members = members;
             for role in now..want {
                 array.members[role as usize] = GraidMemberDetail {
                     role,

@@ -5,7 +5,8 @@
 //! optimal array), then the count grows; each new role starts without a device and a spare
 //! takes it at once, rebuilt from the others (`graidctl wait`). Without a spare the array
 //! stays degraded until a device is added. Fewer copies: only members that were failed and
-//! removed may be dropped, the last roles first (md refuses to drop a device still there).
+//! removed are dropped (md refuses to drop a device still there); members past the new count
+//! move into the places of removed ones below it, as md's mirrors do.
 //! Other levels are refused with the reason (restriping is not done yet).
 
 use crate::array_ref::{resolve, ArrayRef};
@@ -17,7 +18,8 @@ use crate::member::System;
 use crate::output::{json, present_members, ArrayView};
 use crate::signature;
 use graid_abi::{
-    GraidDetail, GraidReshape, GRAID_MAX_MEMBERS, GRAID_MEMBER_MISSING, GRAID_RESHAPE_QUERY,
+    GraidDetail, GraidReshape, GRAID_MAX_MEMBERS, GRAID_MEMBER_FAULTY, GRAID_MEMBER_MISSING,
+    GRAID_RESHAPE_QUERY,
 };
 use serde::Serialize;
 
@@ -125,16 +127,23 @@ fn check(detail: &GraidDetail, label: &str, count: u32, add: &[String]) -> Resul
             ));
         }
         let present = present_members(detail);
-        let dropped = present
-            .iter()
-            .filter(|m| m.role >= count && m.state != GRAID_MEMBER_MISSING);
-        if let Some(m) = dropped.min_by_key(|m| m.role) {
+        if let Some(m) = present.iter().find(|m| m.state == GRAID_MEMBER_FAULTY) {
             let dev = crate::member::Rdev::from(m.dev);
             return Err(CtlError::Failed(format!(
-                "cannot shrink {label} to {count} members: member {} ({dev}) is still in it; \
-                 fail and remove the members from role {count} on first (graidctl fail, \
-                 graidctl remove), nothing changed",
+                "cannot shrink {label} to {count} members: member {} ({dev}) failed but is \
+                 still in it; remove it first (graidctl remove), nothing changed",
                 m.role
+            )));
+        }
+        let in_use = present
+            .iter()
+            .filter(|m| m.state != GRAID_MEMBER_MISSING)
+            .count() as u32;
+        if in_use > count {
+            return Err(CtlError::Failed(format!(
+                "cannot shrink {label} to {count} members: {in_use} are in it; fail and remove \
+                 {} first (graidctl fail, graidctl remove), nothing changed",
+                in_use - count
             )));
         }
     }
@@ -227,12 +236,34 @@ mod tests {
         let err = run(&ctl, &sys(), &parse("m").unwrap(), 2, &[], false, false)
             .unwrap_err()
             .to_string();
-        assert!(err.contains("member 2 (259:2) is still in it"), "{err}");
+        assert!(
+            err.contains("member 2 (259:2) failed but is still in it"),
+            "{err}"
+        );
+        ctl.arrays.borrow_mut()[0].members[1].state = GRAID_MEMBER_FAULTY;
+        ctl.arrays.borrow_mut()[0].members[2].state = GRAID_MEMBER_ACTIVE;
+        let err = run(&ctl, &sys(), &parse("m").unwrap(), 2, &[], false, false)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("member 1 (259:1) failed"), "{err}");
         assert!(ctl.reshapes.borrow().is_empty());
-        // Removed: it goes.
-        ctl.arrays.borrow_mut()[0].members[2].state = GRAID_MEMBER_MISSING;
+        // Removed: member 2 moves into its place.
+        ctl.arrays.borrow_mut()[0].members[1].state = GRAID_MEMBER_MISSING;
         let out = run(&ctl, &sys(), &parse("m").unwrap(), 2, &[], false, true).unwrap();
         assert!(out.contains("\"raid_devices\": 2"), "{out}");
+        let after = ctl.arrays.borrow()[0];
+        assert_eq!((after.members[1].dev.minor, after.members[1].state), (2, 0));
+        // Three in it: one too many for two.
+        let ctl = FakeControl::with(vec![array(0, "m", 1, &members[..2])]);
+        ctl.arrays.borrow_mut()[0].nr_members = 3;
+        ctl.arrays.borrow_mut()[0].members[2] = after.members[1];
+        let err = run(&ctl, &sys(), &parse("m").unwrap(), 2, &[], false, false)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("3 are in it; fail and remove 1 first"),
+            "{err}"
+        );
     }
 
     #[test]
