@@ -1084,6 +1084,9 @@ impl Array {
         let held = |role| io.files.get(role).is_some();
         if (want..now.members()).any(|role| held(role) && !moved(role))
             || (0..want).any(|role| held(role) && filled(role))
+            // A grow's new roles and the replacement's place past them: a device left there
+            // (a replace's release that could not drain) would sit in a role nobody records.
+            || (now.members()..=want).any(held)
         {
             return Err(EBUSY);
         }
@@ -1097,11 +1100,13 @@ impl Array {
                     return (Err(e), None);
                 }
                 let changed = io.engine.set_raid_devices(io, want).map_err(raid_devices_errno);
-                let old = changed.is_ok().then(|| io.swap_rebuild_buffer(buffer));
+                // The count may have changed even where the superblocks then failed (EIO: the
+                // array broke): the buffer follows the count in use.
+                let in_use = io.engine.geometry().members() == want;
+                let old = in_use.then(|| io.swap_rebuild_buffer(buffer));
                 (changed, old)
             })?;
             drop(old_buffer);
-            changed?;
             drop(members);
             // Not under the member lock: a directory's removal waits for its readers. The
             // count now, whichever change came last.
@@ -1114,6 +1119,8 @@ impl Array {
                     pr_warn!("graid: graid{}: member directories not made: {:?}\n", self.index, e);
                 }
             }
+            drop(dirs);
+            changed?;
             pr_info!(
                 "graid: graid{}: {} members, was {}\n",
                 self.index,
@@ -1217,7 +1224,10 @@ impl Array {
         let sb = engine.superblock();
         out.level = sb.level.code();
         out.chunk_sectors = sb.chunk_sectors;
-        out.nr_members = engine.geometry().members();
+        // The list below is read once, and the count is its length: a change of the copies
+        // meanwhile shows one count or the other, never a count with a zeroed member.
+        let members = engine.members();
+        out.nr_members = members.len() as u32;
         out.state = match engine.state() {
             ArrayState::Optimal => uapi::GRAID_ARRAY_OPTIMAL,
             ArrayState::Degraded => uapi::GRAID_ARRAY_DEGRADED,
@@ -1280,7 +1290,7 @@ impl Array {
         out.uuid = sb.array_uuid;
         out.name = *sb.array_name.as_padded();
         out.homehost = *sb.homehost.as_padded();
-        for ((role, member), slot) in (0u32..).zip(engine.members()).zip(out.members.iter_mut()) {
+        for ((role, member), slot) in (0u32..).zip(members).zip(out.members.iter_mut()) {
             let dev = io.files.dev(role);
             let (major, minor) = dev.unwrap_or((0, 0));
             let s = member.stats();

@@ -643,19 +643,15 @@ impl Superblock {
         }
     }
 
-    /// The slot-table entry a member whose device is missing at assembly keeps: its device's,
-    /// or else entry `role` where that is free or faulty (the devices an array is created with
-    /// sit in their roles' entries, so that is where its failure is recorded), or none
-    /// ([`NO_SLOT`]): a role a mirror's grow added may have its number's entry taken by a
-    /// spare, which a faulty mark must not hit.
+    /// The slot-table entry a member whose device is missing at assembly keeps: its device's
+    /// (where its failure is then recorded), or none ([`NO_SLOT`]) where the table names no
+    /// device in the role (it failed before, or the role is one a mirror's grow added): no
+    /// other entry is marked for it, neither a spare's that happens to have the role's number
+    /// nor a free one, which a later add would then have to skip for good.
     ///
     /// [`NO_SLOT`]: super::members::NO_SLOT
     pub fn missing_member_slot(&self, role: u32) -> u32 {
-        self.slot_of_role(role)
-            .unwrap_or_else(|| match self.slots.get(role as usize) {
-                Some(Slot::Faulty | Slot::Empty) => role,
-                _ => super::members::NO_SLOT,
-            })
+        self.slot_of_role(role).unwrap_or(super::members::NO_SLOT)
     }
 
     /// This device's slot-table entry, if the slot exists.

@@ -38,7 +38,7 @@ fio_pid=$!
 usleep 300000
 expect_rc 0 graidctl grow gc --raid-devices 3 --add $g2
 echo "$OUT"
-expect_match '3 members, was 2; /dev/mapper/g2 rebuilding' "$OUT" "grow's report"
+expect_match '3 members, was 2; /dev/[a-z0-9/-]* rebuilding into the new role' "$OUT" "grow's report"
 expect_rc 0 graidctl --json detail gc
 expect_match '"raid_devices": *3' "$OUT" "detail's member count"
 [ -d /sys/block/${dev#/dev/}/graid/rd2 ] || fail "no sysfs rd2 after the grow"

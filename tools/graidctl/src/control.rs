@@ -552,9 +552,25 @@ pub mod fake {
             }
             array.members = members;
             for role in now..want {
+                // A spare takes a new role at once (the module's take-over), else none.
+                let spare = match array.nr_spares {
+                    0 => None,
+                    n => {
+                        array.nr_spares = n - 1;
+                        Some(array.spares[0])
+                    }
+                };
+                if spare.is_some() {
+                    array.spares.rotate_left(1);
+                }
                 array.members[role as usize] = GraidMemberDetail {
                     role,
-                    state: GRAID_MEMBER_MISSING,
+                    dev: spare.unwrap_or_default(),
+                    state: if spare.is_some() {
+                        graid_abi::GRAID_MEMBER_REBUILDING
+                    } else {
+                        GRAID_MEMBER_MISSING
+                    },
                     ..GraidMemberDetail::default()
                 };
             }

@@ -18,8 +18,8 @@ use crate::member::System;
 use crate::output::{json, present_members, ArrayView};
 use crate::signature;
 use graid_abi::{
-    GraidDetail, GraidReshape, GRAID_MAX_MEMBERS, GRAID_MEMBER_FAULTY, GRAID_MEMBER_MISSING,
-    GRAID_RESHAPE_QUERY,
+    GraidDetail, GraidReshape, GRAID_ARRAY_OPTIMAL, GRAID_MAX_MEMBERS, GRAID_MEMBER_FAULTY,
+    GRAID_MEMBER_MISSING, GRAID_RESHAPE_QUERY,
 };
 use serde::Serialize;
 
@@ -90,17 +90,47 @@ pub fn run(
             "graidctl: {label}: {} members, was {before}\n",
             req.raid_devices
         ),
-        std::cmp::Ordering::Greater if add.len() as u32 >= req.raid_devices - before => format!(
-            "graidctl: {label}: {} members, was {before}; {} rebuilding into the new role(s) \
-             (graidctl wait)\n",
-            req.raid_devices,
-            add.join(", ")
-        ),
-        std::cmp::Ordering::Greater => format!(
-            "graidctl: {label}: {} members, was {before}; degraded until a device is added \
-             for each new role (graidctl add)\n",
-            req.raid_devices
-        ),
+        std::cmp::Ordering::Greater => {
+            // Which devices took the new roles (a spare the array had goes first), as DETAIL
+            // says: the module's take-over runs just after the ioctl, so a spare still waiting
+            // is given a moment (3 s at most).
+            let taken_in = |d: &GraidDetail| -> Vec<String> {
+                present_members(d)
+                    .iter()
+                    .filter(|m| m.role >= before && m.state != GRAID_MEMBER_MISSING)
+                    .map(|m| {
+                        let rdev = crate::member::Rdev::from(m.dev);
+                        sys.dev_path(rdev).unwrap_or_else(|| rdev.to_string())
+                    })
+                    .collect()
+            };
+            let mut after = ctl.detail(detail.index).unwrap_or(detail);
+            for _ in 0..30 {
+                let wanted = (req.raid_devices - before) as usize;
+                if after.nr_spares == 0 || taken_in(&after).len() >= wanted {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(100));
+                after = ctl.detail(detail.index).unwrap_or(after);
+            }
+            let taken = taken_in(&after);
+            let waiting = req.raid_devices - before - taken.len() as u32;
+            let rebuilding = match taken.as_slice() {
+                [] => String::new(),
+                t => format!(
+                    "; {} rebuilding into the new role(s) (graidctl wait)",
+                    t.join(", ")
+                ),
+            };
+            let degraded = match waiting {
+                0 => String::new(),
+                n => format!("; {n} new role(s) wait for a device (graidctl add)"),
+            };
+            format!(
+                "graidctl: {label}: {} members, was {before}{rebuilding}{degraded}\n",
+                req.raid_devices
+            )
+        }
     })
 }
 
@@ -147,6 +177,14 @@ fn check(detail: &GraidDetail, label: &str, count: u32, add: &[String]) -> Resul
             )));
         }
     }
+    // A device added to a degraded array takes the missing member's place, not a new role.
+    if !add.is_empty() && detail.state != GRAID_ARRAY_OPTIMAL {
+        return Err(CtlError::Failed(format!(
+            "cannot grow {label} with --add: it is not optimal, so a device added takes a \
+             missing member's place; rebuild it first (graidctl add, graidctl wait), nothing \
+             changed"
+        )));
+    }
     if count > now && add.len() as u32 > count - now {
         return Err(CtlError::Usage(format!(
             "--add names {} devices for {} new role(s); add the others as spares with \
@@ -190,7 +228,7 @@ mod tests {
         )
         .unwrap();
         assert!(out.contains("3 members, was 2"), "{out}");
-        assert!(out.contains("/dev/nvme2n1 rebuilding"), "{out}");
+        assert!(out.contains("; /dev/nvme2n1 rebuilding"), "{out}");
         // The add went first, then the query's twin.
         let ops = ctl.member_ops.borrow();
         assert_eq!((ops.len(), ops[0].dev.minor), (1, 2));
@@ -199,6 +237,25 @@ mod tests {
         assert_eq!(reshapes[0].flags, GRAID_RESHAPE_QUERY);
         assert_eq!((reshapes[1].flags, reshapes[1].raid_devices), (0, 3));
         assert_eq!(ctl.arrays.borrow()[0].nr_members, 3);
+        drop((ops, reshapes));
+        // Without a device: the new role waits, and a degraded array takes no --add.
+        let out = run(&ctl, &sys, &parse("m").unwrap(), 4, &[], false, false).unwrap();
+        assert!(
+            out.contains("4 members, was 3; 1 new role(s) wait"),
+            "{out}"
+        );
+        let err = run(
+            &ctl,
+            &sys,
+            &parse("m").unwrap(),
+            5,
+            &["/dev/nvme3n1".to_owned()],
+            false,
+            false,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("not optimal"), "{err}");
     }
 
     #[test]
