@@ -30,18 +30,36 @@ pub const DEFAULT_BITMAP_AREA: Area = Area {
     sectors: 2048 - METADATA_END_SECTOR,
 };
 /// The journal area and data offset graid creates an array with on members of
-/// `member_sectors`: with a partial parity log, [`super::ppl::log_area_for`]'s area and the data
-/// right after it (2 MiB in on members under 2 GiB); without, no journal and
-/// [`DEFAULT_DATA_OFFSET_SECTORS`].
+/// `member_sectors`: with a partial parity log, [`super::ppl::log_area_for`]'s area, else no
+/// journal; the data after the metadata areas (at [`DEFAULT_DATA_OFFSET_SECTORS`] at least) and
+/// the [`reshape_headroom`] past them.
 pub fn new_array_layout(member_sectors: u64, ppl: bool) -> (Area, u64) {
-    if !ppl {
-        return (Area::NONE, DEFAULT_DATA_OFFSET_SECTORS);
+    let (journal, metadata_end) = if ppl {
+        let log = super::ppl::log_area_for(member_sectors);
+        (log, log.offset + log.sectors)
+    } else {
+        (Area::NONE, 0)
+    };
+    let data_offset =
+        metadata_end.max(DEFAULT_DATA_OFFSET_SECTORS) + reshape_headroom(member_sectors);
+    (journal, data_offset)
+}
+
+/// The most room graid leaves before the data for a reshape: 128 MiB, as mdadm's headroom.
+pub const MAX_RESHAPE_HEADROOM_SECTORS: u64 = 128 * 2048;
+
+/// The room graid leaves between its metadata areas and the data of a new array, so that a
+/// reshape to more data members can move the data offset down into it with no backup file
+/// (`on-disk-format.rst`, "Reshape (design)"): a 1024th of the member, rounded down to a power
+/// of two, at most [`MAX_RESHAPE_HEADROOM_SECTORS`] (mdadm sizes its headroom alike). None on
+/// members under 1 GiB, where it would be under 1 MiB: they keep the 2 MiB offset (a reshape of
+/// one lends the log's area instead, or is refused for want of room).
+pub fn reshape_headroom(member_sectors: u64) -> u64 {
+    let want = (member_sectors / 1024).min(MAX_RESHAPE_HEADROOM_SECTORS);
+    if want < 2048 {
+        return 0;
     }
-    let log = super::ppl::log_area_for(member_sectors);
-    (
-        log,
-        (log.offset + log.sectors).max(DEFAULT_DATA_OFFSET_SECTORS),
-    )
+    1 << (u64::BITS - 1 - want.leading_zeros())
 }
 
 /// The data area starts on a 4 KiB boundary, so 4 KiB-sector members stay aligned.

@@ -9,7 +9,8 @@
 # - md's raid1 over the two members left reads every write back, and md's check finds 0
 #   mismatches: the copies are md's layout;
 # - refusals with their reason, nothing changed: another level, more --add devices than new
-#   roles, a count out of range.
+#   roles, a count out of range;
+# - a new array on members of 2 GiB starts its data 4 MiB in: 2 MiB of reshape headroom.
 . /graid/lib.sh
 # A failing test leaves md stopped, so the runner's clean-up can stop the array and free the slices.
 trap 'mdadm --stop /dev/md0 >/dev/null 2>&1' EXIT
@@ -118,4 +119,17 @@ fio_readback /dev/md0 0 8M write 1m-1m "md reads other data than graid wrote bef
 fio_readback /dev/md0 8M 8M randwrite 4k-64k "md reads other data than graid wrote after the grow"
 md_check_and_stop "after graid's grow to three copies" $g0 $g1 $g2
 for i in 0 1 2; do dmsetup --noudevsync remove g$i; done
+
+echo "--- new arrays on members of 1 GiB or more leave reshape headroom before the data"
+# Sparse 2 GiB files on the guest's tmpfs: a 1024th of them, 2 MiB, past the usual 2 MiB.
+truncate -s 2G /tmp/big0.img /tmp/big1.img
+b0=$(losetup -f) && losetup $b0 /tmp/big0.img || fail "losetup big0"
+b1=$(losetup -f) && losetup $b1 /tmp/big1.img || fail "losetup big1"
+expect_rc 0 graidctl create gh --level 1 --assume-clean --bitmap none $b0 $b1
+expect_rc 0 graidctl examine $b0
+expect_match 'Data Offset : 8192 sectors' "$OUT" "the data offset of a 2 GiB member"
+expect_rc 0 graidctl stop gh
+wipe_superblocks $b0 $b1
+losetup -d $b0 $b1
+rm -f /tmp/big0.img /tmp/big1.img
 unload_module

@@ -1209,3 +1209,30 @@ fn a_missing_member_keeps_only_its_own_devices_entry() {
     assert_eq!(sb.missing_member_slot(2), NO_SLOT);
     assert_eq!(sb.missing_member_slot(3), 2);
 }
+
+#[test]
+fn new_arrays_leave_reshape_headroom_before_the_data_on_members_of_a_gib_or_more() {
+    use graid_engine::superblock::{new_array_layout, reshape_headroom};
+    const MIB: u64 = 2048;
+    const GIB: u64 = 1024 * MIB;
+    // Small members keep the 2 MiB offset (the VM tests' md comparisons rely on it).
+    assert_eq!(new_array_layout(256 * MIB, false).1, 2 * MIB);
+    assert_eq!(new_array_layout(256 * MIB, true).1, 2 * MIB);
+    assert_eq!(new_array_layout(GIB - 8, false).1, 2 * MIB);
+    // From 1 GiB: a 1024th, a power of two, 1 MiB aligned, past the log's area.
+    assert_eq!(reshape_headroom(GIB), MIB);
+    assert_eq!(new_array_layout(GIB, false).1, 3 * MIB);
+    assert_eq!(reshape_headroom(100 * GIB), 64 * MIB);
+    let (log, offset) = new_array_layout(100 * GIB, true);
+    assert_eq!(offset, log.offset + log.sectors + 64 * MIB);
+    // At most 128 MiB, whatever the member.
+    assert_eq!(reshape_headroom(30 * 1024 * GIB), 128 * MIB);
+    assert_eq!(new_array_layout(30 * 1024 * GIB, false).1, 130 * MIB);
+    for member in [GIB, 3 * GIB + 5, 777 * GIB, 64 * 1024 * GIB] {
+        for ppl in [false, true] {
+            let (log, offset) = new_array_layout(member, ppl);
+            assert_eq!(offset % MIB, 0, "{member} {ppl}");
+            assert!(offset >= log.offset + log.sectors + reshape_headroom(member));
+        }
+    }
+}
