@@ -36,6 +36,7 @@ pub mod rebuild;
 pub mod replace;
 pub mod request;
 pub mod reshape;
+pub mod reshape_route;
 pub mod resize;
 pub mod ring;
 pub mod safe_mode;

@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Which geometry maps a request while a reshape runs (issue 46: the seam between the request
+//! path and a moving window; the design is `on-disk-format.rst`, "Reshape (design)").
+//!
+//! Two positions move, one way only, both in array sectors of the content ([`ReshapePlan`]):
+//!
+//! - the **recorded** position `P`, the one the superblocks hold: on the new side of it every
+//!   sector is in the new geometry and durable, so a request there maps new;
+//! - the **front**: the far edge of the window being moved (forwards its end, backwards its
+//!   start). On the old side of it nothing was moved or is being moved: a request there maps
+//!   old.
+//!
+//! Between them lie the sectors moved since `P` was recorded and the window in motion: a
+//! request meeting them waits ([`Route::Wait`]) until the superblocks record a position past it
+//! (a restart from `P` would copy the old contents over a write let in there, which is why
+//! md's writes between `reshape_safe` and `reshape_progress` wait too). A request across a
+//! boundary that it could take in parts is split there ([`Route::Split`]).
+//!
+//! Ordering: the worker moves the front before it moves a window (and, with the barrier that
+//! is the rebuild's, waits for the requests that mapped old there to end), and records a
+//! position only after the superblocks hold it. A request reads the recorded position first
+//! and the front second: a pair from two moments is the older position with the newer front,
+//! which only widens what waits (both move away from the old side).
+
+use super::geometry::Geometry;
+use super::reshape::{Direction, ReshapePlan};
+use core::sync::atomic::{AtomicU64, Ordering};
+
+/// Where a request's range goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Route {
+    /// Wholly in the old geometry, outside anything moved or moving.
+    Old(Geometry),
+    /// Wholly in the new geometry and recorded.
+    New(Geometry),
+    /// Meets sectors moved but not recorded, or the window in motion: wait for the next record.
+    /// So does anything past the content (a grow's new room: its new rows may still hold old
+    /// data, so the array takes its new size when the reshape ends, as md's does, and nothing
+    /// is sent there before).
+    Wait,
+    /// Crosses a boundary between parts that map differently: split at this array sector.
+    Split(u64),
+}
+
+/// The positions of a running reshape, and its plan.
+#[derive(Debug)]
+pub struct ReshapeRoute {
+    plan: ReshapePlan,
+    recorded: AtomicU64,
+    front: AtomicU64,
+}
+
+impl ReshapeRoute {
+    /// A reshape by `plan` whose superblocks record `recorded` (its start, or where a restart
+    /// takes it up), with no window in motion.
+    pub fn new(plan: ReshapePlan, recorded: u64) -> Self {
+        Self {
+            plan,
+            recorded: AtomicU64::new(recorded),
+            front: AtomicU64::new(recorded),
+        }
+    }
+
+    pub fn plan(&self) -> &ReshapePlan {
+        &self.plan
+    }
+
+    /// The position the superblocks hold.
+    pub fn recorded(&self) -> u64 {
+        self.recorded.load(Ordering::SeqCst)
+    }
+
+    /// The far edge of what was moved or is moving.
+    pub fn front(&self) -> u64 {
+        self.front.load(Ordering::SeqCst)
+    }
+
+    /// The worker is about to move the window up to `front` (its end forwards, its start
+    /// backwards). Only away from the old side; false (nothing changes) otherwise.
+    pub fn move_front(&self, front: u64) -> bool {
+        let now = self.front();
+        let onward = match self.plan.direction() {
+            Direction::Forwards => front >= now && front <= self.plan.content(),
+            Direction::Backwards => front <= now,
+        };
+        if onward {
+            self.front.store(front, Ordering::SeqCst);
+        }
+        onward
+    }
+
+    /// The superblocks hold `position` now (the worker, after they were written). Never past
+    /// the front, and only away from the old side; false (nothing changes) otherwise.
+    pub fn record(&self, position: u64) -> bool {
+        let (now, front) = (self.recorded(), self.front());
+        let onward = match self.plan.direction() {
+            Direction::Forwards => position >= now && position <= front,
+            Direction::Backwards => position <= now && position >= front,
+        };
+        if onward {
+            self.recorded.store(position, Ordering::SeqCst);
+        }
+        onward
+    }
+
+    /// Where array sectors `start..start + sectors` go now.
+    pub fn route(&self, start: u64, sectors: u64) -> Route {
+        // The recorded position first, then the front (module comment).
+        let recorded = self.recorded();
+        let front = self.front();
+        let end = start.saturating_add(sectors.max(1));
+        let content = self.plan.content();
+        let old = Route::Old(self.plan.old());
+        let new = Route::New(self.plan.new_geometry());
+        let cut = |at: u64| start < at && at < end;
+        match self.plan.direction() {
+            Direction::Forwards => {
+                // Below the recorded position new; from the front up to the content's end old;
+                // in between wait.
+                if end <= recorded {
+                    new
+                } else if start >= front && end <= content {
+                    old
+                } else if cut(recorded) {
+                    Route::Split(recorded)
+                } else if start >= front && cut(content) {
+                    Route::Split(content)
+                } else {
+                    Route::Wait
+                }
+            }
+            Direction::Backwards => {
+                // From the recorded position up new (the content ends the array); below the
+                // front old; in between wait.
+                if start >= recorded {
+                    new
+                } else if end <= front {
+                    old
+                } else if cut(front) {
+                    Route::Split(front)
+                } else {
+                    Route::Wait
+                }
+            }
+        }
+    }
+}
