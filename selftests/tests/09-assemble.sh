@@ -54,9 +54,13 @@ wipe_superblocks $d1
 
 echo "--- foreign member"
 wipe_superblocks $d0 $d2 $d3
+# udev's probe of each new disk holds it open a moment (long enough on a debug kernel for
+# the stop to find it open): it ends first.
 expect_rc 0 graidctl create one --level 1 $d0 $d1
+udevadm settle
 expect_rc 0 graidctl stop one
 expect_rc 0 graidctl create two --level 1 $d2 $d3
+udevadm settle
 expect_rc 0 graidctl stop two
 expect_rc 1 graidctl assemble $d0 $d2
 echo "$OUT"
