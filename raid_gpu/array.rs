@@ -1076,18 +1076,9 @@ impl Array {
             0 => now.members(),
             n => n,
         };
+        // Refused before the freeze, so a refusal costs the I/O nothing; asked again inside it.
         let (new, moves) = io.engine.raid_devices_allowed(want).map_err(raid_devices_errno)?;
-        // A dropped role's device would be held with no role to release it by, and a moved
-        // member needs its new role free (md: EBUSY for a device still present).
-        let moved = |role| moves.iter().any(|(from, _)| from == role);
-        let filled = |role| moves.iter().any(|(_, to)| to == role);
-        let held = |role| io.files.get(role).is_some();
-        if (want..now.members()).any(|role| held(role) && !moved(role))
-            || (0..want).any(|role| held(role) && filled(role))
-            // A grow's new roles and the replacement's place past them: a device left there
-            // (a replace's release that could not drain) would sit in a role nobody records.
-            || (now.members()..=want).any(held)
-        {
+        if !devices_fit(&io.files, now.members(), want, &moves) {
             return Err(EBUSY);
         }
         if req.flags & uapi::GRAID_RESHAPE_QUERY == 0 && new != now {
@@ -1095,11 +1086,26 @@ impl Array {
             io.superblocks.reserve(want as usize)?;
             let buffer = ArrayIo::new_rebuild_buffer(&new)?;
             let (changed, old_buffer) = self.with_members_idle(|| {
+                // A member may have failed since the look above (an error of a request the
+                // freeze drained): the moves are those of now, with nothing running that could
+                // change them again, and the engine takes exactly these.
+                let moves = match io.engine.raid_devices_allowed(want) {
+                    Ok((_, moves)) if devices_fit(&io.files, now.members(), want, &moves) => moves,
+                    Ok(_) => return (Err(EBUSY), None),
+                    Err(e) => return (Err(raid_devices_errno(e)), None),
+                };
                 // SAFETY: inside `with_members_idle`.
                 if let Err(e) = unsafe { move_devices(&io.files, &moves) } {
                     return (Err(e), None);
                 }
-                let changed = io.engine.set_raid_devices(io, want).map_err(raid_devices_errno);
+                let changed = io.engine.set_raid_devices(io, want, &moves);
+                if matches!(changed, Err(ref e) if *e != RaidDevicesError::Broken) {
+                    // Refused before any state moved: the devices go back where the states
+                    // say. (Not reached: nothing ran since the moves were asked for.)
+                    // SAFETY: inside `with_members_idle`.
+                    unsafe { undo_moves(&io.files, &moves, usize::MAX) };
+                }
+                let changed = changed.map_err(raid_devices_errno);
                 // The count may have changed even where the superblocks then failed (EIO: the
                 // array broke): the buffer follows the count in use.
                 let in_use = io.engine.geometry().members() == want;
@@ -1345,6 +1351,20 @@ impl PinnedDrop for Array {
     }
 }
 
+/// Whether the devices allow a change of a mirror's copies from `now` to `want` members with
+/// `moves`: a dropped role's device would be held with no role to release it by, a moved
+/// member needs its new role free (md: EBUSY for a device still present), and a grow's new
+/// roles and the replacement's place past them must be empty (a device left there by a
+/// replace's release that could not drain would sit in a role nobody records).
+fn devices_fit(files: &MemberDevices, now: u32, want: u32, moves: &Moves) -> bool {
+    let moved = |role| moves.iter().any(|(from, _)| from == role);
+    let filled = |role| moves.iter().any(|(_, to)| to == role);
+    let held = |role| files.get(role).is_some();
+    !((want..now).any(|role| held(role) && !moved(role))
+        || (0..want).any(|role| held(role) && filled(role))
+        || (now..=want).any(held))
+}
+
 /// Moves the devices of a shrink of a mirror's copies ([`Moves`]), all or none.
 ///
 /// # Safety
@@ -1354,16 +1374,32 @@ unsafe fn move_devices(files: &MemberDevices, moves: &Moves) -> Result {
     for (done, (from, to)) in moves.iter().enumerate() {
         // SAFETY: the caller's contract.
         if let Err(e) = unsafe { files.move_role(from, to) } {
-            // The roles were checked free under the member lock: not reached. Undone, so the
+            // The roles were checked free inside the freeze: not reached. Undone, so the
             // devices stay where the engine's states say.
-            for (from, to) in moves.iter().take(done) {
-                // SAFETY: as above; `from` was emptied by the move undone.
-                let _ = unsafe { files.move_role(to, from) };
-            }
+            // SAFETY: the caller's contract.
+            unsafe { undo_moves(files, moves, done) };
             return Err(e);
         }
     }
     Ok(())
+}
+
+/// Moves the first `done` of `moves` back, last first.
+///
+/// # Safety
+///
+/// As for [`MemberDevices::move_role`].
+unsafe fn undo_moves(files: &MemberDevices, moves: &Moves, done: usize) {
+    let mut made: [(u32, u32); MAX_MEMBERS as usize] = [(0, 0); MAX_MEMBERS as usize];
+    let mut count = 0;
+    for (slot, pair) in made.iter_mut().zip(moves.iter().take(done)) {
+        *slot = pair;
+        count += 1;
+    }
+    for &(from, to) in made.iter().take(count).rev() {
+        // SAFETY: the caller's contract; `from` was emptied by the move undone.
+        let _ = unsafe { files.move_role(to, from) };
+    }
 }
 
 /// What a refused change of the member count tells userspace.

@@ -145,19 +145,25 @@ impl<M: Store> ArrayEngine<M> {
 
     /// Gives the array `members` members (see the module comment). With the platform's queue
     /// frozen (no request in flight or starting) and the worker idle with the background
-    /// held, as the one superblock writer; the platform has already made the moves
-    /// [`Self::raid_devices_allowed`] gave for this count with its devices, and the roles a
-    /// shrink drops or fills hold none. `Ok`: the new geometry is in use and on disk, and the
-    /// platform was asked to move a spare into a new role if the array has one
-    /// ([`Platform::takeover_wanted`]); it then lets the queue and the worker go.
+    /// held, as the one superblock writer; the platform has already made `moves` with its
+    /// devices, which [`Self::raid_devices_allowed`] gave for this count with everything
+    /// already still, and the roles a shrink drops or fills hold none. `Busy` (nothing
+    /// changed, the platform moves its devices back) if the moves are no longer those. `Ok`:
+    /// the new geometry is in use and on disk, and the platform was asked to move a spare into
+    /// a new role if the array has one ([`Platform::takeover_wanted`]); it then lets the queue
+    /// and the worker go.
     ///
     /// [`Platform::takeover_wanted`]: super::platform::Events::takeover_wanted
     pub fn set_raid_devices<P: Platform>(
         &self,
         p: &P,
         members: u32,
+        moves: &Moves,
     ) -> Result<Geometry, RaidDevicesError> {
-        let (new, moves) = self.raid_devices_allowed(members)?;
+        let (new, planned) = self.raid_devices_allowed(members)?;
+        if planned != *moves {
+            return Err(RaidDevicesError::Busy);
+        }
         let old = self.geometry();
         if new == old {
             return Ok(new);

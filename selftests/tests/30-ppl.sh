@@ -125,7 +125,7 @@ wipe_superblocks $s0 $s1 $s2
 expect_rc 2 graidctl create m --level 1 --consistency-policy ppl $s0 $s1
 expect_match 'ppl is for raid5 and raid6' "$OUT" "ppl on a mirror"
 
-echo "--- members of 8 GiB get an 8 MiB log (a thousandth of a member), the data after it"
+echo "--- members of 8 GiB get an 8 MiB log (a thousandth of a member), then 8 MiB of reshape headroom, then the data"
 # The slices seen as 8 GiB members: their 24 MiB, then a zero target (the test writes inside
 # the first 24 MiB only).
 bigs=
@@ -139,7 +139,7 @@ expect_rc 0 graidctl create bl --level 5 --chunk 64K --assume-clean $bigs
 dev=$(array_dev "$OUT")
 expect_rc 0 graidctl examine /dev/mapper/b1
 expect_match 'Journal : partial parity log, 16384 sectors \(8 MiB\) at sector 2048' "$OUT" "examine of an 8 GiB member"
-expect_match 'Data Offset : 18432 sectors \(9 MiB\)' "$OUT" "examine of an 8 GiB member"
+expect_match 'Data Offset : 34816 sectors \(17 MiB\)' "$OUT" "examine of an 8 GiB member"
 fio_verify $dev 0 8M randwrite 4k-64k
 [ "$(ppl_field bl entries)" -ge 64 ] || fail "partial writes not logged: $(graidctl detail bl)"
 # (No check: it would read the 16 GiB of the zero targets.)

@@ -4,10 +4,10 @@
 //! during either assembles the old count or the new with nothing lost; what is refused is
 //! refused with the reason.
 
-use graid_engine::geometry::{Level, ParityLayout};
+use graid_engine::geometry::{Geometry, Level, ParityLayout};
 use graid_engine::members::Health;
 use graid_engine::platform::{Op, Status};
-use graid_engine::raid_devices::RaidDevicesError;
+use graid_engine::raid_devices::{Moves, RaidDevicesError};
 use graid_engine::scrub::ScrubMode;
 use graid_engine::superblock::Slot;
 use graid_sim::host::{Host, DATA_OFFSET};
@@ -37,6 +37,13 @@ fn rebuild(host: &Host, role: u32, seed: u64) {
         );
         host.engine.work(host);
     }
+}
+
+/// The member count changed to `count` as the platform does it: the moves asked for, then
+/// made (the test moves no devices: its shrinks move nobody, or move the disks themselves).
+fn change(host: &Host, count: u32) -> Result<Geometry, RaidDevicesError> {
+    let (_, moves) = host.engine.raid_devices_allowed(count)?;
+    host.engine.set_raid_devices(host, count, &moves)
 }
 
 /// Member `role`'s data area as its disk holds it.
@@ -74,9 +81,8 @@ fn a_mirror_grown_by_a_copy_rebuilds_it_and_writes_every_copy() {
             for (i, tag) in host.disks[2].sectors.lock().unwrap().iter_mut().enumerate() {
                 *tag = GARBAGE ^ i as u64;
             }
-            let grown = engine
-                .set_raid_devices(host, 3)
-                .unwrap_or_else(|e| panic!("seed {seed}: grow refused: {e}"));
+            let grown =
+                change(host, 3).unwrap_or_else(|e| panic!("seed {seed}: grow refused: {e}"));
             assert_eq!((grown.members(), grown.copies()), (3, 3));
             assert_eq!(grown.array_sectors(), before.array_sectors());
             assert_eq!(engine.members().len(), 3);
@@ -132,7 +138,7 @@ fn a_copy_is_dropped_only_once_its_member_failed() {
         let host = &*report.host;
         let engine = &host.engine;
         assert_eq!(
-            engine.set_raid_devices(host, 2),
+            change(host, 2),
             Err(RaidDevicesError::InUse { role: 2 }),
             "seed {seed}"
         );
@@ -142,9 +148,7 @@ fn a_copy_is_dropped_only_once_its_member_failed() {
             "seed {seed}: changed anyway"
         );
         fail_member(host, 2, seed);
-        let shrunk = engine
-            .set_raid_devices(host, 2)
-            .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        let shrunk = change(host, 2).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
         assert_eq!(shrunk.members(), 2);
         assert_eq!(engine.members().len(), 2);
         assert_eq!(engine.state(), graid_engine::array::ArrayState::Optimal);
@@ -174,9 +178,14 @@ fn a_member_past_the_new_count_moves_into_a_removed_ones_place() {
         for (i, tag) in host.disks[2].sectors.lock().unwrap().iter_mut().enumerate() {
             *tag = GARBAGE ^ i as u64;
         }
-        engine
-            .set_raid_devices(host, 2)
-            .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        // Moves other than those of now (the platform moved its devices by an older look)
+        // are refused, and nothing changes.
+        assert_eq!(
+            engine.set_raid_devices(host, 2, &Moves::default()),
+            Err(RaidDevicesError::Busy)
+        );
+        assert_eq!(engine.geometry().members(), 3, "seed {seed}");
+        change(host, 2).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
         assert_eq!(engine.state(), graid_engine::array::ArrayState::Optimal);
         assert_eq!(engine.members()[1].uuid(), moving, "seed {seed}");
         assert!(engine.members()[1].is_in_sync());
@@ -208,26 +217,17 @@ fn what_cannot_change_its_copies_is_refused_with_the_reason() {
     let raid5 = Level::Raid5(ParityLayout::LeftSymmetric);
     let report = run(&Scenario::new(raid5, 4, 16), 1);
     let host = &*report.host;
-    assert_eq!(
-        host.engine.set_raid_devices(host, 5),
-        Err(RaidDevicesError::Level(raid5))
-    );
+    assert_eq!(change(host, 5), Err(RaidDevicesError::Level(raid5)));
     let report = run(&mirror(2, false), 1);
     let (host, engine) = (&*report.host, &report.host.engine);
     for count in [1, 33] {
         assert!(
-            matches!(
-                engine.set_raid_devices(host, count),
-                Err(RaidDevicesError::Geometry(_))
-            ),
+            matches!(change(host, count), Err(RaidDevicesError::Geometry(_))),
             "{count} members"
         );
     }
     engine.start_scrub(host, ScrubMode::Check).unwrap();
-    assert_eq!(
-        engine.set_raid_devices(host, 3),
-        Err(RaidDevicesError::Busy)
-    );
+    assert_eq!(change(host, 3), Err(RaidDevicesError::Busy));
     assert_eq!(engine.geometry().members(), 2);
     assert!(RaidDevicesError::InUse { role: 2 }
         .to_string()
@@ -258,7 +258,7 @@ fn cut_during_changes(from: u32, to: u32, cuts: u64) -> u32 {
                         host.engine.work(&**host);
                     }
                 }
-                if host.engine.set_raid_devices(&**host, to).is_ok() {
+                if change(host, to).is_ok() {
                     changed.fetch_add(1, Ordering::Relaxed);
                 }
             })
