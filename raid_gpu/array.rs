@@ -1390,13 +1390,7 @@ unsafe fn move_devices(files: &MemberDevices, moves: &Moves) -> Result {
 ///
 /// As for [`MemberDevices::move_role`].
 unsafe fn undo_moves(files: &MemberDevices, moves: &Moves, done: usize) {
-    let mut made: [(u32, u32); MAX_MEMBERS as usize] = [(0, 0); MAX_MEMBERS as usize];
-    let mut count = 0;
-    for (slot, pair) in made.iter_mut().zip(moves.iter().take(done)) {
-        *slot = pair;
-        count += 1;
-    }
-    for &(from, to) in made.iter().take(count).rev() {
+    for (from, to) in moves.iter().take(done).rev() {
         // SAFETY: the caller's contract; `from` was emptied by the move undone.
         let _ = unsafe { files.move_role(to, from) };
     }

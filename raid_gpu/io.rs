@@ -307,14 +307,10 @@ fn rebuild_buffer(geometry: &Geometry) -> Result<Option<KBox<StripeBuffer>>> {
     if !geometry.level().has_parity() && !geometry.level().is_mirrored() {
         return Ok(None);
     }
+    // A column per member (copies, or members' contents), and two for a scrub's P and Q.
+    let columns = (0..geometry.members() + 2).fold(Columns::EMPTY, Columns::with);
     let bytes = REBUILD_COLUMN_SECTORS as usize * 512;
-    Ok(Some(StripeBuffer::new(rebuild_columns(geometry), bytes, false, GFP_KERNEL)?))
-}
-
-/// The rebuild buffer's columns: one per member (copies, or members' contents), and two for a
-/// scrub's P and Q.
-fn rebuild_columns(geometry: &Geometry) -> Columns {
-    (0..geometry.members() + 2).fold(Columns::EMPTY, Columns::with)
+    Ok(Some(StripeBuffer::new(columns, bytes, false, GFP_KERNEL)?))
 }
 
 /// One wait list per stripe lock slot (none for RAID 0/1/10): up to 512 KiB, so not

@@ -53,6 +53,17 @@ struct StatShard {
 }
 
 impl StatShard {
+    /// Every counter, in one order (a member's state copied or cleared whole).
+    fn counters(&self) -> [&AtomicU64; 5] {
+        [
+            &self.reads,
+            &self.writes,
+            &self.read_bytes,
+            &self.write_bytes,
+            &self.errors,
+        ]
+    }
+
     const fn new() -> Self {
         Self {
             reads: AtomicU64::new(0),
@@ -167,16 +178,8 @@ impl MemberState {
         self.slot.store(NO_SLOT, Ordering::Relaxed);
         self.recovery.store(RECOVERY_COMPLETE, Ordering::SeqCst);
         self.health.store(Health::Faulty.code(), Ordering::SeqCst);
-        for shard in &self.shards {
-            for counter in [
-                &shard.reads,
-                &shard.writes,
-                &shard.read_bytes,
-                &shard.write_bytes,
-                &shard.errors,
-            ] {
-                counter.store(0, Ordering::Relaxed);
-            }
+        for counter in self.shards.iter().flat_map(StatShard::counters) {
+            counter.store(0, Ordering::Relaxed);
         }
         self.corrected.store(0, Ordering::Relaxed);
     }
@@ -191,16 +194,9 @@ impl MemberState {
             .store(other.recovery.load(Ordering::SeqCst), Ordering::SeqCst);
         self.health
             .store(other.health.load(Ordering::SeqCst), Ordering::SeqCst);
-        for (mine, theirs) in self.shards.iter().zip(&other.shards) {
-            for (m, t) in [
-                (&mine.reads, &theirs.reads),
-                (&mine.writes, &theirs.writes),
-                (&mine.read_bytes, &theirs.read_bytes),
-                (&mine.write_bytes, &theirs.write_bytes),
-                (&mine.errors, &theirs.errors),
-            ] {
-                m.store(t.load(Ordering::Relaxed), Ordering::Relaxed);
-            }
+        let mine = self.shards.iter().flat_map(StatShard::counters);
+        for (m, t) in mine.zip(other.shards.iter().flat_map(StatShard::counters)) {
+            m.store(t.load(Ordering::Relaxed), Ordering::Relaxed);
         }
         self.corrected
             .store(other.corrected.load(Ordering::Relaxed), Ordering::Relaxed);

@@ -79,8 +79,8 @@ pub struct Moves {
 }
 
 impl Moves {
-    /// The moves, in order.
-    pub fn iter(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+    /// The moves, in order (or backwards, to undo them).
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (u32, u32)> + ExactSizeIterator + '_ {
         let pairs = self.pairs.get(..usize::from(self.len)).unwrap_or(&[]);
         pairs
             .iter()

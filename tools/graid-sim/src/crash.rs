@@ -63,10 +63,8 @@ pub fn reassemble(
     disks: Vec<MemDisk>,
     force: bool,
 ) -> Result<Started, StartError> {
-    // The disks of the scenario's members, or of as many as the freshest superblock says (a
-    // mirror's copies may have changed: `raid_devices.rs`).
-    let mut n = scenario.members as usize;
-    let (found, sbs, best) = loop {
+    // The superblocks on the first `n` disks, and which is the freshest.
+    let look = |n: usize| -> Result<(Vec<(usize, Superblock)>, usize), StartError> {
         let found: Vec<(usize, Superblock)> = disks
             .iter()
             .take(n)
@@ -76,18 +74,18 @@ pub fn reassemble(
         let sbs: Vec<Superblock> = found.iter().map(|&(_, sb)| sb).collect();
         let uuid = sbs.first().ok_or(StartError::NoSuperblock)?.array_uuid;
         let best = pick_freshest(&sbs, &uuid).ok_or(StartError::NoSuperblock)?;
-        let members = sbs[best].members as usize;
-        if members <= n {
-            n = members;
-            break (found, sbs, best);
-        }
-        n = members;
+        Ok((found, best))
     };
-    let uuid = sbs[best].array_uuid;
-    let freshest = sbs[best];
-    let found: Vec<(usize, Superblock)> = found.into_iter().filter(|&(i, _)| i < n).collect();
+    // The disks of the scenario's members, or of as many as the freshest superblock says (a
+    // mirror's copies may have changed: `raid_devices.rs`).
+    let (mut found, mut best) = look(scenario.members as usize)?;
+    let n = found[best].1.members as usize;
+    if n != scenario.members as usize {
+        (found, best) = look(n)?;
+    }
     let sbs: Vec<Superblock> = found.iter().map(|&(_, sb)| sb).collect();
-    let best = pick_freshest(&sbs, &uuid).ok_or(StartError::NoSuperblock)?;
+    let freshest = sbs[best];
+    let uuid = freshest.array_uuid;
     // The size, region size and member count the superblocks say (a resize may have changed
     // them).
     let mut scenario = scenario.clone();
