@@ -28,6 +28,7 @@ use super::ppl::LogArea;
 use super::rebuild::RebuildState;
 use super::replace::ReplaceState;
 use super::request::{PassResult, Phase, RequestState};
+use super::reshape_run::ReshapeRun;
 use super::safe_mode::SafeMode;
 use super::scrub::ScrubState;
 use super::spares::Spares;
@@ -137,6 +138,10 @@ pub struct ArrayEngine<M> {
     /// The array-wide superblock fields; per-member fields are filled in when writing.
     pub(super) superblock: Superblock,
     pub(super) geometry: GeometryCell,
+    /// Where each member's data area starts now (a reshape moves it: `reshape_run.rs`).
+    pub(super) data_offset: AtomicU64,
+    /// A reshape (`reshape_run.rs`).
+    pub(super) reshape: ReshapeRun,
     /// Superblock event counter (of the last superblock written).
     pub(super) events: AtomicU64,
     pub(super) members: M,
@@ -231,6 +236,8 @@ impl<M: Store> ArrayEngine<M> {
             events: AtomicU64::new(superblock.events),
             superblock,
             geometry: GeometryCell::new(geometry),
+            data_offset: AtomicU64::new(superblock.data_offset),
+            reshape: ReshapeRun::default(),
             members,
             in_sync: AtomicBool::new(in_sync),
             failing: AtomicU32::new(0),
@@ -268,6 +275,11 @@ impl<M: Store> ArrayEngine<M> {
     /// one across a wait).
     pub fn geometry(&self) -> Geometry {
         self.geometry.get()
+    }
+
+    /// Where each member's data area starts (member sectors).
+    pub fn data_offset(&self) -> u64 {
+        self.data_offset.load(Ordering::SeqCst)
     }
 
     /// The array-wide superblock fields the array was started with.
@@ -373,6 +385,10 @@ impl<M: Store> ArrayEngine<M> {
     pub(super) fn run_pass<P: Platform>(&self, p: &P, rq: P::Request, phase: Phase) {
         let state = p.state(rq);
         state.begin_pass(phase);
+        // Which geometry maps it, while a reshape runs (`reshape_run.rs`); it may wait.
+        if phase == Phase::Normal && !self.route_request(p, rq) {
+            return;
+        }
         // A write waits until the superblocks say "not clean" (`safe_mode.rs`). SeqCst after
         // `begin_pass`: a worker marking the array clean either sees this request in flight,
         // or this load sees the array clean.
@@ -396,7 +412,7 @@ impl<M: Store> ArrayEngine<M> {
         if phase == Phase::Normal && self.geometry().level().has_parity() {
             match state.op() {
                 Op::Flush => {}
-                Op::Read if self.direct_read_ok(state.start(), state.sectors()) => {}
+                Op::Read if self.direct_read_ok(state) => {}
                 // Discards would have to keep the parity consistent; not offered.
                 Op::Discard => {
                     state.set_idle(Phase::Normal);
@@ -597,11 +613,11 @@ impl<M: Store> ArrayEngine<M> {
         avoid: MemberSet,
     ) -> Result<(), Status> {
         let (start, sectors) = (state.start(), state.sectors());
-        let pieces = self
-            .geometry()
+        let (g, data_offset) = self.map_of(state);
+        let pieces = g
             .map_read(start, sectors, self.read_copy(start, sectors))
             .map_err(|_| Status::IoError)?;
-        let parity = self.geometry().level().has_parity();
+        let parity = g.level().has_parity();
         for piece in pieces {
             let piece = if self.usable(piece.member, avoid) {
                 piece
@@ -613,7 +629,7 @@ impl<M: Store> ArrayEngine<M> {
             } else {
                 self.healthy_copy(piece, avoid).ok_or(Status::IoError)?
             };
-            self.send_piece(p, rq, state, Op::Read, &piece)?;
+            self.send_piece(p, rq, state, Op::Read, &piece, data_offset)?;
         }
         Ok(())
     }
@@ -626,19 +642,19 @@ impl<M: Store> ArrayEngine<M> {
         state: &RequestState,
         op: Op,
     ) -> Result<(), Status> {
-        let pieces = self
-            .geometry()
+        let (g, data_offset) = self.map_of(state);
+        let pieces = g
             .map_write(state.start(), state.sectors())
             .map_err(|_| Status::IoError)?;
         for piece in pieces {
             if self.writable(piece.member) {
-                self.send_piece(p, rq, state, op, &piece)?;
+                self.send_piece(p, rq, state, op, &piece, data_offset)?;
                 if let Some(replica) = self.replica_of(piece.member) {
                     let piece = Piece {
                         member: replica,
                         ..piece
                     };
-                    self.send_piece(p, rq, state, op, &piece)?;
+                    self.send_piece(p, rq, state, op, &piece, data_offset)?;
                 }
             } else if self.healthy_copy(piece, MemberSet::EMPTY).is_none() {
                 // No copy of this piece left: fail rather than lose the data silently.
@@ -658,19 +674,20 @@ impl<M: Store> ArrayEngine<M> {
         op: Op,
         targets: MemberSet,
     ) -> Result<(), Status> {
-        let pieces = self
-            .geometry()
+        let (g, data_offset) = self.map_of(state);
+        let pieces = g
             .map_write(state.start(), state.sectors())
             .map_err(|_| Status::IoError)?;
         for piece in pieces {
             if targets.contains(piece.member) && self.usable(piece.member, MemberSet::EMPTY) {
-                self.send_piece(p, rq, state, op, &piece)?;
+                self.send_piece(p, rq, state, op, &piece, data_offset)?;
             }
         }
         Ok(())
     }
 
-    /// Sends the part of `piece` that each request segment holds.
+    /// Sends the part of `piece` that each request segment holds (its member sector counted
+    /// from `data_offset`).
     fn send_piece<P: Platform>(
         &self,
         p: &P,
@@ -678,14 +695,13 @@ impl<M: Store> ArrayEngine<M> {
         state: &RequestState,
         op: Op,
         piece: &Piece,
+        data_offset: u64,
     ) -> Result<(), Status> {
         let piece_end = piece
             .array_sector
             .checked_add(piece.sectors)
             .ok_or(Status::IoError)?;
-        let member_start = self
-            .superblock
-            .data_offset
+        let member_start = data_offset
             .checked_add(piece.member_sector)
             .ok_or(Status::IoError)?;
         for (segment, segment_start, segment_sectors) in p.segments(rq) {

@@ -77,13 +77,27 @@ pub fn member_status(sbs: &[Superblock], freshest: usize, index: usize) -> Optio
     // what it holds is the same, and its device is checked against the new size. So is a
     // mirror's other member count (`raid_devices.rs`): every copy holds the same data, and the
     // freshest slot table says which role this device has.
+    //
+    // A reshape (`reshape_run.rs`) keeps the old geometry in these fields until the update
+    // that ends it names the new one: a member one update behind that one names the new one
+    // in its reshape fields, and holds its data in it (the end is written after every window
+    // moved and was flushed). One behind the update that started it names the old one alone
+    // (nothing moved before that update).
     let one_behind = sb.events.saturating_add(1) == best.events;
-    let same_shape = sb.level == best.level
+    let shape = |s: &Superblock| (s.level, s.chunk_sectors, s.data_offset);
+    let ended = |s: &Superblock| {
+        s.reshape
+            .map(|r| (r.new_level, r.new_chunk_sectors, r.new_data_offset))
+    };
+    let behind_the_end = one_behind
+        && best.reshape.is_none()
+        && ended(sb) == Some(shape(best))
+        && sb.reshape.map(|r| r.new_members) == Some(best.members);
+    let same_geometry = shape(sb) == shape(best)
         && (sb.members == best.members || one_behind && is_mirror(best))
-        && sb.chunk_sectors == best.chunk_sectors
-        && (sb.data_size == best.data_size || one_behind)
-        && sb.data_offset == best.data_offset
         && same_reshape(sb, best);
+    let same_shape =
+        (same_geometry || behind_the_end) && (sb.data_size == best.data_size || one_behind);
     if !same_shape {
         return Some(MemberStatus::Mismatch);
     }
@@ -98,8 +112,14 @@ pub fn member_status(sbs: &[Superblock], freshest: usize, index: usize) -> Optio
         .and_then(|slot| best.slots.get(slot))
         .copied()
         .unwrap_or(Slot::Empty);
+    // A role a reshape added is written by the reshape itself, whatever its device held as a
+    // spare (whose superblock says recovery 0): in use, as its start made it.
+    let joined = |role: u8| {
+        best.reshape
+            .is_some_and(|r| (best.members..r.new_members).contains(&u32::from(role)))
+    };
     Some(match entry {
-        Slot::Active { role } if sb.recovery_offset == RECOVERY_COMPLETE => {
+        Slot::Active { role } if sb.recovery_offset == RECOVERY_COMPLETE || joined(role) => {
             MemberStatus::Active { role }
         }
         Slot::Active { role } => MemberStatus::Recovering {

@@ -5,14 +5,15 @@
 //! mirror's copies (issue 46) can change it under a running engine and every reader still sees
 //! one consistent shape.
 //!
-//! The level and chunk are fixed for the array's life here; the member count and each member's
-//! data area share one atomic word, validated when stored ([`Geometry::resized`],
-//! [`Geometry::with_members`]), and every value handed out is rebuilt from it, so a reader
-//! never sees the array size of one change with the member size or count of another. What may
-//! change it, and when, is the caller's business: a resize maps the sectors both sizes hold
-//! alike, and a mirror's copies change with no request in flight.
+//! The member count and each member's data area share one atomic word, validated when stored
+//! ([`Geometry::resized`], [`Geometry::with_members`]), and every value handed out is rebuilt
+//! from it, so a reader never sees the array size of one change with the member size or count
+//! of another. The level, layout and chunk sit in a second word that changes only where nothing
+//! reads the cell: a reshape's start, with no request in the engine ([`GeometryCell::reshape_to`]).
+//! What may change it, and when, is the caller's business: a resize maps the sectors both
+//! sizes hold alike, and a mirror's copies change with no request in flight.
 
-use super::geometry::{Geometry, GeometryError, MAX_SECTORS};
+use super::geometry::{Geometry, GeometryError, Level, MAX_SECTORS};
 use core::sync::atomic::{AtomicU64, Ordering};
 
 /// Where the member count sits in the word: above every data area size.
@@ -24,32 +25,91 @@ fn pack(geometry: &Geometry) -> u64 {
     u64::from(geometry.members()) << MEMBERS_SHIFT | geometry.member_data_sectors()
 }
 
+/// A geometry's level, layout and chunk as one word (the count and size are [`pack`]'s).
+fn pack_shape(geometry: &Geometry) -> u64 {
+    let level = geometry.level();
+    u64::from(level.code())
+        | u64::from(level.layout()) << 16
+        | u64::from(geometry.chunk_sectors()) << 40
+}
+
+/// A whole geometry in two words, for state that changes while others read it and holds no
+/// lock: a reshape's old and new geometries (`reshape_run.rs`). Stored only where nobody reads
+/// it (the caller's business); loaded anywhere.
+#[derive(Debug, Default)]
+pub struct GeometryWords {
+    shape: AtomicU64,
+    word: AtomicU64,
+}
+
+impl GeometryWords {
+    pub fn store(&self, geometry: &Geometry) {
+        self.shape.store(pack_shape(geometry), Ordering::Relaxed);
+        self.word.store(pack(geometry), Ordering::Relaxed);
+    }
+
+    /// The geometry stored (validated again: `None` where nothing valid was).
+    pub fn load(&self) -> Option<Geometry> {
+        unpack(
+            self.shape.load(Ordering::Relaxed),
+            self.word.load(Ordering::Relaxed),
+        )
+    }
+}
+
+/// The geometry of a [`pack_shape`] and a [`pack`] word, validated.
+fn unpack(shape: u64, word: u64) -> Option<Geometry> {
+    // Fields of at most 16 and 24 bits: lossless.
+    let level =
+        Level::from_codes((shape & 0xffff) as u32, (shape >> 16 & 0xff_ffff) as u32).ok()?;
+    let chunk = (shape >> 40) as u32;
+    let members = (word >> MEMBERS_SHIFT) as u32;
+    Geometry::new(level, members, chunk, word & ((1 << MEMBERS_SHIFT) - 1)).ok()
+}
+
 /// A running array's geometry: its level and chunk, and its member count and size as they are
 /// now.
 #[derive(Debug)]
 pub struct GeometryCell {
-    /// The geometry the array started with: its level and chunk, and the rest until a change.
-    shape: Geometry,
+    /// The level, layout and chunk now, [`pack_shape`]d.
+    shape: AtomicU64,
     /// The member count and each member's data area now (whole chunks), [`pack`]ed.
     word: AtomicU64,
+    /// The geometry the array started with, the shape of which [`Self::get`] uses while the
+    /// shape word is the one it had then.
+    started: Geometry,
 }
 
 impl GeometryCell {
     pub fn new(geometry: Geometry) -> Self {
         Self {
-            shape: geometry,
+            shape: AtomicU64::new(pack_shape(&geometry)),
             word: AtomicU64::new(pack(&geometry)),
+            started: geometry,
         }
     }
 
     /// The geometry now.
     pub fn get(&self) -> Geometry {
+        let shape = self.shape.load(Ordering::Acquire);
         let word = self.word.load(Ordering::Acquire);
+        if shape != pack_shape(&self.started) {
+            // After a reshape (rare: validated again). Stored valid, so never the fallback.
+            return unpack(shape, word).unwrap_or(self.started);
+        }
         // Every word stored was validated for this level and chunk ([`Self::store`]). Below
         // 2^8 after the shift: lossless.
         let members = (word >> MEMBERS_SHIFT) as u32;
-        self.shape
+        self.started
             .resized_again(members, word & ((1 << MEMBERS_SHIFT) - 1))
+    }
+
+    /// Makes `geometry` (any level, layout, chunk and count) the array's: a reshape's start.
+    /// Only with no request in the engine and no other reader (the platform's queue frozen,
+    /// its members' lock held): the two words change one after the other.
+    pub fn reshape_to(&self, geometry: &Geometry) {
+        self.shape.store(pack_shape(geometry), Ordering::Release);
+        self.store(geometry);
     }
 
     /// Gives each member's data area `member_data_sectors` (rounded down to whole chunks); the

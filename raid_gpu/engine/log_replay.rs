@@ -116,7 +116,7 @@ impl<M: Store> ArrayEngine<M> {
             return Ok(());
         }
         let sectors = piece.sectors;
-        let row = self.superblock.data_offset + piece.start;
+        let row = self.data_offset() + piece.start;
         let read = |member: u32, sector: u64, column: u32| {
             p.rebuild_io(Op::Read, member, sector, column, 0, sectors)
         };

@@ -106,10 +106,9 @@ impl<M: Store> ArrayEngine<M> {
             flush = true;
             let mut failing = MemberSet::EMPTY;
             let mut targets = MemberSet::EMPTY;
-            let mut sb = self.superblock;
-            // A resize changes them (`resize.rs`), and a mirror's copies (`raid_devices.rs`).
-            sb.data_size = self.geometry().member_data_sectors();
-            sb.members = self.geometry().members();
+            // A resize changes the size (`resize.rs`), a mirror's copies the count
+            // (`raid_devices.rs`), a reshape the shape and offset (`reshape_run.rs`).
+            let mut sb = self.superblock_now();
             if let Some((regions, _)) = p.bitmap() {
                 sb.bitmap_region = regions.region_sectors();
             }

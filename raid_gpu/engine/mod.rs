@@ -37,6 +37,7 @@ pub mod replace;
 pub mod request;
 pub mod reshape;
 pub mod reshape_route;
+pub mod reshape_run;
 pub mod resize;
 pub mod ring;
 pub mod safe_mode;

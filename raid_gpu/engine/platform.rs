@@ -391,6 +391,13 @@ pub trait Events {
         let _ = regions;
     }
 
+    /// A reshape ended: the array's geometry is the new one, on disk too. The platform takes
+    /// its size and queue limits ([`ArrayEngine::io_boundary`]). The worker only. Nothing by
+    /// default.
+    ///
+    /// [`ArrayEngine::io_boundary`]: super::array::ArrayEngine::io_boundary
+    fn reshape_ended(&self) {}
+
     /// Nanoseconds on a monotonic clock (any origin): the rebuild's pace.
     fn now_ns(&self) -> u64;
 

@@ -493,7 +493,7 @@ impl<M: Store> ArrayEngine<M> {
         offset: u64,
         end: u64,
     ) -> Result<(), StepError> {
-        let base = self.superblock.data_offset;
+        let base = self.data_offset();
         let columns = self.batch_columns();
         let mut at = offset;
         while at < end {
@@ -557,7 +557,7 @@ impl<M: Store> ArrayEngine<M> {
         piece: Piece,
         failed: &RebuildIo,
     ) -> Result<(), StepError> {
-        let base = self.superblock.data_offset;
+        let base = self.data_offset();
         let mut avoid = MemberSet::of(target).with(failed.member);
         loop {
             let source = self
@@ -601,7 +601,7 @@ impl<M: Store> ArrayEngine<M> {
     ) -> Result<(), StepError> {
         let g = &self.geometry();
         let sectors = end - offset;
-        let at = self.superblock.data_offset.saturating_add(offset);
+        let at = self.data_offset().saturating_add(offset);
         let mut lost = MemberSet::of(target);
         let mut reads = [RebuildIo::default(); MAX_REBUILD_BATCH];
         let mut n = 0;
@@ -798,7 +798,7 @@ impl<M: Store> ArrayEngine<M> {
         end: u64,
     ) -> Result<(), StepError> {
         let dest = self.replacement_index();
-        let base = self.superblock.data_offset;
+        let base = self.data_offset();
         let columns = self.batch_columns();
         let mut at = offset;
         while at < end {

@@ -32,6 +32,20 @@ code_enum! {
     }
 }
 
+code_enum! {
+    /// Which geometry maps a request while a reshape runs (`reshape_run.rs`).
+    pub enum Side {
+        /// No reshape runs: the array's geometry, as it is now.
+        Current,
+        /// Being routed: the worker counts it as maybe old until it knows.
+        Routing,
+        /// The reshape's old geometry and data offset.
+        Old,
+        /// The reshape's new geometry and data offset.
+        New,
+    }
+}
+
 /// Per-request state, kept by the platform with the request (the PDU in the kernel).
 #[derive(Debug)]
 pub struct RequestState {
@@ -55,6 +69,8 @@ pub struct RequestState {
     repair_tried: AtomicU8,
     /// The request is counted in its write-intent regions (`write_intent.rs`).
     regions_held: AtomicU8,
+    /// A [`Side`] code: which geometry maps it.
+    side: AtomicU8,
     /// RAID 5/6 progress.
     stripe: StripeState,
 }
@@ -88,6 +104,7 @@ impl RequestState {
             sectors: AtomicU64::new(0),
             repair_tried: AtomicU8::new(0),
             regions_held: AtomicU8::new(0),
+            side: AtomicU8::new(0),
             stripe: StripeState::new(),
         }
     }
@@ -144,6 +161,17 @@ impl RequestState {
 
     pub fn sectors(&self) -> u64 {
         self.sectors.load(Ordering::Relaxed)
+    }
+
+    /// Which geometry maps it.
+    pub fn side(&self) -> Side {
+        Side::from_code(self.side.load(Ordering::SeqCst))
+    }
+
+    /// SeqCst: a request marked [`Side::Routing`] before it reads the reshape's front is seen
+    /// by a worker that moved the front before it looks (`reshape_run.rs`).
+    pub(crate) fn set_side(&self, side: Side) {
+        self.side.store(side.code(), Ordering::SeqCst);
     }
 
     pub fn phase(&self) -> Phase {

@@ -24,7 +24,10 @@
 //! content (the old array's size) may cut a unit short.
 
 use super::geometry::{Geometry, Level};
+use super::geometry_cell::GeometryWords;
+use super::superblock::Superblock;
 use core::fmt;
+use core::sync::atomic::{AtomicU64, Ordering};
 
 /// Which way the position moves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -116,6 +119,37 @@ impl ReshapePlan {
         new: Geometry,
         new_offset: u64,
     ) -> Result<Self, PlanError> {
+        let plan = Self::shaped(old, old_offset, new, new_offset)?;
+        let (direction, unit) = (plan.direction, plan.unit);
+        // The hardest window must fit with the position recorded at its start: forwards the
+        // first (the distance between a sector's old and new rows grows with the position, or
+        // stays), backwards the last (it shrinks as the position comes down); backwards the
+        // first too, whose end is the content's, maybe not a whole unit.
+        let hardest: &[u64] = match direction {
+            Direction::Forwards => &[0],
+            Direction::Backwards => &[unit, plan.content()],
+        };
+        let first = hardest.iter().all(|&at| {
+            let at = at.min(plan.content());
+            plan.next_window(at, at, unit).is_some()
+        });
+        if !first {
+            return Err(PlanError::Gap {
+                need: plan.gap_needed(),
+                have: old_offset.abs_diff(new_offset),
+            });
+        }
+        Ok(plan)
+    }
+
+    /// The plan's shape (levels, direction, unit), without the check that its first window
+    /// fits: [`Self::new`]'s, and a plan loaded again ([`PlanCell`]).
+    fn shaped(
+        old: Geometry,
+        old_offset: u64,
+        new: Geometry,
+        new_offset: u64,
+    ) -> Result<Self, PlanError> {
         let same_level = matches!(
             (old.level(), new.level()),
             (Level::Raid0, Level::Raid0)
@@ -154,37 +188,42 @@ impl ReshapePlan {
             .checked_mul(b)
             .ok_or(PlanError::Level)?
             .max(1);
-        let plan = Self {
+        Ok(Self {
             old,
             new,
             old_offset,
             new_offset,
             direction,
             unit,
-        };
-        // The hardest window must fit with the position recorded at its start: forwards the
-        // first (the distance between a sector's old and new rows grows with the position, or
-        // stays), backwards the last (it shrinks as the position comes down); backwards the
-        // first too, whose end is the content's, maybe not a whole unit.
-        let hardest: &[u64] = match direction {
-            Direction::Forwards => &[0],
-            Direction::Backwards => &[unit, plan.content()],
-        };
-        let first = hardest.iter().all(|&at| {
-            let at = at.min(plan.content());
-            plan.next_window(at, at, unit).is_some()
-        });
-        if !first {
-            return Err(PlanError::Gap {
-                need: plan.gap_needed(),
-                have: old_offset.abs_diff(new_offset),
-            });
-        }
-        Ok(plan)
+        })
+    }
+
+    /// The reshape superblock `sb` records, and its position; `None` if it records none.
+    /// `Err` where the plan is impossible (a superblock that validated names a possible one;
+    /// a graid that plans otherwise refuses it rather than misread it).
+    pub fn recorded(sb: &Superblock) -> Option<Result<(Self, u64), PlanError>> {
+        let r = sb.reshape?;
+        let plan = (|| {
+            let old = sb.geometry().map_err(|_| PlanError::Level)?;
+            let new = sb.new_geometry().ok_or(PlanError::Level)?;
+            let plan = Self::new(old, sb.data_offset, new, r.new_data_offset)?;
+            let backwards = plan.direction == Direction::Backwards;
+            if backwards != r.backwards || r.position > plan.content() {
+                return Err(PlanError::OffsetDirection);
+            }
+            Ok((plan, r.position))
+        })();
+        Some(plan)
     }
 
     pub fn direction(&self) -> Direction {
         self.direction
+    }
+
+    /// Sectors of whole stripes of both geometries: every window's bound but the content's
+    /// end. A request inside one unit never straddles the position.
+    pub fn unit(&self) -> u64 {
+        self.unit
     }
 
     pub fn old(&self) -> Geometry {
@@ -344,5 +383,36 @@ impl ReshapePlan {
         };
         let stripes = unit.div_ceil(g.stripe_data_sectors().max(1));
         g.stripe_member_sector(stripes)
+    }
+}
+
+/// A [`ReshapePlan`] kept in atomics, for the running array's state, which holds no lock
+/// (`reshape_run.rs`): stored only where nobody loads it (a reshape's start, with no request
+/// in the engine), loaded anywhere.
+#[derive(Debug, Default)]
+pub struct PlanCell {
+    old: GeometryWords,
+    new: GeometryWords,
+    old_offset: AtomicU64,
+    new_offset: AtomicU64,
+}
+
+impl PlanCell {
+    pub fn store(&self, plan: &ReshapePlan) {
+        self.old.store(&plan.old);
+        self.new.store(&plan.new);
+        self.old_offset.store(plan.old_offset, Ordering::Relaxed);
+        self.new_offset.store(plan.new_offset, Ordering::Relaxed);
+    }
+
+    /// The plan stored; `None` before one was.
+    pub fn load(&self) -> Option<ReshapePlan> {
+        ReshapePlan::shaped(
+            self.old.load()?,
+            self.old_offset.load(Ordering::Relaxed),
+            self.new.load()?,
+            self.new_offset.load(Ordering::Relaxed),
+        )
+        .ok()
     }
 }

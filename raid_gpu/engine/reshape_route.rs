@@ -24,7 +24,7 @@
 //! which only widens what waits (both move away from the old side).
 
 use super::geometry::Geometry;
-use super::reshape::{Direction, ReshapePlan};
+use super::reshape::{Direction, PlanCell, ReshapePlan};
 use core::sync::atomic::{AtomicU64, Ordering};
 
 /// Where a request's range goes.
@@ -44,9 +44,9 @@ pub enum Route {
 }
 
 /// The positions of a running reshape, and its plan.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct ReshapeRoute {
-    plan: ReshapePlan,
+    plan: PlanCell,
     recorded: AtomicU64,
     front: AtomicU64,
 }
@@ -55,15 +55,22 @@ impl ReshapeRoute {
     /// A reshape by `plan` whose superblocks record `recorded` (its start, or where a restart
     /// takes it up), with no window in motion.
     pub fn new(plan: ReshapePlan, recorded: u64) -> Self {
-        Self {
-            plan,
-            recorded: AtomicU64::new(recorded),
-            front: AtomicU64::new(recorded),
-        }
+        let route = Self::default();
+        route.install(&plan, recorded);
+        route
     }
 
-    pub fn plan(&self) -> &ReshapePlan {
-        &self.plan
+    /// Makes `plan` the one routed by, from `recorded` with no window in motion. Only where
+    /// nobody routes (a reshape's start or restart, with no request in the engine).
+    pub fn install(&self, plan: &ReshapePlan, recorded: u64) {
+        self.plan.store(plan);
+        self.recorded.store(recorded, Ordering::SeqCst);
+        self.front.store(recorded, Ordering::SeqCst);
+    }
+
+    /// The plan; `None` before one was installed.
+    pub fn plan(&self) -> Option<ReshapePlan> {
+        self.plan.load()
     }
 
     /// The position the superblocks hold.
@@ -79,9 +86,12 @@ impl ReshapeRoute {
     /// The worker is about to move the window up to `front` (its end forwards, its start
     /// backwards). Only away from the old side; false (nothing changes) otherwise.
     pub fn move_front(&self, front: u64) -> bool {
+        let Some(plan) = self.plan() else {
+            return false;
+        };
         let now = self.front();
-        let onward = match self.plan.direction() {
-            Direction::Forwards => front >= now && front <= self.plan.content(),
+        let onward = match plan.direction() {
+            Direction::Forwards => front >= now && front <= plan.content(),
             Direction::Backwards => front <= now,
         };
         if onward {
@@ -90,11 +100,33 @@ impl ReshapeRoute {
         onward
     }
 
+    /// The worker gives a window it closed back, unmoved (the requests it waited for did not
+    /// end): the front returns to `front`, the position it had. Requests there map old again,
+    /// which is right: the step wrote nothing a restart or the old geometry needs (the plan's
+    /// rule). Never behind the recorded position.
+    pub fn retreat(&self, front: u64) -> bool {
+        let Some(plan) = self.plan() else {
+            return false;
+        };
+        let recorded = self.recorded();
+        let behind = match plan.direction() {
+            Direction::Forwards => front >= recorded,
+            Direction::Backwards => front <= recorded,
+        };
+        if behind {
+            self.front.store(front, Ordering::SeqCst);
+        }
+        behind
+    }
+
     /// The superblocks hold `position` now (the worker, after they were written). Never past
     /// the front, and only away from the old side; false (nothing changes) otherwise.
     pub fn record(&self, position: u64) -> bool {
+        let Some(plan) = self.plan() else {
+            return false;
+        };
         let (now, front) = (self.recorded(), self.front());
-        let onward = match self.plan.direction() {
+        let onward = match plan.direction() {
             Direction::Forwards => position >= now && position <= front,
             Direction::Backwards => position <= now && position >= front,
         };
@@ -106,15 +138,18 @@ impl ReshapeRoute {
 
     /// Where array sectors `start..start + sectors` go now.
     pub fn route(&self, start: u64, sectors: u64) -> Route {
+        let Some(plan) = self.plan() else {
+            return Route::Wait;
+        };
         // The recorded position first, then the front (module comment).
         let recorded = self.recorded();
         let front = self.front();
         let end = start.saturating_add(sectors.max(1));
-        let content = self.plan.content();
-        let old = Route::Old(self.plan.old());
-        let new = Route::New(self.plan.new_geometry());
+        let content = plan.content();
+        let old = Route::Old(plan.old());
+        let new = Route::New(plan.new_geometry());
         let cut = |at: u64| start < at && at < end;
-        match self.plan.direction() {
+        match plan.direction() {
             Direction::Forwards => {
                 // Below the recorded position new; from the front up to the content's end old;
                 // in between wait.

@@ -490,7 +490,7 @@ impl<M: Store> ArrayEngine<M> {
     /// Each copy of `piece`: its member and first member sector (data offset included).
     fn copies_of(&self, piece: Piece) -> Copies {
         let g = &self.geometry();
-        let base = self.superblock.data_offset;
+        let base = self.data_offset();
         core::array::from_fn(|c| {
             let c = u32::try_from(c).ok().filter(|&c| c < g.copies())?;
             let copy = g
@@ -627,7 +627,7 @@ impl<M: Store> ArrayEngine<M> {
     /// members whose read failed.
     fn read_rows<P: Platform>(&self, p: &P, a: u64, b: u64) -> MemberSet {
         let n = self.geometry().members();
-        let at = self.superblock.data_offset.saturating_add(a);
+        let at = self.data_offset().saturating_add(a);
         let reads: [RebuildIo; MAX_REBUILD_BATCH] = core::array::from_fn(|m| RebuildIo {
             // Below MAX_REBUILD_BATCH: lossless.
             member: m as u32,
@@ -670,7 +670,7 @@ impl<M: Store> ArrayEngine<M> {
         let by = p
             .rebuild_compute(&job, lost.is_empty())
             .ok_or(Unpassed::Unreadable)?;
-        let at = self.superblock.data_offset.saturating_add(a);
+        let at = self.data_offset().saturating_add(a);
         for m in lost.iter() {
             let fixed = p.rebuild_io(Op::Write, m, at, m, 0, b - a).is_ok()
                 && p.rebuild_io(Op::Read, m, at, m, 0, b - a).is_ok();

@@ -680,9 +680,10 @@ impl Coalesce {
 impl<M: Store> ArrayEngine<M> {
     /// The rows request `state` covers: its own, and its followers' (`stripe_hold.rs`).
     pub(super) fn span_of(&self, state: &RequestState) -> Option<Span> {
+        let (g, data_offset) = self.map_of(state);
         Span::new(
-            &self.geometry(),
-            self.superblock.data_offset,
+            &g,
+            data_offset,
             self.lock_slots(),
             state.start(),
             state.sectors(),
@@ -707,9 +708,10 @@ impl<M: Store> ArrayEngine<M> {
         self.submit_stripe(p, rq);
     }
 
-    /// True if a read of `[start, start + sectors)` can go straight to the data members.
-    pub(super) fn direct_read_ok(&self, start: u64, sectors: u64) -> bool {
-        match self.geometry().map_read(start, sectors, 0) {
+    /// True if request `state`'s read can go straight to the data members.
+    pub(super) fn direct_read_ok(&self, state: &RequestState) -> bool {
+        let (start, sectors) = (state.start(), state.sectors());
+        match self.map_of(state).0.map_read(start, sectors, 0) {
             Ok(mut pieces) => pieces.all(|piece| self.usable(piece.member, MemberSet::EMPTY)),
             Err(_) => false,
         }
@@ -1576,7 +1578,7 @@ impl<M: Store> ArrayEngine<M> {
         let slice = LoggedSlice {
             need,
             slots,
-            start: span.member_base - self.superblock.data_offset + a,
+            start: span.member_base - self.data_offset() + a,
             sectors: b - a,
             map,
             parity_members,

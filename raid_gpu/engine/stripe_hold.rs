@@ -39,7 +39,7 @@
 use super::array::{ArrayEngine, Store};
 use super::members::MemberSet;
 use super::platform::{Op, Platform, Status, WorkList};
-use super::request::{Phase, RequestState};
+use super::request::{Phase, RequestState, Side};
 use super::stripe::{Span, Step, MAX_LOCK_SLOTS};
 use super::wait_list::{park, recheck, wake_all, waker_fence};
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -248,6 +248,7 @@ impl<M: Store> ArrayEngine<M> {
         }
         let slot = span.last_slot();
         let fua = p.fua(rq);
+        let side = p.state(rq).side();
         let mut token = stripe.token.load(Ordering::Relaxed);
         if token == 0 {
             token = self.holds.next_token.fetch_add(1, Ordering::Relaxed);
@@ -259,7 +260,7 @@ impl<M: Store> ArrayEngine<M> {
             for _ in 0..CHAIN_PASSES {
                 let before = cover;
                 p.take_all(WorkList::StripeWait(slot), |w| {
-                    if let Some(end) = self.follows(p, w, span, a, cover, fua) {
+                    if let Some(end) = self.follows(p, w, span, a, cover, (fua, side)) {
                         p.state(w)
                             .stripe()
                             .adopted_by
@@ -304,7 +305,7 @@ impl<M: Store> ArrayEngine<M> {
         span: &Span,
         a: u64,
         cover: u64,
-        fua: bool,
+        (fua, side): (bool, Side),
     ) -> Option<u64> {
         let ws = p.state(w);
         let st = ws.stripe();
@@ -315,7 +316,9 @@ impl<M: Store> ArrayEngine<M> {
             && st.slice_start() == u64::MAX
             && st.adopted_by.load(Ordering::Relaxed) == 0
             && st.cover_end.load(Ordering::Relaxed) == 0;
-        if !waiting || ws.start() != cover || (p.fua(w) && !fua) {
+        // Mapped alike (a reshape's two sides never share a stripe).
+        let alike = ws.side() == side;
+        if !waiting || !alike || ws.start() != cover || (p.fua(w) && !fua) {
             return None;
         }
         let end = ws
@@ -510,8 +513,9 @@ impl<M: Store> ArrayEngine<M> {
         if token == 0 {
             return;
         }
-        // Rows count from a request's first stripe: its second starts a chunk in.
-        let next_stripe = u64::from(self.geometry().chunk_sectors());
+        // Rows count from a request's first stripe: its second starts a chunk in (of the
+        // geometry that maps it and its followers alike: `follows`).
+        let next_stripe = u64::from(self.map_of(p.state(rq)).0.chunk_sectors());
         p.take_all(WorkList::Adopted(slot), |w| {
             let ws = p.state(w);
             let st = ws.stripe();

@@ -828,15 +828,19 @@ impl Superblock {
     fn validate_slots(&self) -> Result<(), SuperblockError> {
         // Bit r set: some slot holds role r. Roles are < members <= 32 once checked.
         let mut roles_seen: u32 = 0;
+        // During a reshape the roles of both geometries are in use.
+        let members = self
+            .reshape
+            .map_or(self.members, |r| r.new_members.max(self.members));
         for (entry, slot) in self.slots.iter().zip(0..MAX_SLOTS) {
             let Slot::Active { role } = *entry else {
                 continue;
             };
-            if u32::from(role) >= self.members {
+            if u32::from(role) >= members {
                 return Err(SuperblockError::RoleOutOfRange {
                     slot,
                     role,
-                    members: self.members,
+                    members,
                 });
             }
             let bit = 1u32.checked_shl(u32::from(role)).unwrap_or(0);

@@ -52,8 +52,12 @@ impl<M: Store> ArrayEngine<M> {
             }
         }
         self.handle_add_request(p);
-        self.rebuild_step(p);
-        self.scrub_step(p);
+        self.reshape_step(p);
+        // Both walk one geometry: after a reshape.
+        if !self.reshaping() {
+            self.rebuild_step(p);
+            self.scrub_step(p);
+        }
         self.safe_mode_step(p);
         self.clean_bits(p);
     }
@@ -62,7 +66,8 @@ impl<M: Store> ArrayEngine<M> {
     fn handle<P: Platform>(&self, p: &P, rq: P::Request) -> bool {
         let state = p.state(rq);
         match state.phase() {
-            Phase::Waiting if self.frozen.load(Ordering::SeqCst) => {
+            Phase::Waiting if self.frozen.load(Ordering::SeqCst) || self.reshape_holds(state) => {
+                // The repair's end, or the reshape's next step, sends it again.
                 p.push(WorkList::Deferred, rq);
                 false
             }

@@ -1,9 +1,9 @@
 //! Assembly verdicts from superblocks alone.
 
 use graid_engine::assembly::{member_status, pick_freshest, MemberStatus};
-use graid_engine::geometry::Level;
+use graid_engine::geometry::{Level, ParityLayout};
 use graid_engine::superblock::{
-    Area, ArrayName, HomeHost, Slot, Superblock, MAX_SLOTS, RECOVERY_COMPLETE,
+    Area, ArrayName, HomeHost, Reshape, Slot, Superblock, MAX_SLOTS, RECOVERY_COMPLETE,
 };
 
 const ARRAY: [u8; 16] = [7; 16];
@@ -207,6 +207,100 @@ fn a_mirror_member_that_missed_a_change_of_the_copies_is_one_update_behind() {
     }
     fresh.members = 3;
     assert_eq!(statuses(&[fresh, behind])[1], MemberStatus::Mismatch);
+}
+
+/// Device in `slot` of a RAID 5 of 3 members (slots 0-2), slot 3 a spare, at `events`.
+fn raid5_member(slot: u32, events: u64) -> Superblock {
+    let mut sb = member(slot, events);
+    sb.level = Level::Raid5(ParityLayout::LeftSymmetric);
+    sb.chunk_sectors = 128;
+    sb.members = 3;
+    sb.slots[2] = Slot::Active { role: 2 };
+    sb.slots[3] = Slot::Spare;
+    sb
+}
+
+/// The superblock `sb` as a reshape to 4 members at data offset 2048 that reached `position`
+/// writes it (slot 3 joined as role 3).
+fn reshaping(mut sb: Superblock, position: u64) -> Superblock {
+    sb.slots[3] = Slot::Active { role: 3 };
+    sb.reshape = Some(Reshape {
+        position,
+        new_level: sb.level,
+        new_chunk_sectors: sb.chunk_sectors,
+        new_members: 4,
+        new_data_offset: 2048,
+        backwards: false,
+    });
+    sb
+}
+
+/// `sb` as the update that ended that reshape writes it.
+fn reshaped(mut sb: Superblock) -> Superblock {
+    sb.slots[3] = Slot::Active { role: 3 };
+    sb.members = 4;
+    sb.data_offset = 2048;
+    sb
+}
+
+#[test]
+fn a_reshape_start_or_end_missed_by_one_update_still_assembles() {
+    // The start: members one behind name the old geometry alone; the spare that joined still
+    // holds its spare superblock (recovery 0), and is in use, not rebuilt (the reshape writes
+    // it).
+    let mut spare = raid5_member(3, 9);
+    spare.recovery_offset = 0;
+    let sbs = [
+        reshaping(raid5_member(0, 10), 0),
+        raid5_member(1, 9),
+        raid5_member(2, 9),
+        spare,
+    ];
+    let want: Vec<_> = (0..4).map(|role| MemberStatus::Active { role }).collect();
+    assert_eq!(statuses(&sbs), want);
+    // In the middle: positions differ, the reshape is the same.
+    let sbs = [
+        reshaping(raid5_member(0, 20), 900),
+        reshaping(raid5_member(1, 19), 600),
+        reshaping(raid5_member(2, 20), 900),
+        reshaping(raid5_member(3, 20), 900),
+    ];
+    assert_eq!(statuses(&sbs), want);
+    // The end: one behind names the new geometry in its reshape fields.
+    let sbs = [
+        reshaped(raid5_member(0, 30)),
+        reshaping(raid5_member(1, 29), 900),
+        reshaped(raid5_member(2, 30)),
+        reshaping(raid5_member(3, 29), 900),
+    ];
+    assert_eq!(statuses(&sbs), want);
+    // Two behind the end, or one behind an end of another reshape: not the same array shape.
+    let mut other = reshaping(raid5_member(2, 29), 900);
+    if let Some(r) = other.reshape.as_mut() {
+        r.new_data_offset = 1024;
+    }
+    let sbs = [
+        reshaped(raid5_member(0, 30)),
+        reshaping(raid5_member(1, 28), 900),
+        other,
+    ];
+    let got = statuses(&sbs);
+    assert!(matches!(
+        got[1],
+        MemberStatus::Mismatch | MemberStatus::Stale { .. }
+    ));
+    assert_eq!(got[2], MemberStatus::Mismatch);
+    // A role that was not added by the reshape and is behind in its rebuild stays recovering.
+    let mut rebuilding = reshaping(raid5_member(2, 20), 900);
+    rebuilding.recovery_offset = 64;
+    let sbs = [reshaping(raid5_member(0, 20), 900), rebuilding];
+    assert_eq!(
+        statuses(&sbs)[1],
+        MemberStatus::Recovering {
+            role: 2,
+            recovery_offset: 64
+        }
+    );
 }
 
 #[test]

@@ -26,8 +26,8 @@ enum Class {
 
 fn class(route: &ReshapeRoute, sector: u64) -> Class {
     let (recorded, front) = (route.recorded(), route.front());
-    let content = route.plan().content();
-    match route.plan().direction() {
+    let content = route.plan().unwrap().content();
+    match route.plan().unwrap().direction() {
         Direction::Forwards if sector < recorded => Class::New,
         Direction::Forwards if sector >= front && sector < content => Class::Old,
         Direction::Backwards if sector >= recorded => Class::New,
@@ -51,8 +51,8 @@ fn check(route: &ReshapeRoute, start: u64, len: u64) {
     let want = match (first, change) {
         (Class::Wait, _) => Route::Wait,
         (_, Some(i)) => Route::Split(start + i as u64),
-        (Class::Old, None) => Route::Old(route.plan().old()),
-        (Class::New, None) => Route::New(route.plan().new_geometry()),
+        (Class::Old, None) => Route::Old(route.plan().unwrap().old()),
+        (Class::New, None) => Route::New(route.plan().unwrap().new_geometry()),
     };
     assert_eq!(route.route(start, len), want, "{what}: {classes:?}");
 }
@@ -137,12 +137,12 @@ fn positions_move_one_way_and_never_record_past_the_front() {
     assert!(!route.move_front(384), "the front moved back");
     assert!(!route.record(0), "the record moved back");
     assert!(
-        !route.move_front(route.plan().content() + 1),
+        !route.move_front(route.plan().unwrap().content() + 1),
         "past the content"
     );
     assert_eq!((route.recorded(), route.front()), (384, 768));
     // Past the content (the grow's room) waits for the end.
-    let content = route.plan().content();
+    let content = route.plan().unwrap().content();
     assert_eq!(route.route(content, 8), Route::Wait);
     assert!(route.move_front(content));
     assert_eq!(route.route(content - 8, 16), Route::Wait);
@@ -182,7 +182,7 @@ fn readers_never_see_a_range_new_before_it_is_recorded() {
             std::thread::spawn(move || {
                 started.wait();
                 let mut rng = StdRng::seed_from_u64(t);
-                let content = route.plan().content();
+                let content = route.plan().unwrap().content();
                 let mut routed = 0u64;
                 while !done.load(Ordering::SeqCst) {
                     let start = rng.random_range(0..content);

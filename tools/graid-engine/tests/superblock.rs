@@ -1236,3 +1236,27 @@ fn new_arrays_leave_reshape_headroom_before_the_data_on_members_of_a_gib_or_more
         }
     }
 }
+
+#[test]
+fn a_reshape_names_the_roles_of_both_geometries() {
+    // The member that joined a grow from three to four holds role 3 while the old geometry's
+    // count is still three.
+    let mut sb = reshaping();
+    sb.slots[3] = Slot::Active { role: 3 };
+    let mut block = [0; SUPERBLOCK_SIZE];
+    encode(&sb, &mut block).expect("role 3 of the new geometry");
+    assert_eq!(
+        decode(&block).map(|d| d.slots[3]),
+        Ok(Slot::Active { role: 3 })
+    );
+    // Without the reshape, the role is past the count.
+    sb.reshape = None;
+    assert_eq!(
+        encode(&sb, &mut block),
+        Err(SuperblockError::RoleOutOfRange {
+            slot: 3,
+            role: 3,
+            members: 3
+        })
+    );
+}

@@ -12,14 +12,17 @@
 
 use crate::host::{Host, LogImage, MemDisk, QueuedIo, HANG};
 use crate::stress::{
-    geometry_of, host_with, scrub_now, submit_inline_batch, submit_inline_data, Scenario,
+    clip_to_run, geometry_of, host_with, scrub_now, submit_inline_batch, submit_inline_data,
+    Scenario,
 };
+use graid_engine::array::ArrayState;
 use graid_engine::assembly::{member_status, pick_freshest, MemberStatus};
 use graid_engine::bitmap::load_block;
 use graid_engine::geometry::{Level, MAX_MEMBERS};
 use graid_engine::members::{MemberSet, MemberState};
 use graid_engine::platform::{Op, Status};
 use graid_engine::ppl::{scan_log, LogId, BLOCK_BYTES as PPL_BLOCK_BYTES};
+use graid_engine::reshape::ReshapePlan;
 use graid_engine::scrub::ScrubMode;
 use graid_engine::superblock::{Superblock, RECOVERY_COMPLETE};
 use rand::rngs::StdRng;
@@ -52,6 +55,8 @@ pub struct Started {
     pub replayed: u64,
     /// Entries the scan found in group blocks.
     pub grouped: u64,
+    /// The position of the reshape the start took up, if one was in progress.
+    pub resumed: Option<u64>,
 }
 
 /// Starts the array on `disks` (the members by role, then the replacement's device) as the
@@ -79,7 +84,9 @@ pub fn reassemble(
     // The disks of the scenario's members, or of as many as the freshest superblock says (a
     // mirror's copies may have changed: `raid_devices.rs`).
     let (mut found, mut best) = look(scenario.members as usize)?;
-    let n = found[best].1.members as usize;
+    // During a reshape, the roles of both geometries.
+    let of = |sb: &Superblock| sb.members.max(sb.reshape.map_or(0, |r| r.new_members));
+    let n = of(&found[best].1) as usize;
     if n != scenario.members as usize {
         (found, best) = look(n)?;
     }
@@ -90,6 +97,9 @@ pub fn reassemble(
     // them).
     let mut scenario = scenario.clone();
     scenario.members = freshest.members;
+    scenario.level = freshest.level;
+    scenario.chunk_sectors = freshest.chunk_sectors;
+    scenario.data_offset = freshest.data_offset;
     scenario.data_sectors = freshest.data_size;
     scenario.bitmap_region_sectors =
         (freshest.bitmap_region != 0).then_some(freshest.bitmap_region);
@@ -159,6 +169,13 @@ pub fn reassemble(
     scenario.in_sync = resync_from.is_none();
     let (host, io_rx) = host_with(&scenario, seed, Some(disks), members, Some(&freshest));
     let engine = &host.engine;
+    // A reshape goes on from where the superblocks say, before any request.
+    let mut resumed = None;
+    if let Some(recorded) = ReshapePlan::recorded(&freshest) {
+        let (plan, position) = recorded.expect("the reshape the engine recorded");
+        engine.resume_reshape(&plan, position);
+        resumed = Some(position);
+    }
     if let Some((regions, states)) = &host.bitmap {
         // Every in-sync member's bits, added up; a block never written reads as all set.
         for block in 0..regions.blocks() {
@@ -218,24 +235,28 @@ pub fn reassemble(
         io_rx,
         missing,
         clean: freshest.clean,
+        resumed,
         replayed,
         grouped,
     })
 }
 
-/// Runs the worker until the resync and any rebuild are over (or the rebuild stalled).
+/// Runs the worker until the resync, any rebuild and any reshape are over (or the rebuild
+/// stalled).
 pub fn settle(host: &Host, seed: u64) {
     let engine = &host.engine;
     let start = Instant::now();
     loop {
         let resyncing = !engine.in_sync() && engine.scrub_progress().mode.is_some();
         let rebuilding = engine.rebuild_target().is_some() && !engine.rebuild_stalled();
-        if !resyncing && !rebuilding {
+        // A reshape stands still while a member is lost (`reshape_run.rs`).
+        let reshaping = engine.reshaping() && engine.state() == ArrayState::Optimal;
+        if !resyncing && !rebuilding && !reshaping {
             return;
         }
         assert!(
             start.elapsed() < HANG,
-            "seed {seed}: the resync or rebuild never ended"
+            "seed {seed}: the resync, rebuild or reshape never ended"
         );
         engine.work(host);
     }
@@ -375,6 +396,7 @@ fn cut_with(
                         let end = ((first + 1) * stripe).min(region);
                         let at = rng.random_range(first * stripe..end);
                         let len = rng.random_range(1..=load.max_len).min(end - at);
+                        let len = clip_to_run(&host, at, len);
                         batch.push((
                             at,
                             (0..len)
@@ -392,6 +414,7 @@ fn cut_with(
                     };
                     for i in 0..rng.random_range(2..=4u64) {
                         let len = rng.random_range(1..=load.max_len).min(region - at);
+                        let len = clip_to_run(&host, at, len);
                         if len == 0 {
                             break;
                         }
@@ -432,6 +455,8 @@ fn cut_with(
                         rng.random_range(1..=load.max_len).min(region - start),
                     )
                 };
+                // Inside the queue limits (a reshape's unit, say).
+                let len = clip_to_run(&host, start, len);
                 let data: Vec<u64> = (0..len).map(|i| seed << 40 | n << 16 | i).collect();
                 let status = submit_inline_data(&host, Op::Write, start, data.clone());
                 let range = start as usize..(start + len) as usize;

@@ -16,6 +16,7 @@ use graid_engine::ppl::{
 };
 use graid_engine::rebuild::REBUILD_COLUMN_SECTORS;
 use graid_engine::request::{Phase, RequestState};
+use graid_engine::reshape::Side as PlanSide;
 use graid_engine::stripe::{lock_slots_for, SLICE_SECTORS};
 use graid_engine::superblock::{Slot, Superblock};
 use graid_parity::gf;
@@ -617,8 +618,8 @@ impl Host {
         self.check_marks(rq, io, disk);
         let first = io.member_sector;
         let len = io.info.sectors;
-        let data_end = DATA_OFFSET + self.engine.geometry().member_data_sectors();
-        if first < DATA_OFFSET || first + len > data_end || len == 0 {
+        let (data_start, data_end) = self.data_span();
+        if first < data_start || first + len > data_end || len == 0 {
             self.violations
                 .report(format!("member I/O outside the data area: {io:?}"));
             return Status::IoError;
@@ -1364,7 +1365,7 @@ impl Host {
     /// failed in the superblocks already (no write acknowledged before the failure it depends
     /// on is durable). Discards leave undefined data and are not checked.
     fn check_durable(&self, rq: usize, spec: &Spec) {
-        let geometry = self.engine.geometry();
+        let (geometry, _) = self.engine.map_of(&self.slot(rq).state);
         let expected = match spec.op {
             Some(Op::Flush) => (0..geometry.members()).fold(0u32, |m, i| m | 1 << i),
             Some(Op::Write) => geometry
@@ -1392,6 +1393,20 @@ impl Host {
                 ));
             }
         }
+    }
+
+    /// The member sectors the array's data areas span now: a reshape's two, or the one.
+    pub fn data_span(&self) -> (u64, u64) {
+        let engine = &self.engine;
+        let len = engine.geometry().member_data_sectors();
+        let mut offsets = vec![engine.data_offset()];
+        if let Some(r) = engine.reshape_progress() {
+            offsets.push(r.plan.geometry(PlanSide::Old).1);
+            offsets.push(r.plan.geometry(PlanSide::New).1);
+        }
+        let lo = offsets.iter().copied().min().unwrap_or(DATA_OFFSET);
+        let hi = offsets.iter().copied().max().unwrap_or(DATA_OFFSET);
+        (lo, hi + len)
     }
 
     /// Runs the worker until `stop` is set.
@@ -1457,11 +1472,11 @@ impl Requests for Host {
     fn submit(&self, rq: usize, io: &MemberIo<SegmentRef>) -> Result<(), SubmitError> {
         if let Source::Buffer { .. } = io.source {
             // A stripe I/O stays in the stripes the request touches.
-            let g = self.engine.geometry();
+            let (g, data_offset) = self.engine.map_of(&self.slot(rq).state);
             let spec = self.slot(rq).spec.lock().unwrap().clone();
             let chunk = u64::from(g.chunk_sectors());
-            let first = DATA_OFFSET + g.stripe_of(spec.start) * chunk;
-            let end = DATA_OFFSET + (g.stripe_of(spec.start + spec.sectors.max(1) - 1) + 1) * chunk;
+            let first = data_offset + g.stripe_of(spec.start) * chunk;
+            let end = data_offset + (g.stripe_of(spec.start + spec.sectors.max(1) - 1) + 1) * chunk;
             if io.member_sector < first || io.member_sector + io.info.sectors > end {
                 self.violations.report(format!(
                     "request {rq} ({spec:?}, phase {:?}) sent I/O outside its stripes: {io:?}",
@@ -1681,6 +1696,14 @@ impl Metadata for Host {
 
     fn write_spare_superblock(&self, slot: u32, sb: &Superblock) -> bool {
         self.spare_superblocks.lock().unwrap().push((slot, *sb));
+        // On the spare's device too, the disk past the members' (the sim's one spare): a
+        // start after a cut finds it there, as the module finds a spare's superblock (a
+        // reshape that made it a member and whose update it missed).
+        if let Some(disk) = self.disks.last() {
+            if self.lands() {
+                disk.superblocks.lock().unwrap().push(*sb);
+            }
+        }
         true
     }
 
@@ -1767,8 +1790,8 @@ impl RebuildBuffer for Host {
                 && sector >= a.offset
                 && sector + sectors <= a.ring_sector(a.ring_sectors)
         });
-        let data_end = DATA_OFFSET + self.engine.geometry().member_data_sectors();
-        let in_data = in_log || sector >= DATA_OFFSET && sector + sectors <= data_end;
+        let (data_start, data_end) = self.data_span();
+        let in_data = in_log || sector >= data_start && sector + sectors <= data_end;
         let in_buffer =
             column as usize <= self.disks.len() + 1 && offset + sectors <= REBUILD_COLUMN_SECTORS;
         if !in_data || !in_buffer || sectors == 0 {

@@ -12,6 +12,7 @@ use graid_engine::members::{MemberState, NO_SLOT};
 use graid_engine::platform::{Op, Status};
 use graid_engine::ppl::DEFAULT_LOG_AREA;
 use graid_engine::replace::{ReplaceStage, Replacement};
+use graid_engine::reshape::ReshapePlan;
 use graid_engine::scrub::{ScrubMode, ScrubProgress};
 use graid_engine::superblock::{
     Area, ArrayName, HomeHost, Slot, Superblock, DEFAULT_BITMAP_AREA, MAX_SLOTS, RECOVERY_COMPLETE,
@@ -31,6 +32,8 @@ pub struct Scenario {
     pub members: u32,
     pub chunk_sectors: u32,
     pub data_sectors: u64,
+    /// Where each member's data area starts ([`DATA_OFFSET`]; a reshape moves it).
+    pub data_offset: u64,
     pub faults: Vec<Faults>,
     pub submitters: usize,
     /// Requests each submitter has in flight at once.
@@ -93,6 +96,20 @@ pub struct Scenario {
     /// one before ended (held partial stripes take the next in, `stripe_hold.rs`); one write
     /// in eight asks for FUA.
     pub sequential: bool,
+    /// A reshape started before the submitters (as the kernel's, with nothing in flight),
+    /// a spare joining where the new geometry has one member more; the run waits for its end.
+    pub reshape: Option<ReshapeTo>,
+}
+
+/// The geometry a reshape goes to, and where its data starts on each member.
+#[derive(Clone, Copy, Debug)]
+pub struct ReshapeTo {
+    pub level: Level,
+    pub members: u32,
+    pub chunk_sectors: u32,
+    pub data_offset: u64,
+    /// The most a step moves ([`ArrayEngine::set_reshape_window`]; 0: the default).
+    pub window: u64,
 }
 
 impl Scenario {
@@ -102,6 +119,7 @@ impl Scenario {
             members,
             chunk_sectors,
             data_sectors: 8192,
+            data_offset: DATA_OFFSET,
             faults: vec![Faults::default(); members as usize],
             submitters: 4,
             batch: 4,
@@ -129,6 +147,7 @@ impl Scenario {
             helper_lies_after: None,
             request_helper: None,
             sequential: false,
+            reshape: None,
         }
     }
 
@@ -243,6 +262,7 @@ pub fn host_with(
                 Area::NONE
             },
             ppl: scenario.ppl,
+            data_offset: scenario.data_offset,
             // A new key at every start, as the module draws one.
             log_key: log_key(seed ^ events),
             ..superblock(&geometry, scenario.level, scenario.chunk_sectors)
@@ -433,6 +453,9 @@ pub fn run(scenario: &Scenario, seed: u64) -> Report {
                 0x5c1b_0000_0000;
         }
     }
+    if let Some(to) = scenario.reshape {
+        start_reshape(&host, to, seed);
+    }
     let threads = Threads::start(&host, io_rx, seed);
 
     // Each submitter owns one stretch of the array, so the model stays exact.
@@ -518,8 +541,12 @@ pub fn run(scenario: &Scenario, seed: u64) -> Report {
             thread::sleep(std::time::Duration::from_millis(1));
         }
     }
-    if scenario.level.has_parity() {
-        // After a rebuild, through the rebuilt member too.
+    if scenario.reshape.is_some() {
+        wait_reshaped(&host, seed);
+    }
+    if scenario.level.has_parity() || scenario.reshape.is_some() {
+        // After a rebuild, through the rebuilt member too; after a reshape, in the new
+        // geometry.
         read_back(&host, &model, seed);
     }
     threads.stop(&host);
@@ -656,6 +683,56 @@ pub fn wait_resynced(host: &Host, seed: u64) {
     }
 }
 
+/// Starts a reshape to `to` as the platform does (nothing in flight): a spare joins where
+/// the new geometry has a member more (its disk, the one past the members', holds garbage
+/// first: the reshape writes all of it). Returns the plan.
+pub fn start_reshape(host: &Host, to: ReshapeTo, seed: u64) -> ReshapePlan {
+    let engine = &host.engine;
+    let old = engine.geometry();
+    let joining: Vec<u32> = if to.members > old.members() {
+        assert_eq!(
+            to.members,
+            old.members() + 1,
+            "seed {seed}: one disk joins at most"
+        );
+        let disk = &host.disks[old.members() as usize];
+        for (i, tag) in disk.sectors.lock().unwrap().iter_mut().enumerate() {
+            *tag = GARBAGE ^ i as u64;
+        }
+        vec![add_spare(host, seed)]
+    } else {
+        Vec::new()
+    };
+    let new = Geometry::new(
+        to.level,
+        to.members,
+        to.chunk_sectors,
+        old.member_data_sectors(),
+    )
+    .expect("the new geometry");
+    engine.set_reshape_window(to.window);
+    let plan = engine
+        .reshape_allowed(new, to.data_offset)
+        .unwrap_or_else(|e| panic!("seed {seed}: reshape refused: {e}"));
+    engine
+        .start_reshape(host, &plan, &joining)
+        .unwrap_or_else(|e| panic!("seed {seed}: reshape not started: {e}"));
+    plan
+}
+
+/// Waits until the reshape ended (the worker thread runs it).
+pub fn wait_reshaped(host: &Host, seed: u64) {
+    let start = std::time::Instant::now();
+    while host.engine.reshaping() {
+        assert!(
+            start.elapsed() < HANG,
+            "seed {seed}: the reshape never ended ({:?})",
+            host.engine.reshape_progress()
+        );
+        thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
 /// Waits until no member is being rebuilt (the worker thread runs the rebuild).
 pub fn wait_rebuilt(host: &Host, seed: u64) {
     let start = std::time::Instant::now();
@@ -768,7 +845,8 @@ fn check_read_back(
             let data = host.slot(0).data.lock().unwrap();
             for (i, &got) in data.iter().enumerate() {
                 let sector = start + i as u64;
-                if let Some(want) = model[sector as usize] {
+                // Past the model: a grow's new room.
+                if let Some(want) = model.get(sector as usize).copied().flatten() {
                     assert_eq!(got, want, "seed {seed}: read-back of array sector {sector}");
                 }
             }
@@ -934,14 +1012,15 @@ pub fn submitter(
     result
 }
 
-/// RAID 5/6 requests stay inside one run of stripes (the kernel's queue limits split them
-/// there).
-fn clip_to_run(host: &Host, start: u64, sectors: u64) -> u64 {
-    let g = host.engine.geometry();
-    if !g.level().has_parity() {
+/// RAID 5/6 requests stay inside one run of stripes, and every request inside a reshape's
+/// unit (the kernel's queue limits split them there).
+pub fn clip_to_run(host: &Host, start: u64, sectors: u64) -> u64 {
+    let engine = &host.engine;
+    // And while a reshape runs, inside one unit of it (`ArrayEngine::io_boundary`).
+    if !engine.geometry().level().has_parity() && !engine.reshaping() {
         return sectors;
     }
-    let run = u64::from(g.boundary_sectors());
+    let run = u64::from(engine.io_boundary()).max(1);
     sectors.min(run - start % run)
 }
 

@@ -1,0 +1,696 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The running reshape (issue 46; the design and its proof are `on-disk-format.rst`,
+//! "Reshape (design)"): a RAID 0, 5 or 6 array restriped onto another member count, chunk or
+//! layout while it serves requests.
+//!
+//! - **Start** ([`ArrayEngine::start_reshape`], with the platform's queue frozen): the devices
+//!   that join take their new roles in sync (the reshape writes everything they hold), the
+//!   array's geometry becomes the new one (its member count is every role in use), and the
+//!   superblocks record the reshape at its start before any request maps by it.
+//! - **Requests** are routed when they start ([`ReshapeRoute`]): the old geometry at the old
+//!   data offset, the new at the new, or they wait (the window in motion, or sectors moved but
+//!   not recorded) on the worker's list until a record lets them go. The platform's queue
+//!   limits keep every request inside one unit of the plan ([`ArrayEngine::io_boundary`]), so
+//!   none straddles the position.
+//! - **Steps** (the worker, [`ArrayEngine::reshape_step`]): the next window of the plan is
+//!   closed (the front moves), the requests that mapped it old are waited for, and it is read
+//!   in the old geometry and written in whole stripes of the new one through the rebuild
+//!   buffer, parity computed here (not offloaded: nothing a helper computes is needed where
+//!   the position moves on at once). The superblocks record the position where the plan says
+//!   they must before a window, every [`CHECKPOINT_NS`] (md's 10 s), and at once when a write
+//!   waits for it, each after a flush of every member.
+//! - **End**: the superblocks name the new geometry alone, then requests map by it directly,
+//!   and the platform takes the new size and limits ([`Events::reshape_ended`]).
+//!
+//! Not yet: a write-intent bitmap or a partial parity log during a reshape (refused: their
+//! rows name one geometry), and a member failing in the middle (the reshape stands still,
+//! requests go on degraded in both geometries; a spare waits for its end).
+//!
+//! [`Events::reshape_ended`]: super::platform::Events::reshape_ended
+
+use super::array::{ArrayEngine, ArrayState, Store};
+use super::geometry::Geometry;
+use super::members::{MemberSet, MemberState};
+use super::parity::{ParityJob, ParityOp};
+use super::platform::{MemberEvent, Op, Platform, RebuildIo, WorkList, MAX_REBUILD_BATCH};
+use super::rebuild::REBUILD_COLUMN_SECTORS;
+use super::request::{Phase, RequestState, Side};
+use super::reshape::{Direction, PlanError, ReshapePlan, Side as PlanSide};
+use super::reshape_route::{ReshapeRoute, Route};
+use super::superblock::{Reshape, Superblock};
+use core::fmt;
+use core::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+
+/// The superblocks record the position at least this often while a reshape moves (md's
+/// checkpoint), so a restart redoes little.
+pub const CHECKPOINT_NS: u64 = 10_000_000_000;
+
+/// The most a step moves by default, in array sectors (whole units of the plan, at least
+/// one; [`ArrayEngine::set_reshape_window`]).
+pub const WINDOW_SECTORS: u64 = 8192;
+
+/// Times a step looks for the requests it waits for to end before it gives the window back
+/// and lets the worker handle what they may wait for.
+const DRAIN_PAUSES: u32 = 200;
+
+code_enum! {
+    /// Where the reshape is.
+    pub enum Stage {
+        /// None runs.
+        Idle,
+        /// It moves; the superblocks name it.
+        Running,
+        /// Every window moved: the superblocks being written name the new geometry alone.
+        Ending,
+    }
+}
+
+/// Why a reshape may not start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReshapeError {
+    /// The plan is impossible (its reason).
+    Plan(PlanError),
+    /// A reshape, check, resync, rebuild or replace runs, or the copies are not known to be in
+    /// sync: it must end first.
+    Busy,
+    /// A member is missing or failed (md refuses too).
+    Degraded,
+    /// A write-intent bitmap or a partial parity log is on: not yet kept during a reshape.
+    Features,
+    /// The devices that join are not the array's spares, one per new role, or the new
+    /// geometry has more members than the platform's store holds.
+    Members,
+    /// The superblocks could not be written: nothing started.
+    Broken,
+}
+
+impl fmt::Display for ReshapeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Plan(e) => write!(f, "{e}"),
+            Self::Busy => write!(
+                f,
+                "a reshape, check, resync, rebuild or replace runs: wait for it to end"
+            ),
+            Self::Degraded => write!(f, "the array is degraded: rebuild it first"),
+            Self::Features => write!(
+                f,
+                "the write-intent bitmap or partial parity log is not kept during a reshape \
+                 yet: remove it first"
+            ),
+            Self::Members => write!(f, "one spare per new member is needed"),
+            Self::Broken => write!(f, "the superblocks could not be written"),
+        }
+    }
+}
+
+/// The engine's state of a reshape.
+#[derive(Debug, Default)]
+pub struct ReshapeRun {
+    /// A [`Stage`] code.
+    stage: AtomicU8,
+    route: ReshapeRoute,
+    /// The position superblocks written from now on claim (the worker's, ahead of the
+    /// route's recorded one while they are written).
+    claim: AtomicU64,
+    /// `now_ns` of the last record.
+    recorded_at: AtomicU64,
+    /// A request waits for a record.
+    wanted: AtomicBool,
+    counts: ReshapeCounts<AtomicU64>,
+    /// The most a step moves (0: [`WINDOW_SECTORS`]).
+    window: AtomicU64,
+}
+
+/// What reshapes did since the array started (for tests and DETAIL).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReshapeCounts<T = u64> {
+    /// Windows moved.
+    pub windows: T,
+    /// Positions recorded in the superblocks (a start and an end not counted).
+    pub records: T,
+    /// Requests that waited for a window or a record.
+    pub waits: T,
+    /// Windows given back because requests in them did not end (the worker went on and
+    /// came back).
+    pub retries: T,
+}
+
+impl ReshapeRun {
+    fn stage(&self) -> Stage {
+        Stage::from_code(self.stage.load(Ordering::SeqCst))
+    }
+}
+
+/// Where a reshape stands, for the platform (DETAIL, sysfs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReshapeProgress {
+    pub plan: ReshapePlan,
+    /// The position the superblocks hold.
+    pub recorded: u64,
+    /// The far edge of what was moved.
+    pub front: u64,
+}
+
+/// Whether a request's range meets `[lo, hi)`.
+fn overlaps(r: &RequestState, lo: u64, hi: u64) -> bool {
+    r.start() < hi && lo < r.start().saturating_add(r.sectors())
+}
+
+/// The request is in flight (member I/O out, or in the stripe engine), not waiting idle.
+fn in_flight(r: &RequestState) -> bool {
+    r.pending() > 0 || r.phase() == Phase::Stripe
+}
+
+impl<M: Store> ArrayEngine<M> {
+    /// A reshape runs (any context).
+    pub fn reshaping(&self) -> bool {
+        self.reshape.stage() != Stage::Idle
+    }
+
+    /// Where the running reshape stands, if one runs.
+    pub fn reshape_progress(&self) -> Option<ReshapeProgress> {
+        if !self.reshaping() {
+            return None;
+        }
+        Some(ReshapeProgress {
+            plan: self.reshape.route.plan()?,
+            recorded: self.reshape.route.recorded(),
+            front: self.reshape.route.front(),
+        })
+    }
+
+    /// What reshapes did since the array started.
+    pub fn reshape_counts(&self) -> ReshapeCounts {
+        let c = &self.reshape.counts;
+        ReshapeCounts {
+            windows: c.windows.load(Ordering::Relaxed),
+            records: c.records.load(Ordering::Relaxed),
+            waits: c.waits.load(Ordering::Relaxed),
+            retries: c.retries.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The queue limit that keeps every request inside one stripe run (RAID 5/6) or chunk of
+    /// the geometry, and while a reshape runs inside one of both geometries and one unit of
+    /// its plan, so no request straddles the position ([`Geometry::boundary_sectors`]).
+    pub fn io_boundary(&self) -> u32 {
+        let now = self.geometry().boundary_sectors();
+        let Some(plan) = self.reshape_progress().map(|r| r.plan) else {
+            return now;
+        };
+        let gcd = |mut a: u64, mut b: u64| {
+            while b != 0 {
+                (a, b) = (b, a % b);
+            }
+            a
+        };
+        let old = u64::from(plan.old().boundary_sectors());
+        let new = u64::from(plan.new_geometry().boundary_sectors());
+        // At most the smaller boundary: lossless.
+        gcd(gcd(old, new), plan.unit()) as u32
+    }
+
+    /// Makes steps move at most `sectors` array sectors (at least one unit of the plan; 0:
+    /// the default, [`WINDOW_SECTORS`]): smaller windows hold fewer requests back at once.
+    pub fn set_reshape_window(&self, sectors: u64) {
+        self.reshape.window.store(sectors, Ordering::Relaxed);
+    }
+
+    /// The plan of a reshape to `new` with its data at `new_offset`, or why it may not start
+    /// now (nothing changes either way).
+    pub fn reshape_allowed(
+        &self,
+        new: Geometry,
+        new_offset: u64,
+    ) -> Result<ReshapePlan, ReshapeError> {
+        let old = self.geometry();
+        // Both geometries' data areas are the same size (a reshape moves no member's end).
+        let new = new
+            .resized(old.member_data_sectors())
+            .map_err(|_| ReshapeError::Members)?;
+        let plan = ReshapePlan::new(old, self.data_offset(), new, new_offset)
+            .map_err(ReshapeError::Plan)?;
+        if new.members() > self.member_capacity() {
+            return Err(ReshapeError::Members);
+        }
+        if self.superblock.bitmap_region != 0 || self.superblock.ppl {
+            return Err(ReshapeError::Features);
+        }
+        if self.state() != ArrayState::Optimal {
+            return Err(ReshapeError::Degraded);
+        }
+        if self.reshaping()
+            || !self.in_sync()
+            || !self.scrub_idle()
+            || self.rebuild_target().is_some()
+            || self.replacement().is_some()
+        {
+            return Err(ReshapeError::Busy);
+        }
+        Ok(plan)
+    }
+
+    /// Starts reshape `plan` (from [`Self::reshape_allowed`]), the spares in slot-table
+    /// entries `joining` taking the new roles in order (the platform has put their devices
+    /// there). With the platform's queue frozen and the worker idle, as for
+    /// [`Self::set_raid_devices`]; on `Ok` the superblocks record the reshape at its start,
+    /// and the platform sets its queue limit to [`Self::io_boundary`] before it lets requests
+    /// in. On `Err` nothing changed.
+    ///
+    /// [`Self::set_raid_devices`]: ArrayEngine::set_raid_devices
+    pub fn start_reshape<P: Platform>(
+        &self,
+        p: &P,
+        plan: &ReshapePlan,
+        joining: &[u32],
+    ) -> Result<(), ReshapeError> {
+        let again = self.reshape_allowed(plan.new_geometry(), plan.geometry(PlanSide::New).1)?;
+        if again != *plan {
+            return Err(ReshapeError::Busy);
+        }
+        let (old, new) = (plan.old().members(), plan.new_geometry().members());
+        let roles = old.max(new) - old;
+        let spares_ok = joining.len() == roles as usize
+            && joining.iter().all(|&slot| self.spares.holds(slot))
+            && (1..joining.len()).all(|i| !joining[..i].contains(&joining[i]));
+        if !spares_ok {
+            return Err(ReshapeError::Members);
+        }
+        let store = self.members_store();
+        for (role, &slot) in (old..).zip(joining) {
+            let uuid = self
+                .spares
+                .iter()
+                .find(|&(s, _)| s == slot)
+                .map(|(_, uuid)| uuid)
+                .ok_or(ReshapeError::Members)?;
+            if let Some(member) = store.get(role as usize) {
+                member.take_from(&MemberState::new(uuid, slot));
+            }
+            self.spares.remove(slot);
+        }
+        self.reshape.route.install(plan, plan.start_position());
+        self.reshape
+            .claim
+            .store(plan.start_position(), Ordering::SeqCst);
+        self.reshape.wanted.store(false, Ordering::SeqCst);
+        self.reshape
+            .stage
+            .store(Stage::Running.code(), Ordering::SeqCst);
+        self.geometry.reshape_to(&plan.new_geometry());
+        if self.write_superblocks(p).is_err() {
+            // Nothing was moved: back to the old geometry, the spares back too.
+            self.geometry.reshape_to(&plan.old());
+            self.reshape
+                .stage
+                .store(Stage::Idle.code(), Ordering::SeqCst);
+            for (role, &slot) in (old..).zip(joining) {
+                if let Some(member) = store.get(role as usize) {
+                    self.spares.insert(slot, member.uuid());
+                    member.reset_missing();
+                }
+            }
+            return Err(ReshapeError::Broken);
+        }
+        self.reshape.recorded_at.store(p.now_ns(), Ordering::SeqCst);
+        p.kick_worker();
+        Ok(())
+    }
+
+    /// Takes up the reshape the superblocks record at `position` (assembly, before any
+    /// request): requests route by `plan` and the worker continues it.
+    pub fn resume_reshape(&self, plan: &ReshapePlan, position: u64) {
+        self.reshape.route.install(plan, position);
+        self.reshape.claim.store(position, Ordering::SeqCst);
+        self.reshape
+            .stage
+            .store(Stage::Running.code(), Ordering::SeqCst);
+        self.geometry.reshape_to(&plan.new_geometry());
+    }
+
+    /// The superblock fields the array's state gives now: its geometry and data offset, and
+    /// while a reshape runs the old ones with the reshape's (md's `new_*` fields).
+    pub(super) fn superblock_now(&self) -> Superblock {
+        let mut sb = self.superblock;
+        let now = self.geometry();
+        sb.data_size = now.member_data_sectors();
+        let running = self.reshape.stage() == Stage::Running;
+        match self.reshape.route.plan().filter(|_| running) {
+            Some(plan) => {
+                let (old, old_offset) = plan.geometry(PlanSide::Old);
+                let (new, new_offset) = plan.geometry(PlanSide::New);
+                sb.level = old.level();
+                sb.chunk_sectors = old.chunk_sectors();
+                sb.members = old.members();
+                sb.data_offset = old_offset;
+                sb.reshape = Some(Reshape {
+                    position: self.reshape.claim.load(Ordering::SeqCst),
+                    new_level: new.level(),
+                    new_chunk_sectors: new.chunk_sectors(),
+                    new_members: new.members(),
+                    new_data_offset: new_offset,
+                    backwards: plan.direction() == Direction::Backwards,
+                });
+            }
+            None => {
+                sb.level = now.level();
+                sb.chunk_sectors = now.chunk_sectors();
+                sb.members = now.members();
+                sb.data_offset = self.data_offset();
+                sb.reshape = None;
+            }
+        }
+        sb
+    }
+
+    /// The geometry and data offset that map `state`'s request.
+    pub fn map_of(&self, state: &RequestState) -> (Geometry, u64) {
+        let side = match state.side() {
+            Side::Old => PlanSide::Old,
+            Side::New => PlanSide::New,
+            Side::Current | Side::Routing => return (self.geometry(), self.data_offset()),
+        };
+        match self.reshape.route.plan() {
+            Some(plan) => plan.geometry(side),
+            None => (self.geometry(), self.data_offset()),
+        }
+    }
+
+    /// Routes request `rq` as its first pass starts. False if it does not go on now: it waits
+    /// for the reshape (on the worker's list) or ended (a range no side maps whole, which the
+    /// queue limits never make).
+    pub(super) fn route_request<P: Platform>(&self, p: &P, rq: P::Request) -> bool {
+        let state = p.state(rq);
+        // Marked first (SeqCst), then the stage and positions read: a worker that moved the
+        // front and then looks sees this request as maybe old.
+        state.set_side(Side::Routing);
+        // A flush maps no sector.
+        if !self.reshaping() || state.op() == Op::Flush {
+            state.set_side(Side::Current);
+            return true;
+        }
+        match self.reshape.route.route(state.start(), state.sectors()) {
+            Route::Old(_) => state.set_side(Side::Old),
+            Route::New(_) => state.set_side(Side::New),
+            Route::Wait => {
+                state.set_side(Side::Current);
+                state.set_idle(Phase::Waiting);
+                p.push(WorkList::Deferred, rq);
+                self.reshape.counts.waits.fetch_add(1, Ordering::Relaxed);
+                self.reshape.wanted.store(true, Ordering::SeqCst);
+                p.kick_worker();
+                return false;
+            }
+            Route::Split(_) => {
+                state.set_side(Side::Current);
+                state.set_idle(Phase::Normal);
+                self.end(p, rq, super::platform::Status::IoError);
+                return false;
+            }
+        }
+        true
+    }
+
+    /// A waiting request the reshape still holds back (the worker puts it back without
+    /// kicking itself: the next step does).
+    pub(super) fn reshape_holds(&self, state: &RequestState) -> bool {
+        self.reshaping()
+            && state.op() != Op::Flush
+            && self.reshape.route.route(state.start(), state.sectors()) == Route::Wait
+    }
+
+    /// One step of the running reshape, if one runs: a record the writes or the checkpoint
+    /// want, the next window, or the end. The worker only.
+    pub(super) fn reshape_step<P: Platform>(&self, p: &P) {
+        if self.reshape.stage() != Stage::Running {
+            return;
+        }
+        let Some(plan) = self.reshape.route.plan() else {
+            return;
+        };
+        let route = &self.reshape.route;
+        let position = route.front();
+        if plan.done(position) {
+            self.finish_reshape(p, &plan);
+            return;
+        }
+        // A member lost: the reshape stands still (the module comment); requests go on.
+        if self.state() != ArrayState::Optimal {
+            return;
+        }
+        let due = p
+            .now_ns()
+            .saturating_sub(self.reshape.recorded_at.load(Ordering::SeqCst))
+            >= CHECKPOINT_NS;
+        if (due || self.reshape.wanted.load(Ordering::SeqCst))
+            && position != route.recorded()
+            && !self.record_reshape(p, position)
+        {
+            return;
+        }
+        let most = match self.reshape.window.load(Ordering::Relaxed) {
+            0 => WINDOW_SECTORS,
+            n => n,
+        };
+        let Some(window) = plan.next_window(position, route.recorded(), most) else {
+            return;
+        };
+        let started = p.now_ns();
+        if window.record_first && !self.record_reshape(p, position) {
+            return;
+        }
+        let front = match plan.direction() {
+            Direction::Forwards => window.end,
+            Direction::Backwards => window.start,
+        };
+        route.move_front(front);
+        if !self.drain_window(p, window.start, window.end)
+            || !self.move_window(p, &plan, window.start, window.end)
+        {
+            // Nothing the restart needs was overwritten (the plan's rule): the window maps old
+            // again and is moved again later.
+            route.retreat(position);
+            self.reshape.counts.retries.fetch_add(1, Ordering::Relaxed);
+            p.kick_worker_after(10);
+            return;
+        }
+        self.reshape.counts.windows.fetch_add(1, Ordering::Relaxed);
+        if plan.done(front) {
+            self.finish_reshape(p, &plan);
+        } else {
+            // The rebuild's speed limits (`set-speed`) hold for the reshape too: every member
+            // row it wrote counts.
+            let rows = (window.end - window.start)
+                .div_ceil(u64::from(plan.new_geometry().data_members()).max(1));
+            self.keep_pace(p, started, rows);
+        }
+        // Requests waiting for the window go on (or ask for the record they need).
+        p.kick_worker();
+    }
+
+    /// Waits until no request that mapped (or may map) `[lo, hi)` in the old geometry is in
+    /// flight; false if some still are after a while (they may wait for the worker).
+    fn drain_window<P: Platform>(&self, p: &P, lo: u64, hi: u64) -> bool {
+        let old_there =
+            |r: &RequestState| r.side() != Side::New && overlaps(r, lo, hi) && in_flight(r);
+        let mut pauses = 0;
+        while p.any_request(old_there) {
+            if pauses == DRAIN_PAUSES {
+                return false;
+            }
+            // A held write waits for the worker otherwise.
+            self.release_holds(p, true);
+            p.pause();
+            pauses += 1;
+        }
+        true
+    }
+
+    /// Reads array sectors `[lo, hi)` in the old geometry and writes them in whole stripes of
+    /// the new one; false on an error (a member that failed a write is failed).
+    fn move_window<P: Platform>(&self, p: &P, plan: &ReshapePlan, lo: u64, hi: u64) -> bool {
+        let (new, new_offset) = plan.geometry(PlanSide::New);
+        let data = u64::from(new.data_members());
+        let chunk = u64::from(new.chunk_sectors()).max(1);
+        let grain = REBUILD_COLUMN_SECTORS
+            .min(u64::from(plan.old().chunk_sectors()))
+            .min(chunk)
+            .max(1);
+        let first = new.stripe_of(lo);
+        let last = new.stripe_of(hi.saturating_sub(1));
+        for stripe in first..=last {
+            let row = new_offset.saturating_add(new.stripe_member_sector(stripe));
+            let mut at = 0;
+            while at < chunk {
+                let base = stripe.saturating_mul(data.saturating_mul(chunk));
+                if !self.move_rows(p, plan, stripe, base, row, at, grain, chunk) {
+                    return false;
+                }
+                at += grain;
+            }
+        }
+        true
+    }
+
+    /// Moves `grain` rows at `at` into new stripe `stripe` (array sectors from `base`, member
+    /// rows from `row`): every data column read from the old geometry (or, past the content,
+    /// from where it lies in the new one: a grow's new room, whose parity must match it),
+    /// parity generated, every column of the content and the parity written.
+    #[allow(clippy::too_many_arguments)]
+    fn move_rows<P: Platform>(
+        &self,
+        p: &P,
+        plan: &ReshapePlan,
+        stripe: u64,
+        base: u64,
+        row: u64,
+        at: u64,
+        grain: u64,
+        chunk: u64,
+    ) -> bool {
+        let (new, _) = plan.geometry(PlanSide::New);
+        let (old, old_offset) = plan.geometry(PlanSide::Old);
+        let map = new.stripe_map(stripe);
+        let member_of = |d: u32| map.as_ref().map_or(d, |m| m.data_member(d));
+        let content = plan.content();
+        let mut reads = [RebuildIo::default(); MAX_REBUILD_BATCH];
+        let mut writes = [RebuildIo::default(); MAX_REBUILD_BATCH];
+        let (mut nr, mut nw) = (0, 0);
+        for d in 0..new.data_members() {
+            let a = base
+                .saturating_add(u64::from(d).saturating_mul(chunk))
+                .saturating_add(at);
+            let column = member_of(d);
+            let here = RebuildIo {
+                sector: row.saturating_add(at),
+                sectors: grain,
+                member: column,
+                column,
+            };
+            let read = if a < content {
+                let Some(piece) = old.map_read(a, grain, 0).ok().and_then(|mut i| i.next()) else {
+                    return false;
+                };
+                if let Some(w) = writes.get_mut(nw) {
+                    *w = here;
+                    nw += 1;
+                }
+                RebuildIo {
+                    sector: old_offset.saturating_add(piece.member_sector),
+                    member: piece.member,
+                    ..here
+                }
+            } else if map.is_some() {
+                here
+            } else {
+                continue;
+            };
+            if let Some(r) = reads.get_mut(nr) {
+                *r = read;
+                nr += 1;
+            }
+        }
+        if !self.rebuild_batch_ok(p, Op::Read, reads.get(..nr).unwrap_or(&[])) {
+            return false;
+        }
+        if let Some(map) = map {
+            let job = ParityJob {
+                op: ParityOp::Generate,
+                map,
+                head: at,
+                chunk,
+                sectors: grain,
+            };
+            if p.rebuild_compute(&job, false).is_none() {
+                return false;
+            }
+            for column in map.parity_set().iter() {
+                if let Some(w) = writes.get_mut(nw) {
+                    *w = RebuildIo {
+                        sector: row.saturating_add(at),
+                        sectors: grain,
+                        member: column,
+                        column,
+                    };
+                    nw += 1;
+                }
+            }
+        }
+        self.rebuild_batch_ok(p, Op::Write, writes.get(..nw).unwrap_or(&[]))
+    }
+
+    /// Sends a batch of rebuild-buffer transfers; false if one failed (a member whose write
+    /// failed is failed: the reshape then stands still).
+    fn rebuild_batch_ok<P: Platform>(&self, p: &P, op: Op, ios: &[RebuildIo]) -> bool {
+        if ios.is_empty() {
+            return true;
+        }
+        let failed = p.rebuild_batch(op, ios);
+        if failed == 0 {
+            return true;
+        }
+        if op == Op::Write {
+            let members = ios
+                .iter()
+                .enumerate()
+                .filter(|&(i, _)| failed & 1u64.checked_shl(i as u32).unwrap_or(0) != 0)
+                .fold(MemberSet::EMPTY, |set, (_, io)| set.with(io.member));
+            for member in members.iter() {
+                self.try_fail(p, member, MemberEvent::Failed);
+            }
+        }
+        false
+    }
+
+    /// Records `position` in the superblocks, everything written before durable first; false
+    /// if no member took it.
+    fn record_reshape<P: Platform>(&self, p: &P, position: u64) -> bool {
+        self.reshape.claim.store(position, Ordering::SeqCst);
+        self.flush_all(p);
+        if self.write_superblocks(p).is_err() {
+            return false;
+        }
+        self.reshape.route.record(position);
+        self.reshape.counts.records.fetch_add(1, Ordering::Relaxed);
+        self.reshape.recorded_at.store(p.now_ns(), Ordering::SeqCst);
+        self.reshape.wanted.store(false, Ordering::SeqCst);
+        true
+    }
+
+    /// Every window moved: the superblocks name the new geometry alone (after a flush), then
+    /// requests map by it directly and the platform takes the new size.
+    fn finish_reshape<P: Platform>(&self, p: &P, plan: &ReshapePlan) {
+        self.reshape
+            .stage
+            .store(Stage::Ending.code(), Ordering::SeqCst);
+        self.data_offset
+            .store(plan.geometry(PlanSide::New).1, Ordering::SeqCst);
+        // A grow's new room holds whatever the rows held: its parity is resynced (md's
+        // resync past the old size), from the stripe the content ends in. After an unclean
+        // start, everything: writes during the reshape may have left any stripe unsynced.
+        let new = plan.new_geometry();
+        let resync = if !self.in_sync() {
+            Some(0)
+        } else if new.array_sectors() > plan.content() {
+            Some(new.stripe_member_sector(new.stripe_of(plan.content())))
+        } else {
+            None
+        };
+        if let Some(from) = resync.filter(|_| self.redundant()) {
+            self.resync_from(from);
+            self.arm_resync();
+        }
+        self.flush_all(p);
+        if self.write_superblocks(p).is_err() {
+            // Broken: nothing more is written; the requests still map by the plan.
+            return;
+        }
+        self.reshape
+            .stage
+            .store(Stage::Idle.code(), Ordering::SeqCst);
+        p.reshape_ended();
+        p.kick_worker();
+    }
+}

@@ -1,0 +1,241 @@
+//! A RAID 0, 5 or 6 restriped online (`engine/reshape_run.rs`): random writes and reads run
+//! through the whole reshape (each submitter keeps the model of its stretch, and every read
+//! must return it), then every sector reads back in the new geometry, the parity checks clean,
+//! the superblocks name the new geometry alone, and the members hold exactly the new layout
+//! at the new data offset (each sector where the new geometry maps it).
+
+use graid_engine::geometry::{Geometry, Level, ParityLayout};
+use graid_engine::platform::{Op, Status};
+use graid_engine::reshape::Direction;
+use graid_engine::scrub::ScrubMode;
+use graid_engine::superblock::{encode, SUPERBLOCK_SIZE};
+use graid_sim::host::{Host, DATA_OFFSET};
+use graid_sim::stress::{
+    read_back_inline, run, scrub_now, seeds, submit_inline_data, ReshapeTo, Scenario,
+};
+
+const RAID5: Level = Level::Raid5(ParityLayout::LeftSymmetric);
+const RAID6: Level = Level::Raid6(ParityLayout::LeftSymmetric);
+
+fn scenario(level: Level, members: u32, chunk: u32, to: ReshapeTo) -> Scenario {
+    let mut s = Scenario::new(level, members, chunk);
+    s.data_sectors = 2048;
+    s.reshape = Some(to);
+    s
+}
+
+/// Every sector the model knows lies where `g` at `data_offset` maps it, on the disks
+/// themselves (no engine in between).
+fn laid_out_as(host: &Host, g: &Geometry, data_offset: u64, model: &[Option<u64>], seed: u64) {
+    for (sector, want) in model.iter().enumerate() {
+        let Some(want) = *want else { continue };
+        let piece = g
+            .map_read(sector as u64, 1, 0)
+            .expect("mapped")
+            .next()
+            .expect("a piece");
+        let got = host.disks[piece.member as usize].sectors.lock().unwrap()
+            [(data_offset + piece.member_sector) as usize];
+        assert_eq!(got, want, "seed {seed}: array sector {sector} on disk");
+    }
+}
+
+/// Runs `s` (the reshape under load) and checks its end.
+fn reshaped(s: &Scenario, seed: u64) {
+    let to = s.reshape.expect("a reshape");
+    let report = run(s, seed);
+    assert!(report.errors.is_empty(), "seed {seed}: {:?}", report.errors);
+    let host = &*report.host;
+    let engine = &host.engine;
+    let new = engine.geometry();
+    assert_eq!(
+        (new.level(), new.members(), new.chunk_sectors()),
+        (to.level, to.members, to.chunk_sectors),
+        "seed {seed}"
+    );
+    assert_eq!(engine.data_offset(), to.data_offset, "seed {seed}");
+    assert!(engine.reshape_progress().is_none(), "seed {seed}");
+    let counts = engine.reshape_counts();
+    eprintln!(
+        "seed {seed}: {counts:?}, {} sectors written",
+        report.ok_write_sectors
+    );
+    // On disk: the new geometry alone, in every member's newest superblock.
+    for disk in 0..to.members as usize {
+        let sb = host.disks[disk].newest_superblock().expect("a superblock");
+        let mut block = [0; SUPERBLOCK_SIZE];
+        encode(&sb, &mut block).unwrap_or_else(|e| panic!("seed {seed}: disk {disk}: {e:?}"));
+        assert_eq!(sb.reshape, None, "seed {seed}: disk {disk}");
+        assert_eq!(
+            (sb.level, sb.members, sb.chunk_sectors, sb.data_offset),
+            (to.level, to.members, to.chunk_sectors, to.data_offset),
+            "seed {seed}: disk {disk}"
+        );
+    }
+    laid_out_as(host, &new, to.data_offset, &report.model, seed);
+    if new.level().has_parity() {
+        let check = scrub_now(host, ScrubMode::Check, seed);
+        assert_eq!(check.mismatches, 0, "seed {seed}: parity after the reshape");
+    }
+    // The new room (a grow's) takes writes, and everything reads back.
+    let mut model = report.model.clone();
+    model.resize(new.array_sectors() as usize, None);
+    let end = new.array_sectors();
+    let data: Vec<u64> = (0..16).map(|i| 0x7e5a_0000_0000 + seed * 64 + i).collect();
+    let at = end - 16;
+    assert_eq!(
+        submit_inline_data(host, Op::Write, at, data.clone()),
+        Some(Status::Ok),
+        "seed {seed}"
+    );
+    for (i, d) in data.into_iter().enumerate() {
+        model[at as usize + i] = Some(d);
+    }
+    read_back_inline(host, &model, seed);
+    let violations = host.violations.0.lock().unwrap().clone();
+    assert!(violations.is_empty(), "seed {seed}: {violations:#?}");
+}
+
+#[test]
+fn raid5_grown_by_a_member_under_load() {
+    for seed in seeds(3) {
+        let to = ReshapeTo {
+            level: RAID5,
+            members: 5,
+            chunk_sectors: 16,
+            data_offset: DATA_OFFSET - 256,
+            window: 1,
+        };
+        reshaped(&scenario(RAID5, 4, 16, to), seed);
+    }
+}
+
+#[test]
+fn raid6_grown_by_a_member_under_load() {
+    for seed in seeds(2) {
+        let to = ReshapeTo {
+            level: RAID6,
+            members: 6,
+            chunk_sectors: 16,
+            data_offset: DATA_OFFSET - 256,
+            window: 1,
+        };
+        reshaped(&scenario(RAID6, 5, 16, to), seed);
+    }
+}
+
+#[test]
+fn raid0_grown_by_a_member_under_load() {
+    for seed in seeds(2) {
+        let to = ReshapeTo {
+            level: Level::Raid0,
+            members: 4,
+            chunk_sectors: 16,
+            data_offset: DATA_OFFSET - 256,
+            window: 1,
+        };
+        reshaped(&scenario(Level::Raid0, 3, 16, to), seed);
+    }
+}
+
+#[test]
+fn raid5_chunk_changed_under_load() {
+    for seed in seeds(2) {
+        let to = ReshapeTo {
+            level: RAID5,
+            members: 4,
+            chunk_sectors: 64,
+            data_offset: DATA_OFFSET - 512,
+            window: 1,
+        };
+        let s = scenario(RAID5, 4, 16, to);
+        reshaped(&s, seed);
+        let _ = Direction::Forwards;
+    }
+}
+
+/// Power cuts at random moments of a reshape under small writes (volatile caches: a member
+/// loses what it did not flush), each started again as the module assembles it, the reshape
+/// taken up where the superblocks say and run to its end: every sector no write touched since
+/// the last completed flush reads back as written, and the parity checks clean. Returns how
+/// many starts took a reshape up in its middle, and how many found it ended.
+fn cut_during_reshapes(from: Scenario, to: ReshapeTo, cuts: u64) -> (u32, u32) {
+    use graid_sim::crash::{power_cut_during, Workload};
+    const LOAD: Workload = Workload {
+        ops: 120,
+        region: 4096,
+        max_len: 24,
+    };
+    let (mut middle, mut ended) = (0, 0);
+    for seed in seeds(cuts) {
+        let at = seed % 12;
+        // Windows of one unit (many records), of the default size (few), and between.
+        let to = ReshapeTo {
+            window: [to.window, 0, 1024][(seed % 3) as usize],
+            ..to
+        };
+        let outcome = power_cut_during(&from, seed, LOAD, at, &|host| {
+            graid_sim::stress::start_reshape(host, to, seed);
+        })
+        .unwrap_or_else(|e| panic!("seed {seed}: not started: {e:?}"));
+        assert!(
+            outcome.wrong.is_empty(),
+            "seed {seed}: sectors no write touched since the last flush read back wrong: {:?}",
+            outcome.wrong
+        );
+        let host = &outcome.started.host;
+        assert!(
+            outcome.started.missing.is_empty(),
+            "seed {seed}: members {:?} left out",
+            outcome.started.missing
+        );
+        assert!(
+            !host.engine.reshaping(),
+            "seed {seed}: the reshape never ended"
+        );
+        let g = host.engine.geometry();
+        if (g.members(), g.chunk_sectors()) == (to.members, to.chunk_sectors) {
+            assert_eq!(host.engine.data_offset(), to.data_offset, "seed {seed}");
+            match outcome.started.resumed {
+                Some(_) => middle += 1,
+                None => ended += 1,
+            }
+        }
+        if let Some(mismatches) = outcome.mismatches {
+            assert_eq!(mismatches, 0, "seed {seed}: parity after the cut");
+        }
+    }
+    (middle, ended)
+}
+
+#[test]
+fn a_power_cut_during_a_raid5_grow_loses_nothing() {
+    let mut from = Scenario::new(RAID5, 4, 16);
+    // Small enough that some reshapes end before the cut.
+    from.data_sectors = 512;
+    let to = ReshapeTo {
+        level: RAID5,
+        members: 5,
+        chunk_sectors: 16,
+        data_offset: DATA_OFFSET - 256,
+        window: 1,
+    };
+    let (middle, ended) = cut_during_reshapes(from, to, 48);
+    assert!(middle > 0, "no cut came in the middle of the reshape");
+    assert!(ended > 0, "no cut came after the reshape's end");
+}
+
+#[test]
+fn a_power_cut_during_a_raid6_chunk_change_loses_nothing() {
+    let mut from = Scenario::new(RAID6, 5, 16);
+    from.data_sectors = 2048;
+    let to = ReshapeTo {
+        level: RAID6,
+        members: 5,
+        chunk_sectors: 32,
+        data_offset: DATA_OFFSET - 512,
+        window: 1,
+    };
+    let (middle, _) = cut_during_reshapes(from, to, 32);
+    assert!(middle > 0, "no cut came in the middle of the reshape");
+}
