@@ -17,6 +17,8 @@ use crate::engine::platform::MemberEvent;
 use crate::engine::replace::{ReplaceError, ReplaceStage};
 use crate::engine::raid_devices::{Moves, RaidDevicesError};
 use crate::engine::resize::ResizeError;
+use crate::engine::reshape::{PlanError, ReshapePlan};
+use crate::engine::reshape_run::ReshapeError;
 use crate::engine::scrub::{ScrubError, ScrubMode};
 use crate::engine::geometry::{Geometry, Level, MAX_MEMBERS};
 use crate::bitmap_io::Bitmap;
@@ -41,6 +43,9 @@ use crate::uapi;
 use crate::uevent::{self, MemberChange};
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::{ffi::c_void, new_mutex, prelude::*, sync::Mutex};
+
+#[path = "array_restripe.rs"]
+mod restripe;
 
 /// Smallest usable data area per member: one 1 MiB chunk.
 const MIN_MEMBER_DATA_SECTORS: u64 = 2048;
@@ -84,6 +89,15 @@ pub(crate) struct CreateParams {
     pub(crate) members: KVec<(u32, u32)>,
 }
 
+/// How an array starts, besides its members: a resync due, its bitmap, the log to replay (the
+/// key its entries carry), a reshape to go on with (from its recorded position).
+struct Start {
+    resync_from: Option<u64>,
+    bitmap: Option<Bitmap>,
+    replay: Option<[u8; UUID_LEN]>,
+    reshape: Option<(ReshapePlan, u64)>,
+}
+
 /// A running array.
 #[pin_data(PinnedDrop)]
 pub(crate) struct Array {
@@ -108,6 +122,9 @@ pub(crate) struct Array {
     /// A scrub's end yet to be announced: [`SCRUB_ENDED`] with its mode and whether it stopped
     /// before its end (the last one only, if two end before the work item runs).
     scrub_to_announce: AtomicU32,
+    /// A reshape ended: the takeover work item gives the disk its new size and limits
+    /// (`array_restripe.rs`).
+    reshape_ended: AtomicBool,
     /// `/sys/block/graidN/graid/`, made once the array is whole, removed before its disk.
     #[pin]
     sysfs: Mutex<Option<ArrayDirs>>,
@@ -145,6 +162,12 @@ const HOOKS: ArrayHooks = ArrayHooks {
     note_scrub_end: |io, mode, stopped| {
         // SAFETY: as above.
         unsafe { Array::of_io(io) }.note_scrub_end(mode, stopped)
+    },
+    reshape_ended: |io| {
+        // SAFETY: as above.
+        let array = unsafe { Array::of_io(io) };
+        array.reshape_ended.store(true, Ordering::SeqCst);
+        array.kick_takeover();
     },
 };
 
@@ -202,6 +225,7 @@ impl WorkHandler for Array {
     fn run(&self) {
         if self.running.load(Ordering::SeqCst) {
             self.announce_pending();
+            self.settle_reshape();
             self.take_over();
         }
     }
@@ -321,7 +345,13 @@ impl Array {
                 bitmap.mark_all(resync_from);
             }
         }
-        Self::start(index, superblock, geometry, present, KVec::new(), holder, resync_from, bitmap, None)
+        let start = Start {
+            resync_from,
+            bitmap,
+            replay: None,
+            reshape: None,
+        };
+        Self::start(index, superblock, geometry, present, KVec::new(), holder, start)
     }
 
     /// Starts an array from members carrying its superblocks, in role order (checked by the
@@ -371,7 +401,26 @@ impl Array {
         if freshest.ppl {
             freshest.log_key = new_log_key();
         }
-        Self::start(index, freshest, geometry, members, spares, holder, resync_from, bitmap, replay)
+        // A reshape in progress goes on from the position recorded (the caller refused one
+        // that cannot be planned).
+        let reshape = ReshapePlan::recorded(&freshest)
+            .transpose()
+            .map_err(|_| crate::errno::eopnotsupp())?;
+        if let Some((plan, position)) = reshape {
+            pr_info!(
+                "graid: {}: its reshape goes on from sector {} of {}\n",
+                name,
+                position,
+                plan.content()
+            );
+        }
+        let start = Start {
+            resync_from,
+            bitmap,
+            replay,
+            reshape,
+        };
+        Self::start(index, freshest, geometry, members, spares, holder, start)
     }
 
     /// Sets up the engine, replays the partial parity log if `replay` (the key its entries
@@ -379,7 +428,6 @@ impl Array {
     /// bitmap, log head and superblock (clean, events + 1) and brings up the disk; a resync
     /// from `resync_from` (array or member sectors, see `Geometry::resync_sectors`) if the
     /// copies are not in sync.
-    #[allow(clippy::too_many_arguments)]
     fn start(
         index: u32,
         superblock: Superblock,
@@ -387,11 +435,21 @@ impl Array {
         members: KVec<Option<Member>>,
         spares: KVec<SpareDevice>,
         holder: Holder,
-        resync_from: Option<u64>,
-        bitmap: Option<Bitmap>,
-        replay: Option<[u8; UUID_LEN]>,
+        start: Start,
     ) -> Result<Pin<KBox<Array>>> {
+        let Start {
+            resync_from,
+            bitmap,
+            replay,
+            reshape,
+        } = start;
         let in_sync = resync_from.is_none();
+        // While a reshape runs: the size it moves, requests inside its units, the new
+        // geometry's preferences.
+        let (capacity, boundary, shape) = match &reshape {
+            Some((plan, _)) => (plan.content(), plan.boundary_sectors(), plan.new_geometry()),
+            None => (geometry.array_sectors(), geometry.boundary_sectors(), geometry),
+        };
         let mut stack = KVec::with_capacity(members.len(), GFP_KERNEL)?;
         for m in members.iter().flatten() {
             stack.push((m.file.bdev(), superblock.data_offset), GFP_KERNEL)?;
@@ -402,22 +460,30 @@ impl Array {
         }
         let config = DiskConfig {
             index,
-            capacity_sectors: geometry.array_sectors(),
-            chunk_sectors: geometry.boundary_sectors(),
-            io_min: geometry.io_min_bytes(),
-            io_opt: geometry.io_opt_bytes(),
+            capacity_sectors: capacity,
+            chunk_sectors: boundary,
+            io_min: shape.io_min_bytes(),
+            io_opt: shape.io_opt_bytes(),
             max_discard_sectors: max_discard_sectors(&geometry),
             // RAID 5/6 copies a request into stripe buffers: a whole stripe in one request
             // (as md's raid5 allows) makes a full-stripe write of sequential writes that the
             // block layer merged, instead of partial ones that must read.
             copy_max_sectors: if geometry.level().has_parity() {
-                geometry.boundary_sectors()
+                boundary
             } else {
                 0
             },
             members: &stack,
         };
         let first_write = |io: &ArrayIo| {
+            if let Some((plan, position)) = &reshape {
+                // Before any request and the first superblock: the new geometry's members,
+                // and buffers for them.
+                io.engine.resume_reshape(plan, *position);
+                let new = plan.new_geometry();
+                io.replace_reserve(io.new_reserve(&new)?);
+                drop(io.swap_rebuild_buffer(ArrayIo::new_rebuild_buffer(&new)?));
+            }
             if let Some(sector) = resync_from {
                 io.engine.set_resync_start(sector);
             }
@@ -472,6 +538,7 @@ impl Array {
                 running: AtomicBool::new(false),
                 to_announce: [const { AtomicU32::new(0) }; ANNOUNCED.len()],
                 scrub_to_announce: AtomicU32::new(0),
+                reshape_ended: AtomicBool::new(false),
                 sysfs <- new_mutex!(None),
                 // SAFETY: the worker is a field of the value `this` points at.
                 takeover <- unsafe { Worker::new(this.as_ptr(), c"graid_takeover", kernel::static_lock_class!()) },
@@ -865,7 +932,7 @@ impl Array {
     /// ADD: puts the device `(major, minor)` in the place of a removed member, writes its
     /// superblock and starts its rebuild; returns its role. With no removed member it becomes
     /// a spare ([`uapi::GRAID_ROLE_SPARE`]), which takes a failed member's place at once if
-    /// one waits. `EOPNOTSUPP`: RAID 0; `EEXIST`: already a member or spare; `ENOSPC`: too
+    /// one waits (a RAID 0's waits for a restripe). `EEXIST`: already a member or spare; `ENOSPC`: too
     /// small, or no room for another spare; `EXDEV`: it carries another array's superblock;
     /// `EIO`: no superblock took the update. Nothing changes on a refusal.
     pub(crate) fn add_member(&self, major: u32, minor: u32) -> Result<u32> {
@@ -889,7 +956,8 @@ impl Array {
         let slot = engine.free_slot().ok_or(ENOSPC)?;
         let file = BlockDeviceFile::open_exclusive(major, minor, self._holder.cookie())?;
         let sb = engine.superblock();
-        let needed = sb.data_offset.checked_add(sb.data_size).ok_or(EINVAL)?;
+        // Both data areas while a reshape runs.
+        let needed = engine.data_end();
         if file.nr_sectors() < needed {
             return Err(ENOSPC);
         }
@@ -1056,18 +1124,36 @@ impl Array {
         Ok(())
     }
 
-    /// RESHAPE: gives the array `req.raid_devices` members (0: as now), which a RAID 1 takes
-    /// as more or fewer copies (`engine/raid_devices.rs`); `req` gets the count now
-    /// (`GRAID_RESHAPE_QUERY`: what it would be, nothing changed). `EOPNOTSUPP`: another level,
-    /// or a level, layout or chunk change (not yet); `EINVAL`: not a count this array can have;
-    /// `EBUSY`: a role past a smaller count still holds a device, a rebuild, replace, check,
-    /// repair or resync runs, or requests did not drain in time; `EIO`: the array broke
-    /// writing its superblocks.
+    /// RESHAPE: gives the array `req.raid_devices` members (0: as now), a new chunk or a new
+    /// layout. A RAID 1 takes more or fewer copies (`engine/raid_devices.rs`); a RAID 0, 5
+    /// or 6 is restriped online (`array_restripe.rs`). `req` gets the shape now (or, being
+    /// restriped, the one it goes to) and the reshape's progress (`GRAID_RESHAPE_QUERY`: what
+    /// it would be, nothing changed; with nothing asked, the progress alone).
+    /// `EOPNOTSUPP`: a level change (not yet), RAID 10, fewer members of a striped level;
+    /// `EINVAL`: not a shape this array can have; `ENOSPC`: too few spares for the new
+    /// members, or no room to move the data offset; `EBUSY`: a role past a smaller count still
+    /// holds a device, a reshape, rebuild, replace, check, repair or resync runs, the array is
+    /// degraded, or requests did not drain in time; `EIO`: the array broke writing its
+    /// superblocks.
     pub(crate) fn reshape(&self, req: &mut uapi::GraidReshape) -> Result {
-        let changes = uapi::GRAID_RESHAPE_LEVEL | uapi::GRAID_RESHAPE_LAYOUT | uapi::GRAID_RESHAPE_CHUNK;
-        if req.flags & changes != 0 {
+        let asked = uapi::GRAID_RESHAPE_LEVEL | uapi::GRAID_RESHAPE_LAYOUT | uapi::GRAID_RESHAPE_CHUNK;
+        if req.flags & asked == 0 && req.raid_devices == 0 {
+            self.reshape_status(req);
+            return Ok(());
+        }
+        if req.flags & uapi::GRAID_RESHAPE_LEVEL != 0 {
             return Err(crate::errno::eopnotsupp());
         }
+        match self.io().engine.geometry().level() {
+            Level::Raid1 if req.flags & asked != 0 => Err(EINVAL),
+            Level::Raid1 => self.change_copies(req),
+            Level::Raid10 => Err(crate::errno::eopnotsupp()),
+            _ => self.restripe(req),
+        }
+    }
+
+    /// RESHAPE for a RAID 1: more or fewer copies.
+    fn change_copies(&self, req: &mut uapi::GraidReshape) -> Result {
         // Member operations and this take turns: the roles checked here keep their devices.
         let members = self.members_lock.lock();
         let io = self.io();
@@ -1116,16 +1202,7 @@ impl Array {
             drop(members);
             // Not under the member lock: a directory's removal waits for its readers. The
             // count now, whichever change came last.
-            let mut dirs = self.sysfs.lock();
-            if let Some(dirs) = Option::as_mut(&mut *dirs) {
-                let count = io.engine.geometry().members();
-                // SAFETY: the directories are the array's own (made by `add_sysfs`), removed
-                // with it before its disk.
-                if let Err(e) = unsafe { dirs.set_members(self, count) } {
-                    pr_warn!("graid: graid{}: member directories not made: {:?}\n", self.index, e);
-                }
-            }
-            drop(dirs);
+            self.set_member_dirs(io.engine.geometry().members());
             changed?;
             pr_info!(
                 "graid: graid{}: {} members, was {}\n",
@@ -1143,7 +1220,7 @@ impl Array {
     /// give each member's data area.
     fn member_room(&self) -> u64 {
         let io = self.io();
-        let offset = io.engine.superblock().data_offset;
+        let offset = io.engine.data_offset();
         let roles = (0..io.engine.geometry().members()).filter_map(|role| io.files.get(role));
         let members = roles.map(|f| f.nr_sectors().saturating_sub(offset));
         let spares = io.spares.lock();
@@ -1186,7 +1263,10 @@ impl Array {
         };
         io.engine.start_scrub(io, mode).map_err(|e| match e {
             ScrubError::NotRedundant => crate::errno::eopnotsupp(),
-            ScrubError::NotOptimal | ScrubError::Replacing | ScrubError::ResyncPending => EBUSY,
+            ScrubError::NotOptimal
+            | ScrubError::Replacing
+            | ScrubError::ResyncPending
+            | ScrubError::Reshaping => EBUSY,
         })
     }
 
@@ -1228,8 +1308,10 @@ impl Array {
         let io = self.io();
         let engine = &io.engine;
         let sb = engine.superblock();
-        out.level = sb.level.code();
-        out.chunk_sectors = sb.chunk_sectors;
+        // A reshape changes them: the geometry's now (being restriped, the one it goes to).
+        let now = engine.geometry();
+        out.level = now.level().code();
+        out.chunk_sectors = now.chunk_sectors();
         // The list below is read once, and the count is its length: a change of the copies
         // meanwhile shows one count or the other, never a count with a zeroed member.
         let members = engine.members();
@@ -1291,7 +1373,7 @@ impl Array {
         drop(spares);
         self.detail_replace(out);
         out.open_count = self.disk.open_count();
-        out.size_sectors = engine.geometry().array_sectors();
+        out.size_sectors = engine.capacity_sectors();
         out.events = engine.events();
         out.uuid = sb.array_uuid;
         out.name = *sb.array_name.as_padded();
@@ -1407,6 +1489,20 @@ fn raid_devices_errno(e: RaidDevicesError) -> Error {
 }
 
 /// What a refused resize tells userspace.
+/// RESHAPE's answer to a restripe the engine refused (`EIO`: the array broke).
+fn reshape_errno_of(e: ReshapeError) -> Error {
+    match e {
+        ReshapeError::Plan(PlanError::Nothing) => EINVAL,
+        ReshapeError::Plan(PlanError::Gap { .. }) => ENOSPC,
+        ReshapeError::Plan(_) | ReshapeError::Features | ReshapeError::Fewer => {
+            crate::errno::eopnotsupp()
+        }
+        ReshapeError::Members => ENOSPC,
+        ReshapeError::Busy | ReshapeError::Degraded => EBUSY,
+        ReshapeError::Broken => EIO,
+    }
+}
+
 fn resize_errno(e: ResizeError) -> Error {
     match e {
         ResizeError::NoRoom { .. } | ResizeError::BitmapFull => ENOSPC,

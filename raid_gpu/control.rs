@@ -13,6 +13,7 @@ use crate::array::{
 use crate::engine::assembly::{member_status, pick_freshest, MemberStatus};
 use crate::engine::geometry::{Geometry, Level};
 use crate::engine::members::MemberSet;
+use crate::engine::reshape::ReshapePlan;
 use crate::engine::superblock::{ArrayName, HomeHost, Superblock, RECOVERY_COMPLETE};
 use crate::member_devices::Member;
 use crate::member_devices::SpareDevice;
@@ -473,19 +474,21 @@ impl Control {
         let uuid = sbs.first().map(|sb| sb.array_uuid).ok_or(EINVAL)?;
         let freshest = pick_freshest(&sbs, &uuid).ok_or(EINVAL)?;
         let best = *sbs.get(freshest).ok_or(EINVAL)?;
-        if best.reshape.is_some() {
-            // Its sectors lie in two geometries (on-disk-format.rst, "Reshape"): started with
-            // one, the other half would be read and written wrong.
+        // A reshape in progress goes on (`engine/reshape_run.rs`); one this raid_gpu cannot
+        // plan is refused, never misread (its sectors lie in two geometries).
+        if let Some(Err(e)) = ReshapePlan::recorded(&best) {
             pr_err!(
-                "graid: {}: a reshape is in progress on these members; this raid_gpu cannot \
-                 continue it (nothing changed)\n",
-                best.array_name.as_str()
+                "graid: {}: a reshape is in progress on these members that this raid_gpu cannot continue ({:?}); nothing changed\n",
+                best.array_name.as_str(),
+                e
             );
             req.bad_member = u32::MAX;
             return Err(crate::errno::eopnotsupp());
         }
-        let mut by_role: KVec<Option<Member>> = KVec::with_capacity(best.members as usize, GFP_KERNEL)?;
-        for _ in 0..best.members {
+        // During a reshape, the roles of both geometries.
+        let roles = best.reshape.map_or(best.members, |r| r.new_members.max(best.members));
+        let mut by_role: KVec<Option<Member>> = KVec::with_capacity(roles as usize, GFP_KERNEL)?;
+        for _ in 0..roles {
             by_role.push(None, GFP_KERNEL)?;
         }
         let mut spares = KVec::new();
@@ -506,8 +509,9 @@ impl Control {
                 MemberStatus::Duplicate { .. } => return Err(EINVAL),
             };
             let file = file.take().ok_or(EINVAL)?;
-            // The data area must fit: a shrunk device would take I/O past its end.
-            let needed = sb.data_offset.checked_add(best.data_size).ok_or(EINVAL)?;
+            // The data area must fit (both, during a reshape): a shrunk device would take I/O
+            // past its end.
+            let needed = best.data_end().ok_or(EINVAL)?;
             if file.nr_sectors() < needed {
                 pr_err!(
                     "graid: {}: member {} has {} sectors, the array needs {}\n",
@@ -545,6 +549,15 @@ impl Control {
             .filter(|(_, m)| m.is_none())
             .fold(MemberSet::EMPTY, |set, (role, _)| set.with(role));
         req.missing = missing.bits();
+        if !missing.is_empty() && best.reshape.is_some() {
+            // It would stand still degraded, and a rebuild walks one geometry: not yet.
+            pr_err!(
+                "graid: {}: a reshape is in progress and roles {:#x} are missing: a degraded start mid-reshape is not supported yet; nothing changed\n",
+                best.array_name.as_str(),
+                missing.bits()
+            );
+            return Err(ENODEV);
+        }
         if !missing.is_empty() {
             check_degraded_start(&best, missing, req.flags & uapi::GRAID_ASSEMBLE_RUN != 0)?;
         }

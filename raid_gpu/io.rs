@@ -101,6 +101,8 @@ pub(crate) struct ArrayHooks {
     pub(crate) note_event: fn(&ArrayIo, u32, MemberEvent),
     /// Notes a scrub's end for a uevent.
     pub(crate) note_scrub_end: fn(&ArrayIo, ScrubMode, bool),
+    /// A reshape ended: the array takes its new size and queue limits.
+    pub(crate) reshape_ended: fn(&ArrayIo),
 }
 
 /// An array's request handler: the engine, the member devices, the bio set for member I/O,
@@ -239,10 +241,26 @@ impl ArrayIo {
     }
 
     /// A rebuild buffer with the columns `geometry` needs, for [`Self::swap_rebuild_buffer`]:
-    /// made before a mirror's copies change, outside the freeze and without the buffer's lock
-    /// (the worker holds it with member I/O in flight: no allocation that may reclaim there).
+    /// made before a mirror's copies change or a restripe (a RAID 0's too), outside the freeze
+    /// and without the buffer's lock (the worker holds it with member I/O in flight: no
+    /// allocation that may reclaim there).
     pub(crate) fn new_rebuild_buffer(geometry: &Geometry) -> Result<SpareRebuildBuffer> {
-        rebuild_buffer(geometry).map(SpareRebuildBuffer)
+        rebuild_buffer_for(geometry).map(|b| SpareRebuildBuffer(Some(b)))
+    }
+
+    /// A reserve stripe buffer for `geometry`'s member count (RAID 5/6; none otherwise), for
+    /// [`Self::replace_reserve`]: made before a reshape onto more members, outside the freeze.
+    pub(crate) fn new_reserve(&self, geometry: &Geometry) -> Result<Reserve> {
+        if geometry.level().has_parity() {
+            Reserve::new(geometry.members(), stripe_io_slice_bytes(), false)
+        } else {
+            Ok(Reserve::none())
+        }
+    }
+
+    /// Puts `reserve` in the old one's place. With no request in flight.
+    pub(crate) fn replace_reserve(&self, reserve: Reserve) {
+        self.reserve.replace_with(reserve);
     }
 
     /// Puts `buffer` in the old one's place and returns the old one. With the worker idle (no
@@ -307,10 +325,16 @@ fn rebuild_buffer(geometry: &Geometry) -> Result<Option<KBox<StripeBuffer>>> {
     if !geometry.level().has_parity() && !geometry.level().is_mirrored() {
         return Ok(None);
     }
+    rebuild_buffer_for(geometry).map(Some)
+}
+
+/// A rebuild buffer for `geometry` whatever its level (a restripe of a RAID 0 moves its data
+/// through one too).
+fn rebuild_buffer_for(geometry: &Geometry) -> Result<KBox<StripeBuffer>> {
     // A column per member (copies, or members' contents), and two for a scrub's P and Q.
     let columns = (0..geometry.members() + 2).fold(Columns::EMPTY, Columns::with);
     let bytes = REBUILD_COLUMN_SECTORS as usize * 512;
-    Ok(Some(StripeBuffer::new(columns, bytes, false, GFP_KERNEL)?))
+    StripeBuffer::new(columns, bytes, false, GFP_KERNEL)
 }
 
 /// One wait list per stripe lock slot (none for RAID 0/1/10): up to 512 KiB, so not
@@ -401,10 +425,12 @@ fn engine_in_place<'a>(
         in_sync: bool,
     ) -> Result {
         let store = engine_store(superblock, members)?;
-        // Built straight into the slot: a temporary engine (over a KiB) would make this frame
+        // Built straight into the slot: a temporary engine (over 2 KiB) would make this frame
         // pass the kernel's limit.
-        // SAFETY: `slot` is valid for writes (the `Init` contract).
-        unsafe { slot.write(ArrayEngine::new(*superblock, geometry, store, in_sync).map_err(|_| EINVAL)?) };
+        // SAFETY: `slot` is valid for writes and aligned (the `Init` contract); a
+        // `MaybeUninit<Engine>` has the engine's layout.
+        let uninit = unsafe { &mut *slot.cast::<core::mem::MaybeUninit<Engine>>() };
+        ArrayEngine::init(uninit, *superblock, geometry, store, in_sync).map_err(|_| EINVAL)?;
         // SAFETY: initialised just above.
         let engine = unsafe { &*slot };
         for spare in spares {
@@ -703,6 +729,10 @@ impl Metadata for ArrayIo {
 impl Events for ArrayIo {
     fn takeover_wanted(&self) {
         (self.hooks.kick_takeover)(self);
+    }
+
+    fn reshape_ended(&self) {
+        (self.hooks.reshape_ended)(self);
     }
 
     fn cpu(&self) -> u32 {

@@ -77,16 +77,28 @@ impl MemberDevices {
 
     /// Gives role `role`, which has no device, the device `file`. `EBUSY` if it has one.
     pub(crate) fn attach(&self, role: u32, file: BlockDeviceFile) -> Result {
-        let slot = self.slots.get(role as usize).ok_or(EINVAL)?;
+        self.attach_box(role, KBox::new(file, GFP_KERNEL)?)
+            .map_err(|_closed| EBUSY)
+    }
+
+    /// [`Self::attach`] for a device already boxed: allocates nothing, and gives the device
+    /// back if the role has one (or is out of range).
+    pub(crate) fn attach_box(
+        &self,
+        role: u32,
+        file: KBox<BlockDeviceFile>,
+    ) -> Result<(), KBox<BlockDeviceFile>> {
+        let Some(slot) = self.slots.get(role as usize) else {
+            return Err(file);
+        };
         let (major, minor) = file.dev();
-        let file = KBox::into_raw(KBox::new(file, GFP_KERNEL)?);
+        let file = KBox::into_raw(file);
         if let Err(_taken) =
             slot.file
                 .compare_exchange(ptr::null_mut(), file, Ordering::AcqRel, Ordering::Acquire)
         {
-            // SAFETY: from `KBox::into_raw` above and never shared: closed again.
-            drop(unsafe { KBox::from_raw(file) });
-            return Err(EBUSY);
+            // SAFETY: from `KBox::into_raw` above and never shared: given back.
+            return Err(unsafe { KBox::from_raw(file) });
         }
         slot.dev.store(u64::from(major) << 32 | u64::from(minor), Ordering::Release);
         Ok(())

@@ -548,6 +548,15 @@ impl Reserve {
         (!raw.is_null()).then(|| unsafe { KBox::from_raw(raw) })
     }
 
+    /// Takes `other`'s buffer in place of this one's (a reshape's new member count needs more
+    /// columns). With no request in flight: nobody holds the reserve.
+    pub(crate) fn replace_with(&self, other: Reserve) {
+        if let Some(buffer) = other.take() {
+            drop(self.take());
+            self.put(buffer);
+        }
+    }
+
     /// Gives the reserve back.
     pub(crate) fn put(&self, buffer: KBox<StripeBuffer>) {
         self.buffer

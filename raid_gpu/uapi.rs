@@ -8,7 +8,7 @@
 //! on every architecture graid supports.
 
 /// Bumped on every incompatible change to anything in this file.
-pub const GRAID_ABI_VERSION: u32 = 10;
+pub const GRAID_ABI_VERSION: u32 = 11;
 
 /// Name of the control misc device, as it appears under `/dev`.
 pub const GRAID_CONTROL_NAME: &str = "graid-control";
@@ -505,19 +505,31 @@ pub struct GraidResize {
 }
 
 /// [`GraidReshape::flags`]: only say whether the change would be taken (and why not, as it
-/// would refuse), changing nothing.
+/// would refuse), changing nothing. With no change asked for (`raid_devices` 0, no other
+/// flag), only the reshape's progress is reported, never refused.
 pub const GRAID_RESHAPE_QUERY: u32 = 1;
-/// [`GraidReshape::flags`]: a new level in `level` (not yet taken: `EOPNOTSUPP`).
+/// [`GraidReshape::flags`]: a new level in `level` (md's takeovers; not yet taken:
+/// `EOPNOTSUPP`).
 pub const GRAID_RESHAPE_LEVEL: u32 = 2;
-/// [`GraidReshape::flags`]: a new layout in `layout` (not yet taken: `EOPNOTSUPP`).
+/// [`GraidReshape::flags`]: a new layout in `layout` (RAID 5 and 6: md's algorithm number).
 pub const GRAID_RESHAPE_LAYOUT: u32 = 4;
-/// [`GraidReshape::flags`]: a new chunk in `chunk_sectors` (not yet taken: `EOPNOTSUPP`).
+/// [`GraidReshape::flags`]: a new chunk in `chunk_sectors` (RAID 0, 5 and 6).
 pub const GRAID_RESHAPE_CHUNK: u32 = 8;
 
-/// Argument of [`GRAID_IOC_RESHAPE`]: changes a running array's member count (md's `--grow
-/// --raid-devices`), which a RAID 1 takes as more or fewer copies: a new role has no device
-/// until one is added (a spare of the array takes it at once), and only roles whose members
-/// were failed and removed may be dropped.
+/// [`GraidReshape::state`]: no reshape runs.
+pub const GRAID_RESHAPE_NONE: u32 = 0;
+/// [`GraidReshape::state`]: a reshape moves the data.
+pub const GRAID_RESHAPE_RUNNING: u32 = 1;
+/// [`GraidReshape::state`]: a reshape stands still: a member is lost (it goes on once the
+/// array is optimal again).
+pub const GRAID_RESHAPE_STALLED: u32 = 2;
+
+/// Argument of [`GRAID_IOC_RESHAPE`]: changes a running array's member count, chunk or layout
+/// (md's `--grow --raid-devices/--chunk/--layout`). A RAID 1 takes more or fewer copies: a
+/// new role has no device until one is added (a spare of the array takes it at once), and
+/// only roles whose members were failed and removed may be dropped. A RAID 0, 5 or 6 is
+/// restriped online: spares of the array join as the new members, the data moves to the new
+/// geometry at a new data offset, and the array takes its new size when the move ends.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct GraidReshape {
@@ -526,14 +538,33 @@ pub struct GraidReshape {
     /// `GRAID_RESHAPE_*` bits, or 0.
     pub flags: u32,
     /// In: the member count wanted (0: as now). Out: the count now (with `QUERY`: what it
-    /// would be).
+    /// would be); while a reshape runs, the count it goes to.
     pub raid_devices: u32,
     /// With [`GRAID_RESHAPE_LEVEL`]: the level wanted (`GRAID_LEVEL_*`).
     pub level: u32,
-    /// With [`GRAID_RESHAPE_LAYOUT`]: md's layout number wanted.
+    /// In, with [`GRAID_RESHAPE_LAYOUT`]: md's layout number wanted. Out: the layout (to be).
     pub layout: u32,
-    /// With [`GRAID_RESHAPE_CHUNK`]: the chunk wanted, sectors.
+    /// In, with [`GRAID_RESHAPE_CHUNK`]: the chunk wanted, sectors. Out: the chunk (to be).
     pub chunk_sectors: u32,
+    /// Out: one of `GRAID_RESHAPE_NONE`, `_RUNNING`, `_STALLED`.
+    pub state: u32,
+    /// Out, while a reshape runs: the geometry it moves from.
+    pub from_raid_devices: u32,
+    pub from_layout: u32,
+    pub from_chunk_sectors: u32,
+    /// Out, while a reshape runs: the array sectors it moves, how many of them are moved,
+    /// and how many of those the superblocks record (a restart goes on from there).
+    pub total_sectors: u64,
+    pub moved_sectors: u64,
+    pub recorded_sectors: u64,
+    /// Out, while a reshape runs: where each member's data starts, and where it moves to.
+    pub data_offset: u64,
+    pub new_data_offset: u64,
+    /// Out: windows moved, positions recorded and requests that waited for the reshape since
+    /// the array started.
+    pub windows: u64,
+    pub records: u64,
+    pub waits: u64,
 }
 
 /// Creates an array and writes a fresh superblock to each member.

@@ -547,6 +547,20 @@ impl<T: DiskOps> Disk<T> {
         Ok(FrozenQueue { disk: self, queue })
     }
 
+    /// Begins an update of the disk's queue limits (its limits lock held until the update is
+    /// committed or dropped). Before any freeze of the queue: the block layer takes the lock
+    /// first (`queue_limits_commit_update_frozen`).
+    pub(crate) fn begin_limits(&self) -> LimitsUpdate<'_, T> {
+        // SAFETY: the disk is live (type invariant), its queue too; the update is committed
+        // or cancelled by the guard.
+        let lim = unsafe { shim::graid_queue_limits_start_update((*self.disk).queue) };
+        LimitsUpdate {
+            disk: self,
+            lim,
+            open: true,
+        }
+    }
+
     /// Gives the disk `sectors` of capacity and tells userspace (a `RESIZE=1` change uevent,
     /// so `lsblk` and the filesystem tools see it without a reopen).
     pub(crate) fn set_capacity(&self, sectors: u64) {
@@ -653,6 +667,47 @@ impl<T: DiskOps> Iterator for RqListIter<T> {
             (*rq).__bindgen_anon_1.rq_next = ptr::null_mut();
             bindings::blk_mq_start_request(rq);
             Some(Request::from_raw(rq))
+        }
+    }
+}
+
+/// An update of a disk's queue limits ([`Disk::begin_limits`]): committed, or cancelled when
+/// dropped (nothing changes then).
+pub(crate) struct LimitsUpdate<'a, T: DiskOps> {
+    disk: &'a Disk<T>,
+    lim: bindings::queue_limits,
+    open: bool,
+}
+
+impl<T: DiskOps> LimitsUpdate<'_, T> {
+    /// The I/O shape, as [`DiskConfig`]'s fields of the same names say (the largest request
+    /// is only raised by `copy_max_sectors`).
+    pub(crate) fn set_io_shape(&mut self, chunk_sectors: u32, io_min: u32, io_opt: u32, copy_max_sectors: u32) {
+        self.lim.chunk_sectors = chunk_sectors;
+        if io_min != 0 {
+            self.lim.io_min = io_min;
+        }
+        self.lim.io_opt = io_opt;
+        if copy_max_sectors != 0 {
+            self.lim.max_hw_sectors = self.lim.max_hw_sectors.max(copy_max_sectors);
+        }
+    }
+
+    /// Applies the update. The caller has frozen the queue: no request is split by the old
+    /// limits and then mapped by what the new ones stand for.
+    pub(crate) fn commit(mut self) -> Result {
+        self.open = false;
+        // SAFETY: started by `begin_limits` on this live disk's queue; the commit releases the
+        // limits lock.
+        to_result(unsafe { bindings::queue_limits_commit_update((*self.disk.disk).queue, &mut self.lim) })
+    }
+}
+
+impl<T: DiskOps> Drop for LimitsUpdate<'_, T> {
+    fn drop(&mut self) {
+        if self.open {
+            // SAFETY: started by `begin_limits` and neither committed nor cancelled yet.
+            unsafe { shim::graid_queue_limits_cancel_update((*self.disk.disk).queue) };
         }
     }
 }

@@ -56,6 +56,7 @@ unsigned int graid_blk_rq_bytes(const struct request *rq) { return blk_rq_bytes(
 unsigned int graid_req_op(const struct request *rq) { return req_op(rq); }
 bool graid_bdev_is_zoned(struct block_device *bdev) { return bdev_is_zoned(bdev); }
 struct queue_limits graid_queue_limits_start_update(struct request_queue *q) { return queue_limits_start_update(q); }
+void graid_queue_limits_cancel_update(struct request_queue *q) { queue_limits_cancel_update(q); }
 struct workqueue_struct *graid_alloc_ordered_workqueue(const char *name, unsigned int flags) { return alloc_ordered_workqueue("%s", flags, name); }
 unsigned int graid_memalloc_noio_save(void) { return memalloc_noio_save(); }
 void graid_memalloc_noio_restore(unsigned int flags) { memalloc_noio_restore(flags); }

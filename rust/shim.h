@@ -37,6 +37,7 @@ unsigned int graid_blk_rq_bytes(const struct request *rq);
 unsigned int graid_req_op(const struct request *rq);
 bool graid_bdev_is_zoned(struct block_device *bdev);
 struct queue_limits graid_queue_limits_start_update(struct request_queue *q);
+void graid_queue_limits_cancel_update(struct request_queue *q);
 struct workqueue_struct *graid_alloc_ordered_workqueue(const char *name, unsigned int flags);
 unsigned int graid_memalloc_noio_save(void);
 void graid_memalloc_noio_restore(unsigned int flags);

@@ -53,6 +53,7 @@ extern "C" {
     pub(crate) fn graid_req_op(rq: *const request) -> c_uint;
     pub(crate) fn graid_bdev_is_zoned(bdev: *mut block_device) -> bool;
     pub(crate) fn graid_queue_limits_start_update(q: *mut request_queue) -> queue_limits;
+    pub(crate) fn graid_queue_limits_cancel_update(q: *mut request_queue);
     pub(crate) fn graid_alloc_ordered_workqueue(name: *const c_char, flags: c_uint) -> *mut workqueue_struct;
     pub(crate) fn graid_memalloc_noio_save() -> c_uint;
     pub(crate) fn graid_memalloc_noio_restore(flags: c_uint);

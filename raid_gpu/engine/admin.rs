@@ -27,7 +27,7 @@ pub enum FailError {
 pub enum AddError {
     /// No such member.
     NoMember,
-    /// RAID 0: nothing to rebuild a member from.
+    /// Not offered (no level refuses an add now; kept for the platform's errno).
     Unsupported,
     /// The member is not faulty: its role is taken.
     RoleTaken,
@@ -76,10 +76,12 @@ impl Default for AddRequest {
 impl<M: Store> ArrayEngine<M> {
     /// The member a device added now would take: the first faulty one (if it still holds its
     /// device, the device added becomes a spare and takes over: see [`Self::takeover`]).
-    /// `Err` says why none can (`RoleTaken`: none is faulty; a device added is a spare).
+    /// `Err` says why none can (`RoleTaken`: none is faulty; a device added is a spare). A
+    /// RAID 0 has nothing to rebuild a member from: a device added is a spare that waits for a
+    /// restripe onto more members (`reshape_run.rs`).
     pub fn add_target(&self) -> Result<u32, AddError> {
         if !self.redundant() {
-            return Err(AddError::Unsupported);
+            return Err(AddError::RoleTaken);
         }
         (0u32..)
             .zip(self.members())

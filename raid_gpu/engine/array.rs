@@ -209,6 +209,26 @@ impl<M: Store> ArrayEngine<M> {
         members: M,
         in_sync: bool,
     ) -> Result<Self, EngineError> {
+        Self::check(&geometry, &members)?;
+        Ok(Self::fields(superblock, geometry, members, in_sync))
+    }
+
+    /// [`Self::new`] written straight into `slot` (the engine is over 2 KiB: a kernel stack
+    /// frame holding it as a temporary, and a `Result` of it, would pass the kernel's limit).
+    /// On `Err` nothing was written.
+    pub fn init(
+        slot: &mut core::mem::MaybeUninit<Self>,
+        superblock: Superblock,
+        geometry: Geometry,
+        members: M,
+        in_sync: bool,
+    ) -> Result<&mut Self, EngineError> {
+        Self::check(&geometry, &members)?;
+        Ok(slot.write(Self::fields(superblock, geometry, members, in_sync)))
+    }
+
+    /// Whether `members` can run `geometry`.
+    fn check(geometry: &Geometry, members: &M) -> Result<(), EngineError> {
         // Room for more members than the geometry has is kept for a change of a mirror's
         // copies (`raid_devices.rs`); fewer cannot run it.
         let given = members.len();
@@ -232,7 +252,13 @@ impl<M: Store> ArrayEngine<M> {
                 flush_marks,
             });
         }
-        Ok(Self {
+        Ok(())
+    }
+
+    /// The engine's fields, fresh. Inlined, so [`Self::init`] builds them in the slot.
+    #[inline(always)]
+    fn fields(superblock: Superblock, geometry: Geometry, members: M, in_sync: bool) -> Self {
+        Self {
             events: AtomicU64::new(superblock.events),
             superblock,
             geometry: GeometryCell::new(geometry),
@@ -268,7 +294,7 @@ impl<M: Store> ArrayEngine<M> {
                 0,
             ),
             suspect: SuspectParity::new(geometry.resync_sectors()),
-        })
+        }
     }
 
     /// The array's geometry now (its size changes with a resize: ask again rather than keep

@@ -137,6 +137,7 @@ impl<M: Store> ArrayEngine<M> {
             || !self.scrub_idle()
             || self.rebuild_target().is_some()
             || self.replacement().is_some()
+            || self.reshaping()
         {
             return Err(RaidDevicesError::Busy);
         }

@@ -248,9 +248,11 @@ impl<M: Store> ArrayEngine<M> {
         )
     }
 
-    /// Kicks the worker if a member waits for its rebuild (an array started with one).
+    /// Kicks the worker if a member waits for its rebuild, or a reshape to go on (an array
+    /// started with one).
     pub fn resume_rebuild<P: Platform>(&self, p: &P) {
-        if self.rebuild_target().is_some() {
+        // A reshape taken up at assembly goes on the same way.
+        if self.rebuild_target().is_some() || self.reshaping() {
             p.kick_worker();
         }
     }

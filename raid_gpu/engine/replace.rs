@@ -159,7 +159,8 @@ impl<M: Store> ArrayEngine<M> {
             return Err(ReplaceError::Degraded);
         }
         let scrubbing = matches!(self.scrub_progress(), ScrubProgress { mode: Some(_), .. });
-        if self.replacement().is_some() || self.rebuild_target().is_some() || scrubbing {
+        let busy = self.replacement().is_some() || self.rebuild_target().is_some();
+        if busy || scrubbing || self.reshaping() {
             return Err(ReplaceError::Busy);
         }
         Ok(())

@@ -226,6 +226,15 @@ impl ReshapePlan {
         self.unit
     }
 
+    /// The queue limit that keeps every request inside one stripe run (RAID 5/6) or chunk
+    /// of both geometries and inside one unit ([`Geometry::boundary_sectors`]).
+    pub fn boundary_sectors(&self) -> u32 {
+        let old = u64::from(self.old.boundary_sectors());
+        let new = u64::from(self.new.boundary_sectors());
+        // At most the smaller boundary: lossless.
+        gcd(gcd(old, new), self.unit) as u32
+    }
+
     pub fn old(&self) -> Geometry {
         self.old
     }

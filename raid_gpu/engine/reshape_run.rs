@@ -24,7 +24,8 @@
 //!   and the platform takes the new size and limits ([`Events::reshape_ended`]).
 //!
 //! Not yet: a write-intent bitmap or a partial parity log during a reshape (refused: their
-//! rows name one geometry), and a member failing in the middle (the reshape stands still,
+//! rows name one geometry), fewer members (the plan runs backwards, but the dropped members
+//! must leave at the end), and a member failing in the middle (the reshape stands still,
 //! requests go on degraded in both geometries; a spare waits for its end).
 //!
 //! [`Events::reshape_ended`]: super::platform::Events::reshape_ended
@@ -81,6 +82,8 @@ pub enum ReshapeError {
     /// The devices that join are not the array's spares, one per new role, or the new
     /// geometry has more members than the platform's store holds.
     Members,
+    /// Fewer members: not yet (the dropped members' devices must leave the array at its end).
+    Fewer,
     /// The superblocks could not be written: nothing started.
     Broken,
 }
@@ -96,10 +99,10 @@ impl fmt::Display for ReshapeError {
             Self::Degraded => write!(f, "the array is degraded: rebuild it first"),
             Self::Features => write!(
                 f,
-                "the write-intent bitmap or partial parity log is not kept during a reshape \
-                 yet: remove it first"
+                "an array with a write-intent bitmap or partial parity log is not restriped yet"
             ),
             Self::Members => write!(f, "one spare per new member is needed"),
+            Self::Fewer => write!(f, "a restripe onto fewer members is not supported yet"),
             Self::Broken => write!(f, "the superblocks could not be written"),
         }
     }
@@ -153,6 +156,19 @@ pub struct ReshapeProgress {
     pub front: u64,
 }
 
+/// The bitmap's and log's reserved areas of an array that uses neither, ending by member
+/// sector `data` at the latest: a reshape's data offset may move into their room (an array of
+/// members under 1 GiB has no other). An area in use is never lent (a reshape of an array with
+/// one is refused), and an area already ending before `data` stays as it is.
+fn lend_areas(sb: &mut Superblock, data: u64) {
+    if sb.bitmap_region == 0 {
+        sb.bitmap = sb.bitmap.ending_by(data);
+    }
+    if !sb.ppl {
+        sb.journal = sb.journal.ending_by(data);
+    }
+}
+
 /// Whether a request's range meets `[lo, hi)`.
 fn overlaps(r: &RequestState, lo: u64, hi: u64) -> bool {
     r.start() < hi && lo < r.start().saturating_add(r.sectors())
@@ -181,6 +197,30 @@ impl<M: Store> ArrayEngine<M> {
         })
     }
 
+    /// The array's size as requests see it: while a reshape runs, what it moves (the larger
+    /// geometry's size is taken at its end).
+    pub fn capacity_sectors(&self) -> u64 {
+        match self.reshape_progress() {
+            Some(r) => r.plan.content(),
+            None => self.geometry().array_sectors(),
+        }
+    }
+
+    /// The member sector every member's data ends before (while a reshape runs, the later of
+    /// its two data areas'): what a device must hold to be a member or spare.
+    pub fn data_end(&self) -> u64 {
+        let len = self.geometry().member_data_sectors();
+        let offset = match self.reshape_progress() {
+            Some(r) => r
+                .plan
+                .geometry(PlanSide::Old)
+                .1
+                .max(r.plan.geometry(PlanSide::New).1),
+            None => self.data_offset(),
+        };
+        offset.saturating_add(len)
+    }
+
     /// What reshapes did since the array started.
     pub fn reshape_counts(&self) -> ReshapeCounts {
         let c = &self.reshape.counts;
@@ -196,20 +236,10 @@ impl<M: Store> ArrayEngine<M> {
     /// the geometry, and while a reshape runs inside one of both geometries and one unit of
     /// its plan, so no request straddles the position ([`Geometry::boundary_sectors`]).
     pub fn io_boundary(&self) -> u32 {
-        let now = self.geometry().boundary_sectors();
-        let Some(plan) = self.reshape_progress().map(|r| r.plan) else {
-            return now;
-        };
-        let gcd = |mut a: u64, mut b: u64| {
-            while b != 0 {
-                (a, b) = (b, a % b);
-            }
-            a
-        };
-        let old = u64::from(plan.old().boundary_sectors());
-        let new = u64::from(plan.new_geometry().boundary_sectors());
-        // At most the smaller boundary: lossless.
-        gcd(gcd(old, new), plan.unit()) as u32
+        match self.reshape_progress() {
+            Some(r) => r.plan.boundary_sectors(),
+            None => self.geometry().boundary_sectors(),
+        }
     }
 
     /// Makes steps move at most `sectors` array sectors (at least one unit of the plan; 0:
@@ -226,6 +256,9 @@ impl<M: Store> ArrayEngine<M> {
         new_offset: u64,
     ) -> Result<ReshapePlan, ReshapeError> {
         let old = self.geometry();
+        if self.superblock.bitmap_region != 0 || self.superblock.ppl {
+            return Err(ReshapeError::Features);
+        }
         // Both geometries' data areas are the same size (a reshape moves no member's end).
         let new = new
             .resized(old.member_data_sectors())
@@ -235,8 +268,8 @@ impl<M: Store> ArrayEngine<M> {
         if new.members() > self.member_capacity() {
             return Err(ReshapeError::Members);
         }
-        if self.superblock.bitmap_region != 0 || self.superblock.ppl {
-            return Err(ReshapeError::Features);
+        if new.members() < old.members() {
+            return Err(ReshapeError::Fewer);
         }
         if self.state() != ArrayState::Optimal {
             return Err(ReshapeError::Degraded);
@@ -345,6 +378,8 @@ impl<M: Store> ArrayEngine<M> {
                 sb.chunk_sectors = old.chunk_sectors();
                 sb.members = old.members();
                 sb.data_offset = old_offset;
+                // The unused areas end before either data area (`lend_areas`).
+                lend_areas(&mut sb, old_offset.min(new_offset));
                 sb.reshape = Some(Reshape {
                     position: self.reshape.claim.load(Ordering::SeqCst),
                     new_level: new.level(),
@@ -358,7 +393,9 @@ impl<M: Store> ArrayEngine<M> {
                 sb.level = now.level();
                 sb.chunk_sectors = now.chunk_sectors();
                 sb.members = now.members();
-                sb.data_offset = self.data_offset();
+                let data = self.data_offset();
+                sb.data_offset = data;
+                lend_areas(&mut sb, data);
                 sb.reshape = None;
             }
         }
@@ -425,6 +462,12 @@ impl<M: Store> ArrayEngine<M> {
     /// want, the next window, or the end. The worker only.
     pub(super) fn reshape_step<P: Platform>(&self, p: &P) {
         if self.reshape.stage() != Stage::Running {
+            return;
+        }
+        // Held with the rebuild for a caller that needs the worker idle: once no request is
+        // in flight. Before, requests waiting for the reshape would keep its freeze from
+        // draining them.
+        if self.background_held() && !p.any_request(|_| true) {
             return;
         }
         let Some(plan) = self.reshape.route.plan() else {

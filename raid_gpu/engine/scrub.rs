@@ -72,6 +72,8 @@ pub enum ScrubError {
     Replacing,
     /// The copies are not in sync yet: a check would count the resync's work.
     ResyncPending,
+    /// A reshape runs: the scrub walks one geometry, after it.
+    Reshaping,
 }
 
 const IDLE: u8 = 0;
@@ -165,6 +167,9 @@ impl<M: Store> ArrayEngine<M> {
         }
         if self.replacement().is_some() {
             return Err(ScrubError::Replacing);
+        }
+        if self.reshaping() && mode != ScrubMode::Resync {
+            return Err(ScrubError::Reshaping);
         }
         if !self.in_sync() {
             return match mode {

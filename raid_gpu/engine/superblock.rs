@@ -361,6 +361,19 @@ impl Area {
         offset: 0,
         sectors: 0,
     };
+
+    /// This area, ending at member sector `end` at the latest (a reshape's data moved into the
+    /// room an unused area reserved); none if nothing is left of it.
+    pub fn ending_by(self, end: u64) -> Self {
+        match end.checked_sub(self.offset) {
+            Some(room) if room > 0 && self.sectors > 0 => Self {
+                offset: self.offset,
+                sectors: self.sectors.min(room),
+            },
+            _ if self.sectors == 0 => self,
+            _ => Self::NONE,
+        }
+    }
 }
 
 /// Which reserved area an error is about.
@@ -649,6 +662,16 @@ impl Superblock {
     /// The array geometry this superblock describes.
     pub fn geometry(&self) -> Result<Geometry, GeometryError> {
         Geometry::new(self.level, self.members, self.chunk_sectors, self.data_size)
+    }
+
+    /// The member sector the data ends before: during a reshape the later of its two data
+    /// areas' ends. `None` if it overflows.
+    pub fn data_end(&self) -> Option<u64> {
+        let offset = match self.reshape {
+            Some(r) => self.data_offset.max(r.new_data_offset),
+            None => self.data_offset,
+        };
+        offset.checked_add(self.data_size)
     }
 
     /// This superblock as the member in slot `slot` with UUID `uuid` stores it: the per-member

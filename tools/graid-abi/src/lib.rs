@@ -119,6 +119,7 @@ mod tests {
                 + GRAID_HOMEHOST_LEN
         );
         assert_eq!(size_of::<GraidResize>(), 4 + 4 + 3 * 8);
+        assert_eq!(size_of::<GraidReshape>(), 10 * 4 + 8 * 8);
     }
 
     #[test]

@@ -323,6 +323,8 @@ pub mod fake {
         pub scrubs: RefCell<Vec<GraidScrub>>,
         pub resizes: RefCell<Vec<GraidResize>>,
         pub reshapes: RefCell<Vec<GraidReshape>>,
+        /// The restripe each array runs (RESHAPE's progress answer), by index.
+        pub restriping: RefCell<Vec<GraidReshape>>,
         /// The room RESIZE reports, sectors per member.
         pub room: RefCell<u64>,
         pub helper: HelperStatus,
@@ -524,6 +526,73 @@ pub mod fake {
                 0 => now,
                 n => n,
             };
+            let asked = graid_abi::GRAID_RESHAPE_CHUNK | graid_abi::GRAID_RESHAPE_LAYOUT;
+            let running = self
+                .restriping
+                .borrow()
+                .iter()
+                .find(|r| r.index == arg.index)
+                .copied();
+            if arg.raid_devices == 0 && arg.flags & asked == 0 {
+                // The progress alone.
+                *arg = running.unwrap_or(GraidReshape {
+                    index: arg.index,
+                    flags: arg.flags,
+                    raid_devices: now,
+                    chunk_sectors: array.chunk_sectors,
+                    ..GraidReshape::default()
+                });
+                return Ok(());
+            }
+            if matches!(array.level, 0 | 5 | 6) {
+                // A restripe, as the module's: spares join as the new members.
+                if want < now {
+                    return errno(libc::EOPNOTSUPP);
+                }
+                if running.is_some() || array.state != graid_abi::GRAID_ARRAY_OPTIMAL {
+                    return errno(libc::EBUSY);
+                }
+                if array.nr_spares < want - now {
+                    return errno(libc::ENOSPC);
+                }
+                let chunk = match arg.flags & graid_abi::GRAID_RESHAPE_CHUNK {
+                    0 => array.chunk_sectors,
+                    _ => arg.chunk_sectors,
+                };
+                let answer = GraidReshape {
+                    index: arg.index,
+                    flags: arg.flags,
+                    raid_devices: want,
+                    chunk_sectors: chunk,
+                    layout: arg.layout,
+                    state: graid_abi::GRAID_RESHAPE_RUNNING,
+                    from_raid_devices: now,
+                    from_chunk_sectors: array.chunk_sectors,
+                    total_sectors: array.size_sectors,
+                    data_offset: 4096,
+                    new_data_offset: 2048,
+                    ..GraidReshape::default()
+                };
+                *arg = answer;
+                if arg.flags & graid_abi::GRAID_RESHAPE_QUERY != 0 {
+                    return Ok(());
+                }
+                for role in now..want {
+                    let dev = array.spares[0];
+                    array.spares.rotate_left(1);
+                    array.nr_spares -= 1;
+                    array.members[role as usize] = GraidMemberDetail {
+                        role,
+                        dev,
+                        state: graid_abi::GRAID_MEMBER_ACTIVE,
+                        ..GraidMemberDetail::default()
+                    };
+                }
+                array.nr_members = want;
+                array.chunk_sectors = chunk;
+                self.restriping.borrow_mut().push(answer);
+                return Ok(());
+            }
             if array.level != 1 {
                 return errno(libc::EOPNOTSUPP);
             }

@@ -34,15 +34,24 @@ pub struct GrowArgs {
     /// the new size.
     #[arg(
         long,
-        required_unless_present = "raid_devices",
-        conflicts_with = "raid_devices"
+        required_unless_present_any = ["raid_devices", "chunk", "layout"],
+        conflicts_with_all = ["raid_devices", "chunk", "layout"]
     )]
     size: Option<String>,
-    /// The member count (raid1: the copies; md's --raid-devices). More: each new role is
-    /// rebuilt onto a device given with --add or a spare of the array. Fewer: the members
-    /// past the new count must have been failed and removed.
+    /// The member count (md's --raid-devices). raid1: the copies; more: each new role is
+    /// rebuilt onto a device given with --add or a spare of the array; fewer: the members
+    /// past the new count must have been failed and removed. raid0/5/6: the data is
+    /// restriped online over the new members (devices given with --add, or spares of the
+    /// array), which adds their room to the array when the restripe ends.
     #[arg(short = 'n', long)]
     raid_devices: Option<u32>,
+    /// raid0/5/6: restripe onto this chunk size (as --chunk of create: a power of two from 4K
+    /// to 1M, K/M suffix, a bare number in KiB), online.
+    #[arg(short, long, value_parser = crate::size::parse_chunk, value_name = "SIZE")]
+    chunk: Option<u32>,
+    /// raid5/6: restripe onto this parity layout (md's names, as create's --layout), online.
+    #[arg(long, value_parser = crate::create::parse_layout, value_name = "LAYOUT")]
+    layout: Option<graid_engine::geometry::ParityLayout>,
     /// Devices to add as spares first, which take the new roles (with --raid-devices).
     #[arg(long, num_args = 1.., requires = "raid_devices", value_name = "DEVICE")]
     add: Vec<String>,
@@ -93,8 +102,12 @@ pub fn run(
 ) -> Result<String, CtlError> {
     let Some(size) = &args.size else {
         // Clap requires one of them.
-        let count = args.raid_devices.unwrap_or(0);
-        return crate::grow_members::run(ctl, sys, array, count, &args.add, args.force, json_out);
+        let shape = crate::grow_members::Shape {
+            raid_devices: args.raid_devices.unwrap_or(0),
+            chunk_sectors: args.chunk,
+            layout: args.layout.map(|l| l.code()),
+        };
+        return crate::grow_members::run(ctl, sys, array, &shape, &args.add, args.force, json_out);
     };
     let wanted = parse_member_size(size)?;
     let detail = resolve(ctl, sys, array)?;
@@ -289,6 +302,8 @@ mod tests {
             array: "m".to_owned(),
             size: Some(size.to_owned()),
             raid_devices: None,
+            chunk: None,
+            layout: None,
             add: Vec::new(),
             force,
         };

@@ -68,13 +68,18 @@ pub fn detail(
     let helper = matches!(view.level.as_str(), "raid5" | "raid6")
         .then(|| helper::status(ctl))
         .flatten();
+    let reshape = crate::grow_members::reshape_view(ctl, view.index);
     Ok(if json_out {
         json(&DetailWithHelper {
             view: &view,
             helper,
+            reshape,
         })
     } else {
         let mut text = view.detail_text();
+        if let Some(reshape) = reshape {
+            text += &format!("       Reshape : {}\n", reshape.text());
+        }
         if let Some(helper) = helper {
             text += &format!("        Helper : {}\n", helper.summary());
         }
@@ -82,13 +87,15 @@ pub fn detail(
     })
 }
 
-/// `detail --json`: the array, and for RAID 5/6 the parity helper.
+/// `detail --json`: the array, for RAID 5/6 the parity helper, and a restripe under way.
 #[derive(Serialize)]
 struct DetailWithHelper<'a> {
     #[serde(flatten)]
     view: &'a ArrayView,
     #[serde(skip_serializing_if = "Option::is_none")]
     helper: Option<helper::HelperView>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reshape: Option<crate::grow_members::ReshapeView>,
 }
 
 /// One running array as graid.conf's ARRAY line.

@@ -88,6 +88,9 @@ pub fn run(
 ) -> Result<String, CtlError> {
     let mut view = ArrayView::new(&resolve(ctl, sys, array)?, sys);
     let label = view.label();
+    if let Some(first) = crate::grow_members::reshape_view(ctl, view.index) {
+        return wait_reshape(ctl, sys, array, first, progress, json_out, pause);
+    }
     if let (None, Some(_)) = (&view.rebuild, &view.replace) {
         return wait_replace(ctl, sys, array, progress, json_out, pause);
     }
@@ -211,6 +214,57 @@ fn wait_replace(
     let text = format!(
         "graidctl: {label}: replace of role {role} finished: {} took its place\n",
         last.device_text()
+    );
+    Ok(finished(&view, json_out, text))
+}
+
+/// Waits for a restripe (the rebuild's counterpart of `run`); fails if it stands still (a
+/// member lost).
+fn wait_reshape(
+    ctl: &dyn ControlDevice,
+    sys: &dyn System,
+    array: &ArrayRef,
+    first: crate::grow_members::ReshapeView,
+    progress: &Progress,
+    json_out: bool,
+    pause: &mut dyn FnMut(),
+) -> Result<String, CtlError> {
+    let mut view = ArrayView::new(&resolve(ctl, sys, array)?, sys);
+    let label = view.label();
+    let what = format!("{label}: restripe");
+    let mut last_tenth = 0;
+    let mut now = Some(first);
+    while let Some(r) = now {
+        if r.state == "stalled" {
+            if let Progress::Bar(bar) = progress {
+                bar.abandon();
+            }
+            return Err(CtlError::Failed(format!(
+                "{label}: the restripe stands still at {:.1}%: a member is lost; it goes on once \
+                 the array is optimal again",
+                r.percent
+            )));
+        }
+        let step = Step {
+            what: &what,
+            done_sectors: r.moved_bytes / 512,
+            total_sectors: r.total_bytes / 512,
+            percent: r.percent,
+            tail: "",
+        };
+        progress.show(&step, &mut last_tenth);
+        pause();
+        view = ArrayView::new(&resolve(ctl, sys, array)?, sys);
+        now = crate::grow_members::reshape_view(ctl, view.index);
+    }
+    if let Progress::Bar(bar) = progress {
+        bar.finish_and_clear();
+    }
+    let text = format!(
+        "graidctl: {label}: restripe finished: {} members, chunk {}, {}\n",
+        view.raid_devices,
+        crate::size::format_sectors(u64::from(view.chunk_sectors)),
+        crate::size::format_sectors(view.size_sectors)
     );
     Ok(finished(&view, json_out, text))
 }

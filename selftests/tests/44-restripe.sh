@@ -1,0 +1,153 @@
+# A RAID 5 and a RAID 0 restriped online (graidctl grow --raid-devices/--chunk,
+# GRAID_IOC_RESHAPE; issue 46 item 2, md's --grow), on 32 MiB dm-linear slices:
+# - RAID 5 of three grown to four with --add while fio writes: detail shows the restripe, wait
+#   waits for it, every write before and during reads back, the array takes the fourth
+#   member's room, check 0; the new room takes writes;
+# - a stop in the middle of a second restripe (a chunk change) and an assemble: it goes on from
+#   the position the superblocks recorded and ends, everything reads back, check 0;
+# - md's raid5 over the four members, at the new data offset and chunk, reads every write back
+#   and its check finds 0 mismatches: the result is md's layout;
+# - RAID 0 onto another chunk: everything reads back, and md's raid0 reads it too;
+# - refusals with their reason, nothing changed: fewer members, a bitmap, a partial parity log,
+#   a degraded array, no spare for the new member.
+. /graid/lib.sh
+trap 'mdadm --stop /dev/md0 >/dev/null 2>&1' EXIT
+
+need_members 4
+export DM_DISABLE_UDEV=1
+set -- $members
+slice=65536 # 32 MiB
+for i in 0 1 2 3; do
+	eval d=\$$((i + 1))
+	dmsetup --noudevsync create g$i --table "0 $slice linear $d 0" || fail "dmsetup create g$i"
+done
+g0=/dev/mapper/g0 g1=/dev/mapper/g1 g2=/dev/mapper/g2 g3=/dev/mapper/g3
+wipe_superblocks $g0 $g1 $g2 $g3
+# What the fourth drive held before: the restripe writes all of it.
+dd if=/dev/urandom of=$g3 bs=1M seek=1 count=30 oflag=direct 2>/dev/null || fail "old content"
+
+# data_offset_kib ARRAY: each member's data offset, KiB (from examine of its first member).
+data_offset_kib() {
+	expect_rc 0 graidctl examine $g0
+	echo $(($(echo "$OUT" | sed -n 's/.*Data Offset : \([0-9]*\) sectors.*/\1/p') / 2))
+}
+
+echo "--- RAID 5 of three grown to four under fio"
+expect_rc 0 graidctl create g5 --level 5 --chunk 64K --bitmap none --consistency-policy resync --write-zeroes $g0 $g1 $g2
+dev=$(array_dev "$OUT")
+expect_rc 0 graidctl --json detail g5
+size_before=$(json_field size_sectors "$OUT")
+data_kib=$(($(json_field member_data_bytes "$OUT") / 1024))
+fio_verify $dev 0 16M write 1m-1m
+# A slow pace keeps the restripe going while fio writes.
+expect_rc 0 graidctl set-speed g5 --min 1M --max 2M
+fio --name=during $(fio_args $dev 20M 12M randwrite 4k-64k) --do_verify=0 >/tmp/fio-during.out 2>&1 &
+fio_pid=$!
+usleep 300000
+expect_rc 0 graidctl grow g5 --raid-devices 4 --add $g3
+echo "$OUT"
+expect_match 'restriping .* from 3 members, chunk 64 KiB to 4 members, chunk 64 KiB, online' "$OUT" "grow's report"
+expect_rc 0 graidctl detail g5
+expect_match 'Reshape : [0-9.]*% of .* \(3 -> 4 members' "$OUT" "detail during the restripe"
+expect_rc 0 graidctl --json detail g5
+expect_match '"raid_devices": *4' "$OUT" "detail's member count during the restripe"
+expect_match '"reshape": *\{' "$OUT" "detail --json's reshape"
+[ "$(json_field size_sectors "$OUT")" = "$size_before" ] || fail "the size changed before the restripe ended"
+expect_rc 1 graidctl check g5
+finishes $fio_pid 300 "fio during the restripe" || { cat /tmp/fio-during.out; fail "fio during the restripe failed"; }
+expect_rc 0 graidctl set-speed g5 --min 100M --max 0
+# wait_reshaped ARRAY: waits for the restripe (graidctl wait, which may also find it ended).
+wait_reshaped() {
+	expect_rc 0 graidctl wait $1
+	expect_rc 0 graidctl --json detail $1
+	case "$OUT" in *'"reshape"'*) fail "$1 still restriping after graidctl wait" ;; esac
+}
+wait_reshaped g5
+expect_match '"raid_devices": *4' "$OUT" "the member count after the restripe"
+fio_readback $dev 0 16M write 1m-1m "data written before the restripe does not read back"
+fio_readback $dev 20M 12M randwrite 4k-64k "data written during the restripe does not read back"
+expect_rc 0 graidctl --json detail g5
+size_after=$(json_field size_sectors "$OUT")
+[ "$size_after" -eq $((size_before / 2 * 3)) ] || fail "size $size_after after the restripe, want $((size_before / 2 * 3))"
+[ "$(blockdev --getsz $dev)" = "$size_after" ] || fail "the disk's capacity did not follow"
+expect_match '"state": *"optimal"' "$OUT" "optimal after the restripe"
+# A resync of the new room, then the parity checks clean everywhere.
+expect_rc 0 graidctl wait g5
+expect_rc 0 graidctl check g5 --wait
+expect_match 'check finished: 0 mismatched sectors' "$OUT" "parity after the restripe"
+fio_verify $dev $((size_before * 512 - 2 * 1048576)) 4M randwrite 4k-64k
+
+echo "--- a stop in the middle of a chunk change, and the assembly that takes it up"
+expect_rc 0 graidctl set-speed g5 --min 128K --max 128K
+expect_rc 0 graidctl grow g5 --chunk 32K
+expect_match 'chunk 64 KiB to 4 members, chunk 32 KiB' "$OUT" "the chunk change's report"
+usleep 1500000
+expect_rc 0 graidctl stop g5
+expect_rc 0 graidctl examine $g0
+expect_match 'Reshape' "$OUT" "examine of a member mid-restripe"
+expect_rc 0 graidctl assemble g5 $g0 $g1 $g2 $g3
+dev=$(array_dev "$OUT")
+expect_rc 0 graidctl detail g5
+expect_match 'Reshape : ' "$OUT" "the restripe after the assembly"
+expect_rc 0 graidctl set-speed g5 --min 100M --max 0
+wait_reshaped g5
+expect_match '"chunk_sectors": *64' "$OUT" "the chunk after the assembly's restripe"
+fio_readback $dev 0 16M write 1m-1m "data does not read back after the chunk change"
+fio_readback $dev 20M 12M randwrite 4k-64k "data written during the grow does not read back after the chunk change"
+expect_rc 0 graidctl check g5 --wait
+expect_match 'check finished: 0 mismatched sectors' "$OUT" "parity after the chunk change"
+offset_kib=$(data_offset_kib)
+expect_rc 0 graidctl stop g5
+
+echo "--- md's raid5 reads what graid restriped, and its check agrees"
+mdadm --create /dev/md0 --run --level=5 --raid-devices=4 --metadata=1.2 --chunk=32 \
+	--layout=left-symmetric --data-offset=${offset_kib}K --size=$data_kib --assume-clean \
+	--bitmap=none $g0 $g1 $g2 $g3 >/tmp/create.out 2>&1 ||
+	{ cat /tmp/create.out; fail "mdadm --create failed"; }
+fio_readback /dev/md0 0 16M write 1m-1m "md reads other data than graid wrote before the restripes"
+fio_readback /dev/md0 20M 12M randwrite 4k-64k "md reads other data than graid wrote during the grow"
+md_check_and_stop "after graid's restripes" $g0 $g1 $g2 $g3
+
+echo "--- RAID 0 onto another chunk"
+expect_rc 0 graidctl create g0z --level 0 --chunk 64K $g0 $g1 $g2
+dev=$(array_dev "$OUT")
+fio_verify $dev 0 24M randwrite 4k-64k
+expect_rc 0 graidctl grow g0z --chunk 128K
+wait_reshaped g0z
+expect_match '"chunk_sectors": *256' "$OUT" "raid0's chunk after the restripe"
+fio_readback $dev 0 24M randwrite 4k-64k "raid0 data does not read back after the chunk change"
+offset_kib=$(data_offset_kib)
+expect_rc 0 graidctl stop g0z
+mdadm --create /dev/md0 --run --level=0 --raid-devices=3 --metadata=1.2 --chunk=128 \
+	--data-offset=${offset_kib}K $g0 $g1 $g2 >/tmp/create.out 2>&1 ||
+	{ cat /tmp/create.out; fail "mdadm --create raid0 failed"; }
+fio_readback /dev/md0 0 24M randwrite 4k-64k "md's raid0 reads other data than graid restriped"
+mdadm --stop /dev/md0 >/dev/null 2>&1 || fail "mdadm --stop failed"
+mdadm --zero-superblock $g0 $g1 $g2
+wipe_superblocks $g0 $g1 $g2 $g3
+
+echo "--- refusals"
+expect_rc 0 graidctl create g6 --level 6 --chunk 64K --bitmap none --consistency-policy resync --write-zeroes $g0 $g1 $g2 $g3
+expect_rc 1 graidctl grow g6 --raid-devices 3
+expect_match 'onto fewer members' "$OUT" "fewer members"
+expect_rc 1 graidctl grow g6 --raid-devices 5
+expect_match 'too few spares for the new members' "$OUT" "no spare for the new member"
+expect_rc 0 graidctl fail g6 $g3
+expect_rc 1 graidctl grow g6 --chunk 32K
+expect_match 'not optimal' "$OUT" "a degraded array"
+expect_rc 0 graidctl --json detail g6
+expect_match '"chunk_sectors": *128' "$OUT" "a refused restripe changed the chunk"
+expect_rc 0 graidctl stop g6
+wipe_superblocks $g0 $g1 $g2 $g3
+expect_rc 0 graidctl create gb --level 5 --chunk 64K --bitmap internal --consistency-policy resync --write-zeroes $g0 $g1 $g2
+expect_rc 1 graidctl grow gb --chunk 32K
+expect_match 'write-intent bitmap or partial parity log' "$OUT" "a bitmap"
+expect_rc 0 graidctl stop gb
+wipe_superblocks $g0 $g1 $g2 $g3
+expect_rc 0 graidctl create gp --level 5 --chunk 64K --bitmap none --write-zeroes $g0 $g1 $g2
+expect_rc 1 graidctl grow gp --chunk 32K
+expect_match 'write-intent bitmap or partial parity log' "$OUT" "a partial parity log"
+expect_rc 0 graidctl stop gp
+wipe_superblocks $g0 $g1 $g2 $g3
+for i in 0 1 2 3; do dmsetup --noudevsync remove g$i; done
+unload_module
