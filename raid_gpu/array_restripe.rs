@@ -5,7 +5,6 @@
 //! new size and queue limits; and its progress, for RESHAPE's query.
 
 use super::{reshape_errno_of, Array, REMOVE_DRAIN_MS};
-use crate::engine::array::ArrayState;
 use crate::engine::geometry::{Geometry, Level};
 use crate::engine::reshape::{ReshapePlan, Side};
 use crate::engine::reshape_run::ReshapeError;
@@ -269,10 +268,10 @@ impl Array {
             req.state = uapi::GRAID_RESHAPE_NONE;
             return;
         };
-        req.state = if engine.state() == ArrayState::Optimal {
-            uapi::GRAID_RESHAPE_RUNNING
-        } else {
+        req.state = if r.stalled {
             uapi::GRAID_RESHAPE_STALLED
+        } else {
+            uapi::GRAID_RESHAPE_RUNNING
         };
         let (old, old_offset) = r.plan.geometry(Side::Old);
         let (new, new_offset) = r.plan.geometry(Side::New);

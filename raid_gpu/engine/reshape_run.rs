@@ -25,8 +25,10 @@
 //!
 //! Not yet: a write-intent bitmap or a partial parity log during a reshape (refused: their
 //! rows name one geometry), fewer members (the plan runs backwards, but the dropped members
-//! must leave at the end), and a member failing in the middle (the reshape stands still,
-//! requests go on degraded in both geometries; a spare waits for its end).
+//! must leave at the end), a member failing in the middle (the reshape stands still,
+//! requests go on degraded in both geometries; a spare waits for its end), and a window that
+//! cannot be read (a bad sector: the step is tried again every second and the reshape is
+//! reported as standing still; md recovers the block from the parity).
 //!
 //! [`Events::reshape_ended`]: super::platform::Events::reshape_ended
 
@@ -124,6 +126,9 @@ pub struct ReshapeRun {
     counts: ReshapeCounts<AtomicU64>,
     /// The most a step moves (0: [`WINDOW_SECTORS`]).
     window: AtomicU64,
+    /// The last step could not read the window (a bad sector: not yet recovered from the
+    /// parity). It is tried again every second and reported as standing still.
+    read_failed: AtomicBool,
 }
 
 /// What reshapes did since the array started (for tests and DETAIL).
@@ -154,6 +159,8 @@ pub struct ReshapeProgress {
     pub recorded: u64,
     /// The far edge of what was moved.
     pub front: u64,
+    /// It stands still: a member is lost, or the window cannot be read (tried again).
+    pub stalled: bool,
 }
 
 /// The bitmap's and log's reserved areas of an array that uses neither, ending by member
@@ -194,6 +201,8 @@ impl<M: Store> ArrayEngine<M> {
             plan: self.reshape.route.plan()?,
             recorded: self.reshape.route.recorded(),
             front: self.reshape.route.front(),
+            stalled: self.state() != ArrayState::Optimal
+                || self.reshape.read_failed.load(Ordering::Relaxed),
         })
     }
 
@@ -450,6 +459,16 @@ impl<M: Store> ArrayEngine<M> {
         true
     }
 
+    /// A request mapped old whose range the reshape moved since (or is moving): it must be
+    /// routed again before it is sent again (a read sent on after an error).
+    pub(super) fn routed_stale(&self, state: &RequestState) -> bool {
+        state.side() == Side::Old
+            && !matches!(
+                self.reshape.route.route(state.start(), state.sectors()),
+                Route::Old(_)
+            )
+    }
+
     /// A waiting request the reshape still holds back (the worker puts it back without
     /// kicking itself: the next step does).
     pub(super) fn reshape_holds(&self, state: &RequestState) -> bool {
@@ -509,16 +528,27 @@ impl<M: Store> ArrayEngine<M> {
             Direction::Backwards => window.start,
         };
         route.move_front(front);
-        if !self.drain_window(p, window.start, window.end)
-            || !self.move_window(p, &plan, window.start, window.end)
-        {
+        // Every request that may map the old geometry on the moved side of the new front: the
+        // window's, and any that mapped old before earlier windows moved (a read sent again
+        // after an error), whose old rows the moves from now on may overwrite.
+        let (lo, hi) = match plan.direction() {
+            Direction::Forwards => (0, window.end),
+            Direction::Backwards => (window.start, u64::MAX),
+        };
+        if !self.drain_window(p, lo, hi) || !self.move_window(p, &plan, window.start, window.end) {
             // Nothing the restart needs was overwritten (the plan's rule): the window maps old
             // again and is moved again later.
             route.retreat(position);
             self.reshape.counts.retries.fetch_add(1, Ordering::Relaxed);
-            p.kick_worker_after(10);
+            let again = if self.reshape.read_failed.load(Ordering::Relaxed) {
+                1000
+            } else {
+                10
+            };
+            p.kick_worker_after(again);
             return;
         }
+        self.reshape.read_failed.store(false, Ordering::Relaxed);
         self.reshape.counts.windows.fetch_add(1, Ordering::Relaxed);
         if plan.done(front) {
             self.finish_reshape(p, &plan);
@@ -533,7 +563,7 @@ impl<M: Store> ArrayEngine<M> {
         p.kick_worker();
     }
 
-    /// Waits until no request that mapped (or may map) `[lo, hi)` in the old geometry is in
+    /// Waits until no request that mapped (or may map) the old geometry in `[lo, hi)` is in
     /// flight; false if some still are after a while (they may wait for the worker).
     fn drain_window<P: Platform>(&self, p: &P, lo: u64, hi: u64) -> bool {
         let old_there =
@@ -673,6 +703,9 @@ impl<M: Store> ArrayEngine<M> {
         let failed = p.rebuild_batch(op, ios);
         if failed == 0 {
             return true;
+        }
+        if op == Op::Read {
+            self.reshape.read_failed.store(true, Ordering::Relaxed);
         }
         if op == Op::Write {
             let members = ios

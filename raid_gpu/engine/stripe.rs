@@ -705,6 +705,11 @@ impl<M: Store> ArrayEngine<M> {
     /// through the stripe engine, which locks its stripes, finds the blocks that fail, serves them
     /// from the parity and rewrites them (see the module comment).
     pub(super) fn direct_read_errors<P: Platform>(&self, p: &P, rq: P::Request) {
+        // Its range moved in a reshape meanwhile: routed again and read anew.
+        if self.routed_stale(p.state(rq)) {
+            self.run_pass(p, rq, Phase::Normal);
+            return;
+        }
         self.submit_stripe(p, rq);
     }
 

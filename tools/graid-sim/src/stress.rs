@@ -833,7 +833,8 @@ fn check_read_back(
 ) {
     let geometry = host.engine.geometry();
     // RAID 1 has no boundary: any size will do.
-    let step = match geometry.boundary_sectors() {
+    // The queue limit: a reshape's units while one runs.
+    let step = match host.engine.io_boundary() {
         0 => 256,
         b => u64::from(b),
     };

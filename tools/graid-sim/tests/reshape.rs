@@ -239,3 +239,59 @@ fn a_power_cut_during_a_raid6_chunk_change_loses_nothing() {
     let (middle, _) = cut_during_reshapes(from, to, 32);
     assert!(middle > 0, "no cut came in the middle of the reshape");
 }
+
+/// A window that cannot be read (a bad sector on a member) makes the reshape stand still and
+/// say so, retried, while every sector still reads back (through the parity); once the sector
+/// reads again the reshape ends with nothing lost.
+#[test]
+fn an_unreadable_window_makes_the_reshape_stand_still_not_lose_data() {
+    use graid_sim::stress::{read_back_inline, start_reshape};
+    use std::time::{Duration, Instant};
+    for seed in seeds(2) {
+        let mut s = Scenario::new(RAID5, 4, 16);
+        s.data_sectors = 1024;
+        let report = run(&s, seed);
+        assert!(report.errors.is_empty(), "seed {seed}: {:?}", report.errors);
+        let host = &*report.host;
+        let engine = &host.engine;
+        // A bad sector in the middle of member 1's data area.
+        let bad = DATA_OFFSET + 600;
+        host.disks[1].bad.lock().unwrap().insert(bad);
+        let to = ReshapeTo {
+            level: RAID5,
+            members: 5,
+            chunk_sectors: 16,
+            data_offset: DATA_OFFSET - 256,
+            window: 1,
+        };
+        start_reshape(host, to, seed);
+        let began = Instant::now();
+        while !engine.reshape_progress().is_some_and(|r| r.stalled) {
+            assert!(
+                began.elapsed() < Duration::from_secs(20),
+                "seed {seed}: never stood still ({:?})",
+                engine.reshape_progress()
+            );
+            engine.work(host);
+        }
+        assert!(engine.reshaping(), "seed {seed}");
+        assert!(engine.reshape_counts().retries > 0, "seed {seed}");
+        read_back_inline(host, &report.model, seed);
+        host.disks[1].bad.lock().unwrap().clear();
+        let began = Instant::now();
+        while engine.reshaping() {
+            assert!(
+                began.elapsed() < Duration::from_secs(20),
+                "seed {seed}: never ended"
+            );
+            engine.work(host);
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        assert_eq!(engine.geometry().members(), 5, "seed {seed}");
+        read_back_inline(host, &report.model, seed);
+        let check = scrub_now(host, ScrubMode::Check, seed);
+        assert_eq!(check.mismatches, 0, "seed {seed}");
+        let violations = host.violations.0.lock().unwrap().clone();
+        assert!(violations.is_empty(), "seed {seed}: {violations:#?}");
+    }
+}

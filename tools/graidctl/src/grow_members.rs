@@ -241,7 +241,10 @@ impl ReshapeView {
     pub fn text(&self) -> String {
         let size = crate::size::format_bytes;
         let stalled = match self.state {
-            "stalled" => ", stalled: a member is lost (it goes on once the array is optimal)",
+            "stalled" => {
+                ", stalled: a member is lost (it goes on once the array is optimal) or a read \
+                 failed (tried again every second)"
+            }
             _ => "",
         };
         format!(

@@ -240,8 +240,9 @@ fn wait_reshape(
                 bar.abandon();
             }
             return Err(CtlError::Failed(format!(
-                "{label}: the restripe stands still at {:.1}%: a member is lost; it goes on once \
-                 the array is optimal again",
+                "{label}: the restripe stands still at {:.1}%: a member is lost or a read \
+                 failed; it goes on once the array is optimal again (a read is tried every \
+                 second)",
                 r.percent
             )));
         }
