@@ -257,7 +257,7 @@ impl Array {
 
     /// RESHAPE's answer: the shape now (being restriped, the one it goes to) and the
     /// reshape's progress.
-    pub(super) fn reshape_status(&self, req: &mut uapi::GraidReshape) {
+    pub(crate) fn reshape_status(&self, req: &mut uapi::GraidReshape) {
         let engine = &self.io().engine;
         fill_target(req, &engine.geometry());
         let counts = engine.reshape_counts();

@@ -93,7 +93,9 @@ impl Files for Array {
     fn show(&self, key: u32, name: &str, out: &mut Page<'_>) -> Result {
         let detail = self.detail_boxed()?;
         let written = if key == ARRAY_DIR {
-            sysfs_text::array_file(name, &detail, out)
+            let mut reshape = crate::uapi::GraidReshape::default();
+            self.reshape_status(&mut reshape);
+            sysfs_text::array_file(name, &detail, &reshape, out)
         } else {
             sysfs_text::member_file(name, &detail, key, out)
         };

@@ -7,10 +7,11 @@
 //! (`graid_abi::sysfs`), where it is tested.
 
 use crate::uapi::{
-    GraidDetail, GraidMemberDetail, GRAID_ARRAY_BROKEN, GRAID_ARRAY_DEGRADED, GRAID_ARRAY_FAILED,
-    GRAID_ARRAY_OPTIMAL, GRAID_DETAIL_DIRTY, GRAID_DETAIL_PPL, GRAID_LEVEL_RAID0,
-    GRAID_MEMBER_ACTIVE, GRAID_MEMBER_FAULTY, GRAID_MEMBER_MISSING, GRAID_MEMBER_REBUILDING,
-    GRAID_ROLE_NONE, GRAID_SCRUB_CHECK, GRAID_SCRUB_IDLE, GRAID_SCRUB_REPAIR, GRAID_SCRUB_RESYNC,
+    GraidDetail, GraidMemberDetail, GraidReshape, GRAID_ARRAY_BROKEN, GRAID_ARRAY_DEGRADED,
+    GRAID_ARRAY_FAILED, GRAID_ARRAY_OPTIMAL, GRAID_DETAIL_DIRTY, GRAID_DETAIL_PPL,
+    GRAID_LEVEL_RAID0, GRAID_MEMBER_ACTIVE, GRAID_MEMBER_FAULTY, GRAID_MEMBER_MISSING,
+    GRAID_MEMBER_REBUILDING, GRAID_RESHAPE_NONE, GRAID_ROLE_NONE, GRAID_SCRUB_CHECK,
+    GRAID_SCRUB_IDLE, GRAID_SCRUB_REPAIR, GRAID_SCRUB_RESYNC,
 };
 use core::ffi::CStr;
 use core::fmt::{self, Write};
@@ -37,7 +38,7 @@ const fn rw(name: &'static CStr) -> File {
 }
 
 /// The array's files, in `graid/` under the disk's directory.
-pub const ARRAY_FILES: [File; 22] = [
+pub const ARRAY_FILES: [File; 23] = [
     ro(c"level"),
     ro(c"raid_disks"),
     ro(c"chunk_size"),
@@ -47,6 +48,7 @@ pub const ARRAY_FILES: [File; 22] = [
     ro(c"degraded"),
     rw(c"sync_action"),
     ro(c"sync_completed"),
+    ro(c"reshape_position"),
     ro(c"sync_speed"),
     rw(c"sync_speed_min"),
     rw(c"sync_speed_max"),
@@ -72,9 +74,24 @@ pub const MEMBER_FILES: [File; 6] = [
     ro(c"recovery_start"),
 ];
 
-/// Writes the text of the array's file `name` (a line) to `out`; `None`: no such file.
-pub fn array_file(name: &str, d: &GraidDetail, out: &mut impl Write) -> Option<fmt::Result> {
+/// Writes the text of the array's file `name` (a line) to `out`; `None`: no such file. `r`:
+/// RESHAPE's answer (the restripe under way, if any).
+pub fn array_file(
+    name: &str,
+    d: &GraidDetail,
+    r: &GraidReshape,
+    out: &mut impl Write,
+) -> Option<fmt::Result> {
+    let reshaping = r.state != GRAID_RESHAPE_NONE;
     Some(match name {
+        // md's names while a reshape runs: its action, progress and position (array sectors
+        // moved from where it started; every reshape graid runs goes forwards from 0).
+        "sync_action" if reshaping => writeln!(out, "reshape"),
+        "sync_completed" if reshaping => {
+            writeln!(out, "{} / {}", r.moved_sectors, r.total_sectors)
+        }
+        "reshape_position" if reshaping => writeln!(out, "{}", r.moved_sectors),
+        "reshape_position" => writeln!(out, "none"),
         "level" => writeln!(out, "raid{}", d.level),
         "raid_disks" => writeln!(out, "{}", d.nr_members),
         // md's units: bytes for the chunk, KiB for what each member holds.

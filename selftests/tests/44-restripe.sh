@@ -1,7 +1,8 @@
 # A RAID 5 and a RAID 0 restriped online (graidctl grow --raid-devices/--chunk,
 # GRAID_IOC_RESHAPE; issue 46 item 2, md's --grow), on 32 MiB dm-linear slices:
 # - RAID 5 of three grown to four with --add while fio writes: detail shows the restripe, wait
-#   waits for it, every write before and during reads back, the array takes the fourth
+#   waits for it, sysfs says reshape (md's sync_action, reshape_position), every write before
+#   and during reads back, the array takes the fourth
 #   member's room, check 0; the new room takes writes;
 # - a stop in the middle of a second restripe (a chunk change) and an assemble: it goes on from
 #   the position the superblocks recorded and ends, everything reads back, check 0;
@@ -52,6 +53,10 @@ expect_match 'Reshape : [0-9.]*% of .* \(3 -> 4 members' "$OUT" "detail during t
 expect_rc 0 graidctl --json detail g5
 expect_match '"raid_devices": *4' "$OUT" "detail's member count during the restripe"
 expect_match '"reshape": *\{' "$OUT" "detail --json's reshape"
+sys=/sys/block/${dev#/dev/}/graid
+[ "$(cat $sys/sync_action)" = reshape ] || fail "sysfs sync_action during the restripe: $(cat $sys/sync_action)"
+expect_match '^[0-9]+$' "$(cat $sys/reshape_position)" "sysfs reshape_position during the restripe"
+expect_match '^[0-9]+ / [0-9]+$' "$(cat $sys/sync_completed)" "sysfs sync_completed during the restripe"
 [ "$(json_field size_sectors "$OUT")" = "$size_before" ] || fail "the size changed before the restripe ended"
 expect_rc 1 graidctl check g5
 finishes $fio_pid 300 "fio during the restripe" || { cat /tmp/fio-during.out; fail "fio during the restripe failed"; }
@@ -64,6 +69,7 @@ wait_reshaped() {
 }
 wait_reshaped g5
 expect_match '"raid_devices": *4' "$OUT" "the member count after the restripe"
+[ "$(cat $sys/reshape_position)" = none ] || fail "sysfs reshape_position after the restripe"
 fio_readback $dev 0 16M write 1m-1m "data written before the restripe does not read back"
 fio_readback $dev 20M 12M randwrite 4k-64k "data written during the restripe does not read back"
 expect_rc 0 graidctl --json detail g5

@@ -32,7 +32,7 @@ fn detail() -> GraidDetail {
 
 fn read(name: &str, d: &GraidDetail) -> String {
     let mut s = String::new();
-    array_file(name, d, &mut s)
+    array_file(name, d, &GraidReshape::default(), &mut s)
         .expect("a file")
         .expect("written");
     s
@@ -66,7 +66,7 @@ fn every_listed_file_reads_as_one_line() {
         );
     }
     let mut s = String::new();
-    assert!(array_file("nonsense", &d, &mut s).is_none());
+    assert!(array_file("nonsense", &d, &GraidReshape::default(), &mut s).is_none());
     assert!(
         member_file("state", &d, 3, &mut s).is_none(),
         "role 3 of 3 members"
@@ -186,4 +186,26 @@ fn writes_take_mds_words_and_plain_numbers_only() {
     for bad in [&b"-1"[..], b"", b"\n", b"12k", b"99999999999", b"+5"] {
         assert_eq!(parse_kibs(bad), None, "{bad:?}");
     }
+}
+
+#[test]
+fn a_restripe_reads_as_mds_reshape() {
+    let d = detail();
+    assert_eq!(read("reshape_position", &d), "none\n");
+    let r = GraidReshape {
+        state: GRAID_RESHAPE_RUNNING,
+        total_sectors: 409600,
+        moved_sectors: 12288,
+        ..GraidReshape::default()
+    };
+    let file = |name: &str| {
+        let mut s = String::new();
+        array_file(name, &d, &r, &mut s)
+            .expect("a file")
+            .expect("written");
+        s
+    };
+    assert_eq!(file("sync_action"), "reshape\n");
+    assert_eq!(file("sync_completed"), "12288 / 409600\n");
+    assert_eq!(file("reshape_position"), "12288\n");
 }
