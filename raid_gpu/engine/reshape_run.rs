@@ -498,10 +498,8 @@ impl<M: Store> ArrayEngine<M> {
             self.finish_reshape(p, &plan);
             return;
         }
-        // A member lost: the reshape stands still (the module comment); requests go on.
-        if self.state() != ArrayState::Optimal {
-            return;
-        }
+        // Records first, standing still or not: requests wait on the sectors moved since the
+        // last record until one says they are moved.
         let due = p
             .now_ns()
             .saturating_sub(self.reshape.recorded_at.load(Ordering::SeqCst))
@@ -510,6 +508,10 @@ impl<M: Store> ArrayEngine<M> {
             && position != route.recorded()
             && !self.record_reshape(p, position)
         {
+            return;
+        }
+        // A member lost: the reshape stands still (the module comment); requests go on.
+        if self.state() != ArrayState::Optimal {
             return;
         }
         let most = match self.reshape.window.load(Ordering::Relaxed) {

@@ -831,16 +831,16 @@ fn check_read_back(
     seed: u64,
     mut read: impl FnMut(u64, u64) -> Status,
 ) {
-    let geometry = host.engine.geometry();
-    // RAID 1 has no boundary: any size will do.
-    // The queue limit: a reshape's units while one runs.
+    // The disk's size (what a reshape moves while it runs), and the queue limit (its units
+    // then); RAID 1 has no boundary: any size will do.
+    let end = host.engine.capacity_sectors();
     let step = match host.engine.io_boundary() {
         0 => 256,
         b => u64::from(b),
     };
     let mut start = 0;
-    while start < geometry.array_sectors() {
-        let sectors = step.min(geometry.array_sectors() - start);
+    while start < end {
+        let sectors = step.min(end - start);
         let status = read(start, sectors);
         if status == Status::Ok {
             let data = host.slot(0).data.lock().unwrap();

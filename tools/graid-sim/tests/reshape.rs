@@ -295,3 +295,65 @@ fn an_unreadable_window_makes_the_reshape_stand_still_not_lose_data() {
         assert!(violations.is_empty(), "seed {seed}: {violations:#?}");
     }
 }
+
+/// A member failed in the middle of a reshape: the reshape stands still (md's would go on
+/// degraded: not yet), and the array serves degraded in both geometries: every sector reads
+/// back through the parity, and new writes on either side of the position read back too.
+#[test]
+fn a_member_lost_mid_reshape_stands_it_still_and_serves_degraded() {
+    use graid_engine::array::ArrayState;
+    use graid_sim::stress::{fail_member, read_back_inline, start_reshape};
+    for seed in seeds(2) {
+        let mut s = Scenario::new(RAID5, 4, 16);
+        s.data_sectors = 1024;
+        let report = run(&s, seed);
+        assert!(report.errors.is_empty(), "seed {seed}: {:?}", report.errors);
+        let host = &*report.host;
+        let engine = &host.engine;
+        let to = ReshapeTo {
+            level: RAID5,
+            members: 5,
+            chunk_sectors: 16,
+            data_offset: DATA_OFFSET - 256,
+            window: 1,
+        };
+        start_reshape(host, to, seed);
+        // A few windows, then a member fails.
+        while engine.reshape_counts().windows < 4 {
+            engine.work(host);
+        }
+        fail_member(host, 2, seed);
+        assert_eq!(engine.state(), ArrayState::Degraded, "seed {seed}");
+        let at = engine.reshape_progress().expect("still reshaping");
+        assert!(at.stalled, "seed {seed}");
+        for _ in 0..20 {
+            engine.work(host);
+        }
+        assert_eq!(
+            engine.reshape_progress().map(|r| r.front),
+            Some(at.front),
+            "seed {seed}: it moved on degraded"
+        );
+        let mut model = report.model.clone();
+        read_back_inline(host, &model, seed);
+        // Writes below the position (new geometry) and past it (old), degraded.
+        let content = at.plan.content();
+        let recorded = engine.reshape_progress().expect("reshaping").recorded;
+        for (i, start) in [recorded.saturating_sub(40), content - 40]
+            .into_iter()
+            .enumerate()
+        {
+            let data: Vec<u64> = (0..24)
+                .map(|k| 0xdeca_0000 + seed * 97 + i as u64 * 64 + k)
+                .collect();
+            let status = submit_inline_data(host, Op::Write, start, data.clone());
+            assert_eq!(status, Some(Status::Ok), "seed {seed}: write at {start}");
+            for (k, d) in data.into_iter().enumerate() {
+                model[start as usize + k] = Some(d);
+            }
+        }
+        read_back_inline(host, &model, seed);
+        let violations = host.violations.0.lock().unwrap().clone();
+        assert!(violations.is_empty(), "seed {seed}: {violations:#?}");
+    }
+}
