@@ -62,7 +62,9 @@ impl Array {
             if roles.clone().any(|role| io.files.get(role).is_some()) {
                 return Err(EBUSY);
             }
-            // Every request from now on is split at the move's units (none is in flight).
+            // Every request from now on is split at the move's units (none is in flight). A
+            // refusal below leaves this limit: it divides the old one, so requests are only
+            // smaller than they could be until the next start.
             limits.commit()?;
             let mut joined = 0;
             for (role, &slot) in roles.zip(joining.slots.iter()) {

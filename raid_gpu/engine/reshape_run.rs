@@ -316,7 +316,8 @@ impl<M: Store> ArrayEngine<M> {
         let roles = old.max(new) - old;
         let spares_ok = joining.len() == roles as usize
             && joining.iter().all(|&slot| self.spares.holds(slot))
-            && (1..joining.len()).all(|i| !joining[..i].contains(&joining[i]));
+            && (joining.iter().enumerate())
+                .all(|(i, slot)| !joining.iter().take(i).any(|other| other == slot));
         if !spares_ok {
             return Err(ReshapeError::Members);
         }

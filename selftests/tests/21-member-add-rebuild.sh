@@ -9,8 +9,9 @@
 #   and during the rebuild, reads back through the rebuilt member;
 # - a rebuild interrupted by a stop resumes at assembly from where it stopped (the recovery
 #   offset in its superblock) and completes;
-# - refusals change nothing: adding a member, a device too small, a device of another array,
-#   and a RAID 0 (nothing to rebuild from). (Adding to an optimal array makes a spare: 23.)
+# - refusals change nothing: adding a member, a device too small, a device of another array;
+#   a RAID 0 (nothing to rebuild from) takes the device as a spare for a restripe (44).
+#   (Adding to an optimal array makes a spare: 23.)
 # RAID 5/6 run on 64 MiB dm-linear slices of the drives, so their rebuilds stay short.
 . /graid/lib.sh
 need_members 4
@@ -169,8 +170,10 @@ expect_match 'another array.*EXDEV' "$OUT" "adding a member of another array"
 expect_rc 0 graidctl stop ar
 wipe_superblocks $d0 $d1 $d2 $d3
 expect_rc 0 graidctl create r0 --level 0 --chunk 64K $d0 $d1
-expect_rc 1 graidctl add r0 $d2
-expect_match 'RAID 0 keeps no copy.*EOPNOTSUPP' "$OUT" "adding to a RAID 0"
+expect_rc 0 graidctl add r0 $d2
+expect_match 'as a spare \(it joins a restripe onto more members' "$OUT" "adding to a RAID 0"
+expect_rc 0 graidctl --json detail r0
+expect_match '"state": *"optimal"' "$OUT" "a RAID 0 with a spare"
 expect_rc 0 graidctl stop r0
 wipe_superblocks $d0 $d1 $d2 $d3
 unload_module

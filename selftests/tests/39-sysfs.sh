@@ -48,11 +48,11 @@ sys=/sys/block/${dev#/dev/}/graid
 echo "--- every file reads as detail says"
 for f in level raid_disks chunk_size component_size array_state state degraded sync_action \
 	sync_completed sync_speed sync_speed_min sync_speed_max mismatch_cnt consistency_policy \
-	bitmap_regions bitmap_dirty ppl_entries ppl_wraps spares name uuid events; do
+	bitmap_regions bitmap_dirty ppl_entries ppl_wraps spares name uuid events reshape_position; do
 	[ -f "$sys/$f" ] || fail "no $f"
 	attr $f >/dev/null
 done
-[ "$(ls "$sys" | wc -l)" = 26 ] || fail "$sys holds $(ls "$sys" | tr '\n' ' ')"
+[ "$(ls "$sys" | wc -l)" = 27 ] || fail "$sys holds $(ls "$sys" | tr '\n' ' ')"
 same level raid5
 same raid_disks 4
 same chunk_size 65536
@@ -64,6 +64,7 @@ same state optimal
 same degraded 0
 same sync_action idle
 same sync_completed none
+same reshape_position none
 same sync_speed none
 same name sy
 same uuid "$(json uuid)"

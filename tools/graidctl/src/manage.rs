@@ -279,6 +279,12 @@ pub fn run(
                      (without a write-intent bitmap nothing tells what changed while it was \
                      away; graidctl detail shows progress)\n"
                 ),
+                // A RAID 0 has nothing to rebuild a member from: its spares wait for a
+                // restripe onto more members.
+                (None, Action::Add) if detail.level == 0 => format!(
+                    "graidctl: added {member} to {label} as a spare (it joins a restripe onto \
+                     more members: graidctl grow --raid-devices)\n"
+                ),
                 (None, Action::Add) => format!(
                     "graidctl: added {member} to {label} as a spare (it takes the place of a \
                      member that fails)\n"
