@@ -275,6 +275,36 @@ impl MiscOps for Control {
 /// RAID 5/6 only if it was stopped cleanly or has a partial parity log (`EUCLEAN`: after a
 /// crash its parity may not match its data, and a missing chunk rebuilt from it would be
 /// wrong; md refuses the same without its PPL).
+/// A degraded start in the middle of a reshape: not yet (it would stand still degraded, and a
+/// rebuild walks one geometry). Says so; out of line for `assemble_members`'s frame.
+#[inline(never)]
+fn degraded_mid_reshape(best: &Superblock, missing: MemberSet) -> Error {
+    pr_err!(
+        "graid: {}: a reshape is in progress and roles {:#x} are missing: a degraded start mid-reshape is not supported yet; nothing changed\n",
+        best.array_name.as_str(),
+        missing.bits()
+    );
+    ENODEV
+}
+
+/// Whether the reshape `best` records, if any, is one this raid_gpu can continue (said in the
+/// log if not). Out of line: the plan would add to `assemble_members`'s frame, near the
+/// kernel's limit with the distro's rustc.
+#[inline(never)]
+fn reshape_plannable(best: &Superblock) -> bool {
+    match ReshapePlan::recorded(best) {
+        Some(Err(e)) => {
+            pr_err!(
+                "graid: {}: a reshape is in progress on these members that this raid_gpu cannot continue ({:?}); nothing changed\n",
+                best.array_name.as_str(),
+                e
+            );
+            false
+        }
+        _ => true,
+    }
+}
+
 fn check_degraded_start(best: &Superblock, missing: MemberSet, run: bool) -> Result {
     let name = best.array_name.as_str();
     let geometry = best.geometry().map_err(|_| crate::errno::euclean())?;
@@ -476,12 +506,7 @@ impl Control {
         let best = *sbs.get(freshest).ok_or(EINVAL)?;
         // A reshape in progress goes on (`engine/reshape_run.rs`); one this raid_gpu cannot
         // plan is refused, never misread (its sectors lie in two geometries).
-        if let Some(Err(e)) = ReshapePlan::recorded(&best) {
-            pr_err!(
-                "graid: {}: a reshape is in progress on these members that this raid_gpu cannot continue ({:?}); nothing changed\n",
-                best.array_name.as_str(),
-                e
-            );
+        if !reshape_plannable(&best) {
             req.bad_member = u32::MAX;
             return Err(crate::errno::eopnotsupp());
         }
@@ -550,13 +575,7 @@ impl Control {
             .fold(MemberSet::EMPTY, |set, (role, _)| set.with(role));
         req.missing = missing.bits();
         if !missing.is_empty() && best.reshape.is_some() {
-            // It would stand still degraded, and a rebuild walks one geometry: not yet.
-            pr_err!(
-                "graid: {}: a reshape is in progress and roles {:#x} are missing: a degraded start mid-reshape is not supported yet; nothing changed\n",
-                best.array_name.as_str(),
-                missing.bits()
-            );
-            return Err(ENODEV);
+            return Err(degraded_mid_reshape(&best, missing));
         }
         if !missing.is_empty() {
             check_degraded_start(&best, missing, req.flags & uapi::GRAID_ASSEMBLE_RUN != 0)?;
