@@ -78,6 +78,8 @@ pub struct GeometryCell {
     /// The geometry the array started with, the shape of which [`Self::get`] uses while the
     /// shape word is the one it had then.
     started: Geometry,
+    /// Its shape word, so `get` need not pack it again at every request.
+    started_shape: u64,
 }
 
 impl GeometryCell {
@@ -86,6 +88,7 @@ impl GeometryCell {
             shape: AtomicU64::new(pack_shape(&geometry)),
             word: AtomicU64::new(pack(&geometry)),
             started: geometry,
+            started_shape: pack_shape(&geometry),
         }
     }
 
@@ -93,7 +96,7 @@ impl GeometryCell {
     pub fn get(&self) -> Geometry {
         let shape = self.shape.load(Ordering::Acquire);
         let word = self.word.load(Ordering::Acquire);
-        if shape != pack_shape(&self.started) {
+        if shape != self.started_shape {
             // After a reshape (rare: validated again). Stored valid, so never the fallback.
             return unpack(shape, word).unwrap_or(self.started);
         }

@@ -174,6 +174,11 @@ impl RequestState {
         self.side.store(side.code(), Ordering::SeqCst);
     }
 
+    /// [`Self::set_side`] where no worker looks for it meanwhile (no reshape runs).
+    pub(crate) fn set_side_relaxed(&self, side: Side) {
+        self.side.store(side.code(), Ordering::Relaxed);
+    }
+
     pub fn phase(&self) -> Phase {
         Phase::from_code(self.phase.load(Ordering::Relaxed))
     }

@@ -430,14 +430,17 @@ impl<M: Store> ArrayEngine<M> {
     /// queue limits never make).
     pub(super) fn route_request<P: Platform>(&self, p: &P, rq: P::Request) -> bool {
         let state = p.state(rq);
-        // Marked first (SeqCst), then the stage and positions read: a worker that moved the
-        // front and then looks sees this request as maybe old.
-        state.set_side(Side::Routing);
-        // A flush maps no sector.
+        // No reshape, or a flush (it maps no sector): the array's geometry. A reshape starts
+        // only with no request in the engine (the platform's freeze), so one that saw none
+        // ends before one can start: no ordering needed, and no SeqCst store on every
+        // request's path.
         if !self.reshaping() || state.op() == Op::Flush {
-            state.set_side(Side::Current);
+            state.set_side_relaxed(Side::Current);
             return true;
         }
+        // Marked first (SeqCst), then the positions read: a worker that moved the front and
+        // then looks sees this request as maybe old.
+        state.set_side(Side::Routing);
         match self.reshape.route.route(state.start(), state.sectors()) {
             Route::Old(_) => state.set_side(Side::Old),
             Route::New(_) => state.set_side(Side::New),

@@ -6,7 +6,6 @@
 
 use graid_engine::geometry::{Geometry, Level, ParityLayout};
 use graid_engine::platform::{Op, Status};
-use graid_engine::reshape::Direction;
 use graid_engine::scrub::ScrubMode;
 use graid_engine::superblock::{encode, SUPERBLOCK_SIZE};
 use graid_sim::host::{Host, DATA_OFFSET};
@@ -16,6 +15,18 @@ use graid_sim::stress::{
 
 const RAID5: Level = Level::Raid5(ParityLayout::LeftSymmetric);
 const RAID6: Level = Level::Raid6(ParityLayout::LeftSymmetric);
+
+/// A reshape to `level` over `members` with chunk `chunk`, its data offset `below` sectors
+/// lower, one unit a step (many windows and records).
+fn reshape_to(level: Level, members: u32, chunk_sectors: u32, below: u64) -> ReshapeTo {
+    ReshapeTo {
+        level,
+        members,
+        chunk_sectors,
+        data_offset: DATA_OFFSET - below,
+        window: 1,
+    }
+}
 
 fn scenario(level: Level, members: u32, chunk: u32, to: ReshapeTo) -> Scenario {
     let mut s = Scenario::new(level, members, chunk);
@@ -99,13 +110,7 @@ fn reshaped(s: &Scenario, seed: u64) {
 #[test]
 fn raid5_grown_by_a_member_under_load() {
     for seed in seeds(3) {
-        let to = ReshapeTo {
-            level: RAID5,
-            members: 5,
-            chunk_sectors: 16,
-            data_offset: DATA_OFFSET - 256,
-            window: 1,
-        };
+        let to = reshape_to(RAID5, 5, 16, 256);
         reshaped(&scenario(RAID5, 4, 16, to), seed);
     }
 }
@@ -113,13 +118,7 @@ fn raid5_grown_by_a_member_under_load() {
 #[test]
 fn raid6_grown_by_a_member_under_load() {
     for seed in seeds(2) {
-        let to = ReshapeTo {
-            level: RAID6,
-            members: 6,
-            chunk_sectors: 16,
-            data_offset: DATA_OFFSET - 256,
-            window: 1,
-        };
+        let to = reshape_to(RAID6, 6, 16, 256);
         reshaped(&scenario(RAID6, 5, 16, to), seed);
     }
 }
@@ -127,13 +126,7 @@ fn raid6_grown_by_a_member_under_load() {
 #[test]
 fn raid0_grown_by_a_member_under_load() {
     for seed in seeds(2) {
-        let to = ReshapeTo {
-            level: Level::Raid0,
-            members: 4,
-            chunk_sectors: 16,
-            data_offset: DATA_OFFSET - 256,
-            window: 1,
-        };
+        let to = reshape_to(Level::Raid0, 4, 16, 256);
         reshaped(&scenario(Level::Raid0, 3, 16, to), seed);
     }
 }
@@ -141,16 +134,9 @@ fn raid0_grown_by_a_member_under_load() {
 #[test]
 fn raid5_chunk_changed_under_load() {
     for seed in seeds(2) {
-        let to = ReshapeTo {
-            level: RAID5,
-            members: 4,
-            chunk_sectors: 64,
-            data_offset: DATA_OFFSET - 512,
-            window: 1,
-        };
+        let to = reshape_to(RAID5, 4, 64, 512);
         let s = scenario(RAID5, 4, 16, to);
         reshaped(&s, seed);
-        let _ = Direction::Forwards;
     }
 }
 
@@ -213,13 +199,7 @@ fn a_power_cut_during_a_raid5_grow_loses_nothing() {
     let mut from = Scenario::new(RAID5, 4, 16);
     // Small enough that some reshapes end before the cut.
     from.data_sectors = 512;
-    let to = ReshapeTo {
-        level: RAID5,
-        members: 5,
-        chunk_sectors: 16,
-        data_offset: DATA_OFFSET - 256,
-        window: 1,
-    };
+    let to = reshape_to(RAID5, 5, 16, 256);
     let (middle, ended) = cut_during_reshapes(from, to, 48);
     assert!(middle > 0, "no cut came in the middle of the reshape");
     assert!(ended > 0, "no cut came after the reshape's end");
@@ -229,13 +209,7 @@ fn a_power_cut_during_a_raid5_grow_loses_nothing() {
 fn a_power_cut_during_a_raid6_chunk_change_loses_nothing() {
     let mut from = Scenario::new(RAID6, 5, 16);
     from.data_sectors = 2048;
-    let to = ReshapeTo {
-        level: RAID6,
-        members: 5,
-        chunk_sectors: 32,
-        data_offset: DATA_OFFSET - 512,
-        window: 1,
-    };
+    let to = reshape_to(RAID6, 5, 32, 512);
     let (middle, _) = cut_during_reshapes(from, to, 32);
     assert!(middle > 0, "no cut came in the middle of the reshape");
 }
@@ -257,13 +231,7 @@ fn an_unreadable_window_makes_the_reshape_stand_still_not_lose_data() {
         // A bad sector in the middle of member 1's data area.
         let bad = DATA_OFFSET + 600;
         host.disks[1].bad.lock().unwrap().insert(bad);
-        let to = ReshapeTo {
-            level: RAID5,
-            members: 5,
-            chunk_sectors: 16,
-            data_offset: DATA_OFFSET - 256,
-            window: 1,
-        };
+        let to = reshape_to(RAID5, 5, 16, 256);
         start_reshape(host, to, seed);
         let began = Instant::now();
         while !engine.reshape_progress().is_some_and(|r| r.stalled) {
@@ -310,13 +278,7 @@ fn a_member_lost_mid_reshape_stands_it_still_and_serves_degraded() {
         assert!(report.errors.is_empty(), "seed {seed}: {:?}", report.errors);
         let host = &*report.host;
         let engine = &host.engine;
-        let to = ReshapeTo {
-            level: RAID5,
-            members: 5,
-            chunk_sectors: 16,
-            data_offset: DATA_OFFSET - 256,
-            window: 1,
-        };
+        let to = reshape_to(RAID5, 5, 16, 256);
         start_reshape(host, to, seed);
         // A few windows, then a member fails.
         while engine.reshape_counts().windows < 4 {
