@@ -1370,10 +1370,15 @@ pub fn check_superblocks(report: &Report, seed: u64) {
     }
 }
 
-pub fn seeds(count: u64) -> impl Iterator<Item = u64> {
-    let fixed = std::env::var("GRAID_ENGINE_SEED")
+/// The seed `GRAID_ENGINE_SEED` fixes, to replay one failed run.
+pub fn fixed_seed() -> Option<u64> {
+    std::env::var("GRAID_ENGINE_SEED")
         .ok()
-        .and_then(|s| s.parse().ok());
+        .and_then(|s| s.parse().ok())
+}
+
+pub fn seeds(count: u64) -> impl Iterator<Item = u64> {
+    let fixed = fixed_seed();
     let base = fixed.unwrap_or_else(|| {
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)

@@ -107,7 +107,9 @@ fn a_mirror_grown_by_a_copy_rebuilds_it_and_writes_every_copy() {
             let check = scrub_now(host, ScrubMode::Check, seed);
             assert_eq!(check.mismatches, 0, "seed {seed}");
             // A write now reaches all three copies.
-            let data: Vec<u64> = (0..40).map(|i| 0x3c0b_1e50_0000 + seed + i).collect();
+            let data: Vec<u64> = (0..40)
+                .map(|i| (0x3c0b_1e50_0000u64 + i).wrapping_add(seed))
+                .collect();
             assert_eq!(
                 submit_inline_data(host, Op::Write, 100, data.clone()),
                 Some(Status::Ok)
@@ -203,7 +205,9 @@ fn a_member_past_the_new_count_moves_into_a_removed_ones_place() {
         let check = scrub_now(host, ScrubMode::Check, seed);
         assert_eq!(check.mismatches, 0, "seed {seed}");
         // Writes reach the moved member in its new role.
-        let data: Vec<u64> = (0..16).map(|i| 0x6d76_0000 + seed + i).collect();
+        let data: Vec<u64> = (0..16)
+            .map(|i| (0x6d76_0000u64 + i).wrapping_add(seed))
+            .collect();
         assert_eq!(
             submit_inline_data(host, Op::Write, 300, data),
             Some(Status::Ok)

@@ -10,7 +10,7 @@ use graid_engine::scrub::ScrubMode;
 use graid_engine::superblock::{encode, SUPERBLOCK_SIZE};
 use graid_sim::host::{Host, DATA_OFFSET};
 use graid_sim::stress::{
-    read_back_inline, run, scrub_now, seeds, submit_inline_data, ReshapeTo, Scenario,
+    fixed_seed, read_back_inline, run, scrub_now, seeds, submit_inline_data, ReshapeTo, Scenario,
 };
 
 const RAID5: Level = Level::Raid5(ParityLayout::LeftSymmetric);
@@ -92,7 +92,9 @@ fn reshaped(s: &Scenario, seed: u64) {
     let mut model = report.model.clone();
     model.resize(new.array_sectors() as usize, None);
     let end = new.array_sectors();
-    let data: Vec<u64> = (0..16).map(|i| 0x7e5a_0000_0000 + seed * 64 + i).collect();
+    let data: Vec<u64> = (0..16)
+        .map(|i| (0x7e5a_0000_0000 ^ seed.wrapping_mul(64)).wrapping_add(i))
+        .collect();
     let at = end - 16;
     assert_eq!(
         submit_inline_data(host, Op::Write, at, data.clone()),
@@ -201,8 +203,11 @@ fn a_power_cut_during_a_raid5_grow_loses_nothing() {
     from.data_sectors = 512;
     let to = reshape_to(RAID5, 5, 16, 256);
     let (middle, ended) = cut_during_reshapes(from, to, 48);
-    assert!(middle > 0, "no cut came in the middle of the reshape");
-    assert!(ended > 0, "no cut came after the reshape's end");
+    // One replayed seed cuts once; the spread of cuts is a property of the many.
+    if fixed_seed().is_none() {
+        assert!(middle > 0, "no cut came in the middle of the reshape");
+        assert!(ended > 0, "no cut came after the reshape's end");
+    }
 }
 
 #[test]
@@ -211,7 +216,10 @@ fn a_power_cut_during_a_raid6_chunk_change_loses_nothing() {
     from.data_sectors = 2048;
     let to = reshape_to(RAID6, 5, 32, 512);
     let (middle, _) = cut_during_reshapes(from, to, 32);
-    assert!(middle > 0, "no cut came in the middle of the reshape");
+    assert!(
+        middle > 0 || fixed_seed().is_some(),
+        "no cut came in the middle of the reshape"
+    );
 }
 
 /// A window that cannot be read (a bad sector on a member) makes the reshape stand still and
@@ -306,7 +314,7 @@ fn a_member_lost_mid_reshape_stands_it_still_and_serves_degraded() {
             .enumerate()
         {
             let data: Vec<u64> = (0..24)
-                .map(|k| 0xdeca_0000 + seed * 97 + i as u64 * 64 + k)
+                .map(|k| (0xdeca_0000 ^ seed.wrapping_mul(97)).wrapping_add(i as u64 * 64 + k))
                 .collect();
             let status = submit_inline_data(host, Op::Write, start, data.clone());
             assert_eq!(status, Some(Status::Ok), "seed {seed}: write at {start}");

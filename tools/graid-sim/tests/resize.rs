@@ -118,7 +118,9 @@ fn a_grown_array_keeps_its_data_and_resyncs_and_serves_the_new_room() {
             // The new room takes writes, and they read back.
             let tail = new.array_sectors() - old.array_sectors();
             let at = old.array_sectors() + tail / 2;
-            let data: Vec<u64> = (0..24).map(|i| 0x6e65_7700_0000 + seed + i).collect();
+            let data: Vec<u64> = (0..24)
+                .map(|i| (0x6e65_7700_0000u64 + i).wrapping_add(seed))
+                .collect();
             assert_eq!(
                 submit_inline_data(host, Op::Write, at, data.clone()),
                 Some(Status::Ok),
