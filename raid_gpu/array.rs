@@ -395,8 +395,9 @@ impl Array {
             }
         }
         // A partial parity log is replayed after a crash, before anything reads the array,
-        // with the key its entries carry; this life's entries get a new one.
-        let replay = (freshest.ppl && !freshest.clean).then_some(freshest.log_key);
+        // with the key its entries carry; this life's entries get a new one. Not in the middle
+        // of a reshape: it logged nothing, and the resync after it covers the crash.
+        let replay = freshest.log_replay_due().then_some(freshest.log_key);
         let mut freshest = freshest;
         if freshest.ppl {
             freshest.log_key = new_log_key();
@@ -1488,13 +1489,12 @@ fn raid_devices_errno(e: RaidDevicesError) -> Error {
     }
 }
 
-/// What a refused resize tells userspace.
 /// RESHAPE's answer to a restripe the engine refused (`EIO`: the array broke).
 fn reshape_errno_of(e: ReshapeError) -> Error {
     match e {
         ReshapeError::Plan(PlanError::Nothing) => EINVAL,
-        ReshapeError::Plan(PlanError::Gap { .. }) => ENOSPC,
-        ReshapeError::Plan(_) | ReshapeError::Features | ReshapeError::Fewer => {
+        ReshapeError::Plan(PlanError::Gap { .. }) | ReshapeError::AreaInUse => ENOSPC,
+        ReshapeError::Plan(_) | ReshapeError::Fewer => {
             crate::errno::eopnotsupp()
         }
         ReshapeError::Members => ENOSPC,

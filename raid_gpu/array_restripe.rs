@@ -8,7 +8,8 @@ use super::{reshape_errno_of, Array, REMOVE_DRAIN_MS};
 use crate::engine::geometry::{Geometry, Level};
 use crate::engine::reshape::{ReshapePlan, Side};
 use crate::engine::reshape_run::ReshapeError;
-use crate::engine::superblock::{DATA_OFFSET_ALIGN_SECTORS, METADATA_END_SECTOR};
+use crate::engine::ppl::MIN_LOG_SECTORS;
+use crate::engine::superblock::{Area, DATA_OFFSET_ALIGN_SECTORS, METADATA_END_SECTOR};
 use crate::io::ArrayIo;
 use crate::member_devices::SpareDevice;
 use crate::uapi;
@@ -128,37 +129,45 @@ impl Array {
             return Err(ENOSPC);
         }
         let sb = io.engine.superblock();
-        // The areas in use; an unused one's room is lent (`reshape_run.rs`, `lend_areas`).
-        let in_use = [
-            (sb.bitmap, sb.bitmap_region != 0),
-            (sb.journal, sb.ppl),
-        ];
-        let areas_end = in_use
+        // The areas in use, whole or with the log's ring as short as it may be; an unused
+        // one's room is lent (`reshape_run.rs`, `lend_areas`).
+        let areas_end = |log_sectors: u64| {
+            [
+                (sb.bitmap, sb.bitmap_region != 0),
+                (Area { sectors: log_sectors, ..sb.journal }, sb.ppl),
+            ]
             .iter()
             .filter(|(a, used)| *used && a.sectors != 0)
             .map(|(a, _)| a.offset.saturating_add(a.sectors))
-            .fold(METADATA_END_SECTOR, u64::max);
+            .fold(METADATA_END_SECTOR, u64::max)
+        };
         let align = |sectors: u64| sectors & !(DATA_OFFSET_ALIGN_SECTORS - 1);
-        let lowest = areas_end.next_multiple_of(DATA_OFFSET_ALIGN_SECTORS);
-        let below = offset.saturating_sub(lowest);
+        let below = |log_sectors: u64| {
+            let lowest = areas_end(log_sectors).next_multiple_of(DATA_OFFSET_ALIGN_SECTORS);
+            offset.saturating_sub(lowest)
+        };
+        let (whole, shortest) = (below(sb.journal.sectors), below(MIN_LOG_SECTORS));
         let above = smallest.saturating_sub(offset.saturating_add(data));
+        // The log keeps its whole ring where the room allows.
         let candidates = [
-            offset.saturating_sub(align(below / 2)),
-            offset.saturating_sub(align(below)),
+            offset.saturating_sub(align(whole / 2)),
+            offset.saturating_sub(align(whole)),
+            offset.saturating_sub(align(shortest / 2)),
+            offset.saturating_sub(align(shortest)),
             offset.saturating_add(align(above / 2)),
             offset.saturating_add(align(above)),
         ];
-        // With no room at all, the offset as it is: the engine says why (a feature it does not
-        // restripe with comes first).
+        // With no room at all, the offset as it is: the engine says why (what refuses any
+        // offset comes first).
         let mut why = match io.engine.reshape_allowed(*new, offset) {
             Ok(_) => ReshapeError::Plan(crate::engine::reshape::PlanError::Gap { need: 0, have: 0 }),
-            Err(e @ ReshapeError::Plan(_)) => e,
+            Err(e @ (ReshapeError::Plan(_) | ReshapeError::AreaInUse)) => e,
             Err(e) => return Err(reshape_errno_of(e)),
         };
         for &candidate in candidates.iter().filter(|&&c| c != offset) {
             match io.engine.reshape_allowed(*new, candidate) {
                 Ok(plan) => return Ok((plan, joining)),
-                Err(e @ ReshapeError::Plan(_)) => why = e,
+                Err(e @ (ReshapeError::Plan(_) | ReshapeError::AreaInUse)) => why = e,
                 Err(e) => return Err(reshape_errno_of(e)),
             }
         }

@@ -188,8 +188,9 @@ impl ArrayIo {
             adopted: lock_wait_lists(&geometry)?,
             buffer_wait: WaitList::default(),
             log_wait: WaitList::default(),
+            // Every role the array may come to have (a restripe adds members).
             log_batch <- LogBatcher::new(
-                geometry.members(),
+                MAX_MEMBERS,
                 geometry.level().has_parity() && superblock.ppl,
                 log_send_fn,
                 kernel::static_lock_class!(),

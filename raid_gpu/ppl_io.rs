@@ -56,9 +56,13 @@ impl MemberLogs<'_> {
 
 impl LogReader for MemberLogs<'_> {
     fn read(&mut self, member: u32, sector: u64, block: &mut [u8; BLOCK_BYTES]) -> bool {
-        match self.window(member, sector, BLOCK_BYTES) {
+        // A window of exactly one block (no length check that could panic).
+        match self
+            .window(member, sector, BLOCK_BYTES)
+            .and_then(|data| <&[u8; BLOCK_BYTES]>::try_from(data).ok())
+        {
             Some(data) => {
-                block.copy_from_slice(data);
+                *block = *data;
                 true
             }
             None => false,

@@ -37,6 +37,7 @@ use super::ppl::{
 };
 use super::request::Phase;
 use super::stripe::{Slots, Step};
+use super::superblock::Area;
 use super::wait_list::{park, wake_all};
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
@@ -45,6 +46,9 @@ use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 pub struct LogState {
     /// Where every member's log lies; `None`: the array has no log.
     area: Option<LogArea>,
+    /// Sectors of the ring in use: the area's, or fewer once a reshape moved the data into
+    /// the end of the area ([`ArrayEngine::shrink_log`]).
+    ring_sectors: AtomicU64,
     /// Next free offset of each member in each half of its ring (32 bits: the engine stays
     /// small enough to be built on a kernel stack).
     cursors: [[AtomicU32; MAX_MEMBERS as usize]; 2],
@@ -76,6 +80,7 @@ impl LogState {
     pub fn new(area: Option<LogArea>, epoch: u64) -> Self {
         Self {
             area,
+            ring_sectors: AtomicU64::new(area.map_or(0, |a| a.ring_sectors)),
             cursors: [const { [const { AtomicU32::new(0) }; MAX_MEMBERS as usize] }; 2],
             epoch: AtomicU64::new(epoch),
             live_from: AtomicU64::new(epoch),
@@ -97,7 +102,10 @@ impl LogState {
     }
 
     pub fn area(&self) -> Option<LogArea> {
-        self.area
+        self.area.map(|area| LogArea {
+            ring_sectors: self.ring_sectors.load(Ordering::Relaxed),
+            ..area
+        })
     }
 
     pub fn epoch(&self) -> u64 {
@@ -239,7 +247,7 @@ impl<M: Store> ArrayEngine<M> {
     /// behind a wrap; false if there is nothing to log (no in-sync parity member): the caller
     /// sends the writes. `need` is not [`LogNeed::None`].
     pub(super) fn send_log<P: Platform>(&self, p: &P, rq: P::Request, slice: &LoggedSlice) -> bool {
-        let Some(area) = self.log.area else {
+        let Some(area) = self.log.area() else {
             return false;
         };
         let state = p.state(rq);
@@ -404,7 +412,7 @@ impl<M: Store> ArrayEngine<M> {
     /// Whether the slice being planned must log: a partial write always, a full one where one
     /// of its stripes (`slots`) may hold a replayable entry.
     pub(super) fn log_need(&self, full: bool, slots: Slots) -> LogNeed {
-        if !self.has_log() {
+        if !self.has_log() || self.log_suspended() {
             LogNeed::None
         } else if !full {
             LogNeed::Partial
@@ -469,7 +477,7 @@ impl<M: Store> ArrayEngine<M> {
 
     /// Writes every working member's head: entries of epochs before `live_from` are void.
     fn write_heads<P: Platform>(&self, p: &P, live_from: u64) {
-        let Some(area) = self.log.area else {
+        let Some(area) = self.log.area() else {
             return;
         };
         let uuid = self.superblock.array_uuid;
@@ -508,6 +516,23 @@ impl<M: Store> ArrayEngine<M> {
         log.wrap_wanted.store(false, Ordering::SeqCst);
         log.wrapping.store(false, Ordering::SeqCst);
         wake_all(p, WorkList::LogWait);
+    }
+
+    /// The log's ring ends before member sector `end` (a reshape's new data offset; the
+    /// caller checked that a log of [`MIN_LOG_SECTORS`] is left). With the log void and
+    /// nothing logging (a reshape's start, the queue frozen).
+    ///
+    /// [`MIN_LOG_SECTORS`]: super::ppl::MIN_LOG_SECTORS
+    pub(super) fn shrink_log(&self, end: u64) {
+        let Some(area) = self.log.area() else {
+            return;
+        };
+        let ring = LogArea::new(Area {
+            offset: area.offset,
+            sectors: end.saturating_sub(area.offset),
+        })
+        .map_or(area.ring_sectors, |a| a.ring_sectors.min(area.ring_sectors));
+        self.log.ring_sectors.store(ring, Ordering::Relaxed);
     }
 
     /// The worker, marking the array clean (no write in flight): voids the log if anything

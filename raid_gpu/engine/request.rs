@@ -10,6 +10,7 @@
 use super::members::MemberSet;
 use super::platform::{Op, Status};
 use super::stripe::StripeState;
+use core::ops::Range;
 use core::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 
 code_enum! {
@@ -67,12 +68,28 @@ pub struct RequestState {
     sectors: AtomicU64,
     /// The repair was tried (it is tried once per request).
     repair_tried: AtomicU8,
-    /// The request is counted in its write-intent regions (`write_intent.rs`).
-    regions_held: AtomicU8,
+    /// The write-intent regions the request is counted in (`write_intent.rs`), packed by
+    /// [`pack_regions`]; 0: none. Kept, not recomputed, so the counts leave the regions they
+    /// joined even where a reshape maps the request again.
+    regions_held: AtomicU64,
     /// A [`Side`] code: which geometry maps it.
     side: AtomicU8,
     /// RAID 5/6 progress.
     stripe: StripeState,
+}
+
+/// A region range as [`RequestState`] keeps it: both ends in 32 bits (a bitmap of 2^32
+/// regions would not fit any member's reserved area); an empty range packs to 0.
+fn pack_regions(regions: Range<u64>) -> u64 {
+    if regions.is_empty() {
+        return 0;
+    }
+    let end = regions.end.min(u64::from(u32::MAX));
+    (regions.start.min(end) << 32) | end
+}
+
+fn unpack_regions(packed: u64) -> Range<u64> {
+    (packed >> 32)..(packed & u64::from(u32::MAX))
 }
 
 impl Default for RequestState {
@@ -103,7 +120,7 @@ impl RequestState {
             start: AtomicU64::new(0),
             sectors: AtomicU64::new(0),
             repair_tried: AtomicU8::new(0),
-            regions_held: AtomicU8::new(0),
+            regions_held: AtomicU64::new(0),
             side: AtomicU8::new(0),
             stripe: StripeState::new(),
         }
@@ -126,14 +143,21 @@ impl RequestState {
         self.begin_pass(Phase::Normal);
     }
 
-    /// Notes that the request is counted in its write-intent regions; false if it already was.
-    pub(crate) fn hold_regions(&self) -> bool {
-        self.regions_held.swap(1, Ordering::Relaxed) == 0
+    /// The write-intent regions the request is counted in (empty: none).
+    pub(crate) fn held_regions(&self) -> Range<u64> {
+        unpack_regions(self.regions_held.load(Ordering::Relaxed))
     }
 
-    /// Notes that the request no longer is; true if it was (its counts are to be dropped).
-    pub(crate) fn release_regions(&self) -> bool {
-        self.regions_held.swap(0, Ordering::Relaxed) != 0
+    /// Notes that the request is counted in `regions` (only its own pass touches this).
+    pub(crate) fn hold_regions(&self, regions: Range<u64>) {
+        self.regions_held
+            .store(pack_regions(regions), Ordering::Relaxed);
+    }
+
+    /// Notes that the request is counted in no region; the regions it was (their counts are
+    /// to be dropped).
+    pub(crate) fn release_regions(&self) -> Range<u64> {
+        unpack_regions(self.regions_held.swap(0, Ordering::Relaxed))
     }
 
     /// A new pass: only the sender's reference, no error. SeqCst: a worker draining writes

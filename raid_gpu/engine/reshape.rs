@@ -316,10 +316,10 @@ impl ReshapePlan {
                 // length allows.
                 let top = self.align_down(position.saturating_sub(1));
                 // Rounded up: at most `want` long (from an unaligned content end too).
-                let floor = position
-                    .saturating_sub(want)
-                    .div_ceil(self.unit)
-                    .saturating_mul(self.unit)
+                let lowest = position.saturating_sub(want);
+                let floor = lowest
+                    .checked_next_multiple_of(self.unit)
+                    .unwrap_or(lowest)
                     .min(top);
                 let unrecorded = self.backwards_start(recorded).max(floor);
                 if unrecorded <= top {

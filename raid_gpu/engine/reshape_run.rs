@@ -22,9 +22,13 @@
 //!   waits for it, each after a flush of every member.
 //! - **End**: the superblocks name the new geometry alone, then requests map by it directly,
 //!   and the platform takes the new size and limits ([`Events::reshape_ended`]).
+//! - **Bitmap and log**: a write-intent bitmap is kept in both geometries (a write's regions
+//!   are its own side's rows, `write_intent.rs`); a partial parity log is voided at the start
+//!   and takes no entry until the end ([`ArrayEngine::log_suspended`]), whose superblocks wait
+//!   for the writes it did not log; where the data moves into the log's area, its ring gives
+//!   up its end ([`ArrayEngine::shrink_log`]).
 //!
-//! Not yet: a write-intent bitmap or a partial parity log during a reshape (refused: their
-//! rows name one geometry), fewer members (the plan runs backwards, but the dropped members
+//! Not yet: fewer members (the plan runs backwards, but the dropped members
 //! must leave at the end), a member failing in the middle (the reshape stands still,
 //! requests go on degraded in both geometries; a spare waits for its end), and a window that
 //! cannot be read (a bad sector: the step is tried again every second and the reshape is
@@ -37,11 +41,12 @@ use super::geometry::Geometry;
 use super::members::{MemberSet, MemberState};
 use super::parity::{ParityJob, ParityOp};
 use super::platform::{MemberEvent, Op, Platform, RebuildIo, WorkList, MAX_REBUILD_BATCH};
+use super::ppl::LogArea;
 use super::rebuild::REBUILD_COLUMN_SECTORS;
 use super::request::{Phase, RequestState, Side};
 use super::reshape::{Direction, PlanError, ReshapePlan, Side as PlanSide};
 use super::reshape_route::{ReshapeRoute, Route};
-use super::superblock::{Reshape, Superblock};
+use super::superblock::{Area, Reshape, Superblock};
 use core::fmt;
 use core::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 
@@ -79,8 +84,9 @@ pub enum ReshapeError {
     Busy,
     /// A member is missing or failed (md refuses too).
     Degraded,
-    /// A write-intent bitmap or a partial parity log is on: not yet kept during a reshape.
-    Features,
+    /// The new data area would cover the write-intent bitmap or the partial parity log,
+    /// which stay where they are.
+    AreaInUse,
     /// The devices that join are not the array's spares, one per new role, or the new
     /// geometry has more members than the platform's store holds.
     Members,
@@ -99,9 +105,9 @@ impl fmt::Display for ReshapeError {
                 "a reshape, check, resync, rebuild or replace runs: wait for it to end"
             ),
             Self::Degraded => write!(f, "the array is degraded: rebuild it first"),
-            Self::Features => write!(
+            Self::AreaInUse => write!(
                 f,
-                "an array with a write-intent bitmap or partial parity log is not restriped yet"
+                "the data cannot move over the write-intent bitmap or the partial parity log"
             ),
             Self::Members => write!(f, "one spare per new member is needed"),
             Self::Fewer => write!(f, "a restripe onto fewer members is not supported yet"),
@@ -163,16 +169,36 @@ pub struct ReshapeProgress {
     pub stalled: bool,
 }
 
-/// The bitmap's and log's reserved areas of an array that uses neither, ending by member
-/// sector `data` at the latest: a reshape's data offset may move into their room (an array of
-/// members under 1 GiB has no other). An area in use is never lent (a reshape of an array with
-/// one is refused), and an area already ending before `data` stays as it is.
+/// The bitmap's and log's reserved areas, ending by member sector `data` at the latest: a
+/// reshape's data offset may move into their room (an array of members under 1 GiB has no
+/// other). A bitmap in use is never lent, a log in use only its end (the engine shrinks its
+/// ring: [`ArrayEngine::shrink_log`]); an area already ending before `data` stays as it is.
 fn lend_areas(sb: &mut Superblock, data: u64) {
     if sb.bitmap_region == 0 {
         sb.bitmap = sb.bitmap.ending_by(data);
     }
-    if !sb.ppl {
-        sb.journal = sb.journal.ending_by(data);
+    sb.journal = sb.journal.ending_by(data);
+}
+
+impl<M: Store> ArrayEngine<M> {
+    /// A data area of `sectors` at member sector `offset` leaves the reserved areas the array
+    /// uses where they are: it meets no bitmap in use, and a partial parity log it meets at its
+    /// end keeps a ring that holds the largest entries ([`ppl::MIN_LOG_SECTORS`]; the reshape
+    /// starts it anew, [`ArrayEngine::shrink_log`]).
+    ///
+    /// [`ppl::MIN_LOG_SECTORS`]: super::ppl::MIN_LOG_SECTORS
+    fn areas_leave_room(&self, offset: u64, sectors: u64) -> bool {
+        let sb = &self.superblock;
+        let meets = |area: Area| {
+            area.sectors != 0
+                && area.offset < offset.saturating_add(sectors)
+                && offset < area.offset.saturating_add(area.sectors)
+        };
+        let bitmap_free = sb.bitmap_region == 0 || !meets(sb.bitmap);
+        let log_kept = !sb.ppl
+            || !meets(sb.journal)
+            || (sb.journal.offset < offset && LogArea::new(sb.journal.ending_by(offset)).is_some());
+        bitmap_free && log_kept
     }
 }
 
@@ -190,6 +216,13 @@ impl<M: Store> ArrayEngine<M> {
     /// A reshape runs (any context).
     pub fn reshaping(&self) -> bool {
         self.reshape.stage() != Stage::Idle
+    }
+
+    /// The partial parity log takes no entry: the data moves, and an entry names rows of one
+    /// geometry. From the reshape's end on (its last superblocks being written) writes log
+    /// again; the end waits for the writes that did not ([`Self::finish_reshape`]).
+    pub(super) fn log_suspended(&self) -> bool {
+        self.reshape.stage() == Stage::Running
     }
 
     /// Where the running reshape stands, if one runs.
@@ -265,13 +298,13 @@ impl<M: Store> ArrayEngine<M> {
         new_offset: u64,
     ) -> Result<ReshapePlan, ReshapeError> {
         let old = self.geometry();
-        if self.superblock.bitmap_region != 0 || self.superblock.ppl {
-            return Err(ReshapeError::Features);
-        }
         // Both geometries' data areas are the same size (a reshape moves no member's end).
         let new = new
             .resized(old.member_data_sectors())
             .map_err(|_| ReshapeError::Members)?;
+        if !self.areas_leave_room(new_offset, new.member_data_sectors()) {
+            return Err(ReshapeError::AreaInUse);
+        }
         let plan = ReshapePlan::new(old, self.data_offset(), new, new_offset)
             .map_err(ReshapeError::Plan)?;
         if new.members() > self.member_capacity() {
@@ -334,6 +367,15 @@ impl<M: Store> ArrayEngine<M> {
             }
             self.spares.remove(slot);
         }
+        // The log is kept in one geometry: its entries (of writes all done: the queue is
+        // frozen) are voided, and while the data moves nothing is logged
+        // ([`Self::log_suspended`]); a crash then resyncs, as it does anyway.
+        self.void_log(p);
+        self.shrink_log(
+            plan.geometry(PlanSide::Old)
+                .1
+                .min(plan.geometry(PlanSide::New).1),
+        );
         self.reshape.route.install(plan, plan.start_position());
         self.reshape
             .claim
@@ -443,6 +485,9 @@ impl<M: Store> ArrayEngine<M> {
         state.set_side(Side::Routing);
         match self.reshape.route.route(state.start(), state.sectors()) {
             Route::Old(_) => state.set_side(Side::Old),
+            // Once the reshape ends, the array's geometry and offset are the new ones: such a
+            // request is no longer one the end waits for.
+            Route::New(_) if self.reshape.stage() == Stage::Ending => state.set_side(Side::Current),
             Route::New(_) => state.set_side(Side::New),
             Route::Wait => {
                 state.set_side(Side::Current);
@@ -484,7 +529,8 @@ impl<M: Store> ArrayEngine<M> {
     /// One step of the running reshape, if one runs: a record the writes or the checkpoint
     /// want, the next window, or the end. The worker only.
     pub(super) fn reshape_step<P: Platform>(&self, p: &P) {
-        if self.reshape.stage() != Stage::Running {
+        let stage = self.reshape.stage();
+        if stage == Stage::Idle {
             return;
         }
         // Held with the rebuild for a caller that needs the worker idle: once no request is
@@ -496,6 +542,11 @@ impl<M: Store> ArrayEngine<M> {
         let Some(plan) = self.reshape.route.plan() else {
             return;
         };
+        if stage == Stage::Ending {
+            // The end waits for writes that were not logged.
+            self.finish_reshape(p, &plan);
+            return;
+        }
         let route = &self.reshape.route;
         let position = route.front();
         if plan.done(position) {
@@ -580,6 +631,24 @@ impl<M: Store> ArrayEngine<M> {
                 return false;
             }
             // A held write waits for the worker otherwise.
+            self.release_holds(p, true);
+            p.pause();
+            pauses += 1;
+        }
+        true
+    }
+
+    /// Waits until no write routed while the reshape ran (not logged) is in flight; false if
+    /// some still are after a while (they may wait for the worker).
+    fn drain_unlogged<P: Platform>(&self, p: &P) -> bool {
+        let unlogged = |r: &RequestState| {
+            r.op().is_write() && matches!(r.side(), Side::Old | Side::New) && in_flight(r)
+        };
+        let mut pauses = 0;
+        while p.any_request(unlogged) {
+            if pauses == DRAIN_PAUSES {
+                return false;
+            }
             self.release_holds(p, true);
             p.pause();
             pauses += 1;
@@ -744,25 +813,37 @@ impl<M: Store> ArrayEngine<M> {
     /// Every window moved: the superblocks name the new geometry alone (after a flush), then
     /// requests map by it directly and the platform takes the new size.
     fn finish_reshape<P: Platform>(&self, p: &P, plan: &ReshapePlan) {
-        self.reshape
-            .stage
-            .store(Stage::Ending.code(), Ordering::SeqCst);
-        self.data_offset
-            .store(plan.geometry(PlanSide::New).1, Ordering::SeqCst);
-        // A grow's new room holds whatever the rows held: its parity is resynced (md's
-        // resync past the old size), from the stripe the content ends in. After an unclean
-        // start, everything: writes during the reshape may have left any stripe unsynced.
-        let new = plan.new_geometry();
-        let resync = if !self.in_sync() {
-            Some(0)
-        } else if new.array_sectors() > plan.content() {
-            Some(new.stripe_member_sector(new.stripe_of(plan.content())))
-        } else {
-            None
-        };
-        if let Some(from) = resync.filter(|_| self.redundant()) {
-            self.resync_from(from);
-            self.arm_resync();
+        if self.reshape.stage() == Stage::Running {
+            // The offset first: requests routed from the end on map by the array's own.
+            self.data_offset
+                .store(plan.geometry(PlanSide::New).1, Ordering::SeqCst);
+            self.reshape
+                .stage
+                .store(Stage::Ending.code(), Ordering::SeqCst);
+            // A grow's new room holds whatever the rows held: its parity is resynced (md's
+            // resync past the old size), from the stripe the content ends in. After an
+            // unclean start, everything the bitmap marks (or everything): writes during the
+            // reshape may have left any stripe unsynced.
+            let new = plan.new_geometry();
+            let room = (new.array_sectors() > plan.content())
+                .then(|| new.stripe_member_sector(new.stripe_of(plan.content())));
+            let resync = if self.in_sync() { room } else { Some(0) };
+            if let Some(from) = resync.filter(|_| self.redundant()) {
+                // A bitmap's resync walks only regions marked: the new room's are, on disk
+                // before the superblocks say a resync is pending (as for a resize's).
+                if let Some(room) = room {
+                    self.grown_bits_set(p, room, u64::MAX, true);
+                }
+                self.resync_from(from);
+                self.arm_resync();
+            }
+        }
+        // With a log, the superblocks that take up the log again wait for the writes the
+        // reshape did not log (routed while it ran): a crash after them replays the log
+        // alone where a member is missing, which would not cover those.
+        if self.has_log() && !self.drain_unlogged(p) {
+            p.kick_worker_after(10);
+            return;
         }
         self.flush_all(p);
         if self.write_superblocks(p).is_err() {

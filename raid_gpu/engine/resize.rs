@@ -218,7 +218,7 @@ impl<M: Store> ArrayEngine<M> {
     /// The bitmap regions over walk sectors `[from, to)` (the grown room) need the resync,
     /// and their bits are written set (`write`; already, where the regions became coarser), on
     /// disk before the superblocks say the new size.
-    fn grown_bits_set<P: Platform>(&self, p: &P, from: u64, to: u64, write: bool) {
+    pub(super) fn grown_bits_set<P: Platform>(&self, p: &P, from: u64, to: u64, write: bool) {
         let Some((regions, states)) = p.bitmap() else {
             return;
         };

@@ -664,6 +664,13 @@ impl Superblock {
         Geometry::new(self.level, self.members, self.chunk_sectors, self.data_size)
     }
 
+    /// The partial parity log is replayed at the start this superblock describes: the array
+    /// has one and was not stopped cleanly, and no reshape was under way (which logs
+    /// nothing: the resync after the crash covers it).
+    pub fn log_replay_due(&self) -> bool {
+        self.ppl && !self.clean && self.reshape.is_none()
+    }
+
     /// The member sector the data ends before: during a reshape the later of its two data
     /// areas' ends. `None` if it overflows.
     pub fn data_end(&self) -> Option<u64> {

@@ -31,11 +31,12 @@ use core::sync::atomic::Ordering;
 pub const DEFAULT_CLEAN_INTERVAL_MS: u32 = 5000;
 
 impl<M: Store> ArrayEngine<M> {
-    /// The regions the request's write dirties (none for other requests).
+    /// The regions the request's write dirties (none for other requests), as the geometry
+    /// that maps it lays them out (while a reshape runs, the old or the new one's rows).
     fn request_regions(&self, regions: &Regions, state: &RequestState) -> Range<u64> {
         match state.op() {
             Op::Write | Op::Discard => {
-                regions.of_write(&self.geometry(), state.start(), state.sectors())
+                regions.of_write(&self.map_of(state).0, state.start(), state.sectors())
             }
             Op::Read | Op::Flush => 0..0,
         }
@@ -58,7 +59,12 @@ impl<M: Store> ArrayEngine<M> {
                 .get(range.start as usize..range.end as usize)
                 .unwrap_or(&[])
         };
-        if state.hold_regions() {
+        // Counted once; again elsewhere if a reshape mapped it again while it waited (no
+        // member I/O went yet, so nothing leans on the regions it leaves).
+        let held = state.held_regions();
+        if held != range {
+            Self::uncount(states, state.release_regions());
+            state.hold_regions(range.clone());
             for s in span() {
                 s.start_write();
             }
@@ -74,13 +80,14 @@ impl<M: Store> ArrayEngine<M> {
 
     /// The request ends: uncounted from its regions. Any context.
     pub(super) fn release_regions<P: Platform>(&self, p: &P, state: &RequestState) {
-        let Some((regions, states)) = p.bitmap() else {
+        let Some((_, states)) = p.bitmap() else {
             return;
         };
-        if !state.release_regions() {
-            return;
-        }
-        let range = self.request_regions(&regions, state);
+        Self::uncount(states, state.release_regions());
+    }
+
+    /// Drops a write's count from regions `range`.
+    fn uncount(states: &[RegionState], range: Range<u64>) {
         for s in states
             .get(range.start as usize..range.end as usize)
             .unwrap_or(&[])

@@ -9,8 +9,11 @@
 # - md's raid5 over the four members, at the new data offset and chunk, reads every write back
 #   and its check finds 0 mismatches: the result is md's layout;
 # - RAID 0 onto another chunk: everything reads back, and md's raid0 reads it too;
-# - refusals with their reason, nothing changed: fewer members, a bitmap, a partial parity log,
-#   a degraded array, no spare for the new member.
+# - RAID 5s with a write-intent bitmap and with a partial parity log (graid's defaults) grown
+#   under fio: both kept in both geometries, the log's ring shortened to make room for the
+#   data, everything reads back, check 0;
+# - refusals with their reason, nothing changed: fewer members, a degraded array, no spare for
+#   the new member.
 . /graid/lib.sh
 trap 'mdadm --stop /dev/md0 >/dev/null 2>&1' EXIT
 
@@ -145,15 +148,56 @@ expect_rc 0 graidctl --json detail g6
 expect_match '"chunk_sectors": *128' "$OUT" "a refused restripe changed the chunk"
 expect_rc 0 graidctl stop g6
 wipe_superblocks $g0 $g1 $g2 $g3
-expect_rc 0 graidctl create gb --level 5 --chunk 64K --bitmap internal --consistency-policy resync --write-zeroes $g0 $g1 $g2
-expect_rc 1 graidctl grow gb --chunk 32K
-expect_match 'write-intent bitmap or partial parity log' "$OUT" "a bitmap"
-expect_rc 0 graidctl stop gb
-wipe_superblocks $g0 $g1 $g2 $g3
-expect_rc 0 graidctl create gp --level 5 --chunk 64K --bitmap none --write-zeroes $g0 $g1 $g2
-expect_rc 1 graidctl grow gp --chunk 32K
-expect_match 'write-intent bitmap or partial parity log' "$OUT" "a partial parity log"
-expect_rc 0 graidctl stop gp
-wipe_superblocks $g0 $g1 $g2 $g3
+
+# journal_sectors: the partial parity log's size in g0's superblock (examine), sectors.
+journal_sectors() {
+	expect_rc 0 graidctl examine $g0
+	echo "$OUT" | sed -n 's/.*Journal : partial parity log, \([0-9]*\) sectors.*/\1/p'
+}
+
+echo "--- RAID 5s with a write-intent bitmap, and with a partial parity log, grown under fio"
+for kind in bitmap log; do
+	case $kind in
+	bitmap) policy="--bitmap internal --consistency-policy resync" ;;
+	log) policy="--bitmap none --consistency-policy ppl" ;;
+	esac
+	expect_rc 0 graidctl create gk --level 5 --chunk 64K $policy --write-zeroes $g0 $g1 $g2
+	dev=$(array_dev "$OUT")
+	[ $kind = log ] && log_before=$(journal_sectors)
+	fio_verify $dev 0 8M write 1m-1m
+	expect_rc 0 graidctl set-speed gk --min 2M --max 4M
+	fio --name=during $(fio_args $dev 10M 8M randwrite 4k-64k) --do_verify=0 >/tmp/fio-during.out 2>&1 &
+	fio_pid=$!
+	usleep 200000
+	expect_rc 0 graidctl grow gk --raid-devices 4 --add $g3
+	expect_rc 0 graidctl detail gk
+	expect_match 'Reshape : ' "$OUT" "detail during the $kind array's restripe"
+	finishes $fio_pid 300 "fio during the $kind array's restripe" ||
+		{ cat /tmp/fio-during.out; fail "fio during the $kind array's restripe failed"; }
+	expect_rc 0 graidctl set-speed gk --min 100M --max 0
+	wait_reshaped gk
+	case $kind in
+	bitmap) expect_match '"bitmap": *\{' "$OUT" "the bitmap after the restripe" ;;
+	log) expect_match '"ppl": *\{' "$OUT" "the log after the restripe" ;;
+	esac
+	entries=$(json_field entries "$OUT")
+	fio_readback $dev 0 8M write 1m-1m "the $kind array's data written before its restripe"
+	fio_readback $dev 10M 8M randwrite 4k-64k "the $kind array's data written during its restripe"
+	# Writes after the end take the bitmap and the log again.
+	fio_verify $dev 20M 4M randwrite 4k-16k
+	expect_rc 0 graidctl wait gk
+	expect_rc 0 graidctl check gk --wait
+	expect_match 'check finished: 0 mismatched sectors' "$OUT" "parity after the $kind array's restripe"
+	if [ $kind = log ]; then
+		# No room before the data but the log's: its ring gave its end to the data.
+		log_after=$(journal_sectors)
+		[ "$log_after" -lt "$log_before" ] && [ "$log_after" -ge 536 ] ||
+			fail "the log's area went from $log_before to $log_after sectors"
+		expect_rc 0 graidctl --json detail gk
+		[ "$(json_field entries "$OUT")" -gt "$entries" ] || fail "nothing logged after the restripe"
+	fi
+	expect_rc 0 graidctl stop gk
+	wipe_superblocks $g0 $g1 $g2 $g3
+done
 for i in 0 1 2 3; do dmsetup --noudevsync remove g$i; done
 unload_module

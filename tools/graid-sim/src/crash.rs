@@ -214,7 +214,7 @@ pub fn reassemble(
             scan.refused, 0,
             "seed {seed}: the scan refused entries the engine wrote"
         );
-        if !freshest.clean {
+        if freshest.log_replay_due() {
             let stats = engine
                 .replay_log(&*host, &mut entries, in_sync_roles.minus(scan.unreadable))
                 .expect("replay I/O");

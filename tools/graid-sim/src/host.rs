@@ -765,7 +765,9 @@ impl Host {
             return;
         }
         let spec = self.slot(rq).spec.lock().unwrap().clone();
-        for region in regions.of_write(&self.engine.geometry(), spec.start, spec.sectors) {
+        // The rows of the geometry that maps the request (while a reshape runs, its side's).
+        let (geometry, _) = self.engine.map_of(&self.slot(rq).state);
+        for region in regions.of_write(&geometry, spec.start, spec.sectors) {
             if !disk.bitmap_bit(region) {
                 self.violations.report(format!(
                     "a write reached a member before its region {region}'s bit: {io:?}"

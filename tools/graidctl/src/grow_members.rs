@@ -269,13 +269,10 @@ fn restripe_error(label: &str, e: &std::io::Error, add: &[String]) -> CtlError {
     let why = match e.raw_os_error() {
         Some(libc::ENOSPC) => Some(
             "too few spares for the new members (add them with --add), or no room before or \
-             after the data to move it into (arrays made by older graid leave none)",
+             after the data to move it into (arrays made by older graid leave none; the \
+             write-intent bitmap's area is never lent, the partial parity log keeps 268 KiB)",
         ),
-        Some(libc::EOPNOTSUPP) => Some(
-            "not supported yet: fewer members, a level change, or an array with a write-intent \
-             bitmap or partial parity log (create --bitmap none --consistency-policy resync \
-             makes one that restripes)",
-        ),
+        Some(libc::EOPNOTSUPP) => Some("not supported yet: fewer members, or a level change"),
         Some(libc::EBUSY) => Some(
             "the array is degraded, or a reshape, rebuild, replace, check, repair or resync \
              runs (wait for it)",
