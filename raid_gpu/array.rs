@@ -891,6 +891,15 @@ impl Array {
         }
     }
 
+    /// Tells udev a restripe started, or ended (the name and level with it, as [`Self::announce`]).
+    pub(crate) fn announce_reshape(&self, ended: bool) {
+        let sb = self.io().engine.superblock();
+        if let Err(e) = noio_scope(|| uevent::announce_reshape(&self.disk, sb, ended)) {
+            pr_warn!("graid: graid{}: udev announcement failed: {:?}
+", self.index, e);
+        }
+    }
+
     /// Tells udev that the array started degraded (md's DegradedArray), if it did.
     pub(crate) fn announce_if_degraded(&self) {
         let engine = &self.io().engine;

@@ -97,7 +97,7 @@ impl Array {
             plan.geometry(Side::Old).1,
             plan.geometry(Side::New).1
         );
-        self.announce(None);
+        self.announce_reshape(false);
         self.reshape_status(req);
         Ok(())
     }
@@ -263,7 +263,7 @@ impl Array {
             g.array_sectors(),
             io.engine.data_offset()
         );
-        self.announce(None);
+        self.announce_reshape(true);
     }
 
     /// RESHAPE's answer: the shape now (being restriped, the one it goes to) and the

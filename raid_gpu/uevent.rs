@@ -100,6 +100,17 @@ pub(crate) fn announce_scrub<T: DiskOps>(
     send(disk, sb, &[event.to_bytes(), count.to_bytes()])
 }
 
+/// Sends `GRAID_EVENT=reshape-started` or `reshape-finished` (a restripe; md's uevents say
+/// only "change"). Allocates, as [`announce`].
+pub(crate) fn announce_reshape<T: DiskOps>(disk: &Disk<T>, sb: &Superblock, ended: bool) -> Result {
+    let event: &[u8] = if ended {
+        b"GRAID_EVENT=reshape-finished"
+    } else {
+        b"GRAID_EVENT=reshape-started"
+    };
+    send(disk, sb, &[event])
+}
+
 /// Sends `GRAID_EVENT=degraded-array`: the array started without every member in sync (md's
 /// DegradedArray). Allocates, as [`announce`].
 pub(crate) fn announce_degraded<T: DiskOps>(disk: &Disk<T>, sb: &Superblock) -> Result {

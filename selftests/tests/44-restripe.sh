@@ -3,7 +3,8 @@
 # - RAID 5 of three grown to four with --add while fio writes: detail shows the restripe, wait
 #   waits for it, sysfs says reshape (md's sync_action, reshape_position), every write before
 #   and during reads back, the array takes the fourth
-#   member's room, check 0; the new room takes writes;
+#   member's room, check 0; the new room takes writes; the monitor reports reshape-started,
+#   its steps and reshape-finished;
 # - a stop in the middle of a second restripe (a chunk change) and an assemble: it goes on from
 #   the position the superblocks recorded and ends, everything reads back, check 0;
 # - md's raid5 over the four members, at the new data offset and chunk, reads every write back
@@ -45,6 +46,12 @@ data_kib=$(($(json_field member_data_bytes "$OUT") / 1024))
 fio_verify $dev 0 16M write 1m-1m
 # A slow pace keeps the restripe going while fio writes.
 expect_rc 0 graidctl set-speed g5 --min 1M --max 2M
+# The monitor reports the restripe's start, steps and end.
+printf '#!/bin/sh\necho "$*" >>/tmp/events\n' >/tmp/program
+chmod +x /tmp/program
+: >/tmp/events
+graidctl monitor --delay 1 --program /tmp/program >/tmp/monitor.out 2>&1 &
+monitor=$!
 fio --name=during $(fio_args $dev 20M 12M randwrite 4k-64k) --do_verify=0 >/tmp/fio-during.out 2>&1 &
 fio_pid=$!
 usleep 300000
@@ -72,6 +79,14 @@ wait_reshaped() {
 }
 wait_reshaped g5
 expect_match '"raid_devices": *4' "$OUT" "the member count after the restripe"
+n=0
+until grep -q '^reshape-finished' /tmp/events; do
+	n=$((n + 1)); [ $n -le 100 ] || { cat /tmp/events /tmp/monitor.out; fail "no reshape-finished event"; }
+	usleep 50000
+done
+kill $monitor
+expect_match "reshape-started $dev" "$(cat /tmp/events)" "the monitor's reshape-started"
+expect_match "reshape-[2468]0 $dev" "$(cat /tmp/events)" "the monitor's reshape steps"
 [ "$(cat $sys/reshape_position)" = none ] || fail "sysfs reshape_position after the restripe"
 fio_readback $dev 0 16M write 1m-1m "data written before the restripe does not read back"
 fio_readback $dev 20M 12M randwrite 4k-64k "data written during the restripe does not read back"

@@ -21,7 +21,9 @@ const ARRAY_STATES: [&str; 4] = ["optimal", "degraded", "failed", "broken"];
 /// The states a member can be in.
 const MEMBER_STATES: [&str; 4] = ["active", "rebuilding", "faulty", "missing"];
 /// What the array is doing in the background (md's `sync_action`, plus `replace`).
-const SYNC_ACTIONS: [&str; 6] = ["idle", "resync", "recover", "check", "repair", "replace"];
+const SYNC_ACTIONS: [&str; 7] = [
+    "idle", "resync", "recover", "check", "repair", "replace", "reshape",
+];
 /// The helper's states.
 const HELPER_STATES: [&str; 4] = ["none", "healthy", "degraded", "no-pool"];
 
@@ -247,7 +249,7 @@ fn sync_metrics(out: &mut Exposition, arrays: &[ArrayView]) {
     out.family(
         "graid_sync_action",
         Kind::Gauge,
-        "1 for what the array does in the background (md's sync_action, and replace).",
+        "1 for what the array does in the background (md's sync_action: a reshape too; and replace).",
     );
     for a in arrays {
         let action = sync_action(a);
@@ -262,7 +264,7 @@ fn sync_metrics(out: &mut Exposition, arrays: &[ArrayView]) {
         out,
         arrays,
         "graid_sync_completed_ratio",
-        "How far the running resync, rebuild, check, repair or replace is (0 to 1; 1 when idle).",
+        "How far the running reshape, resync, rebuild, check, repair or replace is (0 to 1; 1 when idle).",
         |a| sync_progress(a).map_or(1.0, |(done, total)| done as f64 / total.max(1) as f64),
     );
     per_array(
@@ -270,7 +272,7 @@ fn sync_metrics(out: &mut Exposition, arrays: &[ArrayView]) {
         arrays,
         "graid_sync_remaining_bytes",
         Kind::Gauge,
-        "What the running resync, rebuild, check, repair or replace has still to do.",
+        "What the running reshape, resync, rebuild, check, repair or replace has still to do.",
         |a| sync_progress(a).map_or(0, |(done, total)| total.saturating_sub(done) * SECTOR_BYTES),
     );
     per_array(
@@ -295,10 +297,13 @@ fn sync_metrics(out: &mut Exposition, arrays: &[ArrayView]) {
         arrays,
         "graid_sync_stalled",
         Kind::Gauge,
-        "1 when the rebuild, or the last check, repair or resync, stopped before its end.",
+        "1 when the reshape or rebuild stands still, or the last check, repair or resync \
+         stopped before its end.",
         |a| {
             u64::from(
-                a.rebuild.as_ref().is_some_and(|r| r.stalled) || a.scrub_stopped_percent.is_some(),
+                a.reshape.as_ref().is_some_and(|r| r.state == "stalled")
+                    || a.rebuild.as_ref().is_some_and(|r| r.stalled)
+                    || a.scrub_stopped_percent.is_some(),
             )
         },
     );
@@ -467,7 +472,9 @@ fn helper_metrics(out: &mut Exposition, h: &HelperView) {
 
 /// md's `sync_action` for the array: what it does in the background.
 pub fn sync_action(a: &ArrayView) -> &'static str {
-    if a.rebuild.is_some() {
+    if a.reshape.is_some() {
+        "reshape"
+    } else if a.rebuild.is_some() {
         "recover"
     } else if let Some(s) = &a.scrub {
         match s.action.as_str() {
@@ -484,9 +491,15 @@ pub fn sync_action(a: &ArrayView) -> &'static str {
 
 /// Sectors done and in all of what runs in the background, if anything does.
 fn sync_progress(a: &ArrayView) -> Option<(u64, u64)> {
-    a.rebuild
+    let reshape = a
+        .reshape
         .as_ref()
-        .map(|r| (r.done_sectors, r.total_sectors))
+        .map(|r| (r.moved_bytes / SECTOR_BYTES, r.total_bytes / SECTOR_BYTES));
+    reshape
+        .or(a
+            .rebuild
+            .as_ref()
+            .map(|r| (r.done_sectors, r.total_sectors)))
         .or(a.scrub.as_ref().map(|s| (s.done_sectors, s.total_sectors)))
         .or(a
             .replace
@@ -738,6 +751,44 @@ mod tests {
         );
         // The helper's families come from the fake's status.
         assert!(s.keys().any(|k| k.starts_with("graid_helper_state{")));
+    }
+
+    #[test]
+    fn a_restripe_is_a_reshape_with_its_progress() {
+        let sys = FakeSystem::with_disks(&["nvme0n1", "nvme1n1", "nvme2n1"]);
+        let d = array(3, "grown", 5, &[(259, 0, 0), (259, 1, 0), (259, 2, 0)]);
+        let mut view = ArrayView::new(&d, &sys);
+        view.reshape = Some(crate::grow_members::ReshapeView {
+            state: "stalled",
+            raid_devices_from: 3,
+            raid_devices: 4,
+            chunk_bytes_from: 65536,
+            chunk_bytes: 65536,
+            layout_from: 2,
+            layout: 2,
+            total_bytes: 4096 * 512,
+            moved_bytes: 1024 * 512,
+            recorded_bytes: 0,
+            percent: 25.0,
+            data_offset_bytes: 0,
+            new_data_offset_bytes: 0,
+        });
+        let s = parse(&render(&[view], None));
+        let get = |k: &str| *s.get(k).unwrap_or_else(|| panic!("no {k}"));
+        assert_eq!(
+            get(r#"graid_sync_action{device="graid3",action="reshape"}"#),
+            1.0
+        );
+        assert_eq!(
+            get(r#"graid_sync_action{device="graid3",action="idle"}"#),
+            0.0
+        );
+        assert_eq!(get(r#"graid_sync_completed_ratio{device="graid3"}"#), 0.25);
+        assert_eq!(
+            get(r#"graid_sync_remaining_bytes{device="graid3"}"#),
+            3072.0 * 512.0
+        );
+        assert_eq!(get(r#"graid_sync_stalled{device="graid3"}"#), 1.0);
     }
 
     #[test]

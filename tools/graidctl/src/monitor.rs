@@ -171,6 +171,7 @@ fn array_changes(was: &ArrayView, a: &ArrayView, scrubs: bool, out: &mut Vec<Eve
         }
     }
     rebuild_changes(was, a, out);
+    reshape_changes(was, a, out);
     if a.parity_heal && !was.parity_heal {
         out.push(array_event(
             a,
@@ -279,6 +280,52 @@ fn rebuild_changes(was: &ArrayView, a: &ArrayView, out: &mut Vec<Event>) {
                 "some data has no readable copy".into(),
             ));
         }
+    }
+}
+
+/// A restripe's start, steps (20 ... 80 %), standing still, and end: finished where the array
+/// has the shape it went to, else stopped (the array was stopped: `device-disappeared` says
+/// so instead).
+fn reshape_changes(was: &ArrayView, a: &ArrayView, out: &mut Vec<Event>) {
+    match (&was.reshape, &a.reshape) {
+        (None, Some(r)) => out.push(array_event(a, "reshape-started", None, r.text())),
+        (Some(old), Some(r)) => {
+            let (from, to) = (old.percent as u32, r.percent as u32);
+            if let Some(step) = REBUILD_STEPS.iter().rev().find(|&&s| from < s && s <= to) {
+                out.push(array_event(
+                    a,
+                    &format!("reshape-{step}"),
+                    None,
+                    format!("reshape at {:.1}%", r.percent),
+                ));
+            }
+            if r.state == "stalled" && old.state != "stalled" {
+                out.push(array_event(
+                    a,
+                    "reshape-stalled",
+                    None,
+                    "standing still: a member is lost, or the data cannot be read".into(),
+                ));
+            }
+        }
+        (Some(old), None) => {
+            let done = a.raid_devices == old.raid_devices && a.chunk_bytes == old.chunk_bytes;
+            out.push(array_event(
+                a,
+                if done {
+                    "reshape-finished"
+                } else {
+                    "reshape-stopped"
+                },
+                None,
+                format!(
+                    "{} members, chunk {} KiB",
+                    a.raid_devices,
+                    a.chunk_bytes / 1024
+                ),
+            ));
+        }
+        (None, None) => {}
     }
 }
 
@@ -741,6 +788,7 @@ fn is_trouble(name: &str) -> bool {
             | "degraded-array"
             | "array-failed"
             | "rebuild-stalled"
+            | "reshape-stalled"
             | "mismatches-found"
             | "spares-missing"
             | "helper-lying"
@@ -939,6 +987,53 @@ mod tests {
             "degraded-array /dev/graid0: 2 of 3 members active (role 2 faulty)"
         );
         assert_eq!(e[0].array_name, "vault");
+    }
+
+    #[test]
+    fn a_restripe_its_steps_and_its_end_each_come_once() {
+        let d = raid5();
+        let with = |reshape: Option<(f64, &'static str)>, raid_devices: u32| {
+            let mut l = look(std::slice::from_ref(&d), None);
+            for a in l.arrays.values_mut() {
+                a.raid_devices = raid_devices;
+                a.reshape = reshape.map(|(percent, state)| crate::grow_members::ReshapeView {
+                    state,
+                    raid_devices_from: 4,
+                    raid_devices: 5,
+                    chunk_bytes_from: a.chunk_bytes,
+                    chunk_bytes: a.chunk_bytes,
+                    layout_from: 2,
+                    layout: 2,
+                    total_bytes: 1000,
+                    moved_bytes: (percent * 10.0) as u64,
+                    recorded_bytes: 0,
+                    percent,
+                    data_offset_bytes: 0,
+                    new_data_offset_bytes: 0,
+                });
+            }
+            l
+        };
+        let idle = with(None, 4);
+        let e = events_(Some(&idle), &with(Some((3.0, "running")), 5));
+        assert_eq!(names(&e), ["reshape-started"]);
+        assert!(e[0].message.contains("4 -> 5 members"), "{}", e[0].message);
+        let e = events_(
+            Some(&with(Some((3.0, "running")), 5)),
+            &with(Some((45.0, "running")), 5),
+        );
+        assert_eq!(names(&e), ["reshape-40"]);
+        let e = events_(
+            Some(&with(Some((45.0, "running")), 5)),
+            &with(Some((46.0, "stalled")), 5),
+        );
+        assert_eq!(names(&e), ["reshape-stalled"]);
+        assert!(is_trouble("reshape-stalled"));
+        let e = events_(Some(&with(Some((46.0, "running")), 5)), &with(None, 5));
+        assert_eq!(names(&e), ["reshape-finished"]);
+        // Gone without the shape it went to.
+        let e = events_(Some(&with(Some((46.0, "running")), 5)), &with(None, 4));
+        assert_eq!(names(&e), ["reshape-stopped"]);
     }
 
     #[test]

@@ -84,7 +84,10 @@ pub fn running_views(
     let exports = sys.exports();
     Ok(running_arrays(ctl)?
         .iter()
-        .map(|d| ArrayView::with_exports(d, sys, &exports))
+        .map(|d| ArrayView {
+            reshape: crate::grow_members::reshape_view(ctl, d.index),
+            ..ArrayView::with_exports(d, sys, &exports)
+        })
         .collect())
 }
 
@@ -160,6 +163,10 @@ pub struct ArrayView {
     pub bitmap: Option<BitmapView>,
     /// Its NVMe-oF exports (the kernel's target serving it), `graidctl export`'s or others'.
     pub exports: Vec<crate::nvmet::Export>,
+    /// The restripe under way, for a look's readers (the monitor, metrics); `detail --json`
+    /// adds its own `reshape` (a separate ioctl), so it is not serialized here.
+    #[serde(skip)]
+    pub reshape: Option<crate::grow_members::ReshapeView>,
 }
 
 /// The partial parity log, as `detail` shows it: what it wrote since the array started.
@@ -382,6 +389,7 @@ impl ArrayView {
         let members = present_members(d);
         let device = array_device(d.index);
         Self {
+            reshape: None,
             exports: exports
                 .iter()
                 .filter(|e| e.device == device)
