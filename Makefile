@@ -4,7 +4,7 @@
 # Rust-enabled kernel build tree: make module KDIR=/path/to/linux-build
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
-.PHONY: help deps kernel kernels module modules distro-module deb deb-test debian-vm-test distro-test rust-analyzer tools cargo-prebuild host-test lint emulated-test vm-test crash-test soak test vm-run vm-shell bench-offload bench-bitmap bench-ppl bench-shipped bench-ordering bench-dirty-start bench-nvmeof profile-writes \
+.PHONY: help deps kernel kernels module modules distro-module deb deb-test debian-vm-test distro-test rust-analyzer tools cargo-prebuild host-test lint emulated-test vm-test crash-test soak test vm-run vm-shell bench-offload bench-bitmap bench-ppl bench-shipped bench-ordering bench-dirty-start bench-nvmeof bench-reshape profile-writes \
 	demo bench bench-ring ptx clean
 
 CARGO ?= cargo
@@ -63,6 +63,7 @@ help:
 	@echo "                 BENCH_MEMBERS=nullblk for null_blk members, BENCH_LEVELS='5 6')"
 	@echo "  bench-offload  RAID 5/6 full-stripe writes, parity in the kernel vs graid-helper, in the VM"
 	@echo "  bench-bitmap   the write-intent bitmap's write cost, graid vs md, in the VM"
+	@echo "  bench-reshape  a restripe's speed and the reads during it, graid vs md, in the VM"
 	@echo "  bench-ppl      the partial parity log's write cost, graid vs md's PPL, in the VM"
 	@echo "  bench-nvmeof   an array through NVMe/TCP and RDMA against the same array locally"
 	@echo "  bench-shipped  RAID 5/6 writes as shipped (bitmap and log on), graid vs md, in the VM"
@@ -194,6 +195,14 @@ bench-bitmap: module tools
 	VM_KERNEL_ARGS=$(BENCH_KERNEL_ARGS) GRAID_VM_WORK=$(CURDIR)/out/vm-bench-bitmap selftests/vm.sh --disks 6 --disk-size 512 \
 		--timeout 3600 selftests/bench-bitmap.sh | tee out/bench-bitmap.txt; rc=$$?; \
 		rm -f out/vm-bench-bitmap/nvme*.img; exit $$rc
+
+# A restripe's speed (RAID 5 grown by a drive, RAID 6 onto another chunk), idle and under random
+# reads, graid against md in one VM run (selftests/bench-reshape.sh), about 10 minutes under TCG.
+bench-reshape: module tools
+	set -o pipefail; mkdir -p out; \
+	VM_KERNEL_ARGS=$(BENCH_KERNEL_ARGS) GRAID_VM_WORK=$(CURDIR)/out/vm-bench-reshape selftests/vm.sh --disks 6 --disk-size 512 \
+		--timeout 3600 selftests/bench-reshape.sh | tee out/bench-reshape.txt; rc=$$?; \
+		rm -f out/vm-bench-reshape/nvme*.img; exit $$rc
 
 # The partial parity log's write cost, graid and md (its PPL) each with and without one, RAID 5
 # in one VM run (selftests/bench-ppl.sh), about 10 minutes under TCG.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The crash rounds (selftests/crash/lib.sh says what they do): CRASH_ROUNDS machine kills
-# (default 1: a degraded RAID 1 and an optimal RAID 10, 5 and 6; `make soak` runs 8), one VM boot each on the same drives, and a last boot that
+# (default 1: a degraded RAID 1 and an optimal RAID 10, 5 and 6, and a RAID 5 restriped; `make soak` runs 8), one VM boot each on the same drives, and a last boot that
 # checks what the last kill left. Prints TAP and a final "N passed, N failed" line; exits
 # non-zero if a round failed. selftests/run.sh runs it after the other tests.
 set -uo pipefail
@@ -8,9 +8,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../build/common.sh"
 rounds=${CRASH_ROUNDS:-1}
 [[ $rounds =~ ^[1-9][0-9]*$ ]] || die "CRASH_ROUNDS must be a positive number, not '$rounds'"
-# Four arrays of 14 members, the write-hole test's three drives and the state drive; small
-# drives keep the resyncs short.
-export DISKS=18 DISK_SIZE_MB=${CRASH_DISK_MB:-48}
+# Five arrays of 17 members and a spare, the write-hole test's three drives and the state
+# drive; small drives keep the resyncs short.
+export DISKS=22 DISK_SIZE_MB=${CRASH_DISK_MB:-48}
 export GRAID_VM_WORK=$GRAID_ROOT/out/vm-crash
 passed=0 failed=0
 out=$(mktemp)

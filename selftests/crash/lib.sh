@@ -8,7 +8,8 @@
 # acknowledged survives, as after a power cut on drives without a volatile cache; what is lost is
 # everything the kernel held, the arrays' own state and the writes in flight.
 #
-# A grow in the middle of the writes: grow_prepare.
+# A grow in the middle of the writes: grow_prepare. A restripe in the middle of them:
+# restripe_prepare.
 #
 # Four arrays, written at once: c1 (RAID 1 of 3), c10 (RAID 10 of 4), c5 (RAID 5 of 3), c6
 # (RAID 6 of 4); c1 and c5 keep a write-intent bitmap (1 MiB chunks), so their resync visits only
@@ -26,7 +27,7 @@
 # what the round did, go to the last drive (the state drive) as a tar archive before the crash.
 . /graid/lib.sh
 
-ARRAYS="c1 c10 c5 c6"
+ARRAYS="c1 c10 c5 c6 cr"
 VERIFIED=12M
 FILL=8M
 STATE=/tmp/crash-state
@@ -96,6 +97,7 @@ write_and_crash() {
 		write_hole_prepare $WRITE_HOLE
 	fi
 	grow_prepare $round
+	restripe_prepare
 	# The unchecked writer keeps every array busy in the $FILL after $VERIFIED; the rest of
 	# each array is left alone, as a real working set leaves most of a disk (so a bitmap's
 	# resync has clean regions to skip).
@@ -106,6 +108,7 @@ write_and_crash() {
 	done
 	fio $fillers >/dev/null 2>&1 &
 	grow_during_writes &
+	restripe_during_writes &
 	ms=$((500 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 3500))
 	echo "round $round: the machine dies ${ms} ms into the writes"
 	echo "$ms" >$STATE/crash-ms
@@ -144,6 +147,52 @@ grow_prepare() {
 grow_during_writes() {
 	usleep 300000
 	graidctl grow $GROWN --size max
+}
+
+# restripe_prepare: a restripe of cr (RAID 5, partial parity log) in the middle of the writes
+# (issue 46): onto its spare the first time (3 -> 4 members), after that a chunk change (64K and
+# 32K by turns), started 0.3 s into the writes at a pace that keeps it going when the machine
+# dies: the data moves, the log takes no entries, requests route by both geometries. The next
+# boot takes the restripe up where the superblocks say (restripe_check), every acknowledged
+# write reads back during and after it, and its parity checks clean after the resync.
+restripe_prepare() {
+	expect_rc 0 graidctl --json detail cr
+	members=$(json_field raid_devices "$OUT")
+	chunk=$(json_field chunk_bytes "$OUT")
+	case $OUT in
+	*'"spares": []'*)
+		case $chunk in
+		65536) RESTRIPE="--chunk 32K" ;;
+		*) RESTRIPE="--chunk 64K" ;;
+		esac
+		;;
+	*) RESTRIPE="--raid-devices $((members + 1))" ;;
+	esac
+	expect_rc 0 graidctl set-speed cr --min 1M --max 2M
+	echo "cr $members $chunk $RESTRIPE" >$STATE/restriped
+}
+
+restripe_during_writes() {
+	usleep 300000
+	graidctl grow cr $RESTRIPE
+}
+
+# restripe_check: after the assembly, cr restripes on from where its superblocks say (or had
+# not started, or had ended); every acknowledged write is read back while it moves
+# (check_round), then graidctl wait sees it end.
+restripe_check() {
+	read -r a members chunk how <$STATE/restriped
+	expect_rc 0 graidctl --json detail $a
+	now="$(json_field raid_devices "$OUT") $(json_field chunk_bytes "$OUT")"
+	resumed=$(dmesg | grep -o "graid: $a: its reshape goes on from sector .*")
+	echo "$a: $members members, chunk $chunk before its restripe ($how); $now now; ${resumed:-not resumed}"
+	# At its pace (2 MiB/s at most) the restripe lasts far longer than the writes before the
+	# crash: a crash after it started finds it in the middle, and the assembly takes it up.
+	if [ "$now" != "$members $chunk" ]; then
+		[ -n "$resumed" ] || fail "$a has its new shape but its assembly took up no restripe"
+	else
+		echo "$a: the machine died before its restripe started"
+	fi
 }
 
 # grow_check: after the assembly, the grown array is at the size before its grow or after it.
@@ -256,6 +305,9 @@ check_round() {
 	fi
 	if [ -f $STATE/grown ]; then
 		grow_check
+	fi
+	if [ -f $STATE/restriped ]; then
+		restripe_check
 	fi
 	for a in $(cat $STATE/degraded 2>/dev/null); do
 		case $a in c5 | c6)
