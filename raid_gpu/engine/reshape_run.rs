@@ -135,6 +135,9 @@ pub struct ReshapeRun {
     /// The last step could not read the window (a bad sector: not yet recovered from the
     /// parity). It is tried again every second and reported as standing still.
     read_failed: AtomicBool,
+    /// Ending: no write the reshape did not log is in flight any more, so the superblocks
+    /// may name the new geometry alone (until then any written still record the reshape).
+    closing: AtomicBool,
 }
 
 /// What reshapes did since the array started (for tests and DETAIL).
@@ -381,6 +384,7 @@ impl<M: Store> ArrayEngine<M> {
             .claim
             .store(plan.start_position(), Ordering::SeqCst);
         self.reshape.wanted.store(false, Ordering::SeqCst);
+        self.reshape.closing.store(false, Ordering::SeqCst);
         self.reshape
             .stage
             .store(Stage::Running.code(), Ordering::SeqCst);
@@ -409,6 +413,7 @@ impl<M: Store> ArrayEngine<M> {
     pub fn resume_reshape(&self, plan: &ReshapePlan, position: u64) {
         self.reshape.route.install(plan, position);
         self.reshape.claim.store(position, Ordering::SeqCst);
+        self.reshape.closing.store(false, Ordering::SeqCst);
         self.reshape
             .stage
             .store(Stage::Running.code(), Ordering::SeqCst);
@@ -421,7 +426,14 @@ impl<M: Store> ArrayEngine<M> {
         let mut sb = self.superblock;
         let now = self.geometry();
         sb.data_size = now.member_data_sectors();
-        let running = self.reshape.stage() == Stage::Running;
+        // Until the end's own superblocks, any written by the way (a member failed, the
+        // array marked dirty) still record the reshape: one naming the new geometry alone
+        // would make a degraded start trust the log while writes it did not take are in flight.
+        let running = match self.reshape.stage() {
+            Stage::Running => true,
+            Stage::Ending => !self.reshape.closing.load(Ordering::SeqCst),
+            Stage::Idle => false,
+        };
         match self.reshape.route.plan().filter(|_| running) {
             Some(plan) => {
                 let (old, old_offset) = plan.geometry(PlanSide::Old);
@@ -845,6 +857,7 @@ impl<M: Store> ArrayEngine<M> {
             p.kick_worker_after(10);
             return;
         }
+        self.reshape.closing.store(true, Ordering::SeqCst);
         self.flush_all(p);
         if self.write_superblocks(p).is_err() {
             // Broken: nothing more is written; the requests still map by the plan.
