@@ -172,9 +172,10 @@ restripe_prepare() {
 	echo "cr $members $chunk $RESTRIPE" >$STATE/restriped
 }
 
-# restripe_during_writes CRASH_MS: starts the restripe 0.7 s before the machine dies (0.3 s
-# into the writes at the earliest): under the round's writes its pace is no cap (the worker
-# wakes for their completions), and 0.7 s moves a fraction of cr.
+# restripe_during_writes CRASH_MS: starts the restripe 0.7 s before fio's trigger kills the
+# machine (0.3 s into the writes at the earliest; fio's own start comes on top): here it moves
+# faster than set-speed's 2 MiB/s would let it (not understood yet), so a later start is what
+# keeps the crash in its middle.
 restripe_during_writes() {
 	at=$(($1 - 700))
 	[ $at -ge 300 ] || at=300
