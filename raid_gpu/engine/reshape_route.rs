@@ -138,6 +138,19 @@ impl ReshapeRoute {
 
     /// Where array sectors `start..start + sectors` go now.
     pub fn route(&self, start: u64, sectors: u64) -> Route {
+        self.route_for(start, sectors, false)
+    }
+
+    /// [`Self::route`] for a read while the data moves: the sectors moved but not recorded
+    /// read from the old geometry, which still holds them whole (no step writes over the old
+    /// rows a restart from the recorded position needs, and writes there wait), instead of
+    /// waiting for a record as a write must (md's reads do not wait either). A step's drain
+    /// waits for such a read before it moves over its rows.
+    pub fn route_read(&self, start: u64, sectors: u64) -> Route {
+        self.route_for(start, sectors, true)
+    }
+
+    fn route_for(&self, start: u64, sectors: u64, read: bool) -> Route {
         let Some(plan) = self.plan() else {
             return Route::Wait;
         };
@@ -153,9 +166,11 @@ impl ReshapeRoute {
             Direction::Forwards => {
                 // Below the recorded position new; from the front up to the content's end old;
                 // in between wait.
+                // A read: old from the recorded position on.
+                let old_from = if read { recorded } else { front };
                 if end <= recorded {
                     new
-                } else if start >= front && end <= content {
+                } else if start >= old_from && end <= content {
                     old
                 } else if cut(recorded) {
                     Route::Split(recorded)
@@ -168,9 +183,10 @@ impl ReshapeRoute {
             Direction::Backwards => {
                 // From the recorded position up new (the content ends the array); below the
                 // front old; in between wait.
+                let old_below = if read { recorded } else { front };
                 if start >= recorded {
                     new
-                } else if end <= front {
+                } else if end <= old_below {
                     old
                 } else if cut(front) {
                     Route::Split(front)

@@ -495,7 +495,7 @@ impl<M: Store> ArrayEngine<M> {
         // Marked first (SeqCst), then the positions read: a worker that moved the front and
         // then looks sees this request as maybe old.
         state.set_side(Side::Routing);
-        match self.reshape.route.route(state.start(), state.sectors()) {
+        match self.route_of(state) {
             Route::Old(_) => state.set_side(Side::Old),
             // Once the reshape ends, the array's geometry and offset are the new ones: such a
             // request is no longer one the end waits for.
@@ -520,22 +520,28 @@ impl<M: Store> ArrayEngine<M> {
         true
     }
 
+    /// Where the reshape sends `state`'s request now: a read while the data moves reads
+    /// sectors moved but not recorded from the old geometry ([`ReshapeRoute::route_read`]);
+    /// at the end (the old rows no longer kept for it) it waits as a write does.
+    fn route_of(&self, state: &RequestState) -> Route {
+        let route = &self.reshape.route;
+        if state.op() == Op::Read && self.reshape.stage() == Stage::Running {
+            route.route_read(state.start(), state.sectors())
+        } else {
+            route.route(state.start(), state.sectors())
+        }
+    }
+
     /// A request mapped old whose range the reshape moved since (or is moving): it must be
     /// routed again before it is sent again (a read sent on after an error).
     pub(super) fn routed_stale(&self, state: &RequestState) -> bool {
-        state.side() == Side::Old
-            && !matches!(
-                self.reshape.route.route(state.start(), state.sectors()),
-                Route::Old(_)
-            )
+        state.side() == Side::Old && !matches!(self.route_of(state), Route::Old(_))
     }
 
     /// A waiting request the reshape still holds back (the worker puts it back without
     /// kicking itself: the next step does).
     pub(super) fn reshape_holds(&self, state: &RequestState) -> bool {
-        self.reshaping()
-            && state.op() != Op::Flush
-            && self.reshape.route.route(state.start(), state.sectors()) == Route::Wait
+        self.reshaping() && state.op() != Op::Flush && self.route_of(state) == Route::Wait
     }
 
     /// One step of the running reshape, if one runs: a record the writes or the checkpoint
