@@ -174,7 +174,7 @@ impl ReshapeRoute {
                     old
                 } else if cut(recorded) {
                     Route::Split(recorded)
-                } else if start >= front && cut(content) {
+                } else if start >= old_from && cut(content) {
                     Route::Split(content)
                 } else {
                     Route::Wait
@@ -188,8 +188,8 @@ impl ReshapeRoute {
                     new
                 } else if end <= old_below {
                     old
-                } else if cut(front) {
-                    Route::Split(front)
+                } else if cut(old_below) {
+                    Route::Split(old_below)
                 } else {
                     Route::Wait
                 }
