@@ -603,14 +603,19 @@ impl<M: Store> ArrayEngine<M> {
             Direction::Backwards => window.start,
         };
         route.move_front(front);
-        // Every request that may map the old geometry on the moved side of the new front: the
-        // window's, and any that mapped old before earlier windows moved (a read sent again
-        // after an error), whose old rows the moves from now on may overwrite.
-        let (lo, hi) = match plan.direction() {
-            Direction::Forwards => (0, window.end),
-            Direction::Backwards => (window.start, u64::MAX),
+        // Every write that may map the old geometry on the moved side of the new front (the
+        // move reads what it wrote), and every request that may map it on the recorded side
+        // (a read sent again after an error; a read of sectors moved but not recorded, routed
+        // before the record), whose old rows this move may overwrite. Reads of the window
+        // itself go on: no move writes over old rows from the recorded position on.
+        let recorded = route.recorded();
+        let (writes, reads) = match plan.direction() {
+            Direction::Forwards => ((0, window.end), (0, recorded)),
+            Direction::Backwards => ((window.start, u64::MAX), (recorded, u64::MAX)),
         };
-        if !self.drain_window(p, lo, hi) || !self.move_window(p, &plan, window.start, window.end) {
+        if !self.drain_window(p, writes, reads)
+            || !self.move_window(p, &plan, window.start, window.end)
+        {
             // Nothing the restart needs was overwritten (the plan's rule): the window maps old
             // again and is moved again later.
             route.retreat(position);
@@ -638,11 +643,14 @@ impl<M: Store> ArrayEngine<M> {
         p.kick_worker();
     }
 
-    /// Waits until no request that mapped (or may map) the old geometry in `[lo, hi)` is in
-    /// flight; false if some still are after a while (they may wait for the worker).
-    fn drain_window<P: Platform>(&self, p: &P, lo: u64, hi: u64) -> bool {
-        let old_there =
-            |r: &RequestState| r.side() != Side::New && overlaps(r, lo, hi) && in_flight(r);
+    /// Waits until no write that mapped (or may map) the old geometry in `writes` is in
+    /// flight, nor any such request in `reads`; false if some still are after a while (they
+    /// may wait for the worker).
+    fn drain_window<P: Platform>(&self, p: &P, writes: (u64, u64), reads: (u64, u64)) -> bool {
+        let old_there = |r: &RequestState| {
+            let (lo, hi) = if r.op() == Op::Read { reads } else { writes };
+            r.side() != Side::New && overlaps(r, lo, hi) && in_flight(r)
+        };
         let mut pauses = 0;
         while p.any_request(old_there) {
             if pauses == DRAIN_PAUSES {
