@@ -93,12 +93,12 @@ down() {
 	wipe_superblocks $drives
 }
 
-# reads SECONDS: 4 KiB random read IOPS over the first 256 MiB of $dev for SECONDS (background
-# with &: its fio output in /tmp/reads.out).
+# reads SECONDS: fio's arguments for 4 KiB random reads over the first 256 MiB of $dev for
+# SECONDS (fio itself is run in the background, not a function: a signal must reach it).
 reads() {
-	fio --name=reads --filename=$dev --size=256M --rw=randread --bs=4k --direct=1 \
+	echo --name=reads --filename=$dev --size=256M --rw=randread --bs=4k --direct=1 \
 		--ioengine=libaio --iodepth=16 --time_based --runtime=$1 --norandommap \
-		--randrepeat=0 --minimal >/tmp/reads.out 2>&1
+		--randrepeat=0 --minimal
 }
 iops() { awk -F';' '$1 == 3 { print $8 }' /tmp/reads.out; }
 
@@ -109,9 +109,9 @@ cell() {
 		reshape "$1" "$2"
 		before=0 during=0
 	else
-		reads 5 || fail "fio reads before the reshape"
+		fio $(reads 5) >/tmp/reads.out 2>&1 || fail "fio reads before the reshape"
 		before=$(iops)
-		reads 600 &
+		fio $(reads 600) >/tmp/reads.out 2>&1 &
 		fio=$!
 		usleep 500000
 		reshape "$1" "$2"
