@@ -647,34 +647,33 @@ impl<M: Store> ArrayEngine<M> {
     /// flight, nor any such request in `reads`; false if some still are after a while (they
     /// may wait for the worker).
     fn drain_window<P: Platform>(&self, p: &P, writes: (u64, u64), reads: (u64, u64)) -> bool {
-        let old_there = |r: &RequestState| {
+        self.drain_requests(p, |r: &RequestState| {
             let (lo, hi) = if r.op() == Op::Read { reads } else { writes };
             r.side() != Side::New && overlaps(r, lo, hi) && in_flight(r)
-        };
-        let mut pauses = 0;
-        while p.any_request(old_there) {
-            if pauses == DRAIN_PAUSES {
-                return false;
-            }
-            // A held write waits for the worker otherwise.
-            self.release_holds(p, true);
-            p.pause();
-            pauses += 1;
-        }
-        true
+        })
     }
 
     /// Waits until no write routed while the reshape ran (not logged) is in flight; false if
     /// some still are after a while (they may wait for the worker).
     fn drain_unlogged<P: Platform>(&self, p: &P) -> bool {
-        let unlogged = |r: &RequestState| {
+        self.drain_requests(p, |r: &RequestState| {
             r.op().is_write() && matches!(r.side(), Side::Old | Side::New) && in_flight(r)
-        };
+        })
+    }
+
+    /// Waits until no request `waited_for` picks is left; false if some still are after
+    /// [`DRAIN_PAUSES`] pauses (they may wait for the worker).
+    fn drain_requests<P: Platform>(
+        &self,
+        p: &P,
+        waited_for: impl Fn(&RequestState) -> bool,
+    ) -> bool {
         let mut pauses = 0;
-        while p.any_request(unlogged) {
+        while p.any_request(&waited_for) {
             if pauses == DRAIN_PAUSES {
                 return false;
             }
+            // A held write waits for the worker otherwise.
             self.release_holds(p, true);
             p.pause();
             pauses += 1;
