@@ -270,23 +270,6 @@ impl MiscOps for Control {
     }
 }
 
-/// Whether an array may start without the roles in `missing` (mdadm's rules): only when asked
-/// (`ENODEV` otherwise, naming them), only with every sector still readable (`ENODEV`), and a
-/// RAID 5/6 only if it was stopped cleanly or has a partial parity log (`EUCLEAN`: after a
-/// crash its parity may not match its data, and a missing chunk rebuilt from it would be
-/// wrong; md refuses the same without its PPL).
-/// A degraded start in the middle of a reshape: not yet (it would stand still degraded, and a
-/// rebuild walks one geometry). Says so; out of line for `assemble_members`'s frame.
-#[inline(never)]
-fn degraded_mid_reshape(best: &Superblock, missing: MemberSet) -> Error {
-    pr_err!(
-        "graid: {}: a reshape is in progress and roles {:#x} are missing: a degraded start mid-reshape is not supported yet; nothing changed\n",
-        best.array_name.as_str(),
-        missing.bits()
-    );
-    ENODEV
-}
-
 /// Whether the reshape `best` records, if any, is one this raid_gpu can continue (said in the
 /// log if not). Out of line: the plan would add to `assemble_members`'s frame, near the
 /// kernel's limit with the distro's rustc.
@@ -305,13 +288,17 @@ fn reshape_plannable(best: &Superblock) -> bool {
     }
 }
 
+/// Whether an array may start without the roles in `missing` (mdadm's rules): only when asked
+/// (`ENODEV` otherwise, naming them), only with every sector still readable (`ENODEV`), and a
+/// RAID 5/6 only if it was stopped cleanly or has a partial parity log (not in the middle of a
+/// reshape) (`EUCLEAN`: after a crash its parity may not match its data, and a missing chunk
+/// rebuilt from it would be wrong; md refuses the same without its PPL).
 fn check_degraded_start(best: &Superblock, missing: MemberSet, run: bool) -> Result {
     let name = best.array_name.as_str();
-    let geometry = best.geometry().map_err(|_| crate::errno::euclean())?;
     if !run {
         return Err(ENODEV);
     }
-    if !geometry.has_all_data(missing) {
+    if !keeps_all_data(best, missing)? {
         pr_err!("graid: {}: too many members missing to start: data would be lost\n", name);
         return Err(ENODEV);
     }
@@ -325,9 +312,23 @@ fn check_degraded_start(best: &Superblock, missing: MemberSet, run: bool) -> Res
 
 /// The parity can be trusted to rebuild a missing member: no resync pending (an initial sync
 /// never finished, or one after a crash), and either stopped (or idle) with no write in flight,
-/// or with a partial parity log, which the start replays to make whole what a crash tore.
+/// or with a partial parity log, which the start replays to make whole what a crash tore (not
+/// in the middle of a reshape: the log takes no entry while the data moves).
 fn parity_trusted(sb: &Superblock) -> bool {
-    sb.resync_offset == RECOVERY_COMPLETE && (sb.clean || sb.ppl)
+    sb.resync_offset == RECOVERY_COMPLETE && (sb.clean || (sb.ppl && sb.reshape.is_none()))
+}
+
+/// Whether every sector keeps a copy (or enough parity) without the roles in `lost`: in both
+/// geometries while a reshape runs (a degraded start goes on with it degraded, as md's does).
+/// `EUCLEAN` for a superblock whose geometry does not validate.
+#[inline(never)]
+fn keeps_all_data(best: &Superblock, lost: MemberSet) -> Result<bool> {
+    let old = best.geometry().map_err(|_| crate::errno::euclean())?;
+    let new = match best.reshape {
+        Some(_) => Some(best.new_geometry().ok_or_else(crate::errno::euclean)?),
+        None => None,
+    };
+    Ok(old.has_all_data(lost) && new.is_none_or(|g| g.has_all_data(lost)))
 }
 
 /// A member being rebuilt holds no data yet: some other copy must (`ENODEV` if not).
@@ -337,8 +338,7 @@ fn check_rebuild_sources(best: &Superblock, by_role: &[Option<Member>], missing:
         .zip(by_role.iter())
         .filter(|(_, m)| m.as_ref().is_some_and(|m| m.recovery_offset != RECOVERY_COMPLETE))
         .fold(MemberSet::EMPTY, |set, (role, _)| set.with(role));
-    let geometry = best.geometry().map_err(|_| crate::errno::euclean())?;
-    if !geometry.has_all_data(missing.union(rebuilding)) {
+    if !keeps_all_data(best, missing.union(rebuilding))? {
         pr_err!(
             "graid: {}: the members being rebuilt have no in-sync copy to rebuild from\n",
             best.array_name.as_str()
@@ -574,9 +574,6 @@ impl Control {
             .filter(|(_, m)| m.is_none())
             .fold(MemberSet::EMPTY, |set, (role, _)| set.with(role));
         req.missing = missing.bits();
-        if !missing.is_empty() && best.reshape.is_some() {
-            return Err(degraded_mid_reshape(&best, missing));
-        }
         if !missing.is_empty() {
             check_degraded_start(&best, missing, req.flags & uapi::GRAID_ASSEMBLE_RUN != 0)?;
         }

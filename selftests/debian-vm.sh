@@ -13,11 +13,13 @@
 #   power-on 1: step 1 (install checks, arrays, fstab, data), the guest's own reboot, step 2
 #               (assembled, mounted and clean by themselves, data verified);
 #   power-on 2: without one RAID 5 member: step 3 (started degraded by the last-resort timer);
-#   power-on 3: the member back: step 4 (re-add, rebuild, check, helper);
+#   power-on 3: the member back and a fourth drive: step 4 (re-add, rebuild, check, helper, a
+#               grow by the fourth drive), the guest's own reboot in the middle of the grow,
+#               step 5 (back by itself, the restripe ends, resize2fs, verified, check);
 #   then selftests/debian/upgrade.sh in the machine's root: apt upgrade to the kernel backports
 #   serves now, and a kernel of a series graid does not support;
-#   power-on 4: the new kernel: step 5 (arrays back, mounted, clean, verified);
-#   power-on 5: the unsupported kernel: step 6 (boots, module-missing, apt healthy, purge).
+#   power-on 4: the new kernel: step 6 (arrays back, mounted, clean, verified);
+#   power-on 5: the unsupported kernel: step 7 (boots, module-missing, apt healthy, purge).
 # Then every member's superblock must say clean (graidctl examine on the drive images).
 # DEBIAN_VM_LEGS: the legs to run ("readme upgrade"); DEBIAN_VM_TIMEOUT: seconds per power-on
 # (900).
@@ -97,13 +99,15 @@ upgrade_leg() {
 	local dir mnt
 	dir=$("$GRAID_ROOT/build/debian-image.sh" upgrade)
 	local u=(r5-0 r5-1 r5-2 r1-0 r1-1)
-	drives "$dir" "${u[@]}"
+	drives "$dir" "${u[@]}" r5-3
 	power_on "$dir" "$distro_rel" "1 2" "${u[@]}"
 	# graid.shutdown's word at the reboot (after the journal stopped: only the console has it).
 	grep -q 'graidctl: every array is clean' "$dir/console-1-2.log" ||
 		die "Debian VM test: graid.shutdown did not see every array clean at the reboot"
 	power_on "$dir" "$distro_rel" "3" r5-0 r5-1 r1-0 r1-1
-	power_on "$dir" "$distro_rel" "4" "${u[@]}"
+	# From here on r5 has a fourth drive (step 4 grows it onto it).
+	u+=(r5-3)
+	power_on "$dir" "$distro_rel" "4 5" "${u[@]}"
 
 	# The upgrade, in the machine's root: the image mounted here (a loop device).
 	mnt=$dir/mnt
@@ -122,8 +126,8 @@ upgrade_leg() {
 	umount "$mnt"
 	[ "$(newest "$dir")" = "$new" ] || die "the upgrade's kernel $new is not the newest: $(ls "$dir/boot")"
 
-	power_on "$dir" "$new" "5" "${u[@]}"
-	power_on "$dir" "$unsupported" "6" "${u[@]}"
+	power_on "$dir" "$new" "6" "${u[@]}"
+	power_on "$dir" "$unsupported" "7" "${u[@]}"
 	all_clean "$dir" "${u[@]}"
 }
 

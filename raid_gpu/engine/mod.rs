@@ -36,6 +36,7 @@ pub mod rebuild;
 pub mod replace;
 pub mod request;
 pub mod reshape;
+mod reshape_move;
 pub mod reshape_route;
 pub mod reshape_run;
 pub mod resize;

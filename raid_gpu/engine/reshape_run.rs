@@ -16,8 +16,7 @@
 //! - **Steps** (the worker, [`ArrayEngine::reshape_step`]): the next window of the plan is
 //!   closed (the front moves), the requests that mapped it old are waited for, and it is read
 //!   in the old geometry and written in whole stripes of the new one through the rebuild
-//!   buffer, parity computed here (not offloaded: nothing a helper computes is needed where
-//!   the position moves on at once). The superblocks record the position where the plan says
+//!   buffer (`reshape_move.rs`). The superblocks record the position where the plan says
 //!   they must before a window, every [`CHECKPOINT_NS`] (md's 10 s), and at once when a write
 //!   waits for it, each after a flush of every member.
 //! - **End**: the superblocks name the new geometry alone, then requests map by it directly,
@@ -27,22 +26,21 @@
 //!   and takes no entry until the end ([`ArrayEngine::log_suspended`]), whose superblocks wait
 //!   for the writes it did not log; where the data moves into the log's area, its ring gives
 //!   up its end ([`ArrayEngine::shrink_log`]).
+//! - **Degraded** (`reshape_move.rs`): a member lost in the middle, or a sector that cannot be
+//!   read, and the window's old columns are recovered from the parity, as md's reshape does;
+//!   members that cannot be written are left out, and a spare that took a lost member's
+//!   place is rebuilt in the new geometry once the reshape ended (a rebuild walks one).
 //!
-//! Not yet: fewer members (the plan runs backwards, but the dropped members
-//! must leave at the end), a member failing in the middle (the reshape stands still,
-//! requests go on degraded in both geometries; a spare waits for its end), and a window that
-//! cannot be read (a bad sector: the step is tried again every second and the reshape is
-//! reported as standing still; md recovers the block from the parity).
+//! Not yet: fewer members (the plan runs backwards, but the dropped members must leave at
+//! the end).
 //!
 //! [`Events::reshape_ended`]: super::platform::Events::reshape_ended
 
 use super::array::{ArrayEngine, ArrayState, Store};
 use super::geometry::Geometry;
-use super::members::{MemberSet, MemberState};
-use super::parity::{ParityJob, ParityOp};
-use super::platform::{MemberEvent, Op, Platform, RebuildIo, WorkList, MAX_REBUILD_BATCH};
+use super::members::MemberState;
+use super::platform::{Op, Platform, WorkList};
 use super::ppl::LogArea;
-use super::rebuild::REBUILD_COLUMN_SECTORS;
 use super::request::{Phase, RequestState, Side};
 use super::reshape::{Direction, PlanError, ReshapePlan, Side as PlanSide};
 use super::reshape_route::{ReshapeRoute, Route};
@@ -132,9 +130,9 @@ pub struct ReshapeRun {
     counts: ReshapeCounts<AtomicU64>,
     /// The most a step moves (0: [`WINDOW_SECTORS`]).
     window: AtomicU64,
-    /// The last step could not read the window (a bad sector: not yet recovered from the
-    /// parity). It is tried again every second and reported as standing still.
-    read_failed: AtomicBool,
+    /// The last step could not read the window, not even through the parity (too much
+    /// lost). It is tried again every second and reported as standing still.
+    pub(super) read_failed: AtomicBool,
     /// Ending: no write the reshape did not log is in flight any more, so the superblocks
     /// may name the new geometry alone (until then any written still record the reshape).
     closing: AtomicBool,
@@ -228,6 +226,12 @@ impl<M: Store> ArrayEngine<M> {
         self.reshape.stage() == Stage::Running
     }
 
+    /// The reshape cannot move: some data has no copy left, or writes fail (the array is
+    /// broken). Degraded, it moves on.
+    fn reshape_blocked(&self) -> bool {
+        matches!(self.state(), ArrayState::Broken | ArrayState::Failed)
+    }
+
     /// Where the running reshape stands, if one runs.
     pub fn reshape_progress(&self) -> Option<ReshapeProgress> {
         if !self.reshaping() {
@@ -237,8 +241,7 @@ impl<M: Store> ArrayEngine<M> {
             plan: self.reshape.route.plan()?,
             recorded: self.reshape.route.recorded(),
             front: self.reshape.route.front(),
-            stalled: self.state() != ArrayState::Optimal
-                || self.reshape.read_failed.load(Ordering::Relaxed),
+            stalled: self.reshape_blocked() || self.reshape.read_failed.load(Ordering::Relaxed),
         })
     }
 
@@ -583,8 +586,8 @@ impl<M: Store> ArrayEngine<M> {
         {
             return;
         }
-        // A member lost: the reshape stands still (the module comment); requests go on.
-        if self.state() != ArrayState::Optimal {
+        // Degraded it goes on (`reshape_move.rs`); with data lost, or writes refused, not.
+        if self.reshape_blocked() {
             return;
         }
         let most = match self.reshape.window.load(Ordering::Relaxed) {
@@ -679,145 +682,6 @@ impl<M: Store> ArrayEngine<M> {
             pauses += 1;
         }
         true
-    }
-
-    /// Reads array sectors `[lo, hi)` in the old geometry and writes them in whole stripes of
-    /// the new one; false on an error (a member that failed a write is failed).
-    fn move_window<P: Platform>(&self, p: &P, plan: &ReshapePlan, lo: u64, hi: u64) -> bool {
-        let (new, new_offset) = plan.geometry(PlanSide::New);
-        let data = u64::from(new.data_members());
-        let chunk = u64::from(new.chunk_sectors()).max(1);
-        let grain = REBUILD_COLUMN_SECTORS
-            .min(u64::from(plan.old().chunk_sectors()))
-            .min(chunk)
-            .max(1);
-        let first = new.stripe_of(lo);
-        let last = new.stripe_of(hi.saturating_sub(1));
-        for stripe in first..=last {
-            let row = new_offset.saturating_add(new.stripe_member_sector(stripe));
-            let mut at = 0;
-            while at < chunk {
-                let base = stripe.saturating_mul(data.saturating_mul(chunk));
-                if !self.move_rows(p, plan, stripe, base, row, at, grain, chunk) {
-                    return false;
-                }
-                at += grain;
-            }
-        }
-        true
-    }
-
-    /// Moves `grain` rows at `at` into new stripe `stripe` (array sectors from `base`, member
-    /// rows from `row`): every data column read from the old geometry (or, past the content,
-    /// from where it lies in the new one: a grow's new room, whose parity must match it),
-    /// parity generated, every column of the content and the parity written.
-    #[allow(clippy::too_many_arguments)]
-    fn move_rows<P: Platform>(
-        &self,
-        p: &P,
-        plan: &ReshapePlan,
-        stripe: u64,
-        base: u64,
-        row: u64,
-        at: u64,
-        grain: u64,
-        chunk: u64,
-    ) -> bool {
-        let (new, _) = plan.geometry(PlanSide::New);
-        let (old, old_offset) = plan.geometry(PlanSide::Old);
-        let map = new.stripe_map(stripe);
-        let member_of = |d: u32| map.as_ref().map_or(d, |m| m.data_member(d));
-        let content = plan.content();
-        let mut reads = [RebuildIo::default(); MAX_REBUILD_BATCH];
-        let mut writes = [RebuildIo::default(); MAX_REBUILD_BATCH];
-        let (mut nr, mut nw) = (0, 0);
-        for d in 0..new.data_members() {
-            let a = base
-                .saturating_add(u64::from(d).saturating_mul(chunk))
-                .saturating_add(at);
-            let column = member_of(d);
-            let here = RebuildIo {
-                sector: row.saturating_add(at),
-                sectors: grain,
-                member: column,
-                column,
-            };
-            let read = if a < content {
-                let Some(piece) = old.map_read(a, grain, 0).ok().and_then(|mut i| i.next()) else {
-                    return false;
-                };
-                if let Some(w) = writes.get_mut(nw) {
-                    *w = here;
-                    nw += 1;
-                }
-                RebuildIo {
-                    sector: old_offset.saturating_add(piece.member_sector),
-                    member: piece.member,
-                    ..here
-                }
-            } else if map.is_some() {
-                here
-            } else {
-                continue;
-            };
-            if let Some(r) = reads.get_mut(nr) {
-                *r = read;
-                nr += 1;
-            }
-        }
-        if !self.rebuild_batch_ok(p, Op::Read, reads.get(..nr).unwrap_or(&[])) {
-            return false;
-        }
-        if let Some(map) = map {
-            let job = ParityJob {
-                op: ParityOp::Generate,
-                map,
-                head: at,
-                chunk,
-                sectors: grain,
-            };
-            if p.rebuild_compute(&job, false).is_none() {
-                return false;
-            }
-            for column in map.parity_set().iter() {
-                if let Some(w) = writes.get_mut(nw) {
-                    *w = RebuildIo {
-                        sector: row.saturating_add(at),
-                        sectors: grain,
-                        member: column,
-                        column,
-                    };
-                    nw += 1;
-                }
-            }
-        }
-        self.rebuild_batch_ok(p, Op::Write, writes.get(..nw).unwrap_or(&[]))
-    }
-
-    /// Sends a batch of rebuild-buffer transfers; false if one failed (a member whose write
-    /// failed is failed: the reshape then stands still).
-    fn rebuild_batch_ok<P: Platform>(&self, p: &P, op: Op, ios: &[RebuildIo]) -> bool {
-        if ios.is_empty() {
-            return true;
-        }
-        let failed = p.rebuild_batch(op, ios);
-        if failed == 0 {
-            return true;
-        }
-        if op == Op::Read {
-            self.reshape.read_failed.store(true, Ordering::Relaxed);
-        }
-        if op == Op::Write {
-            let members = ios
-                .iter()
-                .enumerate()
-                .filter(|&(i, _)| failed & 1u64.checked_shl(i as u32).unwrap_or(0) != 0)
-                .fold(MemberSet::EMPTY, |set, (_, io)| set.with(io.member));
-            for member in members.iter() {
-                self.try_fail(p, member, MemberEvent::Failed);
-            }
-        }
-        false
     }
 
     /// Records `position` in the superblocks, everything written before durable first; false

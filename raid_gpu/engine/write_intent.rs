@@ -223,10 +223,20 @@ impl<M: Store> ArrayEngine<M> {
     /// rebuilding only the regions the bitmap marks (md's bitmap-based re-add): it was that
     /// member of this array, in sync, and last written no earlier than the newest update
     /// written while every member was in sync (bits are cleared only then, so none it
-    /// needs has been cleared since), and no later than the array's own.
+    /// needs has been cleared since), and no later than the array's own. Not across a
+    /// reshape: the bits name the rows requests wrote, not the rows it moved, so the device
+    /// must hold the geometry the array has now, and neither may be in the middle of one.
     pub fn bitmap_covers(&self, device: &Superblock, role: u32) -> bool {
         let sb = &self.superblock;
-        sb.bitmap_region != 0
+        let now = self.geometry();
+        let same_shape = device.reshape.is_none()
+            && !self.reshaping()
+            && device.level == now.level()
+            && device.members == now.members()
+            && device.chunk_sectors == now.chunk_sectors()
+            && device.data_offset == self.data_offset();
+        same_shape
+            && sb.bitmap_region != 0
             && device.array_uuid == sb.array_uuid
             && device.this_role().map(u32::from) == Some(role)
             && device.recovery_offset == RECOVERY_COMPLETE

@@ -16,20 +16,24 @@
 #   3. The RAID 5 starts degraded by the last-resort timer, is mounted, serves verified data and
 #      takes more; power off (the host gives the member back).
 #   4. The returned member is stale: the array starts degraded again, re-add rebuilds it, the
-#      data verifies, a check finds no mismatch, parity went to the helper; power off. The host
-#      then runs selftests/debian/upgrade.sh in the machine's root: apt upgrade brings the new
-#      kernel and its source, DKMS builds for it; a kernel of a series graid does not support
-#      (trixie's own, without Rust) installs with apt healthy.
-#   5. (the new kernel, the newest, as a boot loader would pick) DKMS's module for it is loaded;
+#      data verifies, a check finds no mismatch, parity went to the helper; then r5 is grown by
+#      a fourth member (a new drive) and the machine reboots in the middle of the restripe.
+#   5. r5 came back by itself (udev, with its new member) and its restripe goes on from the
+#      position recorded to its end; resize2fs grows the mounted filesystem into the new room;
+#      the data verifies, a check finds no mismatch; power off. The host then runs
+#      selftests/debian/upgrade.sh in the machine's root: apt upgrade brings the new kernel and
+#      its source, DKMS builds for it; a kernel of a series graid does not support (trixie's
+#      own, without Rust) installs with apt healthy.
+#   6. (the new kernel, the newest, as a boot loader would pick) DKMS's module for it is loaded;
 #      both arrays are back by themselves, mounted, clean, the data verifies; the module's sysfs
 #      files read and take a value; power off.
-#   6. (the unsupported kernel) the machine boots (the arrays' mounts are nofail), no array
+#   7. (the unsupported kernel) the machine boots (the arrays' mounts are nofail), no array
 #      starts, the monitor reports module-missing naming the kernels that have the module, dpkg
 #      and apt are healthy; the packages are purged and leave nothing behind; power off (the host
 #      then checks that every member's superblock says clean).
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
-r5=(/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_graid-r5-{0,1,2})
+r5=(/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_graid-r5-{0,1,2,3})
 r1=(/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_graid-r1-{0,1})
 
 say "kernel $(uname -r)"
@@ -47,7 +51,7 @@ case $step in
 	modprobe raid_gpu || fail "modprobe raid_gpu failed"
 	wait_for 30 "graid-helper.service after modprobe" systemctl is-active graid-helper
 	wait_for 30 "graid-monitor watching the arrays after modprobe" monitor_watching
-	graidctl create r5 --level 5 --chunk 64K "${r5[@]}" || fail "create r5"
+	graidctl create r5 --level 5 --chunk 64K "${r5[@]:0:3}" || fail "create r5"
 	graidctl create r1 --level 1 "${r1[@]}" || fail "create r1"
 	# (Progress bars go to standard error, a terminal here: they would fill the log.)
 	graidctl wait r5 >/dev/null 2>&1 && graidctl wait r1 >/dev/null 2>&1 || fail "the initial resyncs"
@@ -181,10 +185,40 @@ case $step in
 	jobs=$(graidctl --json helper | sed -n 's/.*"jobs": *\([0-9]*\).*/\1/p' | head -n 1)
 	[ "${jobs:-0}" -gt 0 ] || fail "no parity job went to graid-helper: $(graidctl helper)"
 	say "re-added, rebuilt, read back and checked"
+	# Grown by a fourth drive (issue 46), slowly, and the machine reboots in the middle.
+	graidctl set-speed r5 --min 1M --max 1M || fail "set-speed"
+	graidctl grow r5 --raid-devices 4 --add "${r5[3]}" || fail "grow r5"
+	sleep 2
+	graidctl detail r5 | grep -q 'Reshape : ' || fail "r5 is not restriping: $(graidctl detail r5)"
+	say "$(graidctl detail r5 | grep 'Reshape : ')"
+	done_step
+	systemctl reboot
+	;;
+5)
+	# r5 came back by itself with its new member, and its restripe goes on where it stopped.
+	wait_for 180 "/srv/r5 mounted after the reboot mid-grow" findmnt /srv/r5
+	[ "$(lines 'its reshape goes on from sector')" -ge 1 ] ||
+		fail "the restripe was not taken up: $(journalctl -b -k --no-pager | grep -i reshape)"
+	no_last_resort
+	graidctl set-speed r5 --min 100M --max 0 || fail "set-speed"
+	graidctl wait r5 >/dev/null 2>&1 || fail "the restripe after the reboot: $(graidctl detail r5)"
+	graidctl wait r5 >/dev/null 2>&1 || fail "the resync of the new room: $(graidctl detail r5)"
+	[ "$(json r5 raid_devices)" = 4 ] || fail "r5 after its restripe: $(graidctl detail r5)"
+	[ "$(json r5 state)" = optimal ] || fail "r5 after its restripe: $(graidctl detail r5)"
+	dev=$(readlink -f /dev/graid/r5)
+	before=$(df -k --output=size /srv/r5 | tail -n 1)
+	resize2fs "$dev" >/tmp/resize2fs.out 2>&1 || fail "online resize2fs: $(cat /tmp/resize2fs.out)"
+	after=$(df -k --output=size /srv/r5 | tail -n 1)
+	[ "$after" -gt $((before * 4 / 3)) ] || fail "/srv/r5 has $after KiB after resize2fs, $before before"
+	fio_files verify /srv/r5 32M
+	fio_files verify /srv/r5/degraded 8M
+	graidctl check r5 --wait 2>/dev/null | grep -q 'check finished: 0 mismatched sectors' ||
+		fail "check after the restripe: $(graidctl detail r5)"
+	say "restriped across a reboot: $(graidctl detail r5 | grep -E 'Members|Array Size')"
 	done_step
 	systemctl poweroff
 	;;
-5)
+6)
 	# The kernel apt upgrade brought (selftests/debian/upgrade.sh), booted as the newest.
 	[ "$(uname -r)" = "$(cat /etc/graid-vmtest/new-kernel)" ] ||
 		fail "booted $(uname -r), not the upgrade's $(cat /etc/graid-vmtest/new-kernel)"
@@ -217,7 +251,7 @@ case $step in
 	done_step
 	systemctl poweroff
 	;;
-6)
+7)
 	# A kernel graid does not support (trixie's own, of another series and without Rust): the
 	# machine still boots, the arrays do not start, and the monitor says why.
 	[ "$(uname -r)" = "$(cat /etc/graid-vmtest/unsupported-kernel)" ] ||

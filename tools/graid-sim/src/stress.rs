@@ -110,6 +110,13 @@ pub struct ReshapeTo {
     pub data_offset: u64,
     /// The most a step moves ([`ArrayEngine::set_reshape_window`]; 0: the default).
     pub window: u64,
+    /// Members whose drives die (every I/O fails) once the reshape moved a few windows,
+    /// while the submitters run: it goes on degraded.
+    pub kill: &'static [u32],
+    /// Once the engine failed them, each killed member's place is taken by a new device
+    /// (garbage first) while the reshape still runs: the reshape writes to it, and it is
+    /// rebuilt in the new geometry after the end.
+    pub replace_killed: bool,
 }
 
 impl Scenario {
@@ -478,6 +485,9 @@ pub fn run(scenario: &Scenario, seed: u64) -> Report {
             })
         })
         .collect();
+    if let Some(to) = scenario.reshape.filter(|to| !to.kill.is_empty()) {
+        kill_mid_reshape(&host, to, seed);
+    }
     if let Some(target) = scenario.rebuild {
         // Some I/O first, so the rebuild starts under load.
         thread::sleep(std::time::Duration::from_millis(5));
@@ -718,6 +728,51 @@ pub fn start_reshape(host: &Host, to: ReshapeTo, seed: u64) -> ReshapePlan {
         .start_reshape(host, &plan, &joining)
         .unwrap_or_else(|e| panic!("seed {seed}: reshape not started: {e}"));
     plan
+}
+
+/// Kills `to.kill`'s drives once the reshape (run by the worker thread) moved a few windows,
+/// and with `to.replace_killed` puts new devices in their places once the engine failed them.
+fn kill_mid_reshape(host: &Host, to: ReshapeTo, seed: u64) {
+    let engine = &host.engine;
+    let start = std::time::Instant::now();
+    while engine.reshape_counts().windows < 3 {
+        assert!(
+            start.elapsed() < HANG,
+            "seed {seed}: the reshape never moved"
+        );
+        thread::sleep(std::time::Duration::from_micros(200));
+    }
+    assert!(engine.reshaping(), "seed {seed}: the reshape ended first");
+    for &m in to.kill {
+        host.disks[m as usize].dead.store(true, Ordering::SeqCst);
+    }
+    if !to.replace_killed {
+        return;
+    }
+    for &m in to.kill {
+        while engine.members()[m as usize].is_active() {
+            assert!(
+                start.elapsed() < HANG,
+                "seed {seed}: member {m} never failed"
+            );
+            thread::sleep(std::time::Duration::from_micros(200));
+        }
+        assert!(engine.reshaping(), "seed {seed}: the reshape ended first");
+        let disk = &host.disks[m as usize];
+        for (i, tag) in disk.sectors.lock().unwrap().iter_mut().enumerate() {
+            *tag = GARBAGE ^ i as u64;
+        }
+        disk.dead.store(false, Ordering::SeqCst);
+        let slot = engine.free_slot().expect("a free slot");
+        engine.request_add(host, m, NEW_DEVICE_UUID, slot);
+        while engine.add_outcome(m, &NEW_DEVICE_UUID).is_err() {
+            assert!(
+                start.elapsed() < HANG,
+                "seed {seed}: member {m}'s new device never added"
+            );
+            thread::sleep(std::time::Duration::from_micros(200));
+        }
+    }
 }
 
 /// Waits until the reshape ended (the worker thread runs it).

@@ -25,6 +25,8 @@ fn reshape_to(level: Level, members: u32, chunk_sectors: u32, below: u64) -> Res
         chunk_sectors,
         data_offset: DATA_OFFSET - below,
         window: 1,
+        kill: &[],
+        replace_killed: false,
     }
 }
 
@@ -38,6 +40,18 @@ fn scenario(level: Level, members: u32, chunk: u32, to: ReshapeTo) -> Scenario {
 /// Every sector the model knows lies where `g` at `data_offset` maps it, on the disks
 /// themselves (no engine in between).
 fn laid_out_as(host: &Host, g: &Geometry, data_offset: u64, model: &[Option<u64>], seed: u64) {
+    laid_out_on(host, g, data_offset, model, seed, &[]);
+}
+
+/// [`laid_out_as`] on every member but those in `away`.
+fn laid_out_on(
+    host: &Host,
+    g: &Geometry,
+    data_offset: u64,
+    model: &[Option<u64>],
+    seed: u64,
+    away: &[u32],
+) {
     for (sector, want) in model.iter().enumerate() {
         let Some(want) = *want else { continue };
         let piece = g
@@ -45,6 +59,9 @@ fn laid_out_as(host: &Host, g: &Geometry, data_offset: u64, model: &[Option<u64>
             .expect("mapped")
             .next()
             .expect("a piece");
+        if away.contains(&piece.member) {
+            continue;
+        }
         let got = host.disks[piece.member as usize].sectors.lock().unwrap()
             [(data_offset + piece.member_sector) as usize];
         assert_eq!(got, want, "seed {seed}: array sector {sector} on disk");
@@ -174,6 +191,40 @@ fn raid5_with_a_bitmap_grown_under_load() {
     }
 }
 
+/// A device away across a reshape (or part of one) does not come back through the bitmap:
+/// the bits name the rows requests wrote, not those the reshape moved, so it is rebuilt
+/// whole.
+#[test]
+fn the_bitmap_does_not_cover_a_device_away_across_a_reshape() {
+    use graid_sim::stress::start_reshape;
+    for seed in seeds(1) {
+        let mut s = Scenario::new(RAID5, 4, 16);
+        s.data_sectors = 1024;
+        s.bitmap_region_sectors = Some(64);
+        let report = run(&s, seed);
+        let host = &*report.host;
+        let engine = &host.engine;
+        let before = host.disks[2].newest_superblock().expect("a superblock");
+        assert!(engine.bitmap_covers(&before, 2), "seed {seed}: before");
+        start_reshape(host, reshape_to(RAID5, 5, 16, 256), seed);
+        while engine.reshape_counts().windows < 2 {
+            engine.work(host);
+        }
+        let during = host.disks[2].newest_superblock().expect("a superblock");
+        assert!(during.reshape.is_some(), "seed {seed}");
+        assert!(!engine.bitmap_covers(&before, 2), "seed {seed}: during");
+        assert!(!engine.bitmap_covers(&during, 2), "seed {seed}: during");
+        while engine.reshaping() {
+            engine.work(host);
+        }
+        for sb in [before, during] {
+            assert!(!engine.bitmap_covers(&sb, 2), "seed {seed}: after");
+        }
+        let now = host.disks[2].newest_superblock().expect("a superblock");
+        assert!(engine.bitmap_covers(&now, 2), "seed {seed}: its own");
+    }
+}
+
 /// The log's ring gives its end to the data (graid's 1 MiB log and no other room before the
 /// data, as on members under 1 GiB).
 #[test]
@@ -300,12 +351,28 @@ fn a_power_cut_during_a_raid6_chunk_change_loses_nothing() {
     );
 }
 
-/// A window that cannot be read (a bad sector on a member) makes the reshape stand still and
-/// say so, retried, while every sector still reads back (through the parity); once the sector
-/// reads again the reshape ends with nothing lost.
+/// Bad sectors on a member under a grow: the reshape recovers what it cannot read from the
+/// parity (md's reshape does), under load, and ends with everything where the new geometry
+/// puts it.
 #[test]
-fn an_unreadable_window_makes_the_reshape_stand_still_not_lose_data() {
-    use graid_sim::stress::{read_back_inline, start_reshape};
+fn bad_sectors_under_a_reshape_are_recovered_from_the_parity() {
+    use graid_sim::host::Faults;
+    for seed in seeds(2) {
+        let bad = Faults {
+            bad_sectors: 24,
+            ..Faults::default()
+        };
+        let s = scenario(RAID5, 4, 16, reshape_to(RAID5, 5, 16, 256)).with_fault(1, bad);
+        reshaped(&s, seed);
+    }
+}
+
+/// Sectors the reshape cannot read even through the parity (a bad sector on a degraded
+/// array): it stands still and says so, retried, nothing written over; once the sector reads
+/// again the reshape ends with nothing lost.
+#[test]
+fn an_unrecoverable_window_makes_the_reshape_stand_still_not_lose_data() {
+    use graid_sim::stress::{fail_member, start_reshape};
     use std::time::{Duration, Instant};
     for seed in seeds(2) {
         let mut s = Scenario::new(RAID5, 4, 16);
@@ -314,11 +381,12 @@ fn an_unreadable_window_makes_the_reshape_stand_still_not_lose_data() {
         assert!(report.errors.is_empty(), "seed {seed}: {:?}", report.errors);
         let host = &*report.host;
         let engine = &host.engine;
-        // A bad sector in the middle of member 1's data area.
-        let bad = DATA_OFFSET + 600;
-        host.disks[1].bad.lock().unwrap().insert(bad);
         let to = reshape_to(RAID5, 5, 16, 256);
         start_reshape(host, to, seed);
+        // Degraded, and a bad sector in the middle of member 1's data area.
+        fail_member(host, 2, seed);
+        let bad = DATA_OFFSET + 600;
+        host.disks[1].bad.lock().unwrap().insert(bad);
         let began = Instant::now();
         while !engine.reshape_progress().is_some_and(|r| r.stalled) {
             assert!(
@@ -330,7 +398,6 @@ fn an_unreadable_window_makes_the_reshape_stand_still_not_lose_data() {
         }
         assert!(engine.reshaping(), "seed {seed}");
         assert!(engine.reshape_counts().retries > 0, "seed {seed}");
-        read_back_inline(host, &report.model, seed);
         host.disks[1].bad.lock().unwrap().clear();
         let began = Instant::now();
         while engine.reshaping() {
@@ -343,6 +410,7 @@ fn an_unreadable_window_makes_the_reshape_stand_still_not_lose_data() {
         }
         assert_eq!(engine.geometry().members(), 5, "seed {seed}");
         read_back_inline(host, &report.model, seed);
+        rebuild_now(host, &[2], seed);
         let check = scrub_now(host, ScrubMode::Check, seed);
         assert_eq!(check.mismatches, 0, "seed {seed}");
         let violations = host.violations.0.lock().unwrap().clone();
@@ -350,58 +418,140 @@ fn an_unreadable_window_makes_the_reshape_stand_still_not_lose_data() {
     }
 }
 
-/// A member failed in the middle of a reshape: the reshape stands still (md's would go on
-/// degraded: not yet), and the array serves degraded in both geometries: every sector reads
-/// back through the parity, and new writes on either side of the position read back too.
-#[test]
-fn a_member_lost_mid_reshape_stands_it_still_and_serves_degraded() {
-    use graid_engine::array::ArrayState;
-    use graid_sim::stress::{fail_member, read_back_inline, start_reshape};
-    for seed in seeds(2) {
-        let mut s = Scenario::new(RAID5, 4, 16);
-        s.data_sectors = 1024;
-        let report = run(&s, seed);
-        assert!(report.errors.is_empty(), "seed {seed}: {:?}", report.errors);
-        let host = &*report.host;
-        let engine = &host.engine;
-        let to = reshape_to(RAID5, 5, 16, 256);
-        start_reshape(host, to, seed);
-        // A few windows, then a member fails.
-        while engine.reshape_counts().windows < 4 {
-            engine.work(host);
-        }
-        fail_member(host, 2, seed);
-        assert_eq!(engine.state(), ArrayState::Degraded, "seed {seed}");
-        let at = engine.reshape_progress().expect("still reshaping");
-        assert!(at.stalled, "seed {seed}");
-        for _ in 0..20 {
-            engine.work(host);
-        }
-        assert_eq!(
-            engine.reshape_progress().map(|r| r.front),
-            Some(at.front),
-            "seed {seed}: it moved on degraded"
+/// Puts new devices (garbage first) in `members`' places unless one is there, and runs the
+/// worker until they are rebuilt and the array is in sync (a grow's new room is resynced
+/// once the array is whole).
+fn rebuild_now(host: &Host, members: &[u32], seed: u64) {
+    for &member in members {
+        add_new_device(host, member, seed);
+    }
+    let engine = &host.engine;
+    let began = std::time::Instant::now();
+    while engine.rebuild_target().is_some() || !engine.in_sync() {
+        assert!(
+            began.elapsed() < std::time::Duration::from_secs(30),
+            "seed {seed}: never rebuilt ({:?})",
+            engine.rebuild_target()
         );
-        let mut model = report.model.clone();
-        read_back_inline(host, &model, seed);
-        // Writes below the position (new geometry) and past it (old), degraded.
-        let content = at.plan.content();
-        let recorded = engine.reshape_progress().expect("reshaping").recorded;
-        for (i, start) in [recorded.saturating_sub(40), content - 40]
-            .into_iter()
-            .enumerate()
-        {
-            let data: Vec<u64> = (0..24)
-                .map(|k| (0xdeca_0000 ^ seed.wrapping_mul(97)).wrapping_add(i as u64 * 64 + k))
-                .collect();
-            let status = submit_inline_data(host, Op::Write, start, data.clone());
-            assert_eq!(status, Some(Status::Ok), "seed {seed}: write at {start}");
-            for (k, d) in data.into_iter().enumerate() {
-                model[start as usize + k] = Some(d);
-            }
+        engine.work(host);
+    }
+}
+
+/// Puts a new device (garbage first) in member `member`'s place unless one is there.
+fn add_new_device(host: &Host, member: u32, seed: u64) {
+    use graid_sim::host::GARBAGE;
+    use graid_sim::stress::NEW_DEVICE_UUID;
+    let engine = &host.engine;
+    if !engine.members()[member as usize].is_active() {
+        let disk = &host.disks[member as usize];
+        for (i, tag) in disk.sectors.lock().unwrap().iter_mut().enumerate() {
+            *tag = GARBAGE ^ i as u64;
         }
-        read_back_inline(host, &model, seed);
-        let violations = host.violations.0.lock().unwrap().clone();
-        assert!(violations.is_empty(), "seed {seed}: {violations:#?}");
+        disk.dead.store(false, std::sync::atomic::Ordering::SeqCst);
+        let slot = engine.free_slot().expect("a free slot");
+        engine.request_add(host, member, NEW_DEVICE_UUID, slot);
+        engine.work(host);
+        assert_eq!(
+            engine.add_outcome(member, &NEW_DEVICE_UUID),
+            Ok(()),
+            "seed {seed}"
+        );
+    }
+}
+
+/// Members lost in the middle of a reshape under load (their drives die): it goes on
+/// degraded, as md's does, every read returning the model all along; it ends in the new
+/// geometry on the members left (the lost columns recovered from the old parity), and once
+/// new devices took the lost places and were rebuilt, every member holds the new layout and
+/// the parity checks clean.
+fn lost_mid_reshape(from: Scenario, to: ReshapeTo, seed: u64) {
+    use graid_engine::array::ArrayState;
+    let report = run(
+        &Scenario {
+            reshape: Some(to),
+            ..from
+        },
+        seed,
+    );
+    assert!(report.errors.is_empty(), "seed {seed}: {:?}", report.errors);
+    let host = &*report.host;
+    let engine = &host.engine;
+    let new = engine.geometry();
+    assert_eq!(
+        (new.members(), new.chunk_sectors(), engine.data_offset()),
+        (to.members, to.chunk_sectors, to.data_offset),
+        "seed {seed}"
+    );
+    if !to.replace_killed {
+        assert_eq!(engine.state(), ArrayState::Degraded, "seed {seed}");
+        laid_out_on(host, &new, to.data_offset, &report.model, seed, to.kill);
+    }
+    rebuild_now(host, to.kill, seed);
+    assert_eq!(engine.state(), ArrayState::Optimal, "seed {seed}");
+    laid_out_as(host, &new, to.data_offset, &report.model, seed);
+    read_back_inline(host, &report.model, seed);
+    let check = scrub_now(host, ScrubMode::Check, seed);
+    assert_eq!(check.mismatches, 0, "seed {seed}: parity after the rebuild");
+    let violations = host.violations.0.lock().unwrap().clone();
+    assert!(violations.is_empty(), "seed {seed}: {violations:#?}");
+}
+
+#[test]
+fn a_member_lost_mid_grow_leaves_it_going_on_degraded() {
+    for seed in seeds(2) {
+        let to = ReshapeTo {
+            kill: &[2],
+            ..reshape_to(RAID5, 5, 16, 256)
+        };
+        lost_mid_reshape(scenario(RAID5, 4, 16, to), to, seed);
+    }
+}
+
+#[test]
+fn two_raid6_members_lost_mid_grow_leave_it_going_on_degraded() {
+    for seed in seeds(2) {
+        let to = ReshapeTo {
+            kill: &[1, 3],
+            ..reshape_to(RAID6, 5, 16, 256)
+        };
+        lost_mid_reshape(scenario(RAID6, 4, 16, to), to, seed);
+    }
+}
+
+/// Each new stripe gathers columns from several old ones, so two lost old columns may both
+/// belong on the two lost members: both kept in the buffer's spare columns.
+#[test]
+fn two_raid6_members_lost_mid_chunk_change_leave_it_going_on_degraded() {
+    for seed in seeds(2) {
+        let to = ReshapeTo {
+            kill: &[1, 3],
+            ..reshape_to(RAID6, 5, 64, 512)
+        };
+        lost_mid_reshape(scenario(RAID6, 5, 16, to), to, seed);
+    }
+}
+
+#[test]
+fn a_member_lost_mid_chunk_change_leaves_it_going_on_degraded() {
+    for seed in seeds(2) {
+        let to = ReshapeTo {
+            kill: &[0],
+            ..reshape_to(RAID5, 4, 32, 512)
+        };
+        lost_mid_reshape(scenario(RAID5, 4, 16, to), to, seed);
+    }
+}
+
+/// A new device takes the lost member's place while the reshape still runs (a spare's
+/// takeover): the reshape writes to it, and it is rebuilt in the new geometry after the end.
+#[test]
+fn a_device_that_takes_a_lost_place_mid_reshape_is_rebuilt_after_it() {
+    for seed in seeds(2) {
+        let to = ReshapeTo {
+            kill: &[1],
+            replace_killed: true,
+            ..reshape_to(RAID5, 5, 16, 256)
+        };
+        lost_mid_reshape(scenario(RAID5, 4, 16, to), to, seed);
     }
 }

@@ -696,9 +696,13 @@ fn incremental(
 }
 
 /// Roles of the array (by its freshest superblock among `sbs`) that no present, current
-/// member fills.
+/// member fills: while a reshape runs, the roles of both geometries (a grow's new members
+/// hold data already).
 fn missing_roles(sbs: &[Superblock], freshest: usize) -> Vec<u32> {
-    let members = sbs[freshest].members;
+    let sb = &sbs[freshest];
+    let members = sb
+        .reshape
+        .map_or(sb.members, |r| r.new_members.max(sb.members));
     let mut filled = vec![false; members as usize];
     for i in 0..sbs.len() {
         if let Some(MemberStatus::Active { role }) = member_status(sbs, freshest, i) {
@@ -1084,6 +1088,27 @@ mod tests {
         let sent = ctl.assembled.borrow();
         assert_eq!(sent.len(), 1);
         assert_eq!((sent[0].nr_members, sent[0].flags), (2, 0));
+    }
+
+    #[test]
+    fn a_grows_new_member_is_a_role_to_wait_for() {
+        use graid_engine::superblock::{Reshape, Slot};
+        let uuid = [7; 16];
+        let mut sbs: Vec<Superblock> = (0..3).map(|r| sample("g", uuid, r, 9)).collect();
+        for sb in &mut sbs {
+            sb.members = 2;
+            sb.slots[2] = Slot::Active { role: 2 };
+            sb.reshape = Some(Reshape {
+                position: 128,
+                new_level: sb.level,
+                new_chunk_sectors: 128,
+                new_members: 3,
+                new_data_offset: 2048,
+                backwards: false,
+            });
+        }
+        assert_eq!(missing_roles(&sbs, 0), Vec::<u32>::new());
+        assert_eq!(missing_roles(&sbs[..2], 0), vec![2]);
     }
 
     #[test]
