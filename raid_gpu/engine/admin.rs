@@ -90,15 +90,37 @@ impl<M: Store> ArrayEngine<M> {
             .ok_or(AddError::RoleTaken)
     }
 
-    /// A slot-table entry for a new device: unused at start, by no member or spare, not
-    /// retired.
+    /// A slot-table entry for a new device, held by no member or spare: one never used
+    /// first; else one a device left (faulty, removed), as md reuses a removed device's
+    /// number, or the table (64 entries) would fill up over an array's life. The device that
+    /// left it cannot come back through it: it missed the update that marked it faulty (or
+    /// removed it) and the one that gives its entry away, and assembly refuses a superblock
+    /// two updates behind as stale.
     pub fn free_slot(&self) -> Option<u32> {
-        let taken = self.retired_slots.load(Ordering::SeqCst) | self.spares.slot_bits();
-        (0..MAX_SLOTS as u32).find(|&i| {
-            self.superblock.slots.get(i as usize) == Some(&Slot::Empty)
-                && taken & (1u64 << i) == 0
-                && !self.members().iter().any(|m| m.slot() == i)
-        })
+        let spares = self.spares.slot_bits();
+        let replacing = self.replacing_slot();
+        let free = |i: &u32| {
+            spares & (1u64 << i) == 0
+                && Some(*i) != replacing
+                && !self.members().iter().any(|m| m.slot() == *i)
+        };
+        let never_used = |i: &u32| {
+            self.superblock.slots.get(*i as usize) == Some(&Slot::Empty)
+                && self.retired_slots.load(Ordering::SeqCst) & (1u64 << i) == 0
+        };
+        let slots = 0..MAX_SLOTS as u32;
+        slots
+            .clone()
+            .filter(free)
+            .find(never_used)
+            .or_else(|| slots.filter(free).next())
+    }
+
+    /// Slot-table entry `slot` is taken by a new device (a member or a spare): retired no
+    /// more, if a device left it before ([`Self::free_slot`]).
+    fn take_slot(&self, slot: u32) {
+        let bit = 1u64.checked_shl(slot).unwrap_or(0);
+        self.retired_slots.fetch_and(!bit, Ordering::SeqCst);
     }
 
     /// A spare to move into a failed member's place now: `(member, spare slot, spare UUID)`,
@@ -200,6 +222,7 @@ impl<M: Store> ArrayEngine<M> {
         let uuid = self.add_request.uuid.load();
         if what & ADD_SPARE != 0 {
             if self.spares.insert(slot, uuid) {
+                self.take_slot(slot);
                 // On error the array is broken, which `spare_added` reports.
                 let _ = self.write_superblocks(p);
                 self.want_takeover(p);
@@ -228,6 +251,7 @@ impl<M: Store> ArrayEngine<M> {
         if !state.begin_recovery(uuid, slot) {
             return;
         }
+        self.take_slot(slot);
         self.spares.remove(slot);
         if old_slot != slot {
             self.retire_slot(old_slot);

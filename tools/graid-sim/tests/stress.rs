@@ -932,6 +932,71 @@ fn a_rebuild_target_that_dies_fails_alone() {
     }
 }
 
+/// The slot table (64 entries) does not fill up over an array's life: after more failures
+/// and new devices than it has entries, each new device still gets one (an entry a device
+/// left, given away), the superblocks name every role once, the data reads back, and a device
+/// whose entry was given away is stale at assembly.
+#[test]
+fn slot_entries_devices_left_are_given_to_new_ones() {
+    use graid_engine::assembly::{member_status, pick_freshest, MemberStatus};
+    use graid_sim::stress::{fail_member, read_back_inline};
+    for seed in seeds(1) {
+        let mut s = Scenario::new(Level::Raid5(ParityLayout::LeftSymmetric), 3, 16);
+        s.data_sectors = 128;
+        let report = run(&s, seed);
+        let host = &*report.host;
+        let engine = &host.engine;
+        let first = host.disks[1].newest_superblock().expect("a superblock");
+        for round in 0..70u8 {
+            fail_member(host, 1, seed);
+            let slot = engine
+                .free_slot()
+                .unwrap_or_else(|| panic!("seed {seed}: round {round}: no free entry"));
+            let uuid = [round.wrapping_add(1); 16];
+            engine.request_add(host, 1, uuid, slot);
+            engine.work(host);
+            assert_eq!(
+                engine.add_outcome(1, &uuid),
+                Ok(()),
+                "seed {seed}: round {round}"
+            );
+            while engine.rebuild_target().is_some() {
+                engine.work(host);
+            }
+        }
+        assert_eq!(engine.state(), ArrayState::Optimal, "seed {seed}");
+        let now: Vec<_> = (0..3)
+            .map(|d| host.disks[d].newest_superblock().expect("a superblock"))
+            .collect();
+        for sb in &now {
+            let mut roles: Vec<u8> = (sb.slots.iter())
+                .filter_map(|s| match s {
+                    Slot::Active { role } => Some(*role),
+                    _ => None,
+                })
+                .collect();
+            roles.sort_unstable();
+            assert_eq!(roles, [0, 1, 2], "seed {seed}: {:?}", sb.slots);
+        }
+        let sbs = [now[0], now[2], first];
+        let freshest = pick_freshest(&sbs, &first.array_uuid).expect("the array");
+        assert!(
+            matches!(
+                member_status(&sbs, freshest, 2),
+                Some(MemberStatus::Stale { .. })
+            ),
+            "seed {seed}: {:?}",
+            member_status(&sbs, freshest, 2)
+        );
+        read_back_inline(host, &report.model, seed);
+        // A spare in an entry given away is written as a spare (no more as the faulty
+        // device's).
+        let slot = add_spare(host, seed);
+        let sb = host.disks[0].newest_superblock().expect("a superblock");
+        assert_eq!(sb.slots[slot as usize], Slot::Spare, "seed {seed}");
+    }
+}
+
 #[test]
 fn an_idle_rebuild_keeps_to_its_speed_cap() {
     // 4 MiB of member at a cap of 8 MiB/s: four 1 MiB windows, each but the last followed by
