@@ -108,12 +108,8 @@ impl<M: Store> ArrayEngine<M> {
             self.superblock.slots.get(*i as usize) == Some(&Slot::Empty)
                 && self.retired_slots.load(Ordering::SeqCst) & (1u64 << i) == 0
         };
-        let slots = 0..MAX_SLOTS as u32;
-        slots
-            .clone()
-            .filter(free)
-            .find(never_used)
-            .or_else(|| slots.filter(free).next())
+        let slots = || 0..MAX_SLOTS as u32;
+        (slots().filter(free).find(never_used)).or_else(|| slots().find(free))
     }
 
     /// Slot-table entry `slot` is taken by a new device (a member or a spare): retired no
