@@ -32,6 +32,10 @@
 # make test: a torn time point in round 1, a torn flush in round 2, and r2; make soak (3
 # rounds): every time point and flush torn (the first of each also same), and every round's
 # end.
+# The case raid5-restripe (issue 46) moves a RAID 5 onto another chunk while round 1 writes:
+# its time points and flushes (the reshape's position records among them) fall in the middle of
+# the move, and the assembly at such a cut takes the reshape up from the position the
+# superblocks recorded and ends it before the check.
 # Every cut is a state a real power cut can leave: no member holds a write that waited for
 # something another member's cut leaves out. (Independent random cuts per member are not: a
 # data write can be in one member's log only after the log entry it waited for on another.)
@@ -42,7 +46,7 @@
 #
 # GRAID_LOGWRITES_SEED=N repeats the cut choices of a run (its seed is printed; the logs
 # themselves differ run to run, as the VM's timing does); GRAID_LOGWRITES_CASES="raid5 raid6
-# raid5-degraded" picks cases.
+# raid5-degraded raid5-restripe" picks cases.
 . /graid/lib.sh
 need_members 4
 export DM_DISABLE_UDEV=1
@@ -53,17 +57,17 @@ SEED=${GRAID_LOGWRITES_SEED:-$(($(od -An -N4 -tu4 /dev/urandom | tr -d ' ') % 10
 # make soak adds the whole RAID 5, whose log and flushes are the RAID 6's with one parity less.
 if [ "${GRAID_SOAK:-0}" = 1 ]; then
 	ROUNDS=3 REGION=$((3 * 1024 * 1024)) ALL=1
-	CASES=${GRAID_LOGWRITES_CASES:-raid5 raid6 raid5-degraded}
+	CASES=${GRAID_LOGWRITES_CASES:-raid5 raid6 raid5-degraded raid5-restripe}
 else
 	ROUNDS=2 REGION=$((2 * 1024 * 1024)) ALL=0
-	CASES=${GRAID_LOGWRITES_CASES:-raid6 raid5-degraded}
+	CASES=${GRAID_LOGWRITES_CASES:-raid6 raid5-degraded raid5-restripe}
 fi
 FLUSH_MS=200
 echo "seed $SEED (GRAID_LOGWRITES_SEED=$SEED repeats these cut choices), cases: $CASES, $ROUNDS rounds"
 
 # Each drive: the member's device (12 MiB, later the replay's target), its log (64 MiB) and
-# the snapshots' copy-on-write space (12 MiB).
-DATA=24576 LOG=131072 COW=24576
+# the snapshots' copy-on-write space (24 MiB: a reshape taken up at a cut rewrites all of it).
+DATA=24576 LOG=131072 COW=49152
 
 # dm ARGS...: dmsetup without its note that it makes the nodes itself (udev runs, but not for
 # these devices).
@@ -283,6 +287,12 @@ workload() {
 			[ $(($(uptime_ms) - t0)) -lt 120000 ] || fail "round $r: fio wrote nothing in 120 s"
 			usleep 20000
 		done
+		# raid5-restripe: the move to another chunk starts under round 1's writes, slowly
+		# enough to last past its time points.
+		if [ -n "$RESTRIPE" ] && [ $r = 1 ]; then
+			expect_rc 0 graidctl set-speed $NAME --min 2M --max 2M
+			expect_rc 0 graidctl grow $NAME --chunk 32K
+		fi
 		# Time points while the round writes (every 0-0.4 s; at least one, at most three; make
 		# test uses one a round).
 		k=0
@@ -294,6 +304,12 @@ workload() {
 		done
 		wait $writer || { cat /tmp/fio.out; fail "round $r's writes failed"; }
 		eval "tps_$r=$k"
+		if [ -n "$RESTRIPE" ] && [ $r = 1 ]; then
+			expect_rc 0 graidctl detail $NAME
+			case "$OUT" in *"Reshape :"*) ;; *) fail "the restripe ended before round 1's writes did: nothing was cut in its middle" ;; esac
+			expect_rc 0 graidctl set-speed $NAME --min 100M --max 0
+			expect_rc 0 graidctl wait $NAME
+		fi
 		wait_clean
 		timepoint r$r
 		echo "round $r: member $SLOW's flushes held ${FLUSH_MS} ms, $k time points"
@@ -364,6 +380,11 @@ check_cut() {
 	wait_nodes $SNAPS
 	OUT=$(graidctl assemble $RUN $snaps 2>&1) || cut_fail "the assembly failed"
 	adev=$(array_dev "$OUT")
+	# A reshape in the middle goes on from the position recorded, and ends.
+	if graidctl detail $NAME | grep -q 'Reshape :'; then
+		RESUMED=$((RESUMED + 1))
+		OUT=$(graidctl wait $NAME 2>&1) || cut_fail "the reshape taken up at the cut did not end"
+	fi
 	# The resync (a degraded RAID 5 has none: its log was replayed before it started).
 	t0=$(uptime_ms)
 	while [ -z "$MISSING" ] && [ "$(json_field resync_pending "$(graidctl --json detail $NAME)")" != false ]; do
@@ -497,12 +518,14 @@ event_cut() {
 		$((ROUND - 1)) $((ROUND + 1)) $cuts
 }
 
-CUTS=0 NEG=
+CUTS=0 NEG= RESUMED=0
 for CASE in $CASES; do
+	RESTRIPE=
 	case $CASE in
 	raid5) LEVEL=5 N=3 MISSING= RUN= ;;
 	raid6) LEVEL=6 N=4 MISSING= RUN= ;;
 	raid5-degraded) LEVEL=5 N=4 MISSING=3 RUN=--run ;;
+	raid5-restripe) LEVEL=5 N=3 MISSING= RUN= RESTRIPE=1 ;;
 	*) fail "unknown case $CASE" ;;
 	esac
 	NAME=lw$LEVEL
@@ -582,8 +605,12 @@ for CASE in $CASES; do
 			check_cut "mark r$ROUND" $ROUND $((ROUND + 1)) $marks
 		fi
 	done
+	# Round 1's cut fell in the middle of the move: its assembly took the reshape up.
+	if [ -n "$RESTRIPE" ] && [ $RESUMED = 0 ]; then
+		fail "$CASE: no cut's assembly found the reshape in the middle"
+	fi
 	teardown
 	wipe_superblocks $members
 done
-echo "$CUTS cuts checked"
+echo "$CUTS cuts checked, $RESUMED of them in the middle of a reshape"
 unload_module
