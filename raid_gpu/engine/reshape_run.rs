@@ -594,6 +594,12 @@ impl<M: Store> ArrayEngine<M> {
             0 => WINDOW_SECTORS,
             n => n,
         };
+        // A step's pause ([`Self::keep_pace`]) lasts a second at most: at a slow pace a step
+        // moves no more than a second of the floor allows (member rows, as for a rebuild), or
+        // the limit would not hold.
+        let data = u64::from(plan.new_geometry().data_members()).max(1);
+        let floor_sectors = u64::from(self.rebuild_speed().0).saturating_mul(2);
+        let most = most.min(floor_sectors.saturating_mul(data)).max(1);
         let Some(window) = plan.next_window(position, route.recorded(), most) else {
             return;
         };

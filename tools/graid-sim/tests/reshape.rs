@@ -555,3 +555,36 @@ fn a_device_that_takes_a_lost_place_mid_reshape_is_rebuilt_after_it() {
         lost_mid_reshape(scenario(RAID5, 4, 16, to), to, seed);
     }
 }
+
+/// The rebuild's speed limit holds for a reshape (member rows a second, as for a rebuild),
+/// a slow one too: a step moves no more than a second of the floor allows, since its pause
+/// lasts a second at most. 768 KiB of rows a member at 256 KiB/s: three windows, two pauses.
+#[test]
+fn a_reshape_keeps_to_a_slow_speed_limit() {
+    use graid_sim::stress::start_reshape;
+    use std::time::{Duration, Instant};
+    let seed = seeds(1).next().expect("a seed");
+    let mut s = Scenario::new(RAID5, 4, 16);
+    s.data_sectors = 2048;
+    let report = run(&s, seed);
+    let host = &*report.host;
+    let engine = &host.engine;
+    assert!(engine.set_rebuild_speed(256, 256));
+    // A gap wide enough for the default window: only the pace makes them smaller.
+    let to = ReshapeTo {
+        window: 0,
+        ..reshape_to(RAID5, 5, 16, 2048)
+    };
+    start_reshape(host, to, seed);
+    let began = Instant::now();
+    while engine.reshaping() {
+        engine.work(host);
+    }
+    let took = began.elapsed();
+    assert!(
+        took >= Duration::from_millis(1900),
+        "seed {seed}: moved in {took:?}, the limit asks 2 s at least"
+    );
+    assert!(engine.reshape_counts().windows >= 3, "seed {seed}");
+    read_back_inline(host, &report.model, seed);
+}
