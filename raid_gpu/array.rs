@@ -1501,7 +1501,7 @@ fn raid_devices_errno(e: RaidDevicesError) -> Error {
 /// RESHAPE's answer to a restripe the engine refused (`EIO`: the array broke).
 fn reshape_errno_of(e: ReshapeError) -> Error {
     match e {
-        ReshapeError::Plan(PlanError::Nothing) => EINVAL,
+        ReshapeError::Plan(PlanError::Nothing) | ReshapeError::Smaller { .. } => EINVAL,
         ReshapeError::Plan(PlanError::Gap { .. }) | ReshapeError::AreaInUse => ENOSPC,
         ReshapeError::Plan(_) | ReshapeError::Fewer => {
             crate::errno::eopnotsupp()

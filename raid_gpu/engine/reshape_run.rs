@@ -90,6 +90,9 @@ pub enum ReshapeError {
     Members,
     /// Fewer members: not yet (the dropped members' devices must leave the array at its end).
     Fewer,
+    /// The new geometry holds less than the array (a chunk that does not divide the member
+    /// size): its end would be lost (md refuses the same).
+    Smaller { now: u64, new: u64 },
     /// The superblocks could not be written: nothing started.
     Broken,
 }
@@ -109,6 +112,11 @@ impl fmt::Display for ReshapeError {
             ),
             Self::Members => write!(f, "one spare per new member is needed"),
             Self::Fewer => write!(f, "a restripe onto fewer members is not supported yet"),
+            Self::Smaller { now, new } => write!(
+                f,
+                "the new shape holds {new} of the array's {now} sectors (the chunk does not \
+                 divide the member size): resize the members to a multiple of it first"
+            ),
             Self::Broken => write!(f, "the superblocks could not be written"),
         }
     }
@@ -318,6 +326,12 @@ impl<M: Store> ArrayEngine<M> {
         }
         if new.members() < old.members() {
             return Err(ReshapeError::Fewer);
+        }
+        if plan.content() < old.array_sectors() {
+            return Err(ReshapeError::Smaller {
+                now: old.array_sectors(),
+                new: plan.content(),
+            });
         }
         if self.state() != ArrayState::Optimal {
             return Err(ReshapeError::Degraded);

@@ -14,7 +14,7 @@
 #   under fio: both kept in both geometries, the log's ring shortened to make room for the
 #   data, everything reads back, check 0;
 # - refusals with their reason, nothing changed: fewer members, a degraded array, no spare for
-#   the new member.
+#   the new member, a chunk that does not divide the members' data areas.
 . /graid/lib.sh
 trap 'mdadm --stop /dev/md0 >/dev/null 2>&1' EXIT
 
@@ -156,6 +156,12 @@ expect_rc 1 graidctl grow g6 --raid-devices 3
 expect_match 'onto fewer members' "$OUT" "fewer members"
 expect_rc 1 graidctl grow g6 --raid-devices 5
 expect_match 'too few spares for the new members' "$OUT" "no spare for the new member"
+# Members shrunk to an odd number of 64 KiB chunks: a 128 KiB chunk would lose the array's end.
+expect_rc 0 graidctl --json detail g6
+mkib=$(($(json_field member_data_bytes "$OUT") / 1024))
+expect_rc 0 graidctl grow g6 --size $(((mkib / 64 - 2) / 2 * 2 * 64 + 64))K --force
+expect_rc 1 graidctl grow g6 --chunk 128K
+expect_match 'do not divide' "$OUT" "a chunk that does not divide the members"
 expect_rc 0 graidctl fail g6 $g3
 expect_rc 1 graidctl grow g6 --chunk 32K
 expect_match 'not optimal' "$OUT" "a degraded array"

@@ -588,3 +588,31 @@ fn a_reshape_keeps_to_a_slow_speed_limit() {
     assert!(engine.reshape_counts().windows >= 3, "seed {seed}");
     read_back_inline(host, &report.model, seed);
 }
+
+/// A chunk that does not divide the member size would leave the array's end out of the new
+/// shape: refused with the sizes (md refuses the same), nothing changed, everything reads.
+#[test]
+fn a_chunk_that_does_not_divide_the_members_is_refused() {
+    use graid_engine::geometry::Geometry;
+    use graid_engine::reshape_run::ReshapeError;
+    for seed in seeds(1) {
+        let mut s = Scenario::new(RAID5, 4, 16);
+        s.data_sectors = 2064;
+        let report = run(&s, seed);
+        let host = &*report.host;
+        let engine = &host.engine;
+        let new = Geometry::new(RAID5, 4, 32, 2064).expect("the new geometry");
+        let got = engine.reshape_allowed(new, DATA_OFFSET - 512);
+        assert_eq!(
+            got.err(),
+            Some(ReshapeError::Smaller {
+                now: 3 * 2064,
+                new: 3 * 2048
+            }),
+            "seed {seed}"
+        );
+        assert!(!engine.reshaping(), "seed {seed}");
+        assert_eq!(engine.geometry().chunk_sectors(), 16, "seed {seed}");
+        read_back_inline(host, &report.model, seed);
+    }
+}

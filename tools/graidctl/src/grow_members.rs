@@ -242,8 +242,8 @@ impl ReshapeView {
         let size = crate::size::format_bytes;
         let stalled = match self.state {
             "stalled" => {
-                ", stalled: a member is lost (it goes on once the array is optimal) or a read \
-                 failed (tried again every second)"
+                ", stalled: data it cannot read even through the parity (tried again every \
+                 second)"
             }
             _ => "",
         };
@@ -317,6 +317,18 @@ fn check_restripe(
         return Err(CtlError::Usage(
             "--layout is for raid5 and raid6, not raid0".to_owned(),
         ));
+    }
+    // md's rule too: the new shape must hold the whole member, or the array's end is lost.
+    if let Some(chunk) = shape.chunk_sectors.filter(|&c| c != 0) {
+        if !detail.member_data_sectors.is_multiple_of(u64::from(chunk)) {
+            return Err(CtlError::Failed(format!(
+                "cannot restripe {label} onto {} chunks: they do not divide each member's \
+                 data area ({}), so the array's end would be lost; shrink the members to a \
+                 multiple of the chunk first (graidctl grow --size); nothing changed",
+                crate::size::format_bytes(u64::from(chunk) * 512),
+                crate::size::format_bytes(detail.member_data_sectors * 512)
+            )));
+        }
     }
     if detail.state != GRAID_ARRAY_OPTIMAL {
         return Err(CtlError::Failed(format!(
@@ -726,6 +738,17 @@ mod tests {
         };
         let err = run(&m, &sys, &parse("m").unwrap(), &shape, &[], false, false).unwrap_err();
         assert!(err.to_string().contains("raid1 has neither"), "{err}");
+        // A chunk that does not divide the members' data areas would lose the array's end.
+        let mut odd = array(0, "q", 5, &members);
+        odd.member_data_sectors = 3 * 1024;
+        let q = FakeControl::with(vec![odd]);
+        let shape = Shape {
+            chunk_sectors: Some(2048),
+            ..Shape::default()
+        };
+        let err = run(&q, &sys, &parse("q").unwrap(), &shape, &[], false, false).unwrap_err();
+        assert!(err.to_string().contains("do not divide"), "{err}");
+        assert!(q.reshapes.borrow().iter().all(|r| r.chunk_sectors != 2048));
         // Nothing was asked of the module where graidctl refused first.
         assert!(ctl.reshapes.borrow().iter().all(|r| r.raid_devices != 2));
     }
