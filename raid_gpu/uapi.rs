@@ -520,8 +520,9 @@ pub const GRAID_RESHAPE_CHUNK: u32 = 8;
 pub const GRAID_RESHAPE_NONE: u32 = 0;
 /// [`GraidReshape::state`]: a reshape moves the data.
 pub const GRAID_RESHAPE_RUNNING: u32 = 1;
-/// [`GraidReshape::state`]: a reshape stands still: a member is lost (it goes on once the
-/// array is optimal again), or its window cannot be read (tried again every second).
+/// [`GraidReshape::state`]: a reshape stands still: its window cannot be read even through the
+/// parity (tried again every second), or the array lost data or broke. A lost member does not
+/// stop it: it goes on degraded.
 pub const GRAID_RESHAPE_STALLED: u32 = 2;
 
 /// Argument of [`GRAID_IOC_RESHAPE`]: changes a running array's member count, chunk or layout

@@ -174,7 +174,8 @@ pub struct ReshapeProgress {
     pub recorded: u64,
     /// The far edge of what was moved.
     pub front: u64,
-    /// It stands still: a member is lost, or the window cannot be read (tried again).
+    /// It stands still: the window cannot be read even through the parity (tried again), or
+    /// the array lost data or broke. Degraded, it moves on.
     pub stalled: bool,
 }
 

@@ -15,7 +15,6 @@ use crate::stress::{
     clip_to_run, geometry_of, host_with, scrub_now, submit_inline_batch, submit_inline_data,
     Scenario,
 };
-use graid_engine::array::ArrayState;
 use graid_engine::assembly::{member_status, pick_freshest, MemberStatus};
 use graid_engine::bitmap::load_block;
 use graid_engine::geometry::{Level, MAX_MEMBERS};
@@ -249,8 +248,8 @@ pub fn settle(host: &Host, seed: u64) {
     loop {
         let resyncing = !engine.in_sync() && engine.scrub_progress().mode.is_some();
         let rebuilding = engine.rebuild_target().is_some() && !engine.rebuild_stalled();
-        // A reshape stands still while a member is lost (`reshape_run.rs`).
-        let reshaping = engine.reshaping() && engine.state() == ArrayState::Optimal;
+        // A reshape goes on degraded; it stands still only where data cannot be read.
+        let reshaping = engine.reshape_progress().is_some_and(|r| !r.stalled);
         if !resyncing && !rebuilding && !reshaping {
             return;
         }

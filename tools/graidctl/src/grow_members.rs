@@ -190,7 +190,7 @@ pub fn status(ctl: &dyn ControlDevice, index: u32) -> Option<GraidReshape> {
 /// A restripe under way, as `detail` and `wait` show it.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct ReshapeView {
-    /// `running`, or `stalled` (a member is lost: it goes on once the array is optimal).
+    /// `running`, or `stalled` (data it cannot read even through the parity).
     pub state: &'static str,
     pub raid_devices_from: u32,
     pub raid_devices: u32,

@@ -304,7 +304,7 @@ fn reshape_changes(was: &ArrayView, a: &ArrayView, out: &mut Vec<Event>) {
                     a,
                     "reshape-stalled",
                     None,
-                    "standing still: a member is lost, or the data cannot be read".into(),
+                    "standing still: data it needs cannot be read, even through the parity".into(),
                 ));
             }
         }

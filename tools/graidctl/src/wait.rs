@@ -218,8 +218,8 @@ fn wait_replace(
     Ok(finished(&view, json_out, text))
 }
 
-/// Waits for a restripe (the rebuild's counterpart of `run`); fails if it stands still (a
-/// member lost).
+/// Waits for a restripe (the rebuild's counterpart of `run`); fails if it stands still (data
+/// it cannot read even through the parity).
 fn wait_reshape(
     ctl: &dyn ControlDevice,
     sys: &dyn System,
@@ -240,9 +240,9 @@ fn wait_reshape(
                 bar.abandon();
             }
             return Err(CtlError::Failed(format!(
-                "{label}: the restripe stands still at {:.1}%: a member is lost or a read \
-                 failed; it goes on once the array is optimal again (a read is tried every \
-                 second)",
+                "{label}: the restripe stands still at {:.1}%: data it needs cannot be read, \
+                 even through the parity (tried again every second; graidctl detail shows \
+                 the members)",
                 r.percent
             )));
         }
