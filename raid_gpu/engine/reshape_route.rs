@@ -9,7 +9,10 @@
 //!   sector is in the new geometry and durable, so a request there maps new;
 //! - the **front**: the far edge of the window being moved (forwards its end, backwards its
 //!   start). On the old side of it nothing was moved or is being moved: a request there maps
-//!   old.
+//!   old;
+//! - the **settled** position, between them: the far edge of what was moved whole (the front
+//!   once a window's move ended, behind it while one moves). A read there finds the new rows
+//!   whole, and nothing writes them until a record lets writes in.
 //!
 //! Between them lie the sectors moved since `P` was recorded and the window in motion: a
 //! request meeting them waits ([`Route::Wait`]) until the superblocks record a position past it
@@ -49,6 +52,7 @@ pub struct ReshapeRoute {
     plan: PlanCell,
     recorded: AtomicU64,
     front: AtomicU64,
+    settled: AtomicU64,
 }
 
 impl ReshapeRoute {
@@ -66,6 +70,7 @@ impl ReshapeRoute {
         self.plan.store(plan);
         self.recorded.store(recorded, Ordering::SeqCst);
         self.front.store(recorded, Ordering::SeqCst);
+        self.settled.store(recorded, Ordering::SeqCst);
     }
 
     /// The plan; `None` before one was installed.
@@ -81,6 +86,21 @@ impl ReshapeRoute {
     /// The far edge of what was moved or is moving.
     pub fn front(&self) -> u64 {
         self.front.load(Ordering::SeqCst)
+    }
+
+    /// The far edge of what was moved whole.
+    pub fn settled(&self) -> u64 {
+        self.settled.load(Ordering::SeqCst)
+    }
+
+    /// The window up to the front was moved whole (the worker, after its writes ended): reads
+    /// there map new from now on. False (nothing changes) if `position` is not the front.
+    pub fn settle(&self, position: u64) -> bool {
+        let onward = position == self.front();
+        if onward {
+            self.settled.store(position, Ordering::SeqCst);
+        }
+        onward
     }
 
     /// The worker is about to move the window up to `front` (its end forwards, its start
@@ -141,11 +161,12 @@ impl ReshapeRoute {
         self.route_for(start, sectors, false)
     }
 
-    /// [`Self::route`] for a read while the data moves: the sectors moved but not recorded
-    /// read from the old geometry, which still holds them whole (no step writes over the old
-    /// rows a restart from the recorded position needs, and writes there wait), instead of
-    /// waiting for a record as a write must (md's reads do not wait either). A step's drain
-    /// waits for such a read before it moves over its rows.
+    /// [`Self::route`] for a read while the data moves, which never waits as a write must
+    /// (md's reads do not wait either): the sectors moved whole read from the new geometry (the
+    /// rows are whole, and writes there wait for a record), the window in motion from the old
+    /// one, which still holds them whole (no step writes over the old rows a restart from the
+    /// recorded position needs). A record waits for the reads mapped old below it before it
+    /// lets writes in there (the new rows they write may lie on the old rows those read).
     pub fn route_read(&self, start: u64, sectors: u64) -> Route {
         self.route_for(start, sectors, true)
     }
@@ -154,9 +175,16 @@ impl ReshapeRoute {
         let Some(plan) = self.plan() else {
             return Route::Wait;
         };
-        // The recorded position first, then the front (module comment).
+        // The recorded position first, then the front (module comment); a read's edges are
+        // the settled position, both sides of it.
         let recorded = self.recorded();
         let front = self.front();
+        let (recorded, front) = if read {
+            let settled = self.settled();
+            (settled, settled)
+        } else {
+            (recorded, front)
+        };
         let end = start.saturating_add(sectors.max(1));
         let content = plan.content();
         let old = Route::Old(plan.old());
@@ -166,8 +194,7 @@ impl ReshapeRoute {
             Direction::Forwards => {
                 // Below the recorded position new; from the front up to the content's end old;
                 // in between wait.
-                // A read: old from the recorded position on.
-                let old_from = if read { recorded } else { front };
+                let old_from = front;
                 if end <= recorded {
                     new
                 } else if start >= old_from && end <= content {
@@ -183,7 +210,7 @@ impl ReshapeRoute {
             Direction::Backwards => {
                 // From the recorded position up new (the content ends the array); below the
                 // front old; in between wait.
-                let old_below = if read { recorded } else { front };
+                let old_below = front;
                 if start >= recorded {
                     new
                 } else if end <= old_below {

@@ -653,6 +653,8 @@ impl<M: Store> ArrayEngine<M> {
             return;
         }
         self.reshape.read_failed.store(false, Ordering::Relaxed);
+        // Moved whole: reads there map new.
+        route.settle(front);
         self.reshape.counts.windows.fetch_add(1, Ordering::Relaxed);
         if plan.done(front) {
             self.finish_reshape(p, &plan);
@@ -674,6 +676,14 @@ impl<M: Store> ArrayEngine<M> {
         self.drain_requests(p, |r: &RequestState| {
             let (lo, hi) = if r.op() == Op::Read { reads } else { writes };
             r.side() != Side::New && overlaps(r, lo, hi) && in_flight(r)
+        })
+    }
+
+    /// Waits until no read that mapped (or may map) the old geometry in `[lo, hi)` is in
+    /// flight; false if some still are after a while (they may wait for the worker).
+    fn drain_old_reads<P: Platform>(&self, p: &P, lo: u64, hi: u64) -> bool {
+        self.drain_requests(p, |r: &RequestState| {
+            r.op() == Op::Read && r.side() != Side::New && overlaps(r, lo, hi) && in_flight(r)
         })
     }
 
@@ -708,6 +718,17 @@ impl<M: Store> ArrayEngine<M> {
     /// Records `position` in the superblocks, everything written before durable first; false
     /// if no member took it.
     fn record_reshape<P: Platform>(&self, p: &P, position: u64) -> bool {
+        // Writes let in by the record write new rows that may lie on the old rows of sectors
+        // it covers: reads still reading those wait to end first. New reads there map new
+        // (settled), so none comes after.
+        let covered = match self.reshape.route.plan().map(|plan| plan.direction()) {
+            Some(Direction::Backwards) => (position, u64::MAX),
+            _ => (0, position),
+        };
+        if !self.drain_old_reads(p, covered.0, covered.1) {
+            p.kick_worker_after(10);
+            return false;
+        }
         self.reshape.claim.store(position, Ordering::SeqCst);
         self.flush_all(p);
         if self.write_superblocks(p).is_err() {
@@ -752,6 +773,12 @@ impl<M: Store> ArrayEngine<M> {
         // reshape did not log (routed while it ran): a crash after them replays the log
         // alone where a member is missing, which would not cover those.
         if self.has_log() && !self.drain_unlogged(p) {
+            p.kick_worker_after(10);
+            return;
+        }
+        // Requests map by the new geometry alone from the end on: their writes may land on old
+        // rows reads mapped old still read (reads wait meanwhile, as writes do).
+        if !self.drain_old_reads(p, 0, u64::MAX) {
             p.kick_worker_after(10);
             return;
         }

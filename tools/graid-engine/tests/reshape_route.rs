@@ -24,11 +24,14 @@ enum Class {
     Wait,
 }
 
-/// A read's: the sectors moved but not recorded (and the window) are old too, which still holds
-/// them whole.
+/// A read's: the sectors moved whole are new (recorded or not), the window in motion old; a read
+/// never waits.
 fn class(route: &ReshapeRoute, sector: u64, read: bool) -> Class {
-    let (recorded, front) = (route.recorded(), route.front());
-    let old_edge = if read { recorded } else { front };
+    let (recorded, front) = match read {
+        true => (route.settled(), route.settled()),
+        false => (route.recorded(), route.front()),
+    };
+    let old_edge = front;
     let content = route.plan().unwrap().content();
     match route.plan().unwrap().direction() {
         Direction::Forwards if sector < recorded => Class::New,
@@ -99,6 +102,8 @@ fn walk(plan: ReshapePlan, max: u64, seed: u64) {
         assert!(route.move_front(front));
         probe(&route, &mut rng);
         // The window is moved now; sometimes the position is recorded at once (a checkpoint).
+        assert!(route.settle(front));
+        probe(&route, &mut rng);
         position = next;
         if rng.random_range(0..4) == 0 {
             assert!(route.record(position));
@@ -212,6 +217,18 @@ fn readers_never_see_a_range_new_before_it_is_recorded() {
                         }
                         _ => {}
                     }
+                    // A read: new only where moved whole, old only outside the moved.
+                    let settled_before = route.settled();
+                    match route.route_read(start, len) {
+                        Route::New(_) => {
+                            assert!(start + len <= route.settled(), "read new before settled");
+                        }
+                        Route::Old(_) => {
+                            assert!(start >= settled_before, "read old below what settled");
+                        }
+                        Route::Wait => panic!("a read waits"),
+                        Route::Split(_) => {}
+                    }
                     routed += 1;
                 }
                 routed
@@ -227,6 +244,7 @@ fn readers_never_see_a_range_new_before_it_is_recorded() {
         assert!(route.move_front(w.end));
         // The window's copy: the readers route meanwhile.
         std::thread::sleep(std::time::Duration::from_micros(200));
+        assert!(route.settle(w.end));
         position = w.end;
     }
     assert!(route.record(position));

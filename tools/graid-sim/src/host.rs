@@ -67,6 +67,9 @@ pub struct Faults {
     /// this chance in parts per million (bad sectors appearing as the run goes); on RAID 5/6,
     /// once a write request ended, one sector of each piece of data it wrote.
     pub rot_ppm: u32,
+    /// Each read waits up to this many microseconds before it reads the disk (a slow drive:
+    /// a read sent before some other I/O reads the disk after it).
+    pub read_delay_us: u64,
 }
 
 /// An in-memory member: one `u64` tag per sector stands for the sector's contents.
@@ -583,6 +586,10 @@ impl Host {
     pub fn complete(&self, rq: usize, io: &MemberIo<SegmentRef>, rng: &mut StdRng) {
         let member = io.info.member as usize;
         let disk = &self.disks[member];
+        if io.info.op == Op::Read && disk.faults.read_delay_us > 0 {
+            let us = rng.random_range(0..disk.faults.read_delay_us);
+            std::thread::sleep(Duration::from_micros(us));
+        }
         let status = self.execute(rq, io, disk, rng);
         if status == Status::Ok && io.info.op.is_write() {
             self.slot(rq)

@@ -616,3 +616,23 @@ fn a_chunk_that_does_not_divide_the_members_is_refused() {
         read_back_inline(host, &report.model, seed);
     }
 }
+
+/// Slow reads under a grow: a read mapped old before a record may still be reading when the
+/// next window moves over its old rows, so a step waits for such reads first (the drain's
+/// reads); every read returns what the model says.
+#[test]
+fn slow_reads_under_a_grow_read_what_was_written() {
+    use graid_sim::host::Faults;
+    for seed in seeds(2) {
+        let slow = Faults {
+            read_delay_us: 3000,
+            ..Faults::default()
+        };
+        let to = reshape_to(RAID5, 5, 16, 256);
+        let mut s = scenario(RAID5, 4, 16, to);
+        for m in 0..4 {
+            s = s.with_fault(m, slow);
+        }
+        reshaped(&s, seed);
+    }
+}
