@@ -243,6 +243,23 @@ json_field() {
 	echo "$2" | sed -n "s/.*\"$1\": *\"\{0,1\}\([^\",}]*\).*/\1/p" | head -n 1
 }
 
+# array_state NAME: the array's state word (optimal, degraded, ...) from detail --json.
+array_state() { graidctl --json detail "$1" | sed -n 's/.*"state": "\([a-z]*\)".*/\1/p' | head -n 1; }
+
+# wait_reshaped ARRAY: waits for ARRAY's restripe (graidctl wait, which may also find it ended)
+# and fails if detail --json, left in OUT, still shows one.
+wait_reshaped() {
+	expect_rc 0 graidctl wait $1
+	expect_rc 0 graidctl --json detail $1
+	case "$OUT" in *'"reshape"'*) fail "$1 still restriping after graidctl wait" ;; esac
+}
+
+# data_offset_kib DEV: the data offset member DEV's superblock gives (graidctl examine), KiB.
+data_offset_kib() {
+	expect_rc 0 graidctl examine $1
+	echo $(($(echo "$OUT" | sed -n 's/.*Data Offset : \([0-9]*\) sectors.*/\1/p') / 2))
+}
+
 # need_members N: the usual prologue. Loads the module, sets $members to the first N NVMe drives
 # (skips the test when there are fewer) and wipes their signatures and superblocks. Not in a subshell: skip
 # must end the test.

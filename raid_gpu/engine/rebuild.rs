@@ -96,7 +96,7 @@ fn batch(ios: &[RebuildIo], n: usize) -> &[RebuildIo] {
 }
 
 /// Bit `i` of a [`RebuildBuffer::rebuild_batch`] result.
-fn bit(failed: u64, i: usize) -> bool {
+pub(super) fn bit(failed: u64, i: usize) -> bool {
     u32::try_from(i)
         .ok()
         .and_then(|i| 1u64.checked_shl(i))

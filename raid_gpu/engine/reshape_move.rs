@@ -21,7 +21,7 @@ use super::layout::Recovery;
 use super::members::MemberSet;
 use super::parity::{ParityJob, ParityOp};
 use super::platform::{MemberEvent, Op, Platform, RebuildIo, MAX_REBUILD_BATCH};
-use super::rebuild::REBUILD_COLUMN_SECTORS;
+use super::rebuild::{bit, REBUILD_COLUMN_SECTORS};
 use super::reshape::{ReshapePlan, Side as PlanSide};
 use core::sync::atomic::Ordering;
 
@@ -369,6 +369,6 @@ impl<M: Store> ArrayEngine<M> {
 /// [`RebuildBuffer::rebuild_batch`]: super::platform::RebuildBuffer::rebuild_batch
 fn failed_members(ios: &[RebuildIo], failed: u64) -> MemberSet {
     (ios.iter().enumerate())
-        .filter(|&(i, _)| failed & 1u64.checked_shl(i as u32).unwrap_or(0) != 0)
+        .filter(|&(i, _)| bit(failed, i))
         .fold(MemberSet::EMPTY, |set, (_, io)| set.with(io.member))
 }

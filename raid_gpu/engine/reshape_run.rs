@@ -661,8 +661,7 @@ impl<M: Store> ArrayEngine<M> {
         } else {
             // The rebuild's speed limits (`set-speed`) hold for the reshape too: every member
             // row it wrote counts.
-            let rows = (window.end - window.start)
-                .div_ceil(u64::from(plan.new_geometry().data_members()).max(1));
+            let rows = (window.end - window.start).div_ceil(data);
             self.keep_pace(p, started, rows);
         }
         // Requests waiting for the window go on (or ask for the record they need).

@@ -45,8 +45,6 @@ kill_slice() {
 	echo "killed r$1"
 }
 slices() { for i in "$@"; do printf '/dev/mapper/r%s ' $i; done; }
-# state NAME: the array's state word from graidctl detail.
-state() { graidctl --json detail "$1" | sed -n 's/.*"state": "\([a-z]*\)".*/\1/p' | head -n 1; }
 
 make_slices
 wipe_superblocks $(slices 0 1 2 3 4 5 6 7)
@@ -61,7 +59,7 @@ writer=$!
 sleep 2
 kill_slice 3
 finishes $writer 300 "fio" || { cat /tmp/fio.out; fail "fio failed while a RAID 5 member died"; }
-[ "$(state d5)" = degraded ] || fail "RAID 5 is $(state d5) after losing a member"
+[ "$(array_state d5)" = degraded ] || fail "RAID 5 is $(array_state d5) after losing a member"
 graidctl detail d5 | grep -E 'State|faulty'
 echo 3 >/proc/sys/vm/drop_caches
 fio_readback "$dev" 0 24M randwrite 4k-256k "degraded RAID 5 reads return other data"
@@ -73,7 +71,7 @@ dd if="$dev" of=/dev/null bs=1M count=16 iflag=direct 2>/dev/null &&
 # (Whole stripes: written without reading, so they reach the dead member.)
 dd if=/dev/zero of="$dev" bs=1M count=16 oflag=direct 2>/dev/null &&
 	fail "a write across a RAID 5 with two members lost succeeded"
-s=$(state d5)
+s=$(array_state d5)
 [ "$s" = failed ] || [ "$s" = broken ] || fail "RAID 5 with two members lost is $s"
 expect_rc 0 graidctl stop d5
 remove_slices
@@ -93,7 +91,7 @@ finishes $writer 300 "fio" || fail "fio failed while two RAID 6 members died"
 echo 3 >/proc/sys/vm/drop_caches
 # (fio may end before it touches the second dead member: the read-back then finds it.)
 fio_readback "$dev" 0 16M randwrite 4k-128k "RAID 6 without two members returns other data"
-[ "$(state d6)" = degraded ] || fail "RAID 6 is $(state d6) after losing two members"
+[ "$(array_state d6)" = degraded ] || fail "RAID 6 is $(array_state d6) after losing two members"
 n=$(graidctl --json detail d6 | grep -c '"state": "faulty"')
 [ "$n" = 2 ] || fail "$n members faulty, expected 2"
 fio_verify "$dev" 16M 8M randwrite 4k-64k

@@ -31,12 +31,6 @@ wipe_superblocks $g0 $g1 $g2 $g3
 # What the fourth drive held before: the restripe writes all of it.
 dd if=/dev/urandom of=$g3 bs=1M seek=1 count=30 oflag=direct 2>/dev/null || fail "old content"
 
-# data_offset_kib ARRAY: each member's data offset, KiB (from examine of its first member).
-data_offset_kib() {
-	expect_rc 0 graidctl examine $g0
-	echo $(($(echo "$OUT" | sed -n 's/.*Data Offset : \([0-9]*\) sectors.*/\1/p') / 2))
-}
-
 echo "--- RAID 5 of three grown to four under fio"
 expect_rc 0 graidctl create g5 --level 5 --chunk 64K --bitmap none --consistency-policy resync --write-zeroes $g0 $g1 $g2
 dev=$(array_dev "$OUT")
@@ -71,12 +65,6 @@ expect_match '^[0-9]+ / [0-9]+$' "$(cat $sys/sync_completed)" "sysfs sync_comple
 expect_rc 1 graidctl check g5
 finishes $fio_pid 300 "fio during the restripe" || { cat /tmp/fio-during.out; fail "fio during the restripe failed"; }
 expect_rc 0 graidctl set-speed g5 --min 100M --max 0
-# wait_reshaped ARRAY: waits for the restripe (graidctl wait, which may also find it ended).
-wait_reshaped() {
-	expect_rc 0 graidctl wait $1
-	expect_rc 0 graidctl --json detail $1
-	case "$OUT" in *'"reshape"'*) fail "$1 still restriping after graidctl wait" ;; esac
-}
 wait_reshaped g5
 expect_match '"raid_devices": *4' "$OUT" "the member count after the restripe"
 n=0
@@ -120,7 +108,7 @@ fio_readback $dev 0 16M write 1m-1m "data does not read back after the chunk cha
 fio_readback $dev 20M 12M randwrite 4k-64k "data written during the grow does not read back after the chunk change"
 expect_rc 0 graidctl check g5 --wait
 expect_match 'check finished: 0 mismatched sectors' "$OUT" "parity after the chunk change"
-offset_kib=$(data_offset_kib)
+offset_kib=$(data_offset_kib $g0)
 expect_rc 0 graidctl stop g5
 
 echo "--- md's raid5 reads what graid restriped, and its check agrees"
@@ -140,7 +128,7 @@ expect_rc 0 graidctl grow g0z --chunk 128K
 wait_reshaped g0z
 expect_match '"chunk_sectors": *256' "$OUT" "raid0's chunk after the restripe"
 fio_readback $dev 0 24M randwrite 4k-64k "raid0 data does not read back after the chunk change"
-offset_kib=$(data_offset_kib)
+offset_kib=$(data_offset_kib $g0)
 expect_rc 0 graidctl stop g0z
 mdadm --create /dev/md0 --run --level=0 --raid-devices=3 --metadata=1.2 --chunk=128 \
 	--data-offset=${offset_kib}K $g0 $g1 $g2 >/tmp/create.out 2>&1 ||

@@ -38,17 +38,7 @@ revive_slice() {
 	dmsetup load r$1 --table "$(slice_table $1)" || fail "cannot load r$1 again"
 	dmsetup --noudevsync resume r$1 || fail "cannot resume r$1"
 }
-state() { graidctl --json detail "$1" | sed -n 's/.*"state": "\([a-z]*\)".*/\1/p' | head -n 1; }
 position() { cat /sys/block/${dev#/dev/}/graid/reshape_position; }
-wait_reshaped() {
-	expect_rc 0 graidctl wait $1
-	expect_rc 0 graidctl --json detail $1
-	case "$OUT" in *'"reshape"'*) fail "$1 still restriping after graidctl wait" ;; esac
-}
-data_offset_kib() {
-	expect_rc 0 graidctl examine $1
-	echo $(($(echo "$OUT" | sed -n 's/.*Data Offset : \([0-9]*\) sectors.*/\1/p') / 2))
-}
 
 echo "--- RAID 5 of three plus a spare grown to four; a member dies in the middle"
 expect_rc 0 graidctl create dg --level 5 --chunk 64K --write-zeroes $(r 0 1 2)
@@ -67,7 +57,7 @@ expect_rc 0 graidctl grow dg --raid-devices 4 --add $(r 3)
 echo "$OUT"
 kill_slice 1
 n=0
-until [ "$(state dg)" = degraded ]; do
+until [ "$(array_state dg)" = degraded ]; do
 	n=$((n + 1)); [ $n -le 100 ] || { graidctl detail dg; fail "r1's death was not noticed"; }
 	usleep 100000
 done
@@ -90,7 +80,7 @@ expect_match '"raid_devices": *4' "$OUT" "the member count after the degraded re
 fio_readback $dev 0 16M write 1m-1m "data written before the degraded restripe does not read back"
 fio_readback $dev 20M 12M randwrite 4k-64k "data written during the degraded restripe does not read back"
 expect_rc 0 graidctl wait dg
-[ "$(state dg)" = optimal ] || fail "the array is $(state dg) after the spare's rebuild"
+[ "$(array_state dg)" = optimal ] || fail "the array is $(array_state dg) after the spare's rebuild"
 expect_rc 0 graidctl check dg --wait
 expect_match 'check finished: 0 mismatched sectors' "$OUT" "parity after the degraded restripe"
 offset_kib=$(data_offset_kib $(r 0))
@@ -120,7 +110,7 @@ expect_rc 0 graidctl assemble --run dh $(r 0 2 3)
 dev=$(array_dev "$OUT")
 expect_rc 0 graidctl detail dh
 expect_match 'Reshape : ' "$OUT" "the restripe after a degraded assembly"
-[ "$(state dh)" = degraded ] || fail "dh is $(state dh) started without r1"
+[ "$(array_state dh)" = degraded ] || fail "dh is $(array_state dh) started without r1"
 expect_rc 0 graidctl set-speed dh --min 100M --max 0
 wait_reshaped dh
 fio_readback $dev 0 24M randwrite 4k-64k "data does not read back after a degraded assembly's restripe"
@@ -132,7 +122,7 @@ case "$(dmesg | tail -n 20)" in *"rebuilding what changed while it was away"*)
 	fail "r1 was re-added through the bitmap across a restripe" ;;
 esac
 expect_rc 0 graidctl wait dh
-[ "$(state dh)" = optimal ] || fail "dh is $(state dh) after r1's rebuild"
+[ "$(array_state dh)" = optimal ] || fail "dh is $(array_state dh) after r1's rebuild"
 expect_rc 0 graidctl check dh --wait
 expect_match 'check finished: 0 mismatched sectors' "$OUT" "parity after the degraded assembly's restripe"
 fio_readback $dev 0 24M randwrite 4k-64k "data does not read back after r1's rebuild"
@@ -159,7 +149,7 @@ dev=$(array_dev "$OUT")
 expect_rc 0 graidctl grow dd --raid-devices 4 --add $(r 3)
 wait_reshaped dd
 expect_match '"raid_devices": *4' "$OUT" "the member count after a restripe over bad blocks"
-[ "$(state dd)" = optimal ] || fail "dd is $(state dd) after a restripe over bad blocks"
+[ "$(array_state dd)" = optimal ] || fail "dd is $(array_state dd) after a restripe over bad blocks"
 fio_readback $dev 0 24M write 1m-1m "data under bad blocks does not read back after the restripe"
 expect_rc 0 graidctl wait dd
 expect_rc 0 graidctl check dd --wait
